@@ -1,0 +1,3 @@
+"""The paper's figures, one module each, and the ``aimc-pipeline`` command dispatcher."""
+
+__all__: list[str] = []

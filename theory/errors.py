@@ -1,0 +1,88 @@
+"""Exceptions shared by every package, and the one range check that produces them.
+
+Every user-facing error names the parameter, the value it got and the valid range, in one line, so
+that the command-line tools can print ``str(error)`` and exit non-zero without a traceback.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Real
+
+__all__ = ["ParameterError", "UnreachableTargetError", "DivergenceError", "check_range"]
+
+
+class ParameterError(ValueError):
+    """A parameter is outside its valid range (the message names parameter, value and range)."""
+
+
+class UnreachableTargetError(ValueError):
+    """A target accuracy ``eps`` at or below a bound's asymptotic floor.
+
+    Attributes
+    ----------
+    eps : float
+        The requested target.
+    floor : float
+        The bound's asymptotic error floor; only targets ``eps > floor`` are reachable.
+    algorithm : str
+        The registry entry whose floor it is.
+    """
+
+    def __init__(self, algorithm: str, eps: float, floor: float):
+        self.algorithm, self.eps, self.floor = algorithm, float(eps), float(floor)
+        super().__init__(
+            f"eps={eps:.6g} is unreachable for {algorithm}: its asymptotic error floor is "
+            f"{floor:.6g}; choose eps > {floor:.6g}"
+        )
+
+
+class DivergenceError(FloatingPointError):
+    """A simulation blew up; the message names the step, the quantity and the learning rate."""
+
+    def __init__(self, step: int, quantity: str, value: float, lr: float):
+        self.step, self.quantity, self.value, self.lr = step, quantity, value, lr
+        super().__init__(
+            f"diverged at step {step}: {quantity} = {value:.6g} with learning rate lr={lr:g}; "
+            "lower the learning rate"
+        )
+
+
+def check_range(
+    name: str,
+    value,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+    integer: bool = False,
+):
+    """Return ``value`` if it is a finite number in the interval, else raise :class:`ParameterError`.
+
+    Parameters
+    ----------
+    name : str
+        The parameter's user-facing name (a flag or TOML key).
+    value : int or float
+        The value to check.
+    low, high : float, optional
+        Interval ends (``None``: unbounded on that side).
+    low_open, high_open : bool
+        Whether the interval excludes that end.
+    integer : bool
+        Whether the value must be an integer.
+    """
+    lo = "(" if low_open else "["
+    hi = ")" if high_open else "]"
+    rng = f"{lo}{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}{hi}"
+    kind = "an integer" if integer else "a number"
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
+        raise ParameterError(f"{name}={value!r} is not {kind}; valid range {rng}")
+    if integer and int(value) != value:
+        raise ParameterError(f"{name}={value!r} is not an integer; valid range {rng}")
+    bad_low = low is not None and (value <= low if low_open else value < low)
+    bad_high = high is not None and (value >= high if high_open else value > high)
+    if bad_low or bad_high:
+        raise ParameterError(f"{name}={value!r} is out of range; valid range {rng}")
+    return int(value) if integer else value
