@@ -1,0 +1,311 @@
+r"""Iteration, sample and clock-cycle complexities of the registry's bounds (Proposition 5).
+
+Every bound of :mod:`theory.theorems` has, at its best admissible step, the rate form
+:math:`a/\sqrt{K} + c/K + \mathrm{floor}`. Setting it to :math:`\epsilon` and writing
+:math:`x = 1/\sqrt{K}` gives :math:`c x^2 + a x = \epsilon - \mathrm{floor}`, whose positive
+root gives
+
+.. math::
+
+    K(\epsilon) = \left(\frac{a + \sqrt{a^2 + 4c(\epsilon - \mathrm{floor})}}
+                              {2(\epsilon - \mathrm{floor})}\right)^2
+                = \left(\frac{2c}{\sqrt{a^2 + 4c(\epsilon - \mathrm{floor})} - a}\right)^2 ,
+
+the first form free of cancellation (it also covers ``c = 0``:
+:math:`a^2/(\epsilon-\mathrm{floor})^2`). A bound that is only established for
+``K >= min_iterations`` uses :math:`\max(K(\epsilon), K_{\min})`.
+
+Conventions (the same in ``docs/theory.md``):
+
+- samples :math:`= \mathrm{batch}\times K`; clock cycles come from
+  :func:`theory.schedules.cycles_for_iterations`: ``sync`` :math:`2(B+M-1)K`, ``async``
+  :math:`2(K+M-1)`, and ``none`` :math:`2MBK` **with** :math:`B = n/b`: a non-pipelined step of
+  ``n`` samples runs ``n/b`` micro-batches of ``b`` samples, ``2M`` cycles each, i.e.
+  :math:`2MnK/b`. So a non-pipelined entry evaluated with ``n = B b`` has exactly the mini-batch
+  of the synchronous pipeline, which makes the comparison fair;
+- for ``async`` entries the delay ``D`` defaults to the schedule's maximal delay ``M - 1``;
+- numeric results count whole iterations: ``iterations_int = ceil(K(eps))``, and ``samples``,
+  ``cycles`` and ``step`` are those of that integer run (the bound is decreasing in ``K``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+import sympy as sp
+
+from .errors import ParameterError, UnreachableTargetError, check_range
+from .schedules import cycles_for_iterations, schedule
+from .symbols import B, K, M, b, eps
+from .theorems import REGISTRY, Bound, get_bound
+
+__all__ = [
+    "ComplexityResult",
+    "PARAMETER_RANGES",
+    "cycles_expr",
+    "evaluate_complexity",
+    "iterations_expr",
+    "latex_table",
+    "samples_expr",
+    "solve_rate",
+]
+
+#: valid range of every parameter: (low, high, low_open, high_open, integer)
+PARAMETER_RANGES: dict[str, tuple] = {
+    "L": (0.0, None, True, False, False),
+    "L_s": (0.0, None, True, False, False),
+    "Delta": (0.0, None, True, False, False),
+    "sigma2": (0.0, None, True, False, False),
+    "q_min": (0.0, None, True, False, False),
+    "q_max": (0.0, None, True, False, False),
+    "G_inf": (0.0, None, False, False, False),
+    "theta": (0.0, 1.0, True, True, False),
+    "tau": (0.0, None, True, False, False),
+    "W_max": (0.0, None, True, False, False),
+    "n": (1, None, False, False, True),
+    "b": (1, None, False, False, True),
+    "B": (1, None, False, False, True),
+    "M": (1, None, False, False, True),
+    "D": (0, None, False, False, True),
+}
+
+
+def solve_rate(a: sp.Expr, c: sp.Expr, gap: sp.Expr) -> sp.Expr:
+    r"""The ``K`` solving :math:`a/\sqrt{K} + c/K = \mathrm{gap}` (Proposition 5, stable form).
+
+    .. math:: K = \left(\frac{a + \sqrt{a^2 + 4 c\,\mathrm{gap}}}{2\,\mathrm{gap}}\right)^2
+    """
+    return ((a + sp.sqrt(a**2 + 4 * c * gap)) / (2 * gap)) ** 2
+
+
+def iterations_expr(bound: Bound) -> sp.Expr:
+    r"""Iterations :math:`K(\epsilon)` to reach :math:`\epsilon` (valid for ``eps > floor``)."""
+    k_eps = solve_rate(bound.rate_a, bound.rate_c, eps - bound.floor)
+    if bound.min_iterations != 0:
+        return sp.Max(k_eps, bound.min_iterations)
+    return k_eps
+
+
+def _cycles_per_run(bound: Bound) -> sp.Expr:
+    """Cycles for ``K`` updates in ``bound.mode``; ``none`` runs ``n/b`` micro-batches per step."""
+    cycles = cycles_for_iterations(bound.mode)
+    if bound.mode == "none":
+        cycles = cycles.subs(B, bound.batch / b)
+    return cycles
+
+
+def samples_expr(bound: Bound) -> sp.Expr:
+    r"""Sample complexity :math:`N(\epsilon) = \mathrm{batch}\cdot K(\epsilon)`."""
+    return bound.batch * iterations_expr(bound)
+
+
+def cycles_expr(bound: Bound) -> sp.Expr:
+    r"""Clock-cycle complexity: the schedule's cycles for :math:`K(\epsilon)` updates.
+
+    ``none``: :math:`2M(n/b)K`; ``sync``: :math:`2(B+M-1)K`; ``async``: :math:`2(K+M-1)`.
+    """
+    return _cycles_per_run(bound).subs(K, iterations_expr(bound))
+
+
+@dataclass(frozen=True)
+class ComplexityResult:
+    """Complexities of one bound at a target (arrays broadcast over the inputs, or scalars).
+
+    Attributes
+    ----------
+    algorithm : str
+        Registry name.
+    eps, floor : float or ndarray
+        Target and asymptotic floor (``eps > floor``), squared-gradient units.
+    rate_a, rate_c : float or ndarray
+        Coefficients of the rate form ``a/sqrt(K) + c/K + floor``.
+    iterations : float or ndarray
+        Real :math:`K(\\epsilon)`.
+    iterations_int : int or ndarray
+        ``ceil(iterations)``, the run that ``samples``, ``cycles`` and ``step`` describe.
+    samples : float or ndarray
+        ``batch * iterations_int``.
+    cycles : float or ndarray
+        Clock cycles of ``iterations_int`` updates in the bound's schedule.
+    step : float or ndarray
+        Best admissible constant step at ``iterations_int``.
+    step_limited_by : str or ndarray of str
+        ``"step cap"`` when :math:`1/\\mathrm{inv\\_step\\_cap}` is the smaller, else
+        ``"noise balance"``.
+    """
+
+    algorithm: str
+    eps: object
+    floor: object
+    rate_a: object
+    rate_c: object
+    iterations: object
+    iterations_int: object
+    samples: object
+    cycles: object
+    step: object
+    step_limited_by: object
+
+
+class _Compiled:
+    """The numpy evaluators of one bound (built once per name, see :func:`_compiled`)."""
+
+    def __init__(self, bound: Bound):
+        per_run = _cycles_per_run(bound)
+        exprs = (
+            bound.floor, bound.rate_a, bound.rate_c, iterations_expr(bound), bound.batch,
+            per_run, 1 / bound.inv_step_cap, bound.noise_step,
+        )
+        free = set().union(*(sp.sympify(e).free_symbols for e in exprs)) - {K, eps}
+        self.symbols = tuple(sorted(free, key=lambda s: s.name))
+        self.parameters = tuple(s.name for s in self.symbols)
+        args = (eps, *self.symbols)
+        self.floor, self.rate_a, self.rate_c, self.iterations = (
+            sp.lambdify(args, e, "numpy") for e in exprs[:4]
+        )
+        args_k = (K, *self.symbols)
+        self.batch, self.cycles, self.step_cap, self.noise_step = (
+            sp.lambdify(args_k, e, "numpy") for e in exprs[4:]
+        )
+
+
+@cache
+def _max_delay():
+    """``D = M - 1``, the asynchronous schedule's maximal forward delay, compiled."""
+    return sp.lambdify(M, schedule("async").max_delay, "numpy")
+
+
+@cache
+def _compiled(name: str) -> _Compiled:
+    return _Compiled(get_bound(name))
+
+
+def _as_array(name: str, value) -> np.ndarray:
+    """``value`` as a float array, every element checked with :func:`check_range`."""
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name}={value!r} is not a number or an array of numbers") from None
+    low, high, low_open, high_open, integer = PARAMETER_RANGES.get(
+        name, (0.0, None, True, False, False)
+    )
+    ok = np.isfinite(arr)
+    if low is not None:
+        ok &= arr > low if low_open else arr >= low
+    if high is not None:
+        ok &= arr < high if high_open else arr <= high
+    if integer:
+        ok &= arr == np.round(arr)
+    if not ok.all():
+        bad = arr[~ok].flat[0].item()
+        check_range(name, bad, low, high, low_open=low_open, high_open=high_open, integer=integer)
+    return arr
+
+
+def _check_relations(values: dict[str, np.ndarray]) -> None:
+    """Cross-parameter ranges: ``q_min <= q_max`` and ``W_max < tau``."""
+    pairs = (("q_min", "q_max", np.greater), ("W_max", "tau", np.greater_equal))
+    for low_name, high_name, bad_if in pairs:
+        if low_name in values and high_name in values:
+            lo, hi = np.broadcast_arrays(values[low_name], values[high_name])
+            bad = bad_if(lo, hi)
+            if bad.any():
+                i = np.flatnonzero(bad)[0]
+                lo_v, hi_v = lo.flat[i].item(), hi.flat[i].item()
+                op = "<=" if bad_if is np.greater else "<"
+                raise ParameterError(
+                    f"{low_name}={lo_v:g} is out of range; valid range: {low_name} {op} "
+                    f"{high_name} = {hi_v:g}"
+                )
+
+
+def _scalar(x):
+    arr = np.asarray(x)
+    return arr[()] if arr.ndim == 0 else arr
+
+
+def evaluate_complexity(name: str, eps, **values) -> ComplexityResult:
+    r"""Iterations, samples, cycles and step to reach ``eps`` for bound ``name`` (vectorised).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`theory.theorems.REGISTRY`.
+    eps : float or array
+        Target for :math:`\frac1K\sum_k\mathbb{E}\lVert\nabla f(W_k)\rVert^2` (squared-gradient
+        units); must exceed the floor everywhere.
+    **values : float or array
+        The constants, by symbol name (``L``, ``Delta``, ``sigma2``, ``n``, ``b``, ``B``, ``M``,
+        ``D``, ``q_min``, ``q_max``, ``G_inf``, ``theta``, ``L_s``, ``tau``, ``W_max``); arrays
+        broadcast. Names of :data:`PARAMETER_RANGES` that the bound does not use are ignored; ``D``
+        defaults to ``M - 1`` for ``async`` bounds.
+
+    Returns
+    -------
+    ComplexityResult
+
+    Raises
+    ------
+    ParameterError
+        Unknown bound, unknown or missing parameter (the message lists the required names), or a
+        value out of range.
+    UnreachableTargetError
+        If ``eps <= floor`` anywhere (the message gives that floor).
+    """
+    bound = get_bound(name)
+    compiled = _compiled(name)
+    required = compiled.parameters
+    unknown = sorted(set(values) - set(PARAMETER_RANGES))
+    if unknown:
+        raise ParameterError(
+            f"unknown parameter(s) {', '.join(unknown)} for {name}; required: {', '.join(required)}"
+        )
+    values = dict(values)
+    if bound.mode == "async" and "D" in required and "D" not in values and "M" in values:
+        values["D"] = _max_delay()(np.asarray(values["M"], dtype=float))
+    missing = [p for p in required if p not in values]
+    if missing:
+        raise ParameterError(
+            f"missing parameter(s) {', '.join(missing)} for {name}; required: {', '.join(required)}"
+        )
+    arrays = {p: _as_array(p, values[p]) for p in required}
+    _check_relations(arrays)
+    eps_arr = _as_array("eps", eps)
+    args = [arrays[p] for p in required]
+
+    floor = np.broadcast_to(compiled.floor(eps_arr, *args), np.broadcast(eps_arr, *args).shape)
+    eps_b = np.broadcast_to(eps_arr, floor.shape)
+    unreachable = eps_b <= floor
+    if unreachable.any():
+        i = np.flatnonzero(unreachable)[0]
+        raise UnreachableTargetError(name, eps_b.flat[i].item(), floor.flat[i].item())
+
+    shape = floor.shape
+    iterations = np.broadcast_to(compiled.iterations(eps_arr, *args), shape).astype(float)
+    k_int = np.ceil(iterations)
+    cap = np.broadcast_to(compiled.step_cap(k_int, *args), shape)
+    noise = np.broadcast_to(compiled.noise_step(k_int, *args), shape)
+    return ComplexityResult(
+        algorithm=name,
+        eps=_scalar(eps_b),
+        floor=_scalar(floor),
+        rate_a=_scalar(np.broadcast_to(compiled.rate_a(eps_arr, *args), shape)),
+        rate_c=_scalar(np.broadcast_to(compiled.rate_c(eps_arr, *args), shape)),
+        iterations=_scalar(iterations),
+        iterations_int=_scalar(k_int.astype(np.int64)),
+        samples=_scalar(np.broadcast_to(compiled.batch(k_int, *args), shape) * k_int),
+        cycles=_scalar(np.broadcast_to(compiled.cycles(k_int, *args), shape).astype(float)),
+        step=_scalar(np.minimum(cap, noise)),
+        step_limited_by=_scalar(np.where(cap <= noise, "step cap", "noise balance")),
+    )
+
+
+def latex_table() -> str:
+    """Markdown table (name, provenance, formula) of every registry entry, for the README."""
+    rows = ["| bound | provenance | statement |", "|---|---|---|"]
+    for bound in REGISTRY.values():
+        rows.append(f"| `{bound.name}` | {bound.provenance} | ${bound.latex()}$ |")
+    return "\n".join(rows) + "\n"
+

@@ -1,0 +1,369 @@
+r"""The theorem registry: every convergence bound of the package, with its provenance and proof.
+
+Each :class:`Bound` states an upper bound on the average squared gradient norm after ``K`` updates,
+
+.. math::
+
+    \frac{1}{K}\sum_{k=0}^{K-1}\mathbb{E}\,\lVert\nabla f(W_k)\rVert^2 \le
+    \mathrm{expr}(K, \alpha) \qquad \text{for } \alpha \le 1/\mathrm{inv\_step\_cap},
+
+and its *rate form*: with the best admissible constant step
+:math:`\alpha = \min(\alpha_{\max}, \alpha_{\mathrm{opt}}(K))` (``best_step``),
+
+.. math::
+
+    \mathrm{expr} \le \frac{a}{\sqrt{K}} + \frac{c}{K} + \mathrm{floor},
+
+with ``a = rate_a``, ``c = rate_c`` and ``floor`` free of ``K`` and ``alpha``;
+:mod:`theory.complexity` inverts it exactly. Provenance labels (theory-spec): ``paper``,
+``companion`` (the authors' NeurIPS 2025 analog-SGD theorem), ``derived`` (proved in
+``docs/theory.md``; ``proof`` names the heading) and ``literature`` (published orders, unknown
+constants set to 1).
+
+Units: ``Delta`` in loss units, ``L`` in loss per squared weight unit, ``sigma2`` and the bound in
+squared gradient units (loss/weight)^2, ``alpha`` in weight^2/loss, ``K`` counts updates.
+All symbols come from :mod:`theory.symbols`; their names are the keyword names of
+:func:`theory.complexity.evaluate_complexity`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from .errors import ParameterError
+from .schedules import MODES
+from .symbols import (
+    B,
+    D,
+    Delta,
+    G_inf,
+    K,
+    L,
+    L_s,
+    M,
+    W_max,
+    alpha,
+    b,
+    n,
+    q_max,
+    q_min,
+    sigma2,
+    tau,
+    theta,
+)
+
+__all__ = ["LATEX_NAMES", "PROVENANCES", "REGISTRY", "Bound", "ap_inv_step_cap", "get_bound"]
+
+PROVENANCES = ("paper", "companion", "derived", "literature")
+
+#: LaTeX names of the symbols (sympy would print ``sigma2`` as :math:`\\sigma_2`)
+LATEX_NAMES = {
+    sigma2: r"\sigma^2", G_inf: r"G_\infty", q_min: r"q_{\min}", q_max: r"q_{\max}",
+    W_max: r"W_{\max}", L_s: "L_s",
+}
+
+#: the left-hand side every bound bounds (LaTeX; no ``|`` so it can sit inside a Markdown table)
+LHS_LATEX = r"\frac{1}{K}\sum_{k=0}^{K-1}\mathbb{E}\lVert\nabla f(W_k)\rVert^2"
+
+
+@dataclass(frozen=True)
+class Bound:
+    r"""One registry entry: a convergence bound, its step condition, rate form and provenance.
+
+    Attributes
+    ----------
+    name : str
+        Registry key.
+    provenance : str
+        ``"paper"``, ``"companion"``, ``"derived"`` or ``"literature"``.
+    reference : str
+        Citation (paper, section) or the docs/theory.md theorem.
+    proof : str or None
+        Heading of the proof in ``docs/theory.md`` (e.g. ``"Theorem 4"``); required for ``derived``.
+    expr : sympy.Expr
+        Bound on :math:`\frac1K\sum_{k<K}\mathbb{E}\lVert\nabla f(W_k)\rVert^2` in ``K``,
+        ``alpha`` and the constants.
+    inv_step_cap : sympy.Expr
+        :math:`1/\alpha_{\max}`: the bound holds for :math:`\alpha \le 1/\mathrm{inv\_step\_cap}`.
+    rate_a, rate_c, floor : sympy.Expr
+        Free of ``K`` and ``alpha``; at ``best_step``,
+        ``expr <= rate_a/sqrt(K) + rate_c/K + floor``.
+    best_step : sympy.Expr
+        :math:`\min(1/\mathrm{inv\_step\_cap}, \alpha_{\mathrm{opt}}(K))`, a function of ``K``.
+    batch : sympy.Expr
+        Samples per iteration: ``n`` (digital, analog), ``B*b`` (SP), ``b`` (AP).
+    mode : str
+        Pipeline schedule of :mod:`theory.schedules` (``"none"``, ``"sync"``, ``"async"``).
+    conditions : tuple of str
+        Assumptions and conditions used (A1-A4, the step cap, a minimal ``K``).
+    noise_step : sympy.Expr
+        :math:`\alpha_{\mathrm{opt}}(K)`, the unconstrained minimiser of the step-dependent terms
+        (the "noise balance" step); ``best_step = Min(1/inv_step_cap, noise_step)``.
+    min_iterations : sympy.Expr
+        Smallest ``K`` for which the bound is established (0 unless a theorem needs more).
+    """
+
+    name: str
+    provenance: str
+    reference: str
+    proof: str | None
+    expr: sp.Expr
+    inv_step_cap: sp.Expr
+    rate_a: sp.Expr
+    rate_c: sp.Expr
+    floor: sp.Expr
+    best_step: sp.Expr
+    batch: sp.Expr
+    mode: str
+    conditions: tuple[str, ...]
+    noise_step: sp.Expr
+    min_iterations: sp.Expr = field(default=sp.Integer(0))
+
+    def __post_init__(self):
+        if self.provenance not in PROVENANCES:
+            raise ParameterError(
+                f"provenance={self.provenance!r} is unknown; valid: {', '.join(PROVENANCES)}"
+            )
+        if self.mode not in MODES:
+            raise ParameterError(f"mode={self.mode!r} is unknown; valid: {', '.join(MODES)}")
+        if self.provenance == "derived" and not self.proof:
+            raise ParameterError(f"bound {self.name!r} is derived but names no proof")
+        for attr in ("rate_a", "rate_c", "floor", "inv_step_cap", "batch", "min_iterations"):
+            if getattr(self, attr).free_symbols & {K, alpha}:
+                raise ParameterError(f"bound {self.name!r}: {attr} must not depend on K or alpha")
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        """Sorted names of the constants the bound depends on (every free symbol but K, alpha)."""
+        exprs = (
+            self.expr, self.inv_step_cap, self.rate_a, self.rate_c, self.floor, self.best_step,
+            self.batch, self.min_iterations,
+        )
+        free = set().union(*(sp.sympify(e).free_symbols for e in exprs)) - {K, alpha}
+        return tuple(sorted(s.name for s in free))
+
+    def latex(self) -> str:
+        """One LaTeX string: the bound, its step condition and its asymptotic floor."""
+        def tex(expr):
+            return sp.latex(expr, symbol_names=LATEX_NAMES)
+
+        text = (
+            rf"{LHS_LATEX} \le {tex(self.expr)} \quad \text{{for }} \alpha \le "
+            rf"{tex(1 / self.inv_step_cap)}, \quad \text{{floor}} = {tex(self.floor)}"
+        )
+        if self.min_iterations != 0:
+            text += rf", \quad K \ge {tex(self.min_iterations)}"
+        return text
+
+
+# ------------------------------------------------------------------------------------------------
+# builders (each formula written once)
+
+def _analog(batch: sp.Expr) -> dict[str, sp.Expr]:
+    r"""Theorem 2 of docs/theory.md for a gradient of ``batch`` samples (Steps 1-5 there).
+
+    .. math::
+
+        \frac{2\Delta}{\alpha q_{\min} K} + \frac{L\alpha q_{\max}^2\sigma^2}{n q_{\min}}
+        + \frac{G_\infty^2\sigma^2}{\theta n q_{\min}^2},
+        \qquad \alpha \le \frac{(1-\theta) q_{\min}}{L q_{\max}^2}.
+    """
+    inv_cap = L * q_max**2 / ((1 - theta) * q_min)
+    noise_step = sp.sqrt(2 * Delta * batch / (K * L * q_max**2 * sigma2))
+    return dict(
+        expr=2 * Delta / (alpha * q_min * K) + L * alpha * q_max**2 * sigma2 / (batch * q_min)
+        + G_inf**2 * sigma2 / (theta * batch * q_min**2),
+        inv_step_cap=inv_cap,
+        rate_a=2 * q_max * sp.sqrt(2 * Delta * L * sigma2 / batch) / q_min,
+        rate_c=2 * Delta * inv_cap / q_min,
+        floor=G_inf**2 * sigma2 / (theta * batch * q_min**2),
+        noise_step=noise_step,
+        best_step=sp.Min(1 / inv_cap, noise_step),
+        batch=batch,
+    )
+
+
+def _digital() -> dict[str, sp.Expr]:
+    """Theorem 1: Ghadimi-Lan form, batch ``n``, step ``alpha <= 1/L``."""
+    noise_step = sp.sqrt(2 * Delta * n / (K * L * sigma2))
+    return dict(
+        expr=2 * Delta / (alpha * K) + L * alpha * sigma2 / n,
+        inv_step_cap=L,
+        rate_a=2 * sp.sqrt(2 * Delta * L * sigma2 / n),
+        rate_c=2 * Delta * L,
+        floor=sp.Integer(0),
+        noise_step=noise_step,
+        best_step=sp.Min(1 / L, noise_step),
+        batch=n,
+    )
+
+
+def _companion() -> dict[str, sp.Expr]:
+    r"""NeurIPS 2025 analog-SGD theorem (paper-notes section 3), soft bounds, F_max = 1, batch n.
+
+    The published variance is per gradient; a gradient of ``n`` samples has ``sigma2/n``.
+    """
+    s_min = (tau**2 - W_max**2) / tau**2  # 1 - W_max^2/tau^2
+    floor = 2 * (sigma2 / n) * W_max**2 / (tau**2 - W_max**2)  # r/(1 - r), r = W^2/tau^2
+    noise_step = sp.sqrt(Delta * n / (sigma2 * L * K))
+    return dict(
+        expr=4 / s_min * sp.sqrt(Delta * sigma2 * L / (n * K)) + floor,
+        inv_step_cap=4 * L,
+        rate_a=4 / s_min * sp.sqrt(Delta * sigma2 * L / n),
+        rate_c=sp.Integer(0),
+        floor=floor,
+        noise_step=noise_step,
+        best_step=sp.Min(1 / (4 * L), noise_step),
+        batch=n,
+        min_iterations=16 * L * Delta * n / sigma2,
+    )
+
+
+def ap_inv_step_cap() -> sp.Expr:
+    r""":math:`1/\alpha_{AP}` of Theorem 4, in the Max form that substitutes cleanly at ``D = 0``.
+
+    .. math::
+
+        \frac{1}{\alpha_{AP}} = \frac{q_{\max}^2}{(1-\theta) q_{\min}}
+        \max\bigl(L(1 + 2D),\; 8\sqrt{2}\,L_s D\bigr).
+    """
+    return q_max**2 / ((1 - theta) * q_min) * sp.Max(L * (1 + 2 * D), 8 * sp.sqrt(2) * L_s * D)
+
+
+def _analog_ap() -> dict[str, sp.Expr]:
+    """Theorem 4: asynchronous pipeline, micro-batch ``b``, maximal delay ``D``."""
+    base = _analog(b)
+    inv_cap = ap_inv_step_cap()
+    stale = 16 * L_s**2 * D**2 * alpha**2 * q_max**4 * sigma2 / ((1 - theta) * b * q_min**2)
+    stale_c = 32 * L_s**2 * D**2 * q_max**2 * Delta / ((1 - theta) * L * q_min**2)
+    return dict(
+        base,
+        expr=base["expr"] + stale,
+        inv_step_cap=inv_cap,
+        rate_c=2 * Delta * inv_cap / q_min + stale_c,
+        best_step=sp.Min(1 / inv_cap, base["noise_step"]),
+    )
+
+
+def _literature(batch: sp.Expr, delay_factor: sp.Expr) -> dict[str, sp.Expr]:
+    r"""A published order :math:`K \asymp L\Delta\sigma^2/(n\epsilon^2) + \kappa L\Delta/\epsilon`.
+
+    Unknown constants are set to 1.
+    With ``a = sqrt(L Delta sigma2 / batch)`` and ``c = kappa L Delta`` the exact inversion of
+    ``a/sqrt(K) + c/K = eps`` satisfies ``a^2/eps^2 + c/eps <= K(eps) <= a^2/eps^2 + 2c/eps``
+    (Proposition 5), so the order is reproduced within a factor 2. The step cap is the usual
+    ``1/(kappa L)`` and the noise step ``sqrt(Delta batch/(L sigma2 K))``, both up to constants.
+    """
+    inv_cap = delay_factor * L
+    noise_step = sp.sqrt(Delta * batch / (L * sigma2 * K))
+    rate_a = sp.sqrt(L * Delta * sigma2 / batch)
+    rate_c = delay_factor * L * Delta
+    return dict(
+        expr=rate_a / sp.sqrt(K) + rate_c / K,
+        inv_step_cap=inv_cap,
+        rate_a=rate_a,
+        rate_c=rate_c,
+        floor=sp.Integer(0),
+        noise_step=noise_step,
+        best_step=sp.Min(1 / inv_cap, noise_step),
+        batch=batch,
+    )
+
+
+_A1 = "A1: f is L-smooth and bounded below, Delta = f(W_0) - f*"
+_A2 = "A2: unbiased stochastic gradient, variance <= sigma2 per sample (sigma2/batch per batch)"
+_A3 = "A3: response functions in [q_min, q_max] and |G| <= G_inf on the region the weights visit"
+_A4 = (
+    "A4: ||g_k - grad f(W_k; xi_k)|| <= L_s ||W_hat_k - W_k|| with the error F_k-measurable "
+    "(exact for the oracle problems with L_s = L; an assumption for networks)"
+)
+_THETA = "0 < theta < 1 (free Young split)"
+_ORDER = "order only: the unknown constants of the published rate are set to 1"
+
+
+def _make(name, provenance, reference, proof, mode, conditions, parts) -> Bound:
+    return Bound(
+        name=name, provenance=provenance, reference=reference, proof=proof, mode=mode,
+        conditions=tuple(conditions), **parts,
+    )
+
+
+def _build_registry() -> dict[str, Bound]:
+    entries = [
+        _make(
+            "digital_sgd", "derived",
+            "Theorem 1 of docs/theory.md (Ghadimi and Lan 2013 form)", "Theorem 1", "none",
+            [_A1, _A2, "alpha <= 1/L"], _digital(),
+        ),
+        _make(
+            "analog_sgd_companion", "companion",
+            "Wu et al., NeurIPS 2025 (arXiv 2502.06309), analog SGD theorem; "
+            "paper-notes section 3; soft bounds, F_max = 1", None, "none",
+            [_A1, _A2, "soft bounds: ||W_k||_inf <= W_max < tau (S_min = 1 - W_max^2/tau^2)",
+             "alpha = sqrt(Delta n/(sigma2 L K)) <= 1/(4 L), i.e. K >= 16 L Delta n/sigma2 "
+             "(automatic when eps - floor <= sigma2/(n S_min))",
+             "per-gradient variance of the published theorem taken as sigma2/n"],
+            _companion(),
+        ),
+        _make(
+            "analog_sgd", "derived", "Theorem 2 of docs/theory.md", "Theorem 2", "none",
+            [_A1, _A2, _A3, _THETA, "alpha <= (1 - theta) q_min/(L q_max^2)"], _analog(n),
+        ),
+        _make(
+            "analog_sgd_sp", "derived", "Corollary 3 of docs/theory.md (Theorem 2 with n = B b)",
+            "Corollary 3", "sync",
+            [_A1, _A2, _A3, _THETA, "alpha <= (1 - theta) q_min/(L q_max^2)", "n = B b"],
+            _analog(B * b),
+        ),
+        _make(
+            "analog_sgd_ap", "derived", "Theorem 4 of docs/theory.md", "Theorem 4", "async",
+            [_A1, _A2, _A3, _A4, _THETA, "D = M - 1 (maximal stage delay)",
+             "alpha <= (1 - theta) q_min/(q_max^2 max(L (1 + 2D), 8 sqrt(2) L_s D))"],
+            _analog_ap(),
+        ),
+        _make(
+            "literature_sgd", "literature",
+            "Ghadimi and Lan 2013: N = O(L Delta/eps + L Delta sigma2/eps^2)", None, "none",
+            [_A1, _A2, _ORDER], _literature(n, sp.Integer(1)),
+        ),
+        _make(
+            "literature_delay_fixed", "literature",
+            "Stich and Karimireddy 2020; Arjevani, Shamir and Srebro 2020: "
+            "O(L Delta sigma2/eps^2 + tau_d L Delta/eps)", None, "async",
+            [_A1, _A2, _ORDER, "fixed delay tau_d = D; factor 1 + D so that D = 0 gives SGD"],
+            _literature(b, 1 + D),
+        ),
+        _make(
+            "literature_delay_arbitrary", "literature",
+            "Koloskova, Stich and Jaggi 2022, constant step: "
+            "O(L Delta sigma2/eps^2 + sqrt(tau_max tau_avg) L Delta/eps)", None, "async",
+            [_A1, _A2, _ORDER,
+             "tau_max = D, tau_avg = D/2 (mean of the stage delays M - m over equal stages); "
+             "factor 1 + sqrt(tau_max tau_avg) so that D = 0 gives SGD"],
+            _literature(b, 1 + sp.sqrt(D * D / 2)),
+        ),
+        _make(
+            "literature_async_sgd", "literature",
+            "Mishchenko et al. 2022, asynchronous SGD with n workers: "
+            "O(L Delta sigma2/eps^2 + n L Delta/eps)", None, "async",
+            [_A1, _A2, _ORDER, "workers = M (micro-batches in flight in the pipeline)"],
+            _literature(b, M),
+        ),
+    ]
+    return {bound.name: bound for bound in entries}
+
+
+#: every bound, in a fixed order (derived first, then the literature rows)
+REGISTRY: dict[str, Bound] = _build_registry()
+
+
+def get_bound(name: str) -> Bound:
+    """Return the registry entry ``name``; :class:`ParameterError` lists the valid names."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ParameterError(
+            f"bound={name!r} is unknown; valid: {', '.join(REGISTRY)}"
+        ) from None
