@@ -42,6 +42,9 @@ class Trace:
         Smallest / largest weight value visited (for asymmetric devices).
     config : dict
         The run's configuration (JSON-serialisable), including the seed.
+    avg_grad_norm2 : ndarray, shape (R,)
+        Exact average of ``||grad f(W_k)||^2`` over **every** iterate ``k = 0..K-1`` (not only the
+        logged ones), the left side of the theorems; empty where not computed.
     """
 
     step: np.ndarray
@@ -54,6 +57,7 @@ class Trace:
     w_min_visited: np.ndarray
     w_max_visited: np.ndarray
     config: dict = field(default_factory=dict)
+    avg_grad_norm2: np.ndarray = field(default_factory=lambda: np.empty(0))
 
     @property
     def seeds(self) -> int:

@@ -1,0 +1,232 @@
+r"""Weight updates: digital, expected analog, and pulse-level analog (paper-notes section 3).
+
+All functions act element-wise on arrays of any shape; the leading axis is the ensemble when a
+sequence of generators is passed. The response functions :math:`q_\pm`, :math:`F`, :math:`G` come
+compiled from :class:`theory.devices.Device`; nothing here restates them.
+
+Expected analog update (element-wise, :math:`\Delta w` the desired increment):
+
+.. math::
+
+    U(w, \Delta w) = w + \Delta w\, F(w) - |\Delta w|\, G(w)
+    = \begin{cases} w + \Delta w\, q_+(w) & \Delta w \ge 0 \\ w + \Delta w\, q_-(w) & \Delta w < 0
+      \end{cases}
+
+Pulse-level update: :math:`x = |\Delta w| / \Delta w_{\min}` pulses, rounded stochastically
+(:math:`n = \lfloor x \rfloor + \mathrm{Bernoulli}(x - \lfloor x \rfloor)`, so
+:math:`E[n]\, \Delta w_{\min} = |\Delta w|`); pulse :math:`p` moves the weight by
+:math:`\mathrm{sign}(\Delta w)\, \Delta w_{\min}\, q_{\mathrm{sign}}(w_p) (1 + \sigma_c \xi_p)`,
+evaluated at the weight :math:`w_p` left by the previous pulse. As :math:`\Delta w_{\min} \to 0`
+its mean tends to the expected update (tested).
+
+**Clipping.** A conductance cannot leave its physical range, so both analog updates clip at the
+device bounds ``[w_min, w_max]``. This is the device's physics, not a guard against bugs: it is
+inactive for soft-bounds devices as long as :math:`|\Delta w| < \tau` (the response vanishes at
+the bound), and the trace reports the extreme weights visited, so a run that reached a bound is
+visible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from theory import devices
+from theory.devices import Device
+from theory.errors import ParameterError
+
+__all__ = [
+    "DEFAULT_DW_MIN",
+    "UPDATE_KINDS",
+    "Updater",
+    "device_from_config",
+    "digital_update",
+    "draw_dw_min_scale",
+    "expected_update",
+    "pulsed_update",
+]
+
+UPDATE_KINDS = ("digital", "expected", "pulsed")
+
+Rng = np.random.Generator | Sequence[np.random.Generator]
+
+
+def digital_update(w: np.ndarray, dw: np.ndarray) -> np.ndarray:
+    r"""Digital SGD: :math:`w + \Delta w`."""
+    return w + dw
+
+
+def expected_update(w: np.ndarray, dw: np.ndarray, device) -> np.ndarray:
+    r"""Expected analog update :math:`w + \Delta w F(w) - |\Delta w| G(w)`, clipped to the range.
+
+    Parameters
+    ----------
+    w : ndarray
+        Current weights (device units).
+    dw : ndarray
+        Desired increments, broadcastable to ``w`` (e.g. :math:`-\alpha g`).
+    device : theory.devices.Device
+        Provides ``F``, ``G``, ``w_min``, ``w_max``.
+    """
+    w_new = w + dw * device.F(w) - np.abs(dw) * device.G(w)
+    return np.clip(w_new, device.w_min, device.w_max)
+
+
+def _per_member(rng: Rng, draw, shape: tuple[int, ...], sizes=None) -> np.ndarray:
+    """Draw ``draw(generator, shape)`` for the whole array, or member by member along axis 0.
+
+    With a sequence of generators, member ``r`` draws ``sizes[r]`` leading rows (default: none
+    extra) of shape ``shape[1:]`` from its own generator, so its numbers do not depend on the other
+    members; rows beyond a member's own size are zero padding.
+    """
+    if isinstance(rng, np.random.Generator):
+        return draw(rng, shape)
+    if len(rng) != shape[0 if sizes is None else 1]:
+        raise ParameterError(
+            f"got {len(rng)} generators for an ensemble axis of {shape[0 if sizes is None else 1]}"
+        )
+    if sizes is None:
+        return np.stack([draw(g, shape[1:]) for g in rng])
+    out = np.zeros(shape)
+    for r, (g, size) in enumerate(zip(rng, sizes, strict=True)):
+        out[:size, r] = draw(g, (int(size),) + shape[2:])
+    return out
+
+
+def draw_dw_min_scale(device, shape: tuple[int, ...], rng: Rng) -> np.ndarray:
+    r"""Per-element device-to-device factor of ``dw_min``, drawn once per run.
+
+    .. math:: s = |1 + \sigma_{d2d}\, \xi|, \quad \xi \sim N(0, 1)
+
+    The absolute value only matters with probability :math:`\Phi(-1/\sigma_{d2d})` (4e-4 at
+    :math:`\sigma_{d2d} = 0.3`); it keeps every step size positive.
+    """
+    xi = _per_member(rng, lambda g, s: g.standard_normal(s), tuple(shape))
+    return np.abs(1.0 + device.dw_min_dtod * xi)
+
+
+def pulsed_update(
+    w: np.ndarray, dw: np.ndarray, device, rng: Rng, dw_min_scale: np.ndarray | None = None
+) -> np.ndarray:
+    r"""Pulse-level analog update with stochastic rounding and cycle-to-cycle noise.
+
+    Parameters
+    ----------
+    w : ndarray
+        Current weights.
+    dw : ndarray
+        Desired increments (same shape as ``w``).
+    device : theory.devices.Device
+        Provides ``q_plus``, ``q_minus``, ``dw_min``, ``dw_min_std`` (:math:`\sigma_c`, relative to
+        one pulse) and the bounds.
+    rng : Generator or sequence of Generator
+        One generator for the whole array, or one per index of the leading (ensemble) axis; member
+        ``r`` then draws only from ``rng[r]`` and only as many numbers as its own pulses need.
+    dw_min_scale : ndarray, optional
+        Fixed per-element device-to-device factor of ``dw_min`` (:func:`draw_dw_min_scale`).
+
+    Returns
+    -------
+    ndarray
+        The weights after all pulses, each pulse clipped at ``[w_min, w_max]``.
+    """
+    w = np.array(w, dtype=float)
+    dw = np.broadcast_to(np.asarray(dw, dtype=float), w.shape)
+    step = device.dw_min * (1.0 if dw_min_scale is None else dw_min_scale)
+    x = np.abs(dw) / step
+    whole = np.floor(x)
+    u = _per_member(rng, lambda g, s: g.random(s), w.shape)
+    pulses = (whole + (u < x - whole)).astype(np.int64)
+    if pulses.size == 0 or pulses.max() == 0:
+        return w
+    up = dw >= 0
+    signed_step = np.where(up, step, -step)
+    if device.dw_min_std > 0:
+        if isinstance(rng, np.random.Generator):
+            sizes = None
+            xi = rng.standard_normal((int(pulses.max()),) + w.shape)
+        else:
+            sizes = pulses.reshape(len(pulses), -1).max(axis=1)
+            xi = _per_member(rng, lambda g, s: g.standard_normal(s),
+                             (int(sizes.max()),) + w.shape, sizes)
+        factor = 1.0 + device.dw_min_std * xi
+    for p in range(int(pulses.max())):
+        active = pulses > p
+        q = np.where(up, device.q_plus(w), device.q_minus(w))
+        inc = signed_step * q * (factor[p] if device.dw_min_std > 0 else 1.0)
+        w = np.where(active, np.clip(w + inc, device.w_min, device.w_max), w)
+    return w
+
+
+@dataclass(frozen=True)
+class Updater:
+    """The weight update of a run: ``digital``, ``expected`` (analog) or ``pulsed`` (analog).
+
+    Parameters
+    ----------
+    kind : {"digital", "expected", "pulsed"}
+    device : theory.devices.Device or None
+        Required for the analog kinds.
+    """
+
+    kind: str
+    device: Device | None = None
+
+    def __post_init__(self):
+        if self.kind not in UPDATE_KINDS:
+            raise ParameterError(f"kind={self.kind!r} is unknown; valid: {', '.join(UPDATE_KINDS)}")
+        if self.kind != "digital" and self.device is None:
+            raise ParameterError(f"kind={self.kind!r} needs a device")
+
+    @classmethod
+    def from_config(cls, config, device=None) -> Updater:
+        """``digital`` for ``algorithm="digital"``, else ``config.update`` with the device."""
+        if config.algorithm == "digital":
+            return cls("digital", device)
+        return cls(config.update, device_from_config(config) if device is None else device)
+
+    @property
+    def uses_dtod(self) -> bool:
+        """Whether the run needs a fixed device-to-device ``dw_min`` spread."""
+        return self.kind == "pulsed" and self.device.dw_min_dtod > 0
+
+    def __call__(self, w, dw, rng: Rng | None = None, dw_min_scale=None) -> np.ndarray:
+        """Apply the update to ``w`` with desired increments ``dw``."""
+        if self.kind == "digital":
+            return digital_update(w, dw)
+        if self.kind == "expected":
+            return expected_update(w, dw, self.device)
+        if rng is None:
+            raise ParameterError("the pulsed update needs a random generator")
+        return pulsed_update(w, dw, self.device, rng, dw_min_scale)
+
+
+#: pulse granularity of a device named by its family alone (the paper's tau = 1 theory device)
+DEFAULT_DW_MIN = 0.001
+
+
+def device_from_config(config) -> Device:
+    """The :class:`theory.devices.Device` a :class:`~simulate.config.SimConfig` names.
+
+    ``config.device`` is a preset name (:func:`theory.devices.list_presets`) or a family of
+    :func:`theory.devices.make_device` (then built with ``dw_min =`` :data:`DEFAULT_DW_MIN` and no
+    pulse noise). ``config.tau`` (when not ``None``) sets the range ``tau`` of a family that has one
+    (soft bounds, power, exponential), also overriding a preset's; devices whose range is given by
+    ``w_min``/``w_max`` have no ``tau`` and keep their range.
+    """
+    if config.device in devices.list_presets():
+        device = devices.load_preset(config.device)
+        if config.tau is not None and "tau" in device.response.parameter_names():
+            device = replace(device, response=replace(device.response, tau=float(config.tau)))
+        return device
+    if config.device not in devices.FAMILIES:
+        raise ParameterError(
+            f"device={config.device!r} is unknown; valid presets: "
+            f"{', '.join(devices.list_presets())}; valid families: {', '.join(devices.FAMILIES)}"
+        )
+    params = {"dw_min": DEFAULT_DW_MIN}
+    if config.tau is not None and "tau" in devices.FAMILIES[config.device].parameter_names():
+        params["tau"] = float(config.tau)
+    return devices.make_device(config.device, **params)

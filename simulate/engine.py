@@ -1,0 +1,250 @@
+r"""The simulation engine: :func:`run` trains an oracle problem (or a network) through a pipeline.
+
+Oracle problems (``quadratic``, ``least-squares``), update :math:`k = 0, \dots, K-1`:
+
+.. math::
+
+    g_k = \nabla f(\hat W_k) + \sqrt{\sigma^2/(n d)}\, \xi_k, \qquad
+    W_{k+1} = U(W_k, -\alpha g_k),
+
+with :math:`U` the digital, expected-analog or pulse-level update (:mod:`simulate.analog`) and
+
+- ``none`` / ``sync``: :math:`\hat W_k = W_k`, :math:`n = B b` (the mean of ``B`` micro-batch
+  gradients). The two modes draw the same numbers and produce the same iterates bit for bit; they
+  differ only in the clock cycles counted, :math:`2MB` or :math:`2(B + M - 1)` per update;
+- ``async``: :math:`n = b` and block ``m`` of :math:`\hat W_k` is block ``m`` of
+  :math:`W_{\max(0,\, k - d_m)}`, :math:`d_m` = ``theory.schedules.evaluate("async",
+  "forward_delay", stage=m)`` :math:`= M - m`. Before the pipeline has filled (``k < d_m``) the
+  missing versions are the initial weights :math:`W_0` (the weights every stage held before the
+  first update). Each block keeps a ring buffer of its last :math:`d_m + 1` versions only. After
+  ``k`` updates, :math:`2(k + M - 1)` cycles have elapsed (0 before the first).
+
+Cycles come from :func:`theory.schedules.cycles_for_iterations`, compiled once.
+
+Randomness: member ``r`` of the ensemble draws from its own streams (:mod:`simulate.rng`), and all
+arithmetic is row-wise independent of the ensemble size, so a member reproduces the bits of the same
+member run alone.
+
+Divergence: the squared gradient norm at the current weights is checked at every iterate; a
+non-finite value, or one above :data:`DIVERGENCE_FACTOR` times ``max(1, ||grad f(W_0)||^2)``, raises
+:class:`theory.errors.DivergenceError` naming the step and the learning rate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from functools import cache
+
+import numpy as np
+import sympy as sp
+
+from theory import symbols
+from theory.errors import DivergenceError
+from theory.schedules import cycles_for_iterations, evaluate
+
+from .analog import Updater, device_from_config, draw_dw_min_scale
+from .config import SimConfig
+from .problems import LeastSquares, OracleProblem, Quadratic
+from .rng import member_generators, problem_generator
+from .trace import Trace
+
+__all__ = ["DIVERGENCE_FACTOR", "NETWORK_PROBLEMS", "W_STAR_FRACTION", "make_problem", "run"]
+
+#: problems delegated to :func:`simulate.networks.run_network`
+NETWORK_PROBLEMS = ("digits-mlp", "digits-resmlp")
+
+#: a run diverged when ||grad f||^2 exceeds this factor times max(1, its initial value)
+DIVERGENCE_FACTOR = 1e12
+
+#: the oracle minimiser is uniform in +-(this fraction of the device's half-range around 0)
+W_STAR_FRACTION = 0.3
+
+#: gradient-noise draws per member come in chunks of this many updates (bits do not depend on it)
+_NOISE_CHUNK = 256
+
+Progress = Callable[[int], None]
+VersionHook = Callable[[int, tuple[int, ...]], None]
+
+
+def make_problem(config: SimConfig, seed: int | None = None) -> OracleProblem:
+    """The oracle problem of ``config`` (drawn from the problem stream of the root seed).
+
+    The minimiser's scale is :data:`W_STAR_FRACTION` of the device's half-range
+    ``min(-w_min, w_max)`` (the same for digital and analog runs of one config, so they solve the
+    same problem); the initial weights are 0.
+    """
+    seed = config.seed if seed is None else seed
+    device = device_from_config(config)
+    scale = W_STAR_FRACTION * min(-device.w_min, device.w_max)
+    rng = problem_generator(seed)
+    if config.problem == "quadratic":
+        return Quadratic.random(
+            config.dim, config.stages, rng, sigma2=config.sigma2, w_star_scale=scale
+        )
+    if config.problem == "least-squares":
+        return LeastSquares.random(config.stages, rng, sigma2=config.sigma2, x_star_scale=scale)
+    raise ValueError(f"{config.problem!r} is not an oracle problem")
+
+
+@cache
+def _cycles_fn(mode: str):
+    return sp.lambdify((symbols.K, symbols.M, symbols.B), cycles_for_iterations(mode), "numpy")
+
+
+def _cycles(config: SimConfig, steps: np.ndarray) -> np.ndarray:
+    """Clock cycles elapsed after ``steps`` updates (0 before the first)."""
+    value = _cycles_fn(config.mode)(steps, config.stages, config.micro_batches)
+    return np.where(steps == 0, 0, np.broadcast_to(value, steps.shape)).astype(np.int64)
+
+
+def _log_steps(steps: int, every: int) -> np.ndarray:
+    return np.unique(np.append(np.arange(0, steps + 1, every), steps))
+
+
+class _StaleView:
+    """Per-block ring buffers of the last ``d_m + 1`` weight versions and their iterate indices."""
+
+    def __init__(self, w0: np.ndarray, blocks, delays):
+        self.blocks, self.delays = blocks, delays
+        self.rings = [
+            np.repeat(w0[None, :, blk], d + 1, axis=0)
+            for blk, d in zip(blocks, delays, strict=True)
+        ]
+        self.versions = [np.zeros(d + 1, dtype=np.int64) for d in delays]
+
+    def push_and_read(self, k: int, w: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
+        """Store ``W_k`` and return the stale point (block m from version ``max(0, k - d_m)``)."""
+        w_hat = np.empty_like(w)
+        read = []
+        for blk, d, ring, ver in zip(
+            self.blocks, self.delays, self.rings, self.versions, strict=True
+        ):
+            ring[k % (d + 1)] = w[:, blk]
+            ver[k % (d + 1)] = k
+            slot = (k - d) % (d + 1)
+            w_hat[:, blk] = ring[slot]
+            read.append(int(ver[slot]))
+        return w_hat, tuple(read)
+
+
+def run(
+    config: SimConfig,
+    seed: int | None = None,
+    *,
+    members: Iterable[int] | None = None,
+    progress: Progress | None = None,
+    record_versions: VersionHook | None = None,
+) -> Trace:
+    """Simulate ``config`` and return its :class:`~simulate.trace.Trace`.
+
+    Parameters
+    ----------
+    config : SimConfig
+        The run.
+    seed : int, optional
+        Root seed (default ``config.seed``); recorded in ``trace.config["seed"]``.
+    members : iterable of int, optional
+        Ensemble members to compute (default ``range(config.seeds)``); member ``r`` gives the same
+        bits whichever other members run with it (use it to split an ensemble across workers).
+    progress : callable, optional
+        Called with the number of updates done since its previous call (e.g. ``tqdm.update``).
+    record_versions : callable, optional
+        Instrumentation: called as ``record_versions(k, versions)`` before update ``k``, where
+        ``versions[m - 1]`` is the iterate index whose block ``m`` the update's signal read.
+
+    Raises
+    ------
+    DivergenceError
+        If the run blows up (see the module docstring).
+    """
+    seed = config.seed if seed is None else seed
+    if config.problem in NETWORK_PROBLEMS:
+        from .networks import run_network
+
+        return run_network(replace(config, seed=seed), seed)
+    problem = make_problem(config, seed)
+    updater = Updater.from_config(config, device_from_config(config))
+    members = list(range(config.seeds) if members is None else members)
+    return _run_oracle(config, seed, problem, updater, members, progress, record_versions)
+
+
+def _run_oracle(config, seed, problem, updater, members, progress, record_versions) -> Trace:
+    n_members, dim, steps = len(members), problem.dim, config.steps
+    n = config.samples_per_update
+    streams = member_generators(seed, members)
+    noise_rngs, device_rngs = streams["noise"], streams["device"]
+    w = np.tile(problem.w0, (n_members, 1))
+    scale = draw_dw_min_scale(updater.device, w.shape, device_rngs) if updater.uses_dtod else None
+    delays = [
+        int(evaluate(config.mode, "forward_delay", stages=config.stages, stage=m))
+        for m in range(1, config.stages + 1)
+    ]
+    stale = _StaleView(w, problem.blocks, delays) if max(delays) > 0 else None
+
+    log_steps = _log_steps(steps, config.log_every)
+    loss = np.full((n_members, len(log_steps)), np.nan)
+    grad_norm2 = np.full_like(loss, np.nan)
+    sum_grad_norm2 = np.zeros(n_members)
+    w_lo, w_hi = w.min(axis=1), w.max(axis=1)
+    limit = None
+    t, reported = 0, 0
+    for k in range(steps + 1):
+        g = problem.grad(w)
+        gn2 = np.einsum("ri,ri->r", g, g)
+        if limit is None:
+            limit = DIVERGENCE_FACTOR * max(1.0, float(gn2.max()))
+        _check(k, w, gn2, limit, config.lr)
+        if k == log_steps[t]:
+            loss[:, t], grad_norm2[:, t] = problem.loss(w), gn2
+            t += 1
+            if progress is not None and k > reported:
+                progress(k - reported)
+                reported = k
+        if k == steps:
+            break
+        sum_grad_norm2 += gn2
+        if k % _NOISE_CHUNK == 0:
+            rows = min(_NOISE_CHUNK, steps - k)
+            xi = np.stack([r.standard_normal((rows, dim)) for r in noise_rngs])
+        if stale is None:
+            w_hat, versions = w, (k,) * config.stages
+        else:
+            w_hat, versions = stale.push_and_read(k, w)
+            g = problem.grad(w_hat)
+        if record_versions is not None:
+            record_versions(k, versions)
+        signal = g + problem.noise(xi[:, k % _NOISE_CHUNK], n)
+        w = updater(w, -config.lr * signal, device_rngs, scale)
+        w_lo, w_hi = np.minimum(w_lo, w.min(axis=1)), np.maximum(w_hi, w.max(axis=1))
+
+    cfg = config.to_dict() | {
+        "seed": int(seed),
+        "members": members,
+        "constants": {
+            "L": problem.L, "Delta": problem.Delta, "sigma2": problem.sigma2,
+            "f_star": problem.f_star, "dim": dim, "samples_per_update": n,
+        },
+    }
+    return Trace(
+        step=log_steps,
+        samples=log_steps * n,
+        cycles=_cycles(config, log_steps),
+        loss=loss,
+        grad_norm2=grad_norm2,
+        test_accuracy=np.full_like(loss, np.nan),
+        max_abs_w=np.maximum(np.abs(w_lo), np.abs(w_hi)),
+        w_min_visited=w_lo,
+        w_max_visited=w_hi,
+        config=cfg,
+        avg_grad_norm2=sum_grad_norm2 / steps,
+    )
+
+
+def _check(k: int, w: np.ndarray, gn2: np.ndarray, limit: float, lr: float) -> None:
+    """Raise :class:`DivergenceError` if the weights or the gradient norm blew up at iterate k."""
+    if not np.all(np.isfinite(w)):
+        raise DivergenceError(k, "max |w|", float(np.nanmax(np.abs(w))), lr)
+    worst = float(np.max(gn2))
+    if not np.isfinite(worst) or worst > limit:
+        raise DivergenceError(k, "||grad f(W)||^2", worst, lr)
