@@ -1,0 +1,336 @@
+"""The sweep runner and its cache: equal to a plain loop, cached, resumable, same on Dask."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import tomllib
+from pathlib import Path
+
+import _sweep_fns as fns
+import numpy as np
+import pytest
+
+from simulate.cache import (
+    CACHE_ENV,
+    ResultCache,
+    canonical_json,
+    decode_result,
+    encode_result,
+    function_name,
+    normalize_result,
+    package_version,
+)
+from simulate.sweep import (
+    BLAS_THREAD_VARS,
+    SweepError,
+    add_sweep_arguments,
+    run_sweep,
+    sweep_options,
+)
+from theory.errors import ParameterError
+
+REPO = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+
+
+def points(count: int, **extra) -> list[dict]:
+    return [{"seed": 1000 + s, "n": 7, "scale": 0.5 + s, **extra} for s in range(count)]
+
+
+def as_bytes(results) -> bytes:
+    """Results as canonical JSON bytes, arrays as (dtype, shape, values): what a figure writes."""
+
+    def plain(value):
+        if isinstance(value, np.ndarray):
+            return {"dtype": value.dtype.str, "shape": list(value.shape), "values": value.tolist()}
+        raise TypeError(type(value).__name__)
+
+    return json.dumps(list(results), sort_keys=True, default=plain).encode()
+
+
+def plain_loop(fn, pts) -> bytes:
+    return as_bytes(normalize_result(fn(p)) for p in pts)
+
+
+def calls(log: Path) -> int:
+    """How many times :func:`_sweep_fns.logged` ran with this log directory."""
+    return sum(1 for p in log.iterdir() if p.name != "died")
+
+
+# --- results, cache hits, duplicates ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_results_equal_a_plain_loop(jobs):
+    pts = points(6)
+    sweep = run_sweep(fns.noisy_mean, pts, jobs=jobs, cache=False, progress=False)
+    assert as_bytes(sweep.results) == plain_loop(fns.noisy_mean, pts)
+    assert (sweep.computed, sweep.cached, len(sweep)) == (6, 0, 6)
+    assert sweep.elapsed_s > 0
+    assert sweep.results[2]["seed"] == pts[2]["seed"]  # order of the points, not of completion
+
+
+def test_rerun_reads_everything_from_the_cache(tmp_path):
+    log = tmp_path / "log"
+    log.mkdir()
+    pts = points(5, sleep=0.0, log=str(log))
+    first = run_sweep(fns.logged, pts, jobs=2, cache=tmp_path / "c", progress=False)
+    assert (first.computed, first.cached, calls(log)) == (5, 0, 5)
+    again = run_sweep(fns.logged, pts, jobs=2, cache=tmp_path / "c", progress=False)
+    assert (again.computed, again.cached, calls(log)) == (0, 5, 5)
+    assert as_bytes(again.results) == as_bytes(first.results) == plain_loop(fns.noisy_mean, pts)
+    assert isinstance(again.results[0]["draws"], np.ndarray)
+    assert len(ResultCache(tmp_path / "c").entries()) == 5
+
+
+def test_repeated_points_are_computed_once(tmp_path):
+    log = tmp_path / "log"
+    log.mkdir()
+    base = points(2, sleep=0.0, log=str(log))
+    pts = [base[0], base[1], dict(reversed(base[0].items())), base[1]]  # key order is irrelevant
+    sweep = run_sweep(fns.logged, pts, jobs=1, cache=False, progress=False)
+    assert calls(log) == 2
+    assert (sweep.computed, sweep.cached) == (4, 0)
+    assert as_bytes(sweep.results) == plain_loop(fns.noisy_mean, pts)
+
+
+def test_the_key_depends_on_function_point_and_version(tmp_path):
+    store = ResultCache(tmp_path, version="1.0")
+    key = store.key("m.f", {"a": 1, "b": 2.5})
+    assert key == store.key("m.f", {"b": 2.5, "a": 1})
+    assert key != store.key("m.g", {"a": 1, "b": 2.5})
+    assert key != store.key("m.f", {"a": 1, "b": 2.50001})
+    assert key != ResultCache(tmp_path, version="1.1").key("m.f", {"a": 1, "b": 2.5})
+    pts = points(3)
+    run_sweep(fns.noisy_mean, pts, jobs=1, cache=ResultCache(tmp_path, "1.0"), progress=False)
+    newer = run_sweep(fns.noisy_mean, pts, jobs=1, cache=ResultCache(tmp_path, "1.1"))
+    assert (newer.computed, newer.cached) == (3, 0)
+
+
+def test_default_directory_and_version(tmp_path, monkeypatch):
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "env"))
+    assert ResultCache().directory == tmp_path / "env"
+    monkeypatch.delenv(CACHE_ENV)
+    assert ResultCache().directory == Path(".cache") / "aimc-pipeline"
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert package_version() == pyproject["project"]["version"] == ResultCache().version
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.arange(6, dtype=np.float32).reshape(2, 3),
+        np.array([1 + 2j, np.nan]),
+        np.array([True, False]),
+        np.array(["ab", "c"]),
+        np.int8(-3) * np.ones((0, 4), dtype=np.int8),
+        np.array(2.5),
+    ],
+    ids=["float32", "complex-nan", "bool", "str", "empty", "0d"],
+)
+def test_arrays_round_trip_through_the_cache(tmp_path, array):
+    value = {"x": array, "nested": {"list": [array, 1, np.int64(7)], "nan": float("nan")}}
+    store = ResultCache(tmp_path, version="t")
+    store.put("ab" * 32, value, function="m.f", point={})
+    back = store.get("ab" * 32)
+    for got in (back["x"], back["nested"]["list"][0]):
+        assert got.dtype == array.dtype and got.shape == array.shape
+        np.testing.assert_array_equal(got, array)
+    assert back["nested"]["list"][1:] == [1, 7] and type(back["nested"]["list"][2]) is int
+    assert np.isnan(back["nested"]["nan"])
+    data, arrays = encode_result(value)
+    assert decode_result(json.loads(json.dumps(data)), arrays)["x"] is array
+
+
+# --- resume after corruption, a killed sweep, a killed worker -----------------------------------
+
+
+def test_corrupt_or_partial_entries_are_recomputed(tmp_path):
+    log = tmp_path / "log"
+    log.mkdir()
+    pts = points(4, sleep=0.0, log=str(log))
+    store = ResultCache(tmp_path / "c")
+    run_sweep(fns.logged, pts, jobs=1, cache=store, progress=False)
+    name = function_name(fns.logged)
+    json0, _ = store.paths(store.key(name, pts[0]))
+    json0.write_bytes(json0.read_bytes()[:40])  # a truncated record
+    _, npz1 = store.paths(store.key(name, pts[1]))
+    blob = bytearray(npz1.read_bytes())
+    blob[len(blob) // 2] ^= 0xFF  # one flipped byte in the arrays
+    npz1.write_bytes(bytes(blob))
+    _, npz2 = store.paths(store.key(name, pts[2]))
+    npz2.unlink()  # the arrays of a record are missing
+    assert [store.get(store.key(name, p)) is None for p in pts] == [True, True, True, False]
+    again = run_sweep(fns.logged, pts, jobs=2, cache=store, progress=False)
+    assert (again.computed, again.cached, calls(log)) == (3, 1, 7)
+    assert as_bytes(again.results) == plain_loop(fns.noisy_mean, pts)
+    assert all(store.get(store.key(name, p)) is not None for p in pts)
+
+
+def test_a_killed_sweep_resumes_with_only_the_missing_points(tmp_path):
+    log, cache = tmp_path / "log", tmp_path / "cache"
+    log.mkdir()
+    pts = points(8, sleep=0.4, log=str(log))
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path[:0] = [{str(REPO)!r}, {str(TESTS)!r}]
+        import _sweep_fns
+        from simulate.sweep import run_sweep
+        run_sweep(_sweep_fns.logged, {pts!r}, jobs=2, cache={str(cache)!r}, progress=False)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    store = ResultCache(cache)
+    deadline = time.monotonic() + 30
+    try:
+        while len(store.entries()) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the sweep and its workers (its own session)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the sweep finished before it could be killed"
+    done = sum(store.get(p.stem) is not None for p in store.entries())
+    assert 2 <= done < len(pts)
+    ran = calls(log)
+    again = run_sweep(fns.logged, pts, jobs=2, cache=store, progress=False)
+    assert (again.computed, again.cached) == (len(pts) - done, done)
+    assert calls(log) - ran == len(pts) - done
+    assert as_bytes(again.results) == plain_loop(fns.noisy_mean, pts)
+
+
+def test_a_killed_worker_fails_the_sweep_and_a_rerun_resumes(tmp_path):
+    log = tmp_path / "log"
+    log.mkdir()
+    pts = points(6, sleep=0.05, log=str(log), bad=1003)
+    with pytest.raises(SweepError, match="worker process died") as info:
+        run_sweep(fns.die_once, pts, jobs=2, cache=tmp_path / "c", progress=False)
+    assert info.value.desc == "sweep" and info.value.point in pts
+    assert multiprocessing.active_children() == []
+    done = len(ResultCache(tmp_path / "c").entries())
+    assert done < len(pts)
+    again = run_sweep(fns.die_once, pts, jobs=2, cache=tmp_path / "c", progress=False)
+    assert (again.computed, again.cached) == (len(pts) - done, done)
+    assert as_bytes(again.results) == plain_loop(fns.noisy_mean, pts)
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_failing_point_is_named_after_the_workers_stop(tmp_path, jobs):
+    pts = points(5, bad=1002)
+    with pytest.raises(SweepError) as info:
+        run_sweep(fns.failing, pts, jobs=jobs, cache=tmp_path, desc="demo", progress=False)
+    error = info.value
+    assert (error.index, error.point) == (2, pts[2])
+    assert str(error).startswith("sweep 'demo' failed: ValueError: seed 1002 is bad")
+    assert canonical_json(pts[2]) in str(error)
+    assert isinstance(error.__cause__, ValueError)
+    assert multiprocessing.active_children() == []
+    store = ResultCache(tmp_path)
+    assert store.get(store.key(function_name(fns.failing), pts[2])) is None
+    if jobs == 1:  # in process, the points before the failure are cached, none after it
+        cached = [store.get(store.key(function_name(fns.failing), p)) is not None for p in pts]
+        assert cached == [True, True, False, False, False]
+
+
+def _local_fn(point):
+    return point
+
+
+def _set_result(point):
+    return {"x": {1, 2}}
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: run_sweep(lambda p: p, [{}], jobs=1), TypeError, "not a top-level function"),
+        (lambda: run_sweep(_local_fn, [{}], jobs=0), ParameterError, r"jobs=0 .*\[1, inf\]"),
+        (lambda: run_sweep(_local_fn, [{}], jobs=1.5), ParameterError, "jobs=1.5 is not an int"),
+        (lambda: run_sweep(_local_fn, [[1]], jobs=1), TypeError, "point 0 is a list"),
+        (lambda: run_sweep(_local_fn, [{}], cache=3), TypeError, "cache=3"),
+        (lambda: run_sweep(_local_fn, [{"x": {1}}]), TypeError, "point 0 is not JSON-ser"),
+        (lambda: run_sweep(_set_result, [{}], jobs=1, cache=False), TypeError, r"\['x'\] .*set"),
+    ],
+    ids=["lambda", "jobs0", "jobs-float", "point-list", "cache-int", "point-set", "result-set"],
+)
+def test_bad_input_is_reported(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_results_must_be_dicts_of_serialisable_values():
+    with pytest.raises(TypeError, match="must return a dict"):
+        encode_result([1, 2])
+    with pytest.raises(TypeError, match=r"result\['a'\]\[1\] is an object array"):
+        encode_result({"a": [0, np.array([None])]})
+    with pytest.raises(TypeError, match="reserved key"):
+        encode_result({"a": {"__ndarray__": "x"}})
+    with pytest.raises(TypeError, match="non-string key 3"):
+        encode_result({"a": {3: 1}})
+
+
+# --- workers and the command line ---------------------------------------------------------------
+
+
+def test_pool_workers_use_one_blas_thread():
+    pts = [{"vars": list(BLAS_THREAD_VARS), "i": i} for i in range(2)]
+    sweep = run_sweep(fns.blas_threads, pts, jobs=2, cache=False, progress=False)
+    for result in sweep.results:
+        assert result["pools"] and set(result["pools"].values()) == {1}
+        assert result["env"] == dict.fromkeys(BLAS_THREAD_VARS, "1")
+
+
+def test_sweep_arguments():
+    parser = add_sweep_arguments(argparse.ArgumentParser())
+    args = parser.parse_args(["--jobs", "3", "--scheduler", "tcp://127.0.0.1:8786"])
+    opts = sweep_options(args)
+    assert (opts["jobs"], opts["scheduler"], opts["cache"]) == (3, "tcp://127.0.0.1:8786", True)
+    assert sweep_options(parser.parse_args(["--no-cache"]))["cache"] is False
+    store = sweep_options(parser.parse_args(["--cache-dir", "x/y"]))["cache"]
+    assert store.directory == Path("x/y")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--no-cache", "--cache-dir", "x"])
+
+
+# --- Dask ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dask_scheduler():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address=None,
+    ) as cluster:
+        yield cluster.scheduler_address
+
+
+@pytest.mark.slow
+def test_dask_gives_the_same_bytes_as_the_local_pool(tmp_path, dask_scheduler):
+    pts = points(6)
+    local = run_sweep(fns.noisy_mean, pts, jobs=2, cache=False, progress=False)
+    dask = run_sweep(fns.noisy_mean, pts, scheduler=dask_scheduler, cache=tmp_path)
+    assert (dask.computed, dask.cached) == (6, 0)
+    assert as_bytes(dask.results) == as_bytes(local.results) == plain_loop(fns.noisy_mean, pts)
+    reread = run_sweep(fns.noisy_mean, pts, jobs=2, cache=tmp_path, progress=False)
+    assert (reread.computed, reread.cached) == (0, 6)  # Dask filled the same cache
+    assert as_bytes(reread.results) == as_bytes(local.results)
+
+
+@pytest.mark.slow
+def test_dask_names_a_failing_point(dask_scheduler):
+    pts = points(4, bad=1001)
+    with pytest.raises(SweepError, match="ValueError: seed 1001 is bad") as info:
+        run_sweep(fns.failing, pts, scheduler=dask_scheduler, cache=False, desc="dask")
+    assert (info.value.index, info.value.point) == (1, pts[1])
