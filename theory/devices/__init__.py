@@ -1,0 +1,56 @@
+r"""Device response models: response-function families, devices, and named presets.
+
+- :mod:`theory.devices.families`: one frozen object per response formula (:class:`SoftBounds`,
+  :class:`AsymmetricSoftBounds`, :class:`LinearStep`, :class:`PowerStep`,
+  :class:`ExponentialStep`, :class:`ConstantStep`) with sympy :math:`q_\pm`, :math:`F`, :math:`G`,
+  saturation and symmetric point in the weight symbol :data:`w`.
+- :mod:`theory.devices.device`: :class:`Device` (family + pulse parameters; numpy evaluators
+  compiled once and cached), :class:`DeviceConstants` (:math:`q_{\min}, q_{\max}, G_\infty` on a
+  weight interval), :func:`make_device`, :func:`soft_bounds_constants`.
+- :mod:`theory.devices.presets`: the TOML presets of ``theory/presets/`` (paper-notes section 5):
+  :func:`list_presets`, :func:`load_preset`, :func:`preset_table`, :func:`device_from_table`.
+"""
+
+from .device import DEVICE_FIELDS, Device, DeviceConstants, make_device, soft_bounds_constants
+from .families import (
+    FAMILIES,
+    AsymmetricSoftBounds,
+    ConstantStep,
+    ExponentialStep,
+    LinearStep,
+    PowerStep,
+    ResponseFamily,
+    SoftBounds,
+    w,
+)
+from .presets import (
+    TIMING_KEYS,
+    device_from_table,
+    list_presets,
+    load_preset,
+    preset_table,
+    validate_timing,
+)
+
+__all__ = [
+    "AsymmetricSoftBounds",
+    "ConstantStep",
+    "DEVICE_FIELDS",
+    "Device",
+    "DeviceConstants",
+    "ExponentialStep",
+    "FAMILIES",
+    "LinearStep",
+    "PowerStep",
+    "ResponseFamily",
+    "SoftBounds",
+    "TIMING_KEYS",
+    "device_from_table",
+    "list_presets",
+    "load_preset",
+    "make_device",
+    "preset_table",
+    "soft_bounds_constants",
+    "validate_timing",
+    "w",
+]

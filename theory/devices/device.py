@@ -1,0 +1,289 @@
+r"""A device: a response family plus its pulse parameters, compiled to numpy once.
+
+The expected element-wise analog update (paper-notes section 3) is
+
+.. math:: W^+ = W + \Delta W \odot F(W) - |\Delta W| \odot G(W),
+
+realised as :math:`\approx |\Delta W| / \Delta w_{\min}` pulses of size
+:math:`\Delta w_{\min} q_\pm(w)`. :meth:`Device.constants` gives the constants of theory-spec
+assumption A3 on a weight interval: :math:`q_{\min}`, :math:`q_{\max}` and
+:math:`G_\infty = \sup |G|`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, fields
+from functools import cache
+from numbers import Real
+from typing import NamedTuple
+
+import numpy as np
+import sympy as sp
+
+from .. import symbols
+from ..errors import ParameterError, check_range
+from .families import FAMILIES, ResponseFamily, SoftBounds, w
+
+__all__ = [
+    "Device",
+    "DeviceConstants",
+    "make_device",
+    "soft_bounds_constants",
+]
+
+
+@dataclass(frozen=True)
+class DeviceConstants:
+    r"""The response constants of theory-spec assumption A3 on a weight interval.
+
+    Attributes
+    ----------
+    q_min : float or sympy.Expr
+        :math:`\min_{w \in [w_{lo}, w_{hi}]} \min(q_+(w), q_-(w))` (> 0).
+    q_max : float or sympy.Expr
+        :math:`\max_{w \in [w_{lo}, w_{hi}]} \max(q_+(w), q_-(w))`.
+    G_inf : float or sympy.Expr
+        :math:`\max_{w \in [w_{lo}, w_{hi}]} |G(w)|`.
+    w_lo, w_hi : float or sympy.Expr
+        The weight interval (normalised weight units).
+    """
+
+    q_min: float | sp.Expr
+    q_max: float | sp.Expr
+    G_inf: float | sp.Expr
+    w_lo: float | sp.Expr
+    w_hi: float | sp.Expr
+
+
+class _Compiled(NamedTuple):
+    q_plus: Callable
+    q_minus: Callable
+    F: Callable
+    G: Callable
+    saturation: Callable
+
+
+def _vectorised(expr: sp.Expr) -> Callable:
+    """``lambdify`` once; constant expressions still return an array shaped like the input."""
+    fn = sp.lambdify(w, expr, "numpy")
+    if w in expr.free_symbols:
+        return fn
+    value = float(expr)
+
+    def constant(x):
+        return np.full(np.shape(x), value) if np.ndim(x) else value
+
+    return constant
+
+
+@cache
+def _compiled(response: ResponseFamily) -> _Compiled:
+    """The numpy evaluators of one response object (compiled once, cached on the object)."""
+    return _Compiled(
+        _vectorised(response.q_plus_expr),
+        _vectorised(response.q_minus_expr),
+        _vectorised(response.F_expr),
+        _vectorised(response.G_expr),
+        _vectorised(response.saturation_expr),
+    )
+
+
+@dataclass(frozen=True)
+class Device:
+    r"""An analog device: response family and pulse parameters (aihwkit vocabulary).
+
+    Parameters
+    ----------
+    name : str
+        Human-readable name (a preset's name).
+    response : ResponseFamily
+        The response family (:class:`~theory.devices.SoftBounds`, ...), which fixes the range.
+    dw_min : float
+        Response granularity :math:`\Delta w_{\min}`: the size of one pulse at :math:`q = 1`
+        (weight units), in ``(0, w_max - w_min]``.
+    dw_min_dtod : float
+        Device-to-device std of ``dw_min``, relative to ``dw_min`` (aihwkit ``dw_min_dtod``), >= 0.
+    dw_min_std : float
+        Cycle-to-cycle std :math:`\sigma_c` of one pulse, relative to ``dw_min`` (aihwkit
+        ``dw_min_std``: the per-pulse step std is ``dw_min * dw_min_std``), >= 0. The simulator's
+        pulse model multiplies each pulse by :math:`(1 + \sigma_c \xi)`; aihwkit applies it
+        additively (``mult_noise=False``) for some presets, which differs only away from ``q = 1``.
+    w_bounds_dtod : float
+        Device-to-device std of the bounds ``w_min``, ``w_max`` in weight units (aihwkit's relative
+        ``w_min_dtod * |w_min|``, ``w_max_dtod * w_max``), >= 0.
+    desired_bl : int
+        Pulses per update (bit length, aihwkit ``desired_bl``), >= 1.
+    """
+
+    name: str
+    response: ResponseFamily
+    dw_min: float
+    dw_min_dtod: float = 0.0
+    dw_min_std: float = 0.0
+    w_bounds_dtod: float = 0.0
+    desired_bl: int = 31
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ParameterError(f"name={self.name!r} must be a non-empty string")
+        if not isinstance(self.response, ResponseFamily):
+            raise ParameterError(
+                f"response={self.response!r} is not a response family; valid: "
+                f"{', '.join(cls.__name__ for cls in FAMILIES.values())}"
+            )
+        width = self.w_max - self.w_min
+        set_ = object.__setattr__
+        set_(self, "dw_min", float(check_range("dw_min", self.dw_min, 0, width, low_open=True)))
+        for name in ("dw_min_dtod", "dw_min_std", "w_bounds_dtod"):
+            set_(self, name, float(check_range(name, getattr(self, name), 0, None)))
+        set_(self, "desired_bl", check_range("desired_bl", self.desired_bl, 1, None, integer=True))
+
+    # -- range --------------------------------------------------------------------------------
+    @property
+    def family(self) -> str:
+        """The response family's name (``"softbounds"``, ...)."""
+        return self.response.family
+
+    @property
+    def w_min(self) -> float:
+        """Lower end of the device range (from the response)."""
+        return self.response.w_min
+
+    @property
+    def w_max(self) -> float:
+        """Upper end of the device range (from the response)."""
+        return self.response.w_max
+
+    @property
+    def states(self) -> float:
+        """Number of steps across the range, :math:`(w_{\\max} - w_{\\min})/\\Delta w_{\\min}`."""
+        return (self.w_max - self.w_min) / self.dw_min
+
+    # -- compiled responses -------------------------------------------------------------------
+    def q_plus(self, x):
+        """:math:`q_+(x)`, element-wise (numpy, compiled once)."""
+        return _compiled(self.response).q_plus(x)
+
+    def q_minus(self, x):
+        """:math:`q_-(x)`, element-wise."""
+        return _compiled(self.response).q_minus(x)
+
+    def F(self, x):
+        """:math:`F(x) = (q_-(x) + q_+(x))/2`, element-wise."""
+        return _compiled(self.response).F(x)
+
+    def G(self, x):
+        """:math:`G(x) = (q_-(x) - q_+(x))/2`, element-wise."""
+        return _compiled(self.response).G(x)
+
+    def saturation(self, x):
+        """:math:`S(x) = q_+(x) q_-(x)`, element-wise."""
+        return _compiled(self.response).saturation(x)
+
+    def symmetric_point(self) -> float:
+        """The symmetric point :math:`w^\\star` (see :meth:`ResponseFamily.symmetric_point`)."""
+        return self.response.symmetric_point()
+
+    # -- constants of assumption A3 -----------------------------------------------------------
+    def constants(self, w_lo: float, w_hi: float) -> DeviceConstants:
+        r""":math:`q_{\min}, q_{\max}, G_\infty` over the weight interval ``[w_lo, w_hi]``.
+
+        Exact at the endpoints: every family is monotone (:math:`q_+` non-increasing, :math:`q_-`
+        non-decreasing, hence :math:`G` non-decreasing), so
+
+        .. math:: q_{\min} = \min(q_+(w_{hi}), q_-(w_{lo})), \quad
+                  q_{\max} = \max(q_+(w_{lo}), q_-(w_{hi})), \quad
+                  G_\infty = \max(|G(w_{lo})|, |G(w_{hi})|).
+
+        Raises
+        ------
+        ParameterError
+            When the interval is empty, leaves the device range, or has :math:`q_{\min} \le 0`
+            (e.g. soft bounds with ``W_max >= tau``).
+        """
+        w_lo = check_range("w_lo", w_lo)
+        w_hi = check_range("w_hi", w_hi, w_lo, None)
+        if w_lo < self.w_min or w_hi > self.w_max:
+            raise ParameterError(self.response.interval_error(w_lo, w_hi))
+        ends = np.array([w_lo, w_hi], dtype=float)
+        qp, qm, g = self.q_plus(ends), self.q_minus(ends), self.G(ends)
+        q_min = float(min(qp[1], qm[0]))
+        if q_min <= 0:
+            raise ParameterError(self.response.interval_error(w_lo, w_hi))
+        return DeviceConstants(
+            q_min=q_min,
+            q_max=float(max(qp[0], qm[1])),
+            G_inf=float(np.max(np.abs(g))),
+            w_lo=float(w_lo),
+            w_hi=float(w_hi),
+        )
+
+
+def soft_bounds_constants(W_max=symbols.W_max, tau=symbols.tau) -> DeviceConstants:
+    r"""The theory-spec closed forms of the soft-bounds constants on :math:`[-W_{\max}, W_{\max}]`.
+
+    .. math:: q_{\min} = 1 - \frac{W_{\max}}{\tau}, \qquad q_{\max} = 1 + \frac{W_{\max}}{\tau},
+              \qquad G_\infty = \frac{W_{\max}}{\tau} \qquad (W_{\max} < \tau),
+
+    derived from :meth:`SoftBounds.responses` at the interval ends (monotone responses), so the
+    formula is not restated. Sympy-level: ``W_max`` and ``tau`` may be symbols (the defaults are
+    :data:`theory.symbols.W_max` and :data:`theory.symbols.tau`) or numbers.
+    """
+    for name, value in (("W_max", W_max), ("tau", tau)):
+        if not isinstance(value, Real | sp.Expr) or isinstance(value, bool):
+            raise ParameterError(f"{name}={value!r} must be a number or a sympy expression")
+    W_max, tau = sp.sympify(W_max), sp.sympify(tau)
+    if (W_max - tau).is_nonnegative:
+        raise ParameterError(f"W_max={W_max} must be < tau={tau}")
+    q_plus, q_minus = SoftBounds.responses(w, tau=tau)
+    return DeviceConstants(
+        q_min=q_plus.subs(w, W_max),
+        q_max=q_plus.subs(w, -W_max),
+        G_inf=sp.simplify(((q_minus - q_plus) / 2).subs(w, W_max)),
+        w_lo=-W_max,
+        w_hi=W_max,
+    )
+
+
+#: the pulse fields of :class:`Device` that ``make_device`` and TOML tables accept
+DEVICE_FIELDS = tuple(f.name for f in fields(Device) if f.name not in ("name", "response"))
+
+
+def make_device(family: str, *, name: str | None = None, **params) -> Device:
+    """Build a :class:`Device` from a family name and flat parameters.
+
+    Parameters
+    ----------
+    family : str
+        One of ``softbounds``, ``asymmetric-softbounds``, ``linear-step``, ``power``,
+        ``exponential``, ``constant-step``.
+    name : str, optional
+        The device's name (default: the family name).
+    **params
+        The family's parameters (e.g. ``tau``) and the pulse fields of :class:`Device`
+        (``dw_min``, ``dw_min_dtod``, ``dw_min_std``, ``w_bounds_dtod``, ``desired_bl``).
+
+    Raises
+    ------
+    ParameterError
+        For an unknown family or key (the message lists the valid ones), or a bad value.
+    """
+    if family not in FAMILIES:
+        raise ParameterError(f"family={family!r} is unknown; valid: {', '.join(FAMILIES)}")
+    cls = FAMILIES[family]
+    family_keys = cls.parameter_names()
+    unknown = sorted(set(params) - set(family_keys) - set(DEVICE_FIELDS))
+    if unknown:
+        valid = ", ".join(("name", *family_keys, *DEVICE_FIELDS))
+        raise ParameterError(
+            f"unknown key(s) {', '.join(unknown)} for family {family!r}; valid keys: {valid}"
+        )
+    required = [f.name for f in fields(cls) if f.default is MISSING and f.name not in params]
+    if required:
+        raise ParameterError(f"family {family!r} needs {', '.join(required)}")
+    if "dw_min" not in params:
+        raise ParameterError(f"dw_min is required (the pulse granularity) for family {family!r}")
+    response = cls(**{k: v for k, v in params.items() if k in family_keys})
+    pulse = {k: v for k, v in params.items() if k in DEVICE_FIELDS}
+    return Device(name=family if name is None else name, response=response, **pulse)

@@ -1,0 +1,108 @@
+"""Named device presets: TOML files shipped in ``theory/presets/`` (package data).
+
+Each file has a ``[device]`` table (``name``, ``family``, the family's parameters and the pulse
+fields of :class:`~theory.devices.Device`) and a ``[timing]`` table (hardware timing defaults that
+:mod:`bounds` interprets; here only its keys are validated). Sources are cited in each file.
+User TOML files use the same ``[device]`` layout through :func:`device_from_table`.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from ..errors import ParameterError
+from .device import DEVICE_FIELDS, Device, make_device
+from .families import FAMILIES
+
+__all__ = [
+    "PRESET_TABLES",
+    "TIMING_KEYS",
+    "device_from_table",
+    "list_presets",
+    "load_preset",
+    "preset_table",
+    "validate_timing",
+]
+
+#: the keys a ``[timing]`` table may hold (units in the name; read by :mod:`bounds`)
+TIMING_KEYS = ("clock_hz", "read_time_s", "pulse_width_s", "bit_length", "tile_rows", "tile_cols")
+#: the top-level tables of a preset file
+PRESET_TABLES = ("device", "timing")
+
+
+def _preset_dir():
+    return resources.files("theory").joinpath("presets")
+
+
+def list_presets() -> list[str]:
+    """The names of the shipped presets, sorted."""
+    return sorted(p.name.removesuffix(".toml") for p in _preset_dir().iterdir()
+                  if p.name.endswith(".toml"))
+
+
+@cache
+def _read(name: str) -> dict[str, Any]:
+    presets = list_presets()
+    if name not in presets:
+        raise ParameterError(f"preset={name!r} is unknown; valid: {', '.join(presets)}")
+    table = tomllib.loads(_preset_dir().joinpath(f"{name}.toml").read_text(encoding="utf-8"))
+    unknown = sorted(set(table) - set(PRESET_TABLES))
+    if unknown:
+        raise ParameterError(f"preset {name!r}: unknown table(s) {', '.join(unknown)}; "
+                             f"valid: {', '.join(PRESET_TABLES)}")
+    validate_timing(table.get("timing", {}))
+    return table
+
+
+def preset_table(name: str) -> dict[str, Any]:
+    """The raw parsed TOML of a preset (a fresh copy: ``{"device": {...}, "timing": {...}}``).
+
+    Raises
+    ------
+    ParameterError
+        For an unknown preset (the message lists the valid names).
+    """
+    return {key: dict(value) for key, value in _read(name).items()}
+
+
+def load_preset(name: str) -> Device:
+    """The :class:`~theory.devices.Device` of a named preset (see :func:`list_presets`)."""
+    return device_from_table(_read(name)["device"])
+
+
+def validate_timing(table: dict[str, Any]) -> dict[str, Any]:
+    """Check that a ``[timing]`` table has only known keys (:data:`TIMING_KEYS`); return it."""
+    unknown = sorted(set(table) - set(TIMING_KEYS))
+    if unknown:
+        raise ParameterError(f"unknown timing key(s) {', '.join(unknown)}; valid keys: "
+                             f"{', '.join(TIMING_KEYS)}")
+    return table
+
+
+def device_from_table(table: dict[str, Any]) -> Device:
+    """Build a :class:`~theory.devices.Device` from a ``[device]`` table (preset or user TOML).
+
+    Keys: ``family`` (required), ``name`` (optional), the family's parameters, and the pulse
+    fields ``dw_min``, ``dw_min_dtod``, ``dw_min_std``, ``w_bounds_dtod``, ``desired_bl``.
+
+    Raises
+    ------
+    ParameterError
+        For a missing or unknown family, or an unknown key (the message lists the valid keys).
+    """
+    if not isinstance(table, dict):
+        raise ParameterError(f"device table must be a TOML table, got {type(table).__name__}")
+    params = dict(table)
+    family = params.pop("family", None)
+    if family is None:
+        raise ParameterError(f"device table needs a 'family' key; valid: {', '.join(FAMILIES)}")
+    if family in FAMILIES:
+        valid = ("family", "name", *FAMILIES[family].parameter_names(), *DEVICE_FIELDS)
+        unknown = sorted(set(table) - set(valid))
+        if unknown:
+            raise ParameterError(f"unknown device key(s) {', '.join(unknown)} for family "
+                                 f"{family!r}; valid keys: {', '.join(valid)}")
+    return make_device(family, **params)
