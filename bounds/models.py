@@ -1,0 +1,286 @@
+r"""Model descriptions for the planner: the analog weight matrices of a network, in pipeline order.
+
+A :class:`Model` is a sequence of :class:`Layer` objects, each one crossbar weight matrix with its
+shape (``rows`` inputs x ``cols`` outputs), the number of matrix-vector multiplications (MVMs) it
+does per training sample, and the number of activation values it stores per sample for its
+backward pass. A layer occupies
+
+.. math::
+
+    \mathrm{tiles} = \lceil \mathrm{rows}/r \rceil \, \lceil \mathrm{cols}/c \rceil
+
+crossbar tiles of size :math:`r \times c`. A convolution is its im2col matrix
+:math:`(k^2 c_\mathrm{in}) \times c_\mathrm{out}` and does one MVM per output position; a
+transformer matrix does one MVM per token.
+
+Descriptions are TOML files (the built-ins are shipped in ``bounds/model_data/``)::
+
+    name = "my-net"
+    description = "one line"
+
+    [parameters]                 # optional named integers, referenced by name below
+    sequence_length = 512
+
+    [[blocks]]                   # a group of layers, repeated `repeat` times (default 1)
+    name = "block"               # optional: repeated layers are named block1.wq, block2.wq, ...
+    repeat = 2
+    layers = [
+      { name = "wq", rows = 64, cols = 64, mvms_per_sample = "sequence_length" },
+      { name = "fc", rows = 64, cols = 10, mvms_per_sample = 1, activations = 64 },
+    ]
+
+``mvms_per_sample`` (default 1) is an integer or the name of an entry of ``[parameters]`` (looked
+up, never evaluated); ``activations`` defaults to ``rows * mvms_per_sample``. Unknown keys raise
+:class:`theory.errors.ParameterError` listing the valid ones.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from theory.errors import ParameterError, check_range
+
+__all__ = ["Layer", "Model", "list_models", "load_model", "model_from_table"]
+
+_DATA = "model_data"
+_TOP_KEYS = ("name", "description", "parameters", "blocks")
+_BLOCK_KEYS = ("name", "repeat", "layers")
+_LAYER_KEYS = ("name", "rows", "cols", "mvms_per_sample", "activations")
+
+
+def _ceil_div(a, b):
+    return -(-np.asarray(a, dtype=np.int64) // b)
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One analog weight matrix of a model.
+
+    Parameters
+    ----------
+    name : str
+        Label (unique names are not required).
+    rows, cols : int
+        Matrix shape: ``rows`` inputs (crossbar rows) by ``cols`` outputs, >= 1.
+    mvms_per_sample : int
+        MVMs this layer does per training sample in a forward (and again in a backward), >= 1:
+        1 for a dense layer, output positions for a convolution, tokens for a transformer matrix.
+    activations : int, optional
+        Activation values the layer stores per sample for its backward (its input), >= 0.
+        Default ``rows * mvms_per_sample``.
+    """
+
+    name: str
+    rows: int
+    cols: int
+    mvms_per_sample: int = 1
+    activations: int | None = None
+
+    def __post_init__(self):
+        for key in ("rows", "cols", "mvms_per_sample"):
+            object.__setattr__(
+                self, key, check_range(f"{self.name}.{key}", getattr(self, key), 1, integer=True)
+            )
+        if self.activations is None:
+            object.__setattr__(self, "activations", self.rows * self.mvms_per_sample)
+        object.__setattr__(
+            self, "activations",
+            check_range(f"{self.name}.activations", self.activations, 0, integer=True),
+        )
+
+    def tiles(self, tile_rows: int, tile_cols: int) -> int:
+        r"""Tiles of ``tile_rows x tile_cols`` it occupies, :math:`\lceil R/r\rceil\lceil C/c\rceil`."""
+        return int(_ceil_div(self.rows, tile_rows) * _ceil_div(self.cols, tile_cols))
+
+
+@dataclass(frozen=True)
+class Model:
+    """A network as its analog layers in pipeline order (stage 1 takes the first layers).
+
+    Parameters
+    ----------
+    name : str
+        Model name.
+    layers : tuple of Layer
+        At least one layer.
+    description : str
+        One line for listings.
+    parameters : dict
+        The named integers the description used (e.g. ``sequence_length``), for the record.
+    """
+
+    name: str
+    layers: tuple[Layer, ...]
+    description: str = ""
+    parameters: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "layers", tuple(self.layers))
+        if not self.layers:
+            raise ParameterError(f"model {self.name!r} has no layers; valid: at least 1 layer")
+        for layer in self.layers:
+            if not isinstance(layer, Layer):
+                raise ParameterError(f"model {self.name!r}: {layer!r} is not a Layer")
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    @cached_property
+    def work(self) -> np.ndarray:
+        """MVMs per sample of each layer, shape ``(layers,)`` (int64, read-only)."""
+        return _frozen([layer.mvms_per_sample for layer in self.layers])
+
+    @cached_property
+    def activations(self) -> np.ndarray:
+        """Activation values stored per sample by each layer, shape ``(layers,)`` (int64)."""
+        return _frozen([layer.activations for layer in self.layers])
+
+    @property
+    def weights(self) -> int:
+        """Analog weights in total (sum of rows x cols)."""
+        return sum(layer.rows * layer.cols for layer in self.layers)
+
+    def tiles(self, tile_rows: int, tile_cols: int) -> np.ndarray:
+        """Tiles of each layer for the given tile size, shape ``(layers,)`` (int64)."""
+        check_range("tile_rows", tile_rows, 1, integer=True)
+        check_range("tile_cols", tile_cols, 1, integer=True)
+        rows = np.array([layer.rows for layer in self.layers])
+        cols = np.array([layer.cols for layer in self.layers])
+        return _frozen(_ceil_div(rows, tile_rows) * _ceil_div(cols, tile_cols))
+
+    def summary(self, tile_rows: int = 128, tile_cols: int = 128) -> dict:
+        """JSON-ready summary: name, layers, weights, MVMs and activations per sample, tiles."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "layers": len(self),
+            "weights": self.weights,
+            "mvms_per_sample": int(self.work.sum()),
+            "activations_per_sample": int(self.activations.sum()),
+            "tiles": int(self.tiles(tile_rows, tile_cols).sum()),
+            "tile_size": [tile_rows, tile_cols],
+            "parameters": dict(self.parameters),
+        }
+
+
+def _frozen(values) -> np.ndarray:
+    arr = np.asarray(values, dtype=np.int64)
+    arr.setflags(write=False)
+    return arr
+
+
+def _check_keys(where: str, table, valid) -> None:
+    if not isinstance(table, dict):
+        raise ParameterError(f"{where} must be a TOML table, got {table!r}")
+    unknown = sorted(set(table) - set(valid))
+    if unknown:
+        raise ParameterError(
+            f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} in "
+            f"{where}; valid keys: {', '.join(valid)}"
+        )
+
+
+def _layer(where: str, table: dict, parameters: dict, name: str) -> Layer:
+    _check_keys(where, table, _LAYER_KEYS)
+    for key in ("rows", "cols"):
+        if key not in table:
+            raise ParameterError(f"{where}: missing key {key!r}; required: rows, cols")
+    mvms = table.get("mvms_per_sample", 1)
+    if isinstance(mvms, str):
+        if mvms not in parameters:
+            raise ParameterError(
+                f"{where}: mvms_per_sample={mvms!r} names no parameter; valid: "
+                f"{', '.join(parameters) or '(none: add a [parameters] table)'}"
+            )
+        mvms = parameters[mvms]
+    return Layer(name, table["rows"], table["cols"], mvms, table.get("activations"))
+
+
+def model_from_table(table: dict, **parameters) -> Model:
+    """Build a :class:`Model` from a parsed TOML description (layout in the module docstring).
+
+    Parameters
+    ----------
+    table : dict
+        The parsed TOML document.
+    **parameters : int
+        Overrides of its ``[parameters]`` entries (e.g. ``sequence_length=512``); a name the
+        description does not define is an error.
+    """
+    _check_keys("model description", table, _TOP_KEYS)
+    name = table.get("name", "model")
+    declared = dict(table.get("parameters", {}))
+    unknown = sorted(set(parameters) - set(declared))
+    if unknown:
+        raise ParameterError(
+            f"model {name!r} has no parameter {', '.join(map(repr, unknown))}; valid: "
+            f"{', '.join(declared) or '(none)'}"
+        )
+    values = {**declared, **parameters}
+    for key, value in values.items():
+        values[key] = check_range(key, value, 1, integer=True)
+    blocks = table.get("blocks", [])
+    if not isinstance(blocks, list):
+        raise ParameterError(f"model {name!r}: blocks must be an array of tables ([[blocks]])")
+    layers = []
+    for i, block in enumerate(blocks, 1):
+        where = f"block {i} of model {name!r}"
+        _check_keys(where, block, _BLOCK_KEYS)
+        repeat = check_range(f"{where}: repeat", block.get("repeat", 1), 1, integer=True)
+        prefix = block.get("name")
+        for r in range(1, repeat + 1):
+            for j, entry in enumerate(block.get("layers", []), 1):
+                base = entry.get("name", f"layer{j}") if isinstance(entry, dict) else f"layer{j}"
+                label = (
+                    f"{prefix}{r}.{base}" if prefix else (f"{base}.{r}" if repeat > 1 else base)
+                )
+                layers.append(_layer(f"layer {j} of {where}", entry, values, label))
+    return Model(name, tuple(layers), table.get("description", ""), values)
+
+
+def list_models() -> list[str]:
+    """Names of the built-in models (sorted)."""
+    folder = resources.files(__package__).joinpath(_DATA)
+    return sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def load_model(name_or_path, **parameters) -> Model:
+    """A built-in model by name, or a model description from a TOML file.
+
+    Parameters
+    ----------
+    name_or_path : str or os.PathLike
+        A name of :func:`list_models`, or the path of a ``.toml`` description.
+    **parameters : int
+        Overrides of the description's ``[parameters]`` (e.g. ``sequence_length=512``).
+
+    Raises
+    ------
+    ParameterError
+        Unknown model name (the message lists the built-ins), invalid TOML or an invalid entry.
+    FileNotFoundError
+        A path that does not exist.
+    """
+    text_name = str(name_or_path)
+    if text_name in list_models():
+        source = resources.files(__package__).joinpath(_DATA, f"{text_name}.toml")
+        text, where = source.read_text(encoding="utf-8"), text_name
+    elif text_name.endswith(".toml") or Path(text_name).exists():
+        path = Path(text_name)
+        text, where = path.read_text(encoding="utf-8"), str(path)
+    else:
+        raise ParameterError(
+            f"model={text_name!r} is neither a built-in model nor a .toml file; built-in models: "
+            f"{', '.join(list_models())}"
+        )
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ParameterError(f"{where}: not valid TOML ({error})") from None
+    return model_from_table(table, **parameters)
