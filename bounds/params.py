@@ -1,0 +1,408 @@
+r"""Parameters of a bound evaluation: hardware, problem, pipeline (frozen, validated dataclasses).
+
+Three small objects feed :func:`bounds.evaluate.evaluate`:
+
+- :class:`HardwareParams`: the device (a :class:`theory.devices.Device`), the weight region the run
+  visits (``weight_bound`` :math:`W_{\max}`, symmetric around the device's symmetric point), and the
+  timing fields of :class:`bounds.timing.TimingModel` plus the tile size;
+- :class:`ProblemParams`: the constants of assumptions A1, A2 and A4 (``L``, ``L_s``, ``Delta``,
+  ``sigma2``) and the Young split ``theta`` of the analog bounds;
+- :class:`PipelineConfig`: stages ``M``, micro-batches per mini-batch ``B`` and samples per
+  micro-batch ``b``.
+
+They come from keyword arguments, from a named preset (:func:`from_preset`, reading the ``[device]``
+and ``[timing]`` tables of ``theory/presets/NAME.toml``) or from a user TOML file
+(:func:`load_config`), whose layout is::
+
+    preset = "reram-softbounds"   # or a [device] table (theory.devices.device_from_table)
+    weight_bound = 0.3            # optional; default: half the distance to the nearer bound
+    eps = 3.0                     # optional target
+
+    [timing]                      # optional; overrides the preset's [timing]
+    layers = 16
+    read_time_s = 80e-9
+
+    [problem]                     # optional; L, L_s, Delta, sigma2, theta
+    sigma2 = 0.5
+
+    [pipeline]                    # optional; stages, micro_batches, micro_batch_size
+    stages = 8
+
+Unknown keys, an unknown preset or a value out of range raise :class:`theory.errors.ParameterError`
+naming the parameter and the valid range (or the valid keys / presets).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from theory import devices
+from theory.errors import ParameterError, check_range
+
+from .timing import TimingModel
+
+__all__ = [
+    "BoundsConfig",
+    "HardwareParams",
+    "PipelineConfig",
+    "ProblemParams",
+    "dump_config",
+    "from_preset",
+    "load_config",
+]
+
+#: timing fields of HardwareParams (the keys of a user ``[timing]`` table): a preset's timing keys
+#: plus the model's number of analog layers
+TIMING_KEYS = ("layers", *devices.TIMING_KEYS)
+
+
+@dataclass(frozen=True)
+class HardwareParams:
+    r"""The accelerator: device, visited weight region and timing.
+
+    Parameters
+    ----------
+    device : theory.devices.Device
+        The device model (response functions and pulse parameters).
+    weight_bound : float, optional
+        :math:`W_{\max}`, half-width of the weight region the run visits, centred on the device's
+        symmetric point :math:`w^*` (the range midpoint when the device has none, i.e. a constant
+        step with ``up != down``): weights stay in :math:`[w^* - W_{\max}, w^* + W_{\max}]`.
+        Valid range :math:`(0, d)` with :math:`d = \min(w^* - w_{\min}, w_{\max} - w^*)` the
+        distance to the nearer device bound (for symmetric soft bounds :math:`d = \tau`).
+        Default :math:`d/2`.
+    layers : int
+        Analog layers of the whole model (default 16).
+    clock_hz, read_time_s, pulse_width_s, bit_length : float, float, float, int
+        Timing of :class:`bounds.timing.TimingModel` (Hz, s, s, pulses; defaults 1 GHz, 80 ns,
+        1 ns, 10 from paper-notes section 5).
+    tile_rows, tile_cols : int
+        Crossbar tile size (default 128 x 128, DNN+NeuroSim). Not used by the bounds timing rule
+        (which assumes each layer's tiles work in parallel); the planner counts tiles with it.
+
+    Notes
+    -----
+    :meth:`device_constants` gives the constants of assumption A3 over the region,
+
+    .. math::
+
+        q_{\min} = \min_{|w - w^*| \le W_{\max}} \min(q_+, q_-), \quad
+        q_{\max} = \max \max(q_+, q_-), \quad G_\infty = \max |G|,
+
+    computed by :meth:`theory.devices.Device.constants` (validated at construction).
+    """
+
+    device: devices.Device
+    weight_bound: float | None = None
+    layers: int = 16
+    clock_hz: float = 1e9
+    read_time_s: float = 80e-9
+    pulse_width_s: float = 1e-9
+    bit_length: int = 10
+    tile_rows: int = 128
+    tile_cols: int = 128
+    _constants: Any = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        if not isinstance(self.device, devices.Device):
+            raise ParameterError(
+                f"device={self.device!r} is not a theory.devices.Device; build one with "
+                "theory.devices.make_device or load_preset"
+            )
+        for name in ("tile_rows", "tile_cols"):
+            object.__setattr__(self, name, check_range(name, getattr(self, name), 1, integer=True))
+        self.timing  # noqa: B018 - validates the timing fields
+        centre, reach = self.centre, self.reach
+        if self.weight_bound is None:
+            object.__setattr__(self, "weight_bound", reach / 2)
+        try:
+            check_range("weight_bound", self.weight_bound, 0, reach, low_open=True, high_open=True)
+        except ParameterError as error:
+            raise ParameterError(
+                f"{error}: W_max, the half-width around the symmetric point {centre:g} of device "
+                f"{self.device.name!r}, must be < {reach:g}, the distance to the nearer device "
+                "bound (tau for symmetric soft bounds)"
+            ) from None
+        try:
+            half = self.weight_bound
+            constants = self.device.constants(centre - half, centre + half)
+        except ParameterError as error:
+            raise ParameterError(f"weight_bound={self.weight_bound!r}: {error}") from None
+        object.__setattr__(self, "_constants", constants)
+
+    @cached_property
+    def timing(self) -> TimingModel:
+        """The :class:`~bounds.timing.TimingModel` of these timing fields."""
+        return TimingModel(
+            layers=self.layers, read_time_s=self.read_time_s, pulse_width_s=self.pulse_width_s,
+            bit_length=self.bit_length, clock_hz=self.clock_hz,
+        )
+
+    @property
+    def centre(self) -> float:
+        """Centre :math:`w^*` of the weight region: the symmetric point, else the range midpoint."""
+        try:
+            return float(self.device.symmetric_point())
+        except ParameterError:
+            return (self.device.w_min + self.device.w_max) / 2
+
+    @property
+    def reach(self) -> float:
+        """Distance from :attr:`centre` to the nearer device bound."""
+        centre, lo, hi = self.centre, self.device.w_min, self.device.w_max
+        if not lo < centre < hi:
+            raise ParameterError(
+                f"device {self.device.name!r}: symmetric point {centre:g} is outside its range "
+                f"[{lo:g}, {hi:g}]"
+            )
+        return min(centre - lo, hi - centre)
+
+    def device_constants(self):
+        """The A3 constants ``q_min, q_max, G_inf`` over the visited region (DeviceConstants)."""
+        return self._constants
+
+
+@dataclass(frozen=True)
+class ProblemParams:
+    r"""Constants of the optimisation problem (assumptions A1, A2, A4).
+
+    Parameters
+    ----------
+    L : float
+        Smoothness constant of f (A1), > 0. Default 1.
+    Delta : float
+        Initial optimality gap :math:`f(W_0) - f^*`, > 0. Default 1.
+    sigma2 : float
+        Per-sample gradient variance :math:`\sigma^2` (A2), > 0; a batch of n has
+        :math:`\sigma^2/n`. Default 1.
+    L_s : float, optional
+        Lipschitz constant of the stale update signal (A4), > 0. Default ``L`` (exact for the
+        oracle problems).
+    theta : float
+        Young's-inequality split of the analog bounds, in (0, 1). Default 1/2.
+
+    Notes
+    -----
+    The defaults normalise the problem (:math:`L = \Delta = \sigma^2 = 1`), so ``eps`` is in units
+    of :math:`\sigma^2` and iteration counts scale as the theory says when they change.
+    """
+
+    L: float = 1.0
+    Delta: float = 1.0
+    sigma2: float = 1.0
+    L_s: float | None = None
+    theta: float = 0.5
+
+    def __post_init__(self):
+        check_range("L", self.L, 0, low_open=True)
+        check_range("Delta", self.Delta, 0, low_open=True)
+        check_range("sigma2", self.sigma2, 0, low_open=True)
+        if self.L_s is None:
+            object.__setattr__(self, "L_s", self.L)
+        check_range("L_s", self.L_s, 0, low_open=True)
+        check_range("theta", self.theta, 0, 1, low_open=True, high_open=True)
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    r"""Pipeline shape: stages, micro-batches per mini-batch, samples per micro-batch.
+
+    Parameters
+    ----------
+    stages : int
+        :math:`M`, pipeline stages (one accelerator each), >= 1. Default 8.
+    micro_batches : int
+        :math:`B`, micro-batches per mini-batch of the synchronous pipeline (and of the
+        non-pipelined baselines, which use the same mini-batch), >= 1. Default 8.
+    micro_batch_size : int
+        :math:`b`, samples per micro-batch, >= 1. Default 1.
+    """
+
+    stages: int = 8
+    micro_batches: int = 8
+    micro_batch_size: int = 1
+
+    def __post_init__(self):
+        for name in ("stages", "micro_batches", "micro_batch_size"):
+            object.__setattr__(self, name, check_range(name, getattr(self, name), 1, integer=True))
+
+    @property
+    def mini_batch(self) -> int:
+        """Samples per mini-batch, :math:`B b`."""
+        return self.micro_batches * self.micro_batch_size
+
+    @property
+    def max_delay(self) -> int:
+        """Largest staleness of the asynchronous pipeline, :math:`D = M - 1`."""
+        return self.stages - 1
+
+
+@dataclass(frozen=True)
+class BoundsConfig:
+    """Everything a bound evaluation needs, as read by :func:`load_config`.
+
+    Attributes
+    ----------
+    hardware : HardwareParams
+    problem : ProblemParams
+    pipeline : PipelineConfig
+    eps : float or None
+        Target for :math:`(1/K)\\sum_k E\\|\\nabla f(W_k)\\|^2`, if the file sets one.
+    preset : str or None
+        The preset the device came from, if any (kept so :func:`dump_config` can write it back).
+    """
+
+    hardware: HardwareParams
+    problem: ProblemParams = field(default_factory=ProblemParams)
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+    eps: float | None = None
+    preset: str | None = None
+
+    def __post_init__(self):
+        if self.eps is not None:
+            check_range("eps", self.eps, 0, low_open=True)
+
+
+def _field_names(cls) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls) if f.init)
+
+
+def _check_keys(where: str, table: dict, valid) -> None:
+    unknown = sorted(set(table) - set(valid))
+    if unknown:
+        raise ParameterError(
+            f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} in "
+            f"{where}; valid keys: {', '.join(valid)}"
+        )
+
+
+def _check_preset(name: str) -> None:
+    presets = devices.list_presets()
+    if name not in presets:
+        raise ParameterError(f"preset={name!r} is unknown; valid presets: {', '.join(presets)}")
+
+
+def from_preset(name: str, **overrides) -> HardwareParams:
+    """Hardware of preset ``name``: its ``[device]`` and ``[timing]`` tables, then ``overrides``.
+
+    Parameters
+    ----------
+    name : str
+        A name of :func:`theory.devices.list_presets`.
+    **overrides
+        Fields of :class:`HardwareParams` (e.g. ``weight_bound``, ``layers``).
+    """
+    _check_preset(name)
+    _check_keys("from_preset overrides", overrides, _field_names(HardwareParams)[1:])
+    timing = dict(devices.preset_table(name).get("timing", {}))
+    _check_keys(f"[timing] of preset {name!r}", timing, TIMING_KEYS)
+    return HardwareParams(device=devices.load_preset(name), **{**timing, **overrides})
+
+
+_TOP_KEYS = ("preset", "weight_bound", "eps", "device", "timing", "problem", "pipeline")
+
+
+def _table(doc: dict, key: str) -> dict:
+    value = doc.get(key, {})
+    if not isinstance(value, dict):
+        raise ParameterError(f"{key} must be a TOML table ([{key}]), got {value!r}")
+    return value
+
+
+def load_config(path) -> BoundsConfig:
+    """Read a bounds configuration from a TOML file (layout in the module docstring).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The TOML file.
+
+    Raises
+    ------
+    ParameterError
+        Unknown keys (the message lists the valid ones), an unknown preset (lists the presets),
+        both or neither of ``preset`` and ``[device]``, or any value out of its range.
+    FileNotFoundError
+        The file does not exist.
+    """
+    path = Path(path)
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise ParameterError(f"{path}: not valid TOML ({error})") from None
+    _check_keys(str(path), doc, _TOP_KEYS)
+    timing = _table(doc, "timing")
+    problem = _table(doc, "problem")
+    pipeline = _table(doc, "pipeline")
+    _check_keys(f"[timing] of {path}", timing, TIMING_KEYS)
+    _check_keys(f"[problem] of {path}", problem, _field_names(ProblemParams))
+    _check_keys(f"[pipeline] of {path}", pipeline, _field_names(PipelineConfig))
+    extra = {"weight_bound": doc["weight_bound"]} if "weight_bound" in doc else {}
+    preset = doc.get("preset")
+    if (preset is None) == ("device" not in doc):
+        raise ParameterError(f"{path}: give exactly one of preset = \"NAME\" and a [device] table")
+    if preset is not None:
+        if not isinstance(preset, str):
+            raise ParameterError(f"preset={preset!r} is not a string")
+        hardware = from_preset(preset, **timing, **extra)
+    else:
+        device = devices.device_from_table(_table(doc, "device"))
+        hardware = HardwareParams(device=device, **timing, **extra)
+    return BoundsConfig(
+        hardware=hardware, problem=ProblemParams(**problem), pipeline=PipelineConfig(**pipeline),
+        eps=doc.get("eps"), preset=preset,
+    )
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ParameterError(f"cannot write the non-finite value {value!r} to TOML")
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    raise ParameterError(f"cannot write {value!r} ({type(value).__name__}) to TOML")
+
+
+def _toml_table(name: str, table: dict) -> str:
+    lines = [f"[{name}]"] + [f"{key} = {_toml_value(value)}" for key, value in table.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _device_table(device: devices.Device) -> dict:
+    """The ``[device]`` table of ``device``, read back by ``theory.devices.device_from_table``."""
+    pulse = {key: getattr(device, key) for key in devices.DEVICE_FIELDS}
+    return {"name": device.name, "family": device.family, **device.response.params(), **pulse}
+
+
+def dump_config(config: BoundsConfig) -> str:
+    """The TOML text of ``config``; :func:`load_config` of it gives back an equal config.
+
+    A preset device is written as ``preset = "NAME"`` (with the timing fields in ``[timing]``);
+    any other device as its ``[device]`` table (read by :func:`theory.devices.device_from_table`).
+    """
+    hw = config.hardware
+    head = {"weight_bound": float(hw.weight_bound)}
+    if config.eps is not None:
+        head["eps"] = float(config.eps)
+    parts = []
+    if config.preset is not None:
+        parts.append(f"preset = {_toml_value(config.preset)}")
+    parts += [f"{key} = {_toml_value(value)}" for key, value in head.items()]
+    text = "\n".join(parts) + "\n\n"
+    if config.preset is None:
+        text += _toml_table("device", _device_table(hw.device)) + "\n"
+    text += _toml_table("timing", {key: getattr(hw, key) for key in TIMING_KEYS}) + "\n"
+    text += _toml_table("problem", dataclasses.asdict(config.problem)) + "\n"
+    text += _toml_table("pipeline", dataclasses.asdict(config.pipeline))
+    return text

@@ -1,0 +1,289 @@
+"""bounds.params and bounds.timing: validation, presets, TOML round trip, the timing rule."""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bounds.params import (
+    TIMING_KEYS,
+    BoundsConfig,
+    HardwareParams,
+    PipelineConfig,
+    ProblemParams,
+    dump_config,
+    from_preset,
+    load_config,
+)
+from bounds.timing import TimingModel
+from theory import devices
+from theory.errors import ParameterError
+
+PRESETS = devices.list_presets()
+BAD_NUMBERS = st.sampled_from([0.0, -1.0, -1e-12, math.nan, math.inf, -math.inf])
+positive = st.floats(1e-3, 1e3)
+
+
+def _load_text(text: str):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "config.toml"
+        path.write_text(text, encoding="utf-8")
+        return load_config(path)
+
+
+# -- HardwareParams -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_preset_loads_with_its_timing_and_default_region(name):
+    hw = from_preset(name)
+    table = devices.preset_table(name)
+    assert hw.device == devices.load_preset(name)
+    for key, value in table.get("timing", {}).items():
+        assert getattr(hw, key) == value
+    device = hw.device
+    reach = min(hw.centre - device.w_min, device.w_max - hw.centre)
+    assert hw.weight_bound == pytest.approx(reach / 2)
+    c = hw.device_constants()
+    assert (c.w_lo, c.w_hi) == pytest.approx((hw.centre - reach / 2, hw.centre + reach / 2))
+    assert 0 < c.q_min <= c.q_max and c.G_inf >= 0
+
+
+@given(tau=st.floats(0.1, 10), fraction=st.floats(0.01, 0.99))
+def test_softbounds_constants_are_the_theory_closed_forms(tau, fraction):
+    device = devices.make_device("softbounds", tau=tau, dw_min=tau / 1000)
+    hw = HardwareParams(device=device, weight_bound=fraction * tau)
+    closed = devices.soft_bounds_constants(fraction * tau, tau)
+    c = hw.device_constants()
+    assert c.q_min == pytest.approx(float(closed.q_min), rel=1e-12)
+    assert c.q_max == pytest.approx(float(closed.q_max), rel=1e-12)
+    assert c.G_inf == pytest.approx(float(closed.G_inf), rel=1e-12)
+
+
+@given(tau=st.floats(0.1, 10), factor=st.floats(1.0, 100))
+def test_weight_bound_at_or_beyond_tau_names_parameter_and_range(tau, factor):
+    device = devices.make_device("softbounds", tau=tau, dw_min=tau / 1000)
+    with pytest.raises(ParameterError) as info:
+        HardwareParams(device=device, weight_bound=tau * factor)
+    message = str(info.value)
+    assert message.startswith("weight_bound=")
+    assert f"valid range (0, {tau:g})" in message
+
+
+@given(bad=BAD_NUMBERS)
+def test_non_positive_weight_bound_rejected(bad):
+    with pytest.raises(ParameterError, match="^weight_bound="):
+        from_preset("softbounds-tau1", weight_bound=bad)
+
+
+@pytest.mark.parametrize("field", ["layers", "bit_length", "tile_rows", "tile_cols"])
+@given(bad=st.sampled_from([0, -3, 2.5]))
+def test_hardware_integer_fields_validated(field, bad):
+    with pytest.raises(ParameterError, match=f"^{field}="):
+        from_preset("softbounds-tau1", **{field: bad})
+
+
+@pytest.mark.parametrize("field", ["clock_hz", "read_time_s", "pulse_width_s"])
+@given(bad=BAD_NUMBERS)
+def test_hardware_time_fields_validated(field, bad):
+    with pytest.raises(ParameterError, match=f"^{field}="):
+        from_preset("softbounds-tau1", **{field: bad})
+
+
+def test_hardware_needs_a_device():
+    with pytest.raises(ParameterError, match="device="):
+        HardwareParams(device="softbounds-tau1")
+
+
+def test_unknown_preset_lists_presets():
+    with pytest.raises(ParameterError) as info:
+        from_preset("no-such-device")
+    assert "no-such-device" in str(info.value)
+    assert all(name in str(info.value) for name in PRESETS)
+
+
+def test_unknown_override_lists_valid_keys():
+    with pytest.raises(ParameterError, match="unknown key 'tau'.*valid keys: weight_bound"):
+        from_preset("softbounds-tau1", tau=2.0)
+
+
+def test_hardware_is_frozen():
+    hw = from_preset("softbounds-tau1")
+    with pytest.raises(AttributeError):
+        hw.weight_bound = 0.1
+
+
+# -- ProblemParams and PipelineConfig ------------------------------------------------------------
+
+@pytest.mark.parametrize("field", ["L", "Delta", "sigma2", "L_s"])
+@given(bad=BAD_NUMBERS)
+def test_problem_constants_must_be_positive(field, bad):
+    with pytest.raises(ParameterError, match=f"^{field}=.*valid range \\(0, inf\\]"):
+        ProblemParams(**{field: bad})
+
+
+@given(theta=st.one_of(st.floats(max_value=0.0), st.floats(min_value=1.0), st.just(math.nan)))
+def test_theta_must_lie_in_open_unit_interval(theta):
+    with pytest.raises(ParameterError, match="^theta=.*valid range \\(0, 1\\)"):
+        ProblemParams(theta=theta)
+
+
+@given(L=positive, L_s=st.one_of(st.none(), positive))
+def test_L_s_defaults_to_L(L, L_s):
+    problem = ProblemParams(L=L, L_s=L_s)
+    assert problem.L_s == (L if L_s is None else L_s)
+
+
+@pytest.mark.parametrize("field", ["stages", "micro_batches", "micro_batch_size"])
+@given(bad=st.sampled_from([0, -1, 1.5, math.nan]))
+def test_pipeline_fields_are_positive_integers(field, bad):
+    with pytest.raises(ParameterError, match=f"^{field}=.*valid range \\[1, inf\\]"):
+        PipelineConfig(**{field: bad})
+
+
+@given(M=st.integers(1, 64), B=st.integers(1, 64), b=st.integers(1, 64))
+def test_pipeline_derived_sizes(M, B, b):
+    pipe = PipelineConfig(M, B, b)
+    assert (pipe.mini_batch, pipe.max_delay) == (B * b, M - 1)
+
+
+# -- TOML ---------------------------------------------------------------------------------------
+
+@st.composite
+def configs(draw):
+    if draw(st.booleans()):
+        preset = draw(st.sampled_from(PRESETS))
+        base = from_preset(preset)
+        device = base.device
+    else:
+        preset = None
+        tau = draw(st.floats(0.2, 5))
+        device = devices.make_device(
+            "softbounds", name="custom", tau=tau, dw_min=tau / draw(st.integers(10, 10_000)),
+            dw_min_std=draw(st.floats(0, 2)),
+        )
+        base = HardwareParams(device=device)
+    hardware = HardwareParams(
+        device=device,
+        weight_bound=draw(st.floats(0.01, 0.99)) * base.reach,
+        layers=draw(st.integers(1, 64)),
+        read_time_s=draw(st.floats(1e-9, 1e-6)),
+        bit_length=draw(st.integers(1, 64)),
+    )
+    problem = ProblemParams(
+        L=draw(positive), Delta=draw(positive), sigma2=draw(positive), L_s=draw(positive),
+        theta=draw(st.floats(0.01, 0.99)),
+    )
+    pipeline = PipelineConfig(draw(st.integers(1, 32)), draw(st.integers(1, 32)),
+                              draw(st.integers(1, 32)))
+    eps = draw(st.one_of(st.none(), positive))
+    return BoundsConfig(hardware, problem, pipeline, eps=eps, preset=preset)
+
+
+@given(config=configs())
+def test_toml_round_trip(config):
+    assert _load_text(dump_config(config)) == config
+
+
+def test_load_config_preset_with_overrides():
+    config = _load_text(
+        'preset = "reram-softbounds"\nweight_bound = 0.2\neps = 2.5\n'
+        "[timing]\nlayers = 12\nread_time_s = 1e-7\n"
+        "[problem]\nsigma2 = 0.5\n[pipeline]\nstages = 4\n"
+    )
+    assert config.preset == "reram-softbounds" and config.eps == 2.5
+    assert config.hardware.device == devices.load_preset("reram-softbounds")
+    assert (config.hardware.weight_bound, config.hardware.layers) == (0.2, 12)
+    assert config.hardware.read_time_s == 1e-7
+    assert config.hardware.bit_length == devices.preset_table("reram-softbounds")["timing"][
+        "bit_length"]
+    assert config.problem == ProblemParams(sigma2=0.5)
+    assert config.pipeline == PipelineConfig(stages=4)
+
+
+def test_load_config_device_table():
+    config = _load_text('[device]\nfamily = "softbounds"\ntau = 2.0\ndw_min = 0.01\n')
+    assert config.hardware.device == devices.make_device("softbounds", tau=2.0, dw_min=0.01)
+    assert config.hardware.weight_bound == 1.0  # half of tau
+    assert config.preset is None and config.eps is None
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern"),
+    [
+        ('preset = "softbounds-tau1"\ncolour = 1\n', "unknown key 'colour'.*valid keys: preset"),
+        ('preset = "softbounds-tau1"\n[problem]\nsigma = 1\n',
+         "unknown key 'sigma' in \\[problem\\].*valid keys: L, Delta, sigma2, L_s, theta"),
+        ('preset = "softbounds-tau1"\n[timing]\nclock = 1\n',
+         "unknown key 'clock' in \\[timing\\].*valid keys: " + ", ".join(TIMING_KEYS)),
+        ('preset = "softbounds-tau1"\n[pipeline]\nstages = 0\n', "^stages=0 is out of range"),
+        ('preset = "nope"\n', "preset='nope' is unknown; valid presets: "),
+        ("eps = 1.0\n", "exactly one of preset"),
+        ('preset = "softbounds-tau1"\n[device]\nfamily = "softbounds"\ntau = 1.0\n'
+         "dw_min = 0.01\n", "exactly one of preset"),
+        ('preset = "softbounds-tau1"\nweight_bound = 1.5\n', "^weight_bound=1.5 .*valid range"),
+        ('preset = "softbounds-tau1"\neps = -1.0\n', "^eps=-1.0 is out of range"),
+        ('[device]\nfamily = "softbounds"\ntau = 1.0\ndw_min = 0.01\nspeed = 3\n',
+         "unknown device key.*speed.*valid keys"),
+        ("preset = \n", "not valid TOML"),
+    ],
+)
+def test_load_config_errors(text, pattern):
+    with pytest.raises(ParameterError, match=pattern):
+        _load_text(text)
+
+
+def test_load_config_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        load_config(tmp_path / "absent.toml")
+
+
+# -- TimingModel --------------------------------------------------------------------------------
+
+@given(layers=st.integers(1, 64), data=st.data())
+def test_cycle_time_is_slowest_stage_plus_update(layers, data):
+    M = data.draw(st.integers(1, layers))
+    b = data.draw(st.integers(1, 64))
+    read = data.draw(st.floats(1e-9, 1e-6))
+    timing = TimingModel(layers=layers, read_time_s=read, pulse_width_s=1e-9, bit_length=10)
+    # even split: the largest of M near-equal shares, computed by splitting, not by the formula
+    shares = np.array_split(np.arange(layers), M)
+    slowest = max(len(share) for share in shares)
+    expected = slowest * b * read + 10e-9
+    cycle = timing.cycle_time_s(M, b)
+    # rounded up to a whole 1 GHz period (within the model's documented 1e-9 relative slack)
+    assert expected * (1 - 1e-9) <= cycle < expected + 1e-9
+    assert cycle * 1e9 == pytest.approx(round(cycle * 1e9), abs=1e-6)
+    cycles = data.draw(st.integers(0, 10**9))
+    assert timing.seconds(cycles, M, b) == pytest.approx(cycles * cycle, rel=1e-12)
+
+
+def test_cycle_time_defaults_exact_periods():
+    # 2 layers x 80 ns + 10 x 1 ns = 170 ns, exactly 170 periods of 1 GHz (no spurious round-up)
+    assert TimingModel().cycle_time_s(8, 1) == pytest.approx(170e-9, rel=1e-12)
+
+
+def test_cycle_time_vectorised_equals_scalar():
+    timing = TimingModel(layers=16)
+    M, b = np.meshgrid(np.arange(1, 17), np.arange(1, 9))
+    grid = timing.cycle_time_s(M, b)
+    scalar = [[timing.cycle_time_s(int(m), int(bb)) for m, bb in zip(row_m, row_b, strict=True)]
+              for row_m, row_b in zip(M, b, strict=True)]
+    np.testing.assert_array_equal(grid, np.array(scalar))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "pattern"),
+    [({"stages": 17, "micro_batch_size": 1}, "^stages=17 is out of range; valid range \\[1, 16\\]"),
+     ({"stages": 0, "micro_batch_size": 1}, "^stages=0"),
+     ({"stages": 2, "micro_batch_size": 0}, "^micro_batch_size=0"),
+     ({"stages": 2.5, "micro_batch_size": 1}, "^stages=2.5 is not an integer")],
+)
+def test_cycle_time_rejects_bad_shapes(kwargs, pattern):
+    with pytest.raises(ParameterError, match=pattern):
+        TimingModel(layers=16).cycle_time_s(kwargs["stages"], kwargs["micro_batch_size"])
