@@ -49,7 +49,7 @@ from .problems import LeastSquares, OracleProblem, Quadratic
 from .rng import member_generators, problem_generator
 from .trace import Trace
 
-__all__ = ["DIVERGENCE_FACTOR", "NETWORK_PROBLEMS", "W_STAR_FRACTION", "make_problem", "run"]
+__all__ = ["DIVERGENCE_FACTOR", "NETWORK_PROBLEMS", "W_STAR_SCALE", "make_problem", "run"]
 
 #: problems delegated to :func:`simulate.networks.run_network`
 NETWORK_PROBLEMS = ("digits-mlp", "digits-resmlp")
@@ -57,8 +57,8 @@ NETWORK_PROBLEMS = ("digits-mlp", "digits-resmlp")
 #: a run diverged when ||grad f||^2 exceeds this factor times max(1, its initial value)
 DIVERGENCE_FACTOR = 1e12
 
-#: the oracle minimiser is uniform in +-(this fraction of the device's half-range around 0)
-W_STAR_FRACTION = 0.3
+#: the oracle minimiser is uniform in [-W_STAR_SCALE, W_STAR_SCALE]^d (weight units)
+W_STAR_SCALE = 0.3
 
 #: gradient-noise draws per member come in chunks of this many updates (bits do not depend on it)
 _NOISE_CHUNK = 256
@@ -68,15 +68,16 @@ VersionHook = Callable[[int, tuple[int, ...]], None]
 
 
 def make_problem(config: SimConfig, seed: int | None = None) -> OracleProblem:
-    """The oracle problem of ``config`` (drawn from the problem stream of the root seed).
+    r"""The oracle problem of ``config`` (drawn from the problem stream of the root seed).
 
-    The minimiser's scale is :data:`W_STAR_FRACTION` of the device's half-range
-    ``min(-w_min, w_max)`` (the same for digital and analog runs of one config, so they solve the
-    same problem); the initial weights are 0.
+    The minimiser is uniform in ``[-W_STAR_SCALE, W_STAR_SCALE]^d`` and the initial weights are 0,
+    whatever the algorithm and device, so digital and analog runs (and runs on devices of
+    different ``tau``) of one seed solve the same problem. With the paper's ``tau = 1`` device this
+    keeps :math:`\|W^*\|_\infty \le 0.3\,\tau`; a device of range below that saturates (visible in
+    the trace's ``max_abs_w``).
     """
     seed = config.seed if seed is None else seed
-    device = device_from_config(config)
-    scale = W_STAR_FRACTION * min(-device.w_min, device.w_max)
+    scale = W_STAR_SCALE
     rng = problem_generator(seed)
     if config.problem == "quadratic":
         return Quadratic.random(
