@@ -182,7 +182,8 @@ def _simulate(mode: str, stages: int, micro_batches: int, mini_batches: int):
     for m, b, t in sorted(updates, key=lambda u: (u[2], u[0])):
         events.append(Event("U", m, b, t, seen[m]))
         seen[m] += 1
-    events.sort(key=lambda e: (e.cycle, e.stage, KINDS.index(e.kind), e.micro_batch))
+    order = {kind: i for i, kind in enumerate(KINDS)}
+    events.sort(key=lambda e: (e.cycle, e.stage, order[e.kind], e.micro_batch))
     return tuple(events), stalls
 
 
@@ -279,11 +280,11 @@ class Timeline:
 
         Row ``m - 1`` is stage ``m``, column ``b - 1`` is micro-batch ``b``.
         """
-        return self._per_action(kind, "cycle")
+        return self._tables[self._check_kind(kind)][0].copy()
 
     def versions(self, kind: str) -> np.ndarray:
         """Weight version read by every ``kind`` action, shape ``(stages, micro-batches)``."""
-        return self._per_action(kind, "version")
+        return self._tables[self._check_kind(kind)][1].copy()
 
     def delays(self, kind: str) -> np.ndarray:
         r"""Measured delay :math:`(u_b - 1) - v` of every ``kind`` action.
@@ -292,27 +293,29 @@ class Timeline:
         including the one that applies micro-batch ``b``'s gradient; :math:`v` is the version the
         action read.
         """
-        updates: dict[int, list[Event]] = {m: [] for m in range(1, self.stages + 1)}
-        for e in self.events:
-            if e.kind == "U":
-                updates[e.stage].append(e)
-        micro_batches = np.arange(1, self.total_micro_batches + 1)
-        own = np.empty((self.stages, self.total_micro_batches), dtype=np.int64)
-        for m, stage_updates in updates.items():
-            applies = np.array([u.micro_batch for u in stage_updates])
-            # the stage's first update whose last micro-batch is >= b contains b's gradient
-            index = np.searchsorted(applies, micro_batches)
-            own[m - 1] = np.array([u.version for u in stage_updates])[index]
-        return own - self.versions(kind)
+        return self._tables["U"][1] - self._tables[self._check_kind(kind)][1]
 
-    def _per_action(self, kind: str, field: str) -> np.ndarray:
+    @cached_property
+    def _tables(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per kind, (cycle, version) arrays of shape ``(stages, micro-batches)``; for "U", the
+        cycle and version of the update that applies each micro-batch's gradient."""
+        shape = (self.stages, self.total_micro_batches)
+        tables = {kind: (np.full(shape, -1, np.int64), np.full(shape, -1, np.int64))
+                  for kind in KINDS}
+        for e in self.events:
+            cycles, versions = tables[e.kind]
+            cycles[e.stage - 1, e.micro_batch - 1] = e.cycle
+            versions[e.stage - 1, e.micro_batch - 1] = e.version
+        # an update applies every micro-batch after the stage's previous update: fill backwards
+        for array in tables["U"]:
+            for col in range(self.total_micro_batches - 2, -1, -1):
+                array[:, col] = np.where(array[:, col] < 0, array[:, col + 1], array[:, col])
+        return tables
+
+    def _check_kind(self, kind: str) -> str:
         if kind not in _PRIORITY:
             raise ParameterError(f"kind={kind!r} is unknown; valid kinds F, B")
-        out = np.full((self.stages, self.total_micro_batches), -1, dtype=np.int64)
-        for e in self.events:
-            if e.kind == kind:
-                out[e.stage - 1, e.micro_batch - 1] = getattr(e, field)
-        return out
+        return kind
 
     @cached_property
     def forward_delay(self) -> tuple[int, ...]:
