@@ -1,0 +1,367 @@
+r"""Evaluate the registry's bounds for given hardware, problem and pipeline; compare them.
+
+For one registry entry (:data:`theory.theorems.REGISTRY`) and a target :math:`\epsilon` on the
+average squared gradient norm, :func:`evaluate` returns the iterations :math:`K(\epsilon)` (exact
+root of the rate form, Proposition 5 of ``docs/theory.md``, rounded up), the samples
+:math:`\mathrm{batch}\cdot K`, the pipeline clock cycles of the entry's schedule and the seconds of
+the timing model:
+
+.. math::
+
+    \frac{a}{\sqrt{K}} + \frac{c}{K} + \mathrm{floor} = \epsilon, \qquad
+    N = \mathrm{batch}\; K, \qquad
+    C = \begin{cases} 2 M B K & \text{no pipeline} \\ 2 (B + M - 1) K & \text{sync} \\
+        2 (K + M - 1) & \text{async} \end{cases}, \qquad
+    t = C\; t_\mathrm{cycle}(M, b).
+
+Every number comes from the compiled evaluators of :mod:`theory.complexity` (and the registry's
+own ``expr`` for the bound's value); nothing is restated here. Parameter mapping: the device
+constants :math:`q_{\min}, q_{\max}, G_\infty` over the visited region come from
+:meth:`bounds.params.HardwareParams.device_constants`; the non-pipelined entries (digital, analog,
+companion, ``literature_sgd``) get the synchronous pipeline's mini-batch :math:`n = B b`, run as
+:math:`B` micro-batches of :math:`b` (fair comparison); the asynchronous entries use :math:`b` and
+the delay :math:`D = M - 1`. The companion theorem is stated for symmetric soft bounds
+(:math:`\tau`, :math:`W_{\max}`); for other devices its row says it does not apply.
+
+A target at or below an entry's asymptotic floor gives a row with the floor and the reason instead
+of numbers (never a NaN).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+import sympy as sp
+
+from theory import complexity, theorems
+from theory.devices import SoftBounds
+from theory.errors import UnreachableTargetError, check_range
+from theory.symbols import K, alpha
+
+from .params import HardwareParams, PipelineConfig, ProblemParams
+
+__all__ = ["BASELINE", "BoundResult", "Comparison", "compare", "evaluate"]
+
+#: the entry speedups are measured against: analog SGD without pipeline, mini-batch B*b
+BASELINE = "analog_sgd"
+#: the analog entries whose reachability decides whether a comparison is useful
+ANALOG = ("analog_sgd", "analog_sgd_sp", "analog_sgd_ap")
+
+
+@dataclass(frozen=True)
+class BoundResult:
+    r"""One registry entry evaluated at a target ``eps`` for given parameters.
+
+    Attributes
+    ----------
+    algorithm, provenance, mode : str
+        Registry name, provenance label and schedule (``none``, ``sync``, ``async``).
+    eps : float
+        Target for :math:`\frac1K\sum_k\mathbb{E}\lVert\nabla f(W_k)\rVert^2` (squared-gradient
+        units).
+    floor : float or None
+        Asymptotic error floor of the bound (``None`` when the entry does not apply).
+    batch : int
+        Samples per iteration (:math:`Bb`, :math:`Bb` or :math:`b`).
+    iterations, samples, cycles : int or None
+        :math:`K = \lceil K(\epsilon)\rceil`, samples :math:`\mathrm{batch}\, K`, pipeline clock
+        cycles of those :math:`K` updates.
+    seconds : float or None
+        ``cycles * cycle_time_s``.
+    cycle_time_s : float
+        Seconds per pipeline clock cycle (:class:`bounds.timing.TimingModel`).
+    value : float or None
+        The bound ``expr`` at ``K = iterations`` and ``alpha = step`` (``<= eps``).
+    step : float or None
+        Best admissible constant step at ``iterations``.
+    limiting : str
+        What limits the step: ``"step cap"`` or ``"noise balance"``; ``"floor"`` when ``eps`` is
+        unreachable, ``"not applicable"`` when the entry does not apply.
+    rate_a, rate_c : float or None
+        Coefficients of the rate form :math:`a/\sqrt{K} + c/K + \mathrm{floor}`.
+    reason : str or None
+        Why there are no numbers (unreachable target, entry not applicable); ``None`` otherwise.
+    """
+
+    algorithm: str
+    provenance: str
+    mode: str
+    eps: float
+    floor: float | None
+    batch: int
+    iterations: int | None
+    samples: int | None
+    cycles: int | None
+    seconds: float | None
+    cycle_time_s: float
+    value: float | None
+    step: float | None
+    limiting: str
+    rate_a: float | None
+    rate_c: float | None
+    reason: str | None = None
+
+    @property
+    def reachable(self) -> bool:
+        """Whether the row has numbers (the target is above the floor and the entry applies)."""
+        return self.reason is None
+
+    def to_row(self) -> dict:
+        """The fields as a flat dict of JSON-ready values."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+def _compile(expr: sp.Expr, leading: tuple = ()):
+    """``expr`` as ``f(*leading, values)`` with ``values`` a dict by symbol name (lambdify once)."""
+    free = sorted(sp.sympify(expr).free_symbols - set(leading), key=lambda s: s.name)
+    fn = sp.lambdify((*leading, *free), expr, "numpy")
+    names = tuple(s.name for s in free)
+
+    def evaluate_at(*args):
+        *head, values = args
+        return fn(*head, *(values[p] for p in names))
+
+    return evaluate_at
+
+
+@cache
+def _bound_value(name: str):
+    """The registry bound ``expr`` as a function of ``(K, alpha, values)``, compiled once."""
+    return _compile(theorems.get_bound(name).expr, (K, alpha))
+
+
+@cache
+def _batch(name: str):
+    """The registry ``batch`` (samples per iteration) as a function of ``values``."""
+    return _compile(theorems.get_bound(name).batch)
+
+
+def _values(hardware: HardwareParams, problem: ProblemParams, pipeline: PipelineConfig) -> dict:
+    """Every symbol value of the theory for these parameters (names of ``theory.symbols``)."""
+    c = hardware.device_constants()
+    values = dict(
+        L=problem.L, L_s=problem.L_s, Delta=problem.Delta, sigma2=problem.sigma2,
+        theta=problem.theta, q_min=c.q_min, q_max=c.q_max, G_inf=c.G_inf,
+        n=pipeline.mini_batch, b=pipeline.micro_batch_size, B=pipeline.micro_batches,
+        M=pipeline.stages, D=pipeline.max_delay,
+    )
+    response = hardware.device.response
+    if isinstance(response, SoftBounds):
+        values.update(tau=response.tau, W_max=hardware.weight_bound)
+    return values
+
+
+def _not_applicable(bound: theorems.Bound, hardware: HardwareParams) -> str | None:
+    if {"tau", "W_max"} & set(bound.parameters) and not isinstance(
+        hardware.device.response, SoftBounds
+    ):
+        return (
+            f"not applicable: {bound.name} is stated for symmetric soft bounds (tau, W_max); "
+            f"device {hardware.device.name!r} is {hardware.device.family}"
+        )
+    return None
+
+
+def evaluate(
+    algorithm: str,
+    eps: float,
+    hardware: HardwareParams,
+    problem: ProblemParams | None = None,
+    pipeline: PipelineConfig | None = None,
+) -> BoundResult:
+    r"""Evaluate registry entry ``algorithm`` at target ``eps`` for the given parameters.
+
+    Parameters
+    ----------
+    algorithm : str
+        A key of :data:`theory.theorems.REGISTRY`.
+    eps : float
+        Target for :math:`\frac1K\sum_k\mathbb{E}\lVert\nabla f(W_k)\rVert^2`, > 0
+        (squared-gradient units; with the default :class:`ProblemParams`, units of
+        :math:`\sigma^2`).
+    hardware : HardwareParams
+    problem : ProblemParams, optional
+        Default ``ProblemParams()``.
+    pipeline : PipelineConfig, optional
+        Default ``PipelineConfig()``.
+
+    Returns
+    -------
+    BoundResult
+        With numbers, or with the floor and a ``reason`` when ``eps <= floor`` or the entry
+        does not apply to the device.
+
+    Raises
+    ------
+    ParameterError
+        Unknown algorithm (the message lists the registry), ``eps`` not positive.
+    """
+    problem = ProblemParams() if problem is None else problem
+    pipeline = PipelineConfig() if pipeline is None else pipeline
+    bound = theorems.get_bound(algorithm)
+    eps = float(check_range("eps", eps, 0, low_open=True))
+    values = _values(hardware, problem, pipeline)
+    cycle_time = float(hardware.timing.cycle_time_s(pipeline.stages, pipeline.micro_batch_size))
+    batch = int(_batch(algorithm)(values))
+    empty = dict(
+        algorithm=algorithm, provenance=bound.provenance, mode=bound.mode, eps=eps, batch=batch,
+        iterations=None, samples=None, cycles=None, seconds=None, cycle_time_s=cycle_time,
+        value=None, step=None, rate_a=None, rate_c=None,
+    )
+    reason = _not_applicable(bound, hardware)
+    if reason is not None:
+        return BoundResult(**empty, floor=None, limiting="not applicable", reason=reason)
+    try:
+        res = complexity.evaluate_complexity(algorithm, eps, **values)
+    except UnreachableTargetError as error:
+        return BoundResult(**empty, floor=error.floor, limiting="floor", reason=str(error))
+    iterations = int(res.iterations_int)
+    cycles = int(round(float(res.cycles)))
+    step = float(res.step)
+    return BoundResult(
+        algorithm=algorithm, provenance=bound.provenance, mode=bound.mode, eps=eps,
+        floor=float(res.floor), batch=batch, iterations=iterations,
+        samples=int(round(float(res.samples))), cycles=cycles,
+        seconds=float(hardware.timing.seconds(cycles, pipeline.stages, pipeline.micro_batch_size)),
+        cycle_time_s=cycle_time, value=float(_bound_value(algorithm)(iterations, step, values)),
+        step=step, limiting=str(res.step_limited_by), rate_a=float(res.rate_a),
+        rate_c=float(res.rate_c),
+    )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    r"""Every registry entry at one target, side by side, with speedups over the baseline.
+
+    Attributes
+    ----------
+    eps : float
+        The target.
+    hardware, problem, pipeline : HardwareParams, ProblemParams, PipelineConfig
+        The parameters evaluated.
+    results : tuple of BoundResult
+        In registry order: digital, companion, analog (no pipeline, mini-batch :math:`Bb`), SP,
+        AP, then the literature rows.
+    speedup_cycles, speedup_seconds : tuple of (float or None)
+        Per result, :math:`C_\mathrm{baseline}/C` and :math:`t_\mathrm{baseline}/t` against
+        :data:`BASELINE` (analog SGD without pipeline); ``None`` where either has no numbers.
+        With one timing model at the same :math:`(M, b)` for every row the two agree; they are
+        reported separately because they differ once cycle times differ (e.g. in the planner).
+    """
+
+    eps: float
+    hardware: HardwareParams
+    problem: ProblemParams
+    pipeline: PipelineConfig
+    results: tuple[BoundResult, ...]
+    speedup_cycles: tuple[float | None, ...]
+    speedup_seconds: tuple[float | None, ...]
+
+    def result(self, algorithm: str) -> BoundResult:
+        """The row of ``algorithm``."""
+        for row in self.results:
+            if row.algorithm == algorithm:
+                return row
+        theorems.get_bound(algorithm)  # raises the ParameterError listing names
+        raise KeyError(algorithm)  # pragma: no cover - every registry entry has a row
+
+    @property
+    def speedups(self) -> dict[str, tuple[float | None, float | None]]:
+        """``{algorithm: (speedup in cycles, speedup in seconds)}`` over :data:`BASELINE`."""
+        return {
+            r.algorithm: (c, s)
+            for r, c, s in zip(self.results, self.speedup_cycles, self.speedup_seconds, strict=True)
+        }
+
+    @property
+    def analog_results(self) -> tuple[BoundResult, ...]:
+        """The rows of analog SGD, SP and AP (those the comparison is about)."""
+        return tuple(r for r in self.results if r.algorithm in ANALOG)
+
+    def to_rows(self) -> list[dict]:
+        """One flat dict per result (the JSON/CSV rows), with the two speedups."""
+        return [
+            {**r.to_row(), "speedup_cycles": c, "speedup_seconds": s}
+            for r, c, s in zip(self.results, self.speedup_cycles, self.speedup_seconds, strict=True)
+        ]
+
+    def table(self) -> str:
+        """A human-readable table with a header naming device, region, pipeline and target."""
+        hw, pipe = self.hardware, self.pipeline
+        c = hw.device_constants()
+        cycle_time = hw.timing.cycle_time_s(pipe.stages, pipe.micro_batch_size)
+        head = [
+            f"device {hw.device.name} ({hw.device.family}), W_max = {hw.weight_bound:g} around "
+            f"{hw.centre:g}: q_min = {c.q_min:.4g}, q_max = {c.q_max:.4g}, G_inf = {c.G_inf:.4g}",
+            f"problem L = {self.problem.L:g}, L_s = {self.problem.L_s:g}, Delta = "
+            f"{self.problem.Delta:g}, sigma2 = {self.problem.sigma2:g}, theta = "
+            f"{self.problem.theta:g}",
+            f"pipeline M = {pipe.stages}, B = {pipe.micro_batches}, b = {pipe.micro_batch_size} "
+            f"(D = {pipe.max_delay}); cycle time {cycle_time * 1e9:.4g} ns "
+            f"({hw.layers} layers); eps = {self.eps:g}",
+            "",
+        ]
+        columns = ("algorithm", "provenance", "floor", "iterations", "samples", "cycles",
+                   "seconds", "speedup", "step limited by")
+        body = []
+        for r, speed in zip(self.results, self.speedup_cycles, strict=True):
+            floor = "-" if r.floor is None else _fmt(r.floor)
+            if r.reachable:
+                body.append((r.algorithm, r.provenance, floor, _fmt(r.iterations),
+                             _fmt(r.samples), _fmt(r.cycles), _fmt(r.seconds),
+                             "-" if speed is None else f"{speed:.3g}x", r.limiting))
+            else:
+                short = "unreachable (eps <= floor)" if r.limiting == "floor" else r.limiting
+                body.append((r.algorithm, r.provenance, floor, short, "", "", "", "", ""))
+        widths = [max(len(str(row[i])) for row in (columns, *body)) for i in range(len(columns))]
+        lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
+                 for row in (columns, *body)]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        notes = [f"note: {r.algorithm}: {r.reason}" for r in self.results if not r.reachable]
+        speed_note = f"speedup: cycles of {BASELINE} (no pipeline, mini-batch B*b) / cycles"
+        return "\n".join([*head, *lines, "", speed_note, *notes])
+
+
+def _fmt(x) -> str:
+    if isinstance(x, int | np.integer):
+        return f"{x:d}" if abs(x) < 10**7 else f"{x:.4g}"
+    return f"{x:.4g}"
+
+
+def compare(
+    eps: float,
+    hardware: HardwareParams,
+    problem: ProblemParams | None = None,
+    pipeline: PipelineConfig | None = None,
+) -> Comparison:
+    """Evaluate every registry entry at ``eps`` (see :func:`evaluate`) and the speedups.
+
+    Parameters
+    ----------
+    eps : float
+        Target, > 0.
+    hardware : HardwareParams
+    problem : ProblemParams, optional
+    pipeline : PipelineConfig, optional
+
+    Returns
+    -------
+    Comparison
+    """
+    problem = ProblemParams() if problem is None else problem
+    pipeline = PipelineConfig() if pipeline is None else pipeline
+    results = tuple(
+        evaluate(name, eps, hardware, problem, pipeline) for name in theorems.REGISTRY
+    )
+    base = next(r for r in results if r.algorithm == BASELINE)
+
+    def ratio(ref, x):
+        return None if ref is None or x is None else ref / x
+
+    return Comparison(
+        eps=float(eps), hardware=hardware, problem=problem, pipeline=pipeline, results=results,
+        speedup_cycles=tuple(ratio(base.cycles, r.cycles) for r in results),
+        speedup_seconds=tuple(ratio(base.seconds, r.seconds) for r in results),
+    )
