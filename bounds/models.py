@@ -95,7 +95,10 @@ class Layer:
         )
 
     def tiles(self, tile_rows: int, tile_cols: int) -> int:
-        r"""Tiles of ``tile_rows x tile_cols`` it occupies, :math:`\lceil R/r\rceil\lceil C/c\rceil`."""
+        r"""Tiles of size ``tile_rows x tile_cols`` it occupies.
+
+        :math:`\lceil \mathrm{rows}/r\rceil \lceil \mathrm{cols}/c\rceil`.
+        """
         return int(_ceil_div(self.rows, tile_rows) * _ceil_div(self.cols, tile_cols))
 
 

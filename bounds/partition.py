@@ -4,18 +4,18 @@ r"""Contiguous layer partitions and the activation memory a pipeline stage must 
 backward. With the closed forms of :mod:`theory.schedules`, the forward of micro-batch :math:`b` at
 stage :math:`m` is at cycle :math:`F(b, m)` and its backward at :math:`F(b, m) + g(m)`; forwards are
 injected every :math:`\delta` cycles. Both are read from the schedule (``g = backward_cycle -
-forward_cycle``, ``delta = forward_cycle(b + 1) - forward_cycle(b)``, checked to be free of ``b``), so
-the largest number of micro-batches held at once is the number of injection times in a closed window
-of :math:`g` cycles,
+forward_cycle``, ``delta = forward_cycle(b + 1) - forward_cycle(b)``, both checked to be free
+of ``b``), so the largest number of micro-batches held at once is the number of injection
+times in a closed window of :math:`g` cycles,
 
 .. math::
 
     h(m) = \min\!\Big(\Big\lfloor \frac{g(m)}{\delta} \Big\rfloor + 1,\; \mathrm{count}\Big),
 
 with count ``B`` for ``sync`` and ``none`` (one mini-batch) and unbounded for ``async``. For the
-pipelined modes :math:`g = 2(M - m) + 1`, :math:`\delta = 2`, hence :math:`h(m) = \min(M - m + 1, B)`
-(sync) and :math:`M - m + 1` (async): stage 1 holds the most. Tested against the discrete-event
-timelines of :mod:`simulate.timeline`.
+pipelined modes :math:`g = 2(M - m) + 1`, :math:`\delta = 2`, hence
+:math:`h(m) = \min(M - m + 1, B)` (sync) and :math:`M - m + 1` (async): stage 1 holds
+the most. Tested against the discrete-event timelines of :mod:`simulate.timeline`.
 
 **Partition.** :func:`best_partition` splits the layers into exactly ``M`` non-empty contiguous
 stages, minimising the bottleneck (the largest MVMs per sample of a stage) subject to every stage
@@ -171,7 +171,10 @@ def best_partition(
     activations = np.asarray(activations, dtype=np.int64)
     n = len(work)
     stages = check_range("stages", stages, 1, n, integer=True)
-    caps = np.full(stages, np.inf) if activation_caps is None else np.asarray(activation_caps, float)
+    if activation_caps is None:
+        caps = np.full(stages, np.inf)
+    else:
+        caps = np.asarray(activation_caps, dtype=float)
     prefix = [np.concatenate(([0], np.cumsum(v))) for v in (work, tiles, activations)]
     span = [p[None, :] - p[:, None] for p in prefix]  # [k, i]: layers k+1..i
     k_idx, i_idx = np.indices((n + 1, n + 1))

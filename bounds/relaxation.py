@@ -1,0 +1,237 @@
+r"""The continuous relaxation of the planner as a geometric program (cvxpy, ``gp=True``, CLARABEL).
+
+For one mode, with positive continuous variables :math:`M, B, b, K, s, t_c`:
+
+.. math::
+
+    \min\; \underline{C}(K, M, B)\; t_c \quad\text{s.t.}\quad
+    a_0 B^{e_{aB}} b^{e_{ab}} M^{\gamma_a} K^{-1/2} + c_0 B^{e_{cB}} b^{e_{cb}} M^{\gamma_c} K^{-1}
+        + f_0 B^{e_{fB}} b^{e_{fb}} M^{\gamma_f} \le \epsilon,
+
+.. math::
+
+    t_c \ge t_\mathrm{read}\, b\, s + \mathrm{BL}\,t_\mathrm{pulse},\quad
+    s \ge W/M,\quad s \ge w_{\max},\quad
+    b\, a_{\max}\,\mathrm{bytes} \le \mathrm{buf},\quad b\, A\, \mathrm{bytes} \le M\,\mathrm{buf},
+
+.. math::
+
+    M_\mathrm{lo} \le M \le M_\mathrm{hi},\quad 1 \le B \le B_{\max},\quad 1 \le b \le b_{\max},
+    \quad K \ge 1,
+
+with :math:`W` the model's MVMs per sample, :math:`w_{\max}` the largest layer's, :math:`A` and
+:math:`a_{\max}` the total and largest activation values per sample. Every piece is a lower bound of
+the exact problem at every integer point, so the relaxed optimum is a lower bound of the planner's
+integer optimum:
+
+- the rate form is read from the theory: ``rate_a``, ``rate_c``, ``floor`` of the mode's registry
+  entry, with the problem and device constants substituted; their exponents in ``B`` and ``b`` are
+  read symbolically (:math:`x\,\partial_x \log t` must be a number: the terms are monomials), their
+  coefficients :math:`a_0, c_0, f_0` by evaluating at :math:`B = b = 1, M = 1`, and their dependence
+  on :math:`M` (through the delay :math:`D = M - 1`) is replaced by the monomial minorant
+  :math:`t(1) M^{\gamma}` with
+  :math:`\gamma = \min_{2 \le M \le M_\mathrm{hi}} \log(t(M)/t(1))/\log M`
+  over the integers (exact at :math:`M = 1`, below :math:`t` at every integer :math:`M`);
+- the cycle counts of :func:`theory.schedules.cycles_for_iterations` are replaced by posynomial
+  minorants, :math:`2(B + M - 1)K \ge 2\max(B, M)K` (sync) and :math:`2(K + M - 1) \ge 2\max(K, M)`
+  (async) for :math:`B, M, K \ge 1` (tested against the theory at integer points);
+- the cycle time drops the rounding to clock periods of
+  :meth:`bounds.timing.TimingModel.stage_time_s` (a ceiling, so the relaxed cycle time is never
+  above the exact one);
+- :math:`W/M` and :math:`w_{\max}` are lower bounds of any partition's bottleneck; the memory
+  constraints keep only consequences of the per-stage limits (every stage holds at least one
+  micro-batch).
+
+The eps-dependent and hardware coefficients are ``cp.Parameter`` objects, so a sweep over ``eps``
+(or the timing) re-solves the cached, compiled problem (``problem.is_dgp(dpp=True)`` holds); a
+problem is compiled once per mode and set of exponents. Continuous ``B`` and ``M`` are relaxed as
+well (the GP never uses ``integer=True``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from functools import cache
+
+import cvxpy as cp
+import numpy as np
+import sympy as sp
+
+from theory.errors import ParameterError
+from theory.symbols import B as B_SYM
+from theory.symbols import b as b_SYM
+from theory.theorems import get_bound
+
+__all__ = ["GPModel", "rate_monomials", "solve_relaxation"]
+
+_TERMS = ("rate_a", "rate_c", "floor")
+_K_POWER = {"rate_a": -0.5, "rate_c": -1.0, "floor": 0.0}
+
+
+@cache
+def _exponents(name: str) -> dict[str, tuple[float, float]]:
+    """Exponents of ``B`` and ``b`` in each rate-form term of bound ``name`` (symbolic check)."""
+    bound = get_bound(name)
+    out = {}
+    for term in _TERMS:
+        expr = getattr(bound, term)
+        powers = []
+        for x in (B_SYM, b_SYM):
+            e = sp.simplify(x * sp.diff(expr, x) / expr) if x in expr.free_symbols else 0
+            e = sp.sympify(e)
+            if not e.is_number:
+                raise ParameterError(
+                    f"{name}.{term} is not a monomial in {x}: the relaxation needs it to be"
+                )
+            powers.append(float(e))
+        out[term] = tuple(powers)
+    return out
+
+
+@cache
+def _term_fn(name: str, term: str):
+    expr = getattr(get_bound(name), term)
+    symbols = tuple(sorted(expr.free_symbols, key=lambda s: s.name))
+    return symbols, sp.lambdify(symbols, expr, "numpy")
+
+
+def _term_values(name: str, term: str, values: dict, stages: np.ndarray) -> np.ndarray:
+    """The term at ``B = b = 1`` for each ``M`` in ``stages`` (``D = M - 1``)."""
+    symbols, fn = _term_fn(name, term)
+    env = {**values, "B": 1, "b": 1, "M": stages, "D": stages - 1}
+    return np.broadcast_to(np.asarray(fn(*(env[s.name] for s in symbols)), float), stages.shape)
+
+
+def rate_monomials(name: str, values: dict, max_stages: int) -> dict[str, tuple]:
+    r"""The GP's monomial minorants of the rate-form terms of bound ``name``.
+
+    Returns ``{term: (coefficient, e_B, e_b, gamma)}`` with
+    ``term(M, B, b) >= coefficient * B**e_B * b**e_b * M**gamma`` at every integer
+    ``1 <= M <= max_stages`` (equality in ``B`` and ``b``; equality in ``M`` when the term does
+    not depend on the delay).
+    """
+    stages = np.arange(1, max(1, max_stages) + 1, dtype=float)
+    out = {}
+    for term, (e_big, e_small) in _exponents(name).items():
+        series = _term_values(name, term, values, stages)
+        coefficient = float(series[0])
+        gamma = 0.0
+        if coefficient > 0 and len(stages) > 1 and not np.allclose(series, coefficient, rtol=0):
+            gamma = float(np.min(np.log(series[1:] / coefficient) / np.log(stages[1:])))
+        out[term] = (coefficient, e_big, e_small, gamma)
+    return out
+
+
+@dataclass(frozen=True)
+class GPModel:
+    """A compiled relaxation of one mode: the cvxpy problem, its variables and parameters."""
+
+    mode: str
+    problem: cp.Problem
+    variables: dict
+    parameters: dict
+
+
+@cache
+def build_gp(mode: str, exponents: tuple) -> GPModel:
+    """Build (once per mode and exponents) the parametrised GP of the module docstring."""
+    v = {k: cp.Variable(pos=True, name=k) for k in ("M", "b", "K", "s", "tc")}
+    count = cp.Variable(pos=True, name="B") if mode == "sync" else None
+    names = ("a0", "c0", "f0", "eps", "t_read", "t_update", "work", "work_max", "m_lo", "m_hi",
+             "B_max", "b_max", "act_max", "act_total")
+    p = {k: cp.Parameter(pos=True, name=k) for k in names}
+    terms = []
+    for (term, coef), exps in zip(
+        (("rate_a", p["a0"]), ("rate_c", p["c0"]), ("floor", p["f0"])), exponents, strict=True
+    ):
+        if exps is None:  # the term is zero for these constants (e.g. no floor when G_inf = 0)
+            continue
+        e_big, e_small, gamma = exps
+        mono = coef * v["K"] ** _K_POWER[term] if _K_POWER[term] else coef
+        if e_small:
+            mono = mono * v["b"] ** e_small
+        if e_big and count is not None:
+            mono = mono * count ** e_big
+        if gamma:
+            mono = mono * v["M"] ** gamma
+        terms.append(mono)
+    constraints = [
+        cp.sum(cp.hstack(terms)) <= p["eps"],
+        p["t_read"] * v["b"] * v["s"] + p["t_update"] <= v["tc"],
+        p["work"] / v["M"] <= v["s"], p["work_max"] <= v["s"],
+        p["m_lo"] <= v["M"], v["M"] <= p["m_hi"],
+        1 <= v["b"], v["b"] <= p["b_max"], 1 <= v["K"],
+        p["act_max"] * v["b"] <= 1, p["act_total"] * v["b"] / v["M"] <= 1,
+    ]
+    if count is not None:
+        constraints += [1 <= count, count <= p["B_max"]]
+        objective = 2 * v["K"] * cp.maximum(count, v["M"]) * v["tc"]
+        v["B"] = count
+    else:
+        objective = 2 * cp.maximum(v["K"], v["M"]) * v["tc"]
+    problem = cp.Problem(cp.Minimize(objective), constraints)
+    if not problem.is_dgp(dpp=True):  # pragma: no cover - a structural error of this module
+        raise RuntimeError("the planner relaxation is not a DPP geometric program")
+    return GPModel(mode, problem, v, p)
+
+
+def solve_relaxation(model, hardware, problem, eps, limits, modes, stage_range=None):
+    """Solve the relaxation for each mode in ``modes``; return the best as a ``Relaxed``.
+
+    Parameters
+    ----------
+    model : bounds.models.Model
+    hardware : bounds.planner.PlanHardware
+    problem : bounds.params.ProblemParams
+    eps : float
+    limits : bounds.planner.PlanLimits
+    modes : tuple of str
+        Modes not ruled out.
+    stage_range : range, optional
+        Integer ``M`` range (default ``1 .. min(P, layers)``).
+    """
+    from .planner import ALGORITHMS, Relaxed, theory_values
+
+    start = time.perf_counter()
+    h = hardware.hardware
+    if stage_range is None:
+        stage_range = range(1, min(hardware.accelerators, len(model)) + 1)
+    values = theory_values(h, problem)
+    buffer = hardware.activation_buffer_bytes / hardware.bytes_per_activation
+    best = Relaxed(math.inf, "", math.nan, math.nan, math.nan, math.nan, 0.0)
+    for mode in modes:
+        name = ALGORITHMS[mode]
+        mono = rate_monomials(name, values, stage_range.stop - 1)
+        exps = tuple(
+            (mono[t][1], mono[t][2], mono[t][3]) if mono[t][0] > 0 else None for t in _TERMS
+        )
+        gp = build_gp(mode, exps)
+        par = gp.parameters
+        settings = {
+            "a0": mono["rate_a"][0], "c0": mono["rate_c"][0], "f0": mono["floor"][0],
+            "eps": eps, "t_read": h.timing.read_time_s, "t_update": h.timing.update_time_s,
+            "work": float(np.sum(model.work)), "work_max": float(np.max(model.work)),
+            "m_lo": float(stage_range.start), "m_hi": float(stage_range.stop - 1),
+            "B_max": float(limits.max_micro_batches), "b_max": float(limits.max_micro_batch_size),
+            "act_max": max(float(np.max(model.activations)), 1e-12) / buffer,
+            "act_total": max(float(np.sum(model.activations)), 1e-12) / buffer,
+        }
+        for key, value in settings.items():
+            if value > 0:  # zero rate terms are left out of the compiled problem
+                par[key].value = float(value)
+        try:
+            value = gp.problem.solve(gp=True, solver=cp.CLARABEL)
+        except cp.error.SolverError:
+            continue
+        if gp.problem.status not in ("optimal", "optimal_inaccurate") or value is None:
+            continue
+        if value < best.value:
+            var = gp.variables
+            best = Relaxed(
+                float(value), mode, float(var["M"].value),
+                float(var["B"].value) if "B" in var else 1.0, float(var["b"].value),
+                float(var["K"].value), 0.0,
+            )
+    return Relaxed(**{**best.to_dict(), "solve_time_s": time.perf_counter() - start})
