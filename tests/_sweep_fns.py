@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["blas_threads", "die_once", "failing", "logged", "noisy_mean"]
+__all__ = ["blas_threads", "die_once", "failing", "logged", "noisy_mean", "simulate_point"]
 
 
 def noisy_mean(point: dict) -> dict:
@@ -57,3 +58,11 @@ def blas_threads(point: dict) -> dict:
         "pools": {info["internal_api"]: info["num_threads"] for info in threadpool_info()},
         "env": {var: os.environ.get(var) for var in point["vars"]},
     }
+
+
+def simulate_point(point: dict) -> dict:
+    """:func:`simulate.engine.run` of ``SimConfig(**point["config"])`` with ``point["seed"]``."""
+    from simulate.config import SimConfig
+    from simulate.engine import run
+
+    return asdict(run(SimConfig(**point["config"]), point["seed"]))

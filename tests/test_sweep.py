@@ -303,6 +303,24 @@ def test_sweep_arguments():
         parser.parse_args(["--no-cache", "--cache-dir", "x"])
 
 
+def simulation_points() -> list[dict]:
+    """Small analog pipeline simulations (the sweeps the figures run)."""
+    config = {"steps": 40, "seeds": 2, "stages": 2, "micro_batches": 2, "log_every": 10}
+    return [
+        {"config": {**config, "mode": mode}, "seed": seed}
+        for mode in ("sync", "async") for seed in (11, 12)
+    ]
+
+
+def test_a_simulation_sweep_equals_a_plain_loop(tmp_path):
+    pts = simulation_points()
+    sweep = run_sweep(fns.simulate_point, pts, jobs=2, cache=tmp_path, progress=False)
+    assert as_bytes(sweep.results) == plain_loop(fns.simulate_point, pts)
+    again = run_sweep(fns.simulate_point, pts, jobs=2, cache=tmp_path, progress=False)
+    assert again.cached == len(pts) and as_bytes(again.results) == as_bytes(sweep.results)
+    assert sweep.results[0]["loss"].shape == (2, 5)
+
+
 # --- Dask ---------------------------------------------------------------------------------------
 
 
@@ -326,6 +344,14 @@ def test_dask_gives_the_same_bytes_as_the_local_pool(tmp_path, dask_scheduler):
     reread = run_sweep(fns.noisy_mean, pts, jobs=2, cache=tmp_path, progress=False)
     assert (reread.computed, reread.cached) == (0, 6)  # Dask filled the same cache
     assert as_bytes(reread.results) == as_bytes(local.results)
+
+
+@pytest.mark.slow
+def test_dask_and_local_simulation_sweeps_are_equal(dask_scheduler):
+    pts = simulation_points()
+    dask = run_sweep(fns.simulate_point, pts, scheduler=dask_scheduler, cache=False)
+    local = run_sweep(fns.simulate_point, pts, jobs=2, cache=False, progress=False)
+    assert as_bytes(dask.results) == as_bytes(local.results)
 
 
 @pytest.mark.slow
