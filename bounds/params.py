@@ -221,12 +221,12 @@ class PipelineConfig:
         :math:`B`, micro-batches per mini-batch of the synchronous pipeline (and of the
         non-pipelined baselines, which use the same mini-batch), >= 1. Default 8.
     micro_batch_size : int
-        :math:`b`, samples per micro-batch, >= 1. Default 1.
+        :math:`b`, samples per micro-batch, >= 1. Default 4.
     """
 
     stages: int = 8
     micro_batches: int = 8
-    micro_batch_size: int = 1
+    micro_batch_size: int = 4
 
     def __post_init__(self):
         for name in ("stages", "micro_batches", "micro_batch_size"):

@@ -1,0 +1,233 @@
+"""``aimc-pipeline bounds``: evaluate and compare the complexity bounds for given hardware.
+
+Prints, for one target ``eps``, the iterations, samples, clock cycles and seconds each registry
+entry needs (digital SGD, analog SGD without pipeline, the synchronous and asynchronous pipelines,
+the literature rows), with the speedups over analog SGD without pipeline. Hardware comes from a
+preset (``--preset``) or a TOML file (``--config``, layout in :mod:`bounds.params`); flags override
+single values. ``--json`` / ``--csv FILE`` give machine-readable rows, ``--list-presets`` the
+presets, ``--latex`` every registry entry as LaTeX.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+from theory import devices
+from theory.complexity import latex_table
+from theory.errors import UnreachableTargetError
+from theory.theorems import REGISTRY
+
+from .evaluate import compare
+from .params import (
+    BoundsConfig,
+    HardwareParams,
+    PipelineConfig,
+    ProblemParams,
+    from_preset,
+    load_config,
+)
+
+__all__ = [
+    "DEFAULT_EPS", "DEFAULT_PRESET", "DESCRIPTION", "TABLE_MARKERS", "build_parser",
+    "config_from_args", "readme_table", "run",
+]
+
+DESCRIPTION = (
+    "Evaluate and compare the complexity bounds (iterations, samples, clock cycles, seconds to "
+    "reach a target eps) of digital SGD, analog SGD and analog SGD with synchronous (SP) and "
+    "asynchronous (AP) pipelines for given hardware. eps is the target of the average squared "
+    "gradient norm (1/K) sum_k E||grad f(W_k)||^2, in squared-gradient units (those of sigma2); "
+    "cycles are pipeline clock cycles (one stage doing one forward or backward of one "
+    "micro-batch); seconds = cycles x the slowest stage's cycle time (bounds.timing). A target "
+    "at or below an entry's asymptotic floor gives that row the floor instead of numbers; if no "
+    "analog entry can reach it the command fails with the floor in the message."
+)
+
+#: preset used when neither --preset nor --config is given
+DEFAULT_PRESET = "softbounds-tau1"
+#: target used when neither --eps nor the config file gives one
+DEFAULT_EPS = 1.0
+
+
+def build_parser(parser: argparse.ArgumentParser) -> None:
+    """Add the ``bounds`` options to ``parser`` (units and defaults in each help text)."""
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "--preset", metavar="NAME", default=argparse.SUPPRESS,
+        help=f"hardware preset (see --list-presets); default {DEFAULT_PRESET}",
+    )
+    source.add_argument(
+        "--config", metavar="FILE.toml", type=Path, default=argparse.SUPPRESS,
+        help="TOML file with preset = NAME or [device], and [timing], [problem], [pipeline]",
+    )
+    parser.add_argument(
+        "--eps", type=float, metavar="E", default=argparse.SUPPRESS,
+        help="target of the average squared gradient norm (1/K) sum_k E||grad f(W_k)||^2, "
+        f"squared-gradient units (those of sigma2); default {DEFAULT_EPS:g}",
+    )
+    pipe = PipelineConfig()
+    parser.add_argument(
+        "--stages", type=int, metavar="M", default=argparse.SUPPRESS,
+        help=f"pipeline stages M (accelerators); default {pipe.stages}",
+    )
+    parser.add_argument(
+        "--micro-batches", type=int, metavar="B", default=argparse.SUPPRESS,
+        help="micro-batches per mini-batch B (synchronous pipeline, and the mini-batch B*b of the "
+        f"non-pipelined baselines); default {pipe.micro_batches}",
+    )
+    parser.add_argument(
+        "--micro-batch-size", type=int, metavar="b", default=argparse.SUPPRESS,
+        help=f"samples per micro-batch b; default {pipe.micro_batch_size}",
+    )
+    parser.add_argument(
+        "--weight-bound", type=float, metavar="W", default=argparse.SUPPRESS,
+        help="W_max, half-width of the weight region around the device's symmetric point "
+        "(weight units of the device); default half the distance to the nearer device bound",
+    )
+    parser.add_argument(
+        "--layers", type=int, metavar="N", default=argparse.SUPPRESS,
+        help="analog layers of the model (timing model); default 16",
+    )
+    problem = ProblemParams()
+    parser.add_argument(
+        "--L", type=float, dest="L", default=argparse.SUPPRESS,
+        help=f"smoothness constant L of f (A1); default {problem.L:g}",
+    )
+    parser.add_argument(
+        "--L-s", type=float, dest="L_s", default=argparse.SUPPRESS,
+        help="Lipschitz constant L_s of the stale update signal (A4); default L",
+    )
+    parser.add_argument(
+        "--delta", type=float, dest="Delta", default=argparse.SUPPRESS,
+        help=f"initial gap Delta = f(W_0) - f* (A1); default {problem.Delta:g}",
+    )
+    parser.add_argument(
+        "--sigma2", type=float, default=argparse.SUPPRESS,
+        help=f"per-sample gradient variance sigma^2 (A2); default {problem.sigma2:g}",
+    )
+    parser.add_argument(
+        "--theta", type=float, default=argparse.SUPPRESS,
+        help=f"Young split theta of the analog bounds, in (0, 1); default {problem.theta:g}",
+    )
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument(
+        "--json", action="store_true",
+        help="print a JSON list of rows (algorithm, provenance, iterations, samples, cycles, "
+        "seconds, floor, ...) instead of the table",
+    )
+    output.add_argument(
+        "--csv", metavar="FILE", type=Path, default=None, help="also write the rows to a CSV file"
+    )
+    output.add_argument(
+        "--list-presets", action="store_true", help="list the hardware presets and exit"
+    )
+    output.add_argument(
+        "--latex", action="store_true", help="print every registry entry as LaTeX and exit"
+    )
+    output.add_argument(
+        "--readme-table", action="store_true",
+        help="print the README's Markdown table of every bound (between its markers) and exit",
+    )
+
+
+_PROBLEM_FLAGS = ("L", "L_s", "Delta", "sigma2", "theta")
+_PIPELINE_FLAGS = {"stages": "stages", "micro_batches": "micro_batches",
+                   "micro_batch_size": "micro_batch_size"}
+_HARDWARE_FLAGS = ("weight_bound", "layers")
+
+
+def _given(args: argparse.Namespace, names) -> dict:
+    return {name: getattr(args, name) for name in names if hasattr(args, name)}
+
+
+def config_from_args(args: argparse.Namespace) -> BoundsConfig:
+    """The :class:`~bounds.params.BoundsConfig` of the parsed options (file, then flags)."""
+    hardware_flags = _given(args, _HARDWARE_FLAGS)
+    if hasattr(args, "config"):
+        base = load_config(args.config)
+        hardware = base.hardware
+        if hardware_flags:
+            hardware = HardwareParams(**{**_fields(hardware), **hardware_flags})
+        problem, pipeline, eps, preset = base.problem, base.pipeline, base.eps, base.preset
+    else:
+        preset = getattr(args, "preset", DEFAULT_PRESET)
+        hardware = from_preset(preset, **hardware_flags)
+        problem, pipeline, eps = ProblemParams(), PipelineConfig(), None
+    problem_flags = _given(args, _PROBLEM_FLAGS)
+    if problem_flags:
+        if "L" in problem_flags and "L_s" not in problem_flags and problem.L_s == problem.L:
+            problem_flags["L_s"] = None  # L_s follows L unless set
+        problem = ProblemParams(**{**_fields(problem), **problem_flags})
+    pipeline_flags = _given(args, _PIPELINE_FLAGS)
+    if pipeline_flags:
+        pipeline = PipelineConfig(**{**_fields(pipeline), **pipeline_flags})
+    eps = getattr(args, "eps", eps if eps is not None else DEFAULT_EPS)
+    return BoundsConfig(hardware=hardware, problem=problem, pipeline=pipeline, eps=eps,
+                        preset=preset)
+
+
+def _fields(obj) -> dict:
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.init}
+
+
+def _list_presets() -> str:
+    lines = []
+    for name in devices.list_presets():
+        device = devices.load_preset(name)
+        lines.append(
+            f"{name:<28} {device.family:<22} range [{device.w_min:g}, {device.w_max:g}]  "
+            f"dw_min {device.dw_min:g}"
+        )
+    return "\n".join(lines)
+
+
+def _latex() -> str:
+    return "\n\n".join(
+        f"% {name} ({bound.provenance}; {bound.reference})\n{bound.latex()}"
+        for name, bound in REGISTRY.items()
+    )
+
+
+#: the markers around the generated table in README.md and docs/bounds-table.md
+TABLE_MARKERS = ("<!-- bounds-table:start -->", "<!-- bounds-table:end -->")
+
+
+def readme_table() -> str:
+    """The README block: :func:`theory.complexity.latex_table` between :data:`TABLE_MARKERS`."""
+    start, end = TABLE_MARKERS
+    return f"{start}\n{latex_table().strip()}\n{end}"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the command; returns the exit status (user errors propagate to ``command_main``)."""
+    if args.list_presets:
+        print(_list_presets())
+        return 0
+    if args.latex:
+        print(_latex())
+        return 0
+    if args.readme_table:
+        print(readme_table())
+        return 0
+    config = config_from_args(args)
+    comparison = compare(config.eps, config.hardware, config.problem, config.pipeline)
+    if not any(r.reachable for r in comparison.analog_results):
+        lowest = min(comparison.analog_results, key=lambda r: r.floor)
+        raise UnreachableTargetError(lowest.algorithm, config.eps, lowest.floor)
+    rows = comparison.to_rows()
+    if args.json:
+        json.dump(rows, sys.stdout, indent=2)
+        print()
+    else:
+        print(comparison.table())
+    if args.csv is not None:
+        with open(args.csv, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    return 0
