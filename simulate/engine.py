@@ -49,7 +49,10 @@ from .problems import LeastSquares, OracleProblem, Quadratic
 from .rng import member_generators, problem_generator
 from .trace import Trace
 
-__all__ = ["DIVERGENCE_FACTOR", "NETWORK_PROBLEMS", "W_STAR_SCALE", "make_problem", "run"]
+__all__ = [
+    "DIVERGENCE_FACTOR", "NETWORK_PROBLEMS", "W_STAR_SCALE", "cycles_after", "forward_delays",
+    "make_problem", "run",
+]
 
 #: problems delegated to :func:`simulate.networks.run_network`
 NETWORK_PROBLEMS = ("digits-mlp", "digits-resmlp")
@@ -93,10 +96,22 @@ def _cycles_fn(mode: str):
     return sp.lambdify((symbols.K, symbols.M, symbols.B), cycles_for_iterations(mode), "numpy")
 
 
-def _cycles(config: SimConfig, steps: np.ndarray) -> np.ndarray:
-    """Clock cycles elapsed after ``steps`` updates (0 before the first)."""
-    value = _cycles_fn(config.mode)(steps, config.stages, config.micro_batches)
-    return np.where(steps == 0, 0, np.broadcast_to(value, steps.shape)).astype(np.int64)
+def cycles_after(mode: str, stages: int, micro_batches: int, updates) -> np.ndarray:
+    """Clock cycles elapsed after ``updates`` updates (0 before the first).
+
+    :func:`theory.schedules.cycles_for_iterations` compiled once per mode: ``2MBK`` (none),
+    ``2(B + M - 1)K`` (sync), ``2(K + M - 1)`` (async).
+    """
+    updates = np.asarray(updates, dtype=np.int64)
+    value = np.broadcast_to(_cycles_fn(mode)(updates, stages, micro_batches), updates.shape)
+    return np.where(updates == 0, 0, np.rint(value)).astype(np.int64)
+
+
+@cache
+def forward_delays(mode: str, stages: int) -> tuple[int, ...]:
+    """Forward delay ``d_m`` of each stage ``m = 1..M`` (from ``theory.schedules``; cached)."""
+    delays = evaluate(mode, "forward_delay", stages=stages, stage=np.arange(1, stages + 1))
+    return tuple(int(d) for d in np.broadcast_to(delays, (stages,)))
 
 
 def _log_steps(steps: int, every: int) -> np.ndarray:
@@ -177,10 +192,7 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
     noise_rngs, device_rngs = streams["noise"], streams["device"]
     w = np.tile(problem.w0, (n_members, 1))
     scale = draw_dw_min_scale(updater.device, w.shape, device_rngs) if updater.uses_dtod else None
-    delays = [
-        int(evaluate(config.mode, "forward_delay", stages=config.stages, stage=m))
-        for m in range(1, config.stages + 1)
-    ]
+    delays = forward_delays(config.mode, config.stages)
     stale = _StaleView(w, problem.blocks, delays) if max(delays) > 0 else None
 
     log_steps = _log_steps(steps, config.log_every)
@@ -230,7 +242,7 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
     return Trace(
         step=log_steps,
         samples=log_steps * n,
-        cycles=_cycles(config, log_steps),
+        cycles=cycles_after(config.mode, config.stages, config.micro_batches, log_steps),
         loss=loss,
         grad_norm2=grad_norm2,
         test_accuracy=np.full_like(loss, np.nan),
