@@ -1,0 +1,173 @@
+"""Shared infrastructure of the figure modules: the style sheet and deterministic output files.
+
+Every figure module ``paper_figures.<name>`` provides ``NAME``, ``DESCRIPTION``,
+``compute(quick) -> data`` (the numbers, separate from drawing), ``plot(data) -> Figure`` and
+``write(out_dir, quick=False) -> list[Path]``, which calls :func:`save_figure`. For one figure
+``NAME`` the output directory receives
+
+* ``NAME.png`` and ``NAME.pdf``: the figure, byte-identical from run to run (fixed metadata, no
+  creation date, fixed SVG hash salt, fonts shipped with matplotlib);
+* ``NAME.csv``: exactly the numbers that are plotted, one row per plotted item;
+* ``NAME.json``: the manifest (figure name, configuration, seed, the files written, and the
+  versions of the package, Python, numpy and matplotlib).
+
+Files are written atomically (a temporary file in the same directory, then :func:`os.replace`), so
+an interrupted run never leaves a truncated figure behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+import platform
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+import matplotlib.style
+import numpy as np
+from matplotlib.figure import Figure
+
+from simulate.cache import package_version
+
+__all__ = ["STYLE", "FigureOutput", "new_figure", "save_figure", "use_style", "versions"]
+
+#: the package style sheet, applied by :func:`use_style`
+STYLE = Path(__file__).resolve().parent / "style.mplstyle"
+
+#: metadata written into every file: fixed values only (no dates, no host names)
+_PNG_METADATA = {"Software": "aimc-pipeline"}
+_PDF_METADATA = {"Creator": "aimc-pipeline", "Producer": "aimc-pipeline", "CreationDate": None,
+                 "ModDate": None}
+
+
+@dataclass(frozen=True)
+class FigureOutput:
+    """The files :func:`save_figure` wrote for one figure.
+
+    Attributes
+    ----------
+    name : str
+        The figure's name (the file stem).
+    png, pdf, csv, manifest : pathlib.Path
+        ``NAME.png``, ``NAME.pdf``, ``NAME.csv`` (the plotted numbers), ``NAME.json``.
+    """
+
+    name: str
+    png: Path
+    pdf: Path
+    csv: Path
+    manifest: Path
+
+    @property
+    def paths(self) -> list[Path]:
+        """All four files, in the order PNG, PDF, CSV, manifest."""
+        return [self.png, self.pdf, self.csv, self.manifest]
+
+
+@contextlib.contextmanager
+def use_style() -> Iterator[None]:
+    """Apply the package style sheet (and only it) for the duration of the ``with`` block."""
+    with matplotlib.style.context(["default", str(STYLE)]):
+        yield
+
+
+def new_figure(**kwargs) -> Figure:
+    """A :class:`~matplotlib.figure.Figure` outside pyplot's global state (no GUI, no leaks).
+
+    Call inside :func:`use_style` so that the style's size and layout apply.
+    """
+    return Figure(**kwargs)
+
+
+def versions() -> dict[str, str]:
+    """Versions of the package and of the libraries that shape the output."""
+    return {
+        "aimc-pipeline": package_version(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "matplotlib": matplotlib.__version__,
+    }
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _atomic_write(path: Path, write) -> None:
+    """Call ``write(handle)`` on a binary temporary file next to ``path``, then move it in place."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual permissions
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _csv_bytes(rows: Sequence[Mapping[str, object]]) -> bytes:
+    if not rows:
+        raise ValueError("a figure's CSV needs at least one row of plotted data")
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return text.getvalue().encode()
+
+
+def save_figure(
+    fig: Figure,
+    out_dir: str | Path,
+    name: str,
+    rows: Sequence[Mapping[str, object]],
+    manifest: Mapping[str, object],
+) -> FigureOutput:
+    """Write ``fig`` as PNG and PDF, ``rows`` as CSV and the manifest as JSON, deterministically.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The drawn figure.
+    out_dir : str or Path
+        Output directory (created if missing).
+    name : str
+        File stem, the figure's ``NAME``.
+    rows : sequence of mappings
+        The plotted numbers, one mapping per row; the first row's keys are the CSV columns.
+    manifest : mapping
+        JSON-ready description of the run: at least ``config`` and ``seed`` (``None`` when the
+        figure involves no randomness). Versions and file names are added.
+
+    Returns
+    -------
+    FigureOutput
+        The paths written.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    result = FigureOutput(name, out / f"{name}.png", out / f"{name}.pdf", out / f"{name}.csv",
+                          out / f"{name}.json")
+    table = _csv_bytes(rows)  # fails on empty data before any file is written
+    with use_style():
+        _atomic_write(result.png, lambda h: fig.savefig(h, format="png", metadata=_PNG_METADATA))
+        _atomic_write(result.pdf, lambda h: fig.savefig(h, format="pdf", metadata=_PDF_METADATA))
+    _atomic_write(result.csv, lambda h: h.write(table))
+    document = {
+        "figure": name,
+        **manifest,
+        "files": [path.name for path in result.paths[:3]],
+        "versions": versions(),
+    }
+    text = json.dumps(document, indent=2, sort_keys=True) + "\n"
+    _atomic_write(result.manifest, lambda h: h.write(text.encode()))
+    return result
