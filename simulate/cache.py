@@ -189,19 +189,6 @@ def _atomic_write(path: Path, payload: bytes) -> None:
         raise
 
 
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # platforms that cannot open directories
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 @dataclass(frozen=True)
 class ResultCache:
     """Sweep results on disk, keyed by function, point and package version.
@@ -283,7 +270,6 @@ class ResultCache:
             "result": data,
         }
         _atomic_write(json_path, json.dumps(record, default=_plain).encode())
-        _fsync_dir(json_path.parent)
         return json_path
 
     def entries(self) -> list[Path]:

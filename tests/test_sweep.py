@@ -291,6 +291,14 @@ def test_pool_workers_use_one_blas_thread():
         assert result["env"] == dict.fromkeys(BLAS_THREAD_VARS, "1")
 
 
+def test_progress_bar_only_when_asked_or_on_a_terminal(capsys):
+    run_sweep(fns.noisy_mean, points(3), jobs=1, cache=False, progress=True, desc="demo")
+    err = capsys.readouterr().err
+    assert "demo: 100%" in err and "3/3" in err
+    run_sweep(fns.noisy_mean, points(3), jobs=1, cache=False, progress=None, desc="demo")
+    assert capsys.readouterr().err == ""  # pytest's stderr is not a terminal
+
+
 def test_sweep_arguments():
     parser = add_sweep_arguments(argparse.ArgumentParser())
     args = parser.parse_args(["--jobs", "3", "--scheduler", "tcp://127.0.0.1:8786"])
@@ -312,6 +320,7 @@ def simulation_points() -> list[dict]:
     ]
 
 
+@pytest.mark.slow
 def test_a_simulation_sweep_equals_a_plain_loop(tmp_path):
     pts = simulation_points()
     sweep = run_sweep(fns.simulate_point, pts, jobs=2, cache=tmp_path, progress=False)
