@@ -453,20 +453,22 @@ class _Search:
         if np.isfinite(best_val):
             i, j = np.unravel_index(flat, seconds.shape)
             best = (best_val, counts[i], int(self.b[j]), self.free[stages])
-        bound = min(best_val, threshold)
-        todo = np.flatnonzero(~exact & (seconds < bound))
-        infeasible_from: dict = {}
-        for flat in todo[np.argsort(seconds.flat[todo], kind="stable")]:
-            if seconds.flat[flat] >= min(best_val, threshold):
+        held_rows = self.held(mode, stages, counts)
+        _, group = np.unique(held_rows, axis=0, return_inverse=True)
+        group = np.asarray(group).ravel()
+        alive = ~exact & np.isfinite(seconds)
+        while True:
+            masked = np.where(alive, seconds, np.inf)
+            flat = int(np.argmin(masked))
+            if not masked.flat[flat] < min(best_val, threshold):
                 break
             i, j = np.unravel_index(flat, seconds.shape)
+            alive[i, j] = False
             count, b = counts[i], int(self.b[j])
-            held = tuple(int(x) for x in self.held(mode, stages, [count])[0])
-            if b >= infeasible_from.get(held, np.inf):
-                continue
-            part = self._dp(stages, held, b)
+            part = self._dp(stages, tuple(int(x) for x in held_rows[i]), b)
             if part is None:
-                infeasible_from[held] = min(b, infeasible_from.get(held, np.inf))
+                # caps only shrink with b: no larger b of this in-flight pattern is feasible
+                alive[np.ix_(group == group[i], self.b >= b)] = False
                 continue
             cycles = _cycles_fn(mode)(iterations[i, j], stages, count)
             value = float(cycles * self.hw.timing.stage_time_s(b * part.bottleneck))

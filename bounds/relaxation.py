@@ -37,7 +37,7 @@ integer optimum:
   (async) for :math:`B, M, K \ge 1` (tested against the theory at integer points);
 - the cycle time drops the rounding to clock periods of
   :meth:`bounds.timing.TimingModel.stage_time_s` (a ceiling, so the relaxed cycle time is never
-  above the exact one);
+  above the exact one, up to the timing model's relative rounding slack of 1e-9);
 - :math:`W/M` and :math:`w_{\max}` are lower bounds of any partition's bottleneck; the memory
   constraints keep only consequences of the per-stage limits (every stage holds at least one
   micro-batch).

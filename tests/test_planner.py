@@ -1,0 +1,278 @@
+"""The planner: exact optimum = brute force, relaxation <= optimum, constraints, errors."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from functools import cache
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bounds.models import Layer, Model
+from bounds.params import ProblemParams, from_preset
+from bounds.partition import best_partition, in_flight
+from bounds.planner import PlanHardware, PlanLimits, plan
+from bounds.relaxation import build_gp, rate_monomials, solve_relaxation
+from simulate.timeline import build_timeline
+from theory.complexity import evaluate_complexity
+from theory.errors import ParameterError, UnreachableTargetError
+from theory.schedules import cycles_for_iterations
+from theory.symbols import B as B_SYM
+from theory.symbols import K as K_SYM
+from theory.symbols import M as M_SYM
+
+ALGO = {"sync": "analog_sgd_sp", "async": "analog_sgd_ap"}
+
+
+@cache
+def held_from_timeline(mode: str, stages: int, micro_batches: int) -> tuple[int, ...]:
+    """Most micro-batches between their forward and backward at each stage, from the timeline."""
+    count = micro_batches if mode == "sync" else stages + 3  # async: enough to fill the pipe
+    events = build_timeline(mode, stages, count).events
+    fwd = {(e.stage, e.micro_batch): e.cycle for e in events if e.kind == "F"}
+    bwd = {(e.stage, e.micro_batch): e.cycle for e in events if e.kind == "B"}
+    out = []
+    for m in range(1, stages + 1):
+        spans = [(fwd[m, k], bwd[m, k]) for k in range(1, count + 1)]
+        cycles = range(max(b for _, b in spans) + 1)
+        out.append(max(sum(f <= t <= b for f, b in spans) for t in cycles))
+    return tuple(out)
+
+
+def brute_force(model, hw, problem, eps, limits):
+    """Best seconds of every (mode, M), trying every partition, B and b (independent of planner)."""
+    dc = hw.hardware.device_constants()
+    values = dict(L=problem.L, L_s=problem.L_s, Delta=problem.Delta, sigma2=problem.sigma2,
+                  theta=problem.theta, q_min=dc.q_min, q_max=dc.q_max, G_inf=dc.G_inf)
+    tiles = [layer.tiles(hw.hardware.tile_rows, hw.hardware.tile_cols) for layer in model.layers]
+    work = [layer.mvms_per_sample for layer in model.layers]
+    acts = [layer.activations for layer in model.layers]
+    n = len(model.layers)
+    best = {}
+    for mode in limits.modes:
+        for stages in range(1, min(hw.accelerators, n) + 1):
+            counts = range(1, limits.max_micro_batches + 1) if mode == "sync" else [1]
+            for cuts in itertools.combinations(range(1, n), stages - 1):
+                bounds = list(zip((0, *cuts), (*cuts, n), strict=True))
+                if any(sum(tiles[s:e]) > hw.tiles_per_accelerator for s, e in bounds):
+                    continue
+                slowest = max(sum(work[s:e]) for s, e in bounds)
+                sizes = range(1, limits.max_micro_batch_size + 1)
+                for count, b in itertools.product(counts, sizes):
+                    held = held_from_timeline(mode, stages, count)
+                    memory = [b * h * sum(acts[s:e]) * hw.bytes_per_activation
+                              for h, (s, e) in zip(held, bounds, strict=True)]
+                    if max(memory) > hw.activation_buffer_bytes:
+                        continue
+                    try:
+                        r = evaluate_complexity(ALGO[mode], eps, B=count, b=b, M=stages, **values)
+                    except UnreachableTargetError:
+                        continue
+                    seconds = float(r.cycles) * hw.timing.stage_time_s(b * slowest)
+                    key = (mode, stages)
+                    best[key] = min(best.get(key, math.inf), seconds)
+    return best
+
+
+@st.composite
+def instances(draw):
+    n = draw(st.integers(1, 4))
+    layers = tuple(
+        Layer(f"l{i}", draw(st.integers(1, 300)), draw(st.integers(1, 300)),
+              draw(st.integers(1, 5)), draw(st.integers(0, 400)))
+        for i in range(n)
+    )
+    base = from_preset("softbounds-tau1", weight_bound=draw(st.floats(0.05, 0.9)),
+                       read_time_s=draw(st.sampled_from([8e-8, 1e-6])))
+    hw = PlanHardware(
+        base, accelerators=draw(st.integers(1, 4)),
+        tiles_per_accelerator=draw(st.integers(4, 12)),
+        activation_buffer_bytes=float(draw(st.integers(200, 8000))),
+        bytes_per_activation=draw(st.sampled_from([1, 2])),
+    )
+    problem = ProblemParams(L=draw(st.floats(0.2, 5)), Delta=draw(st.floats(0.2, 5)),
+                            sigma2=draw(st.floats(0.1, 5)), theta=draw(st.floats(0.2, 0.8)))
+    limits = PlanLimits(draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    eps = draw(st.floats(0.05, 20))
+    return Model("random", layers), hw, problem, eps, limits
+
+
+@settings(max_examples=40)
+@given(instances())
+def test_plan_equals_brute_force(instance):
+    model, hw, problem, eps, limits = instance
+    expected = brute_force(model, hw, problem, eps, limits)
+    if not expected:
+        with pytest.raises((ParameterError, UnreachableTargetError)):
+            plan(model, hw, problem, eps, limits)
+        return
+    result = plan(model, hw, problem, eps, limits)
+    ranked = sorted(expected.values())
+    assert result.seconds == pytest.approx(ranked[0], rel=1e-12)
+    assert [c.seconds for c in result.alternatives] == pytest.approx(ranked[1:4], rel=1e-12)
+    # the relaxation is a lower bound (up to the interior-point solver's relative accuracy)
+    assert result.relaxed.value <= result.seconds * (1 + 1e-6)
+    assert result.gap >= -1e-6
+    for cand in (result.best, *result.alternatives):
+        part = cand.partition
+        assert part.stages == cand.stages and sum(part.sizes) == len(model.layers)
+        assert max(part.tiles) <= hw.tiles_per_accelerator
+        assert max(cand.memory_bytes) <= hw.activation_buffer_bytes
+        held = held_from_timeline(cand.mode, cand.stages, cand.micro_batches)
+        assert cand.memory_bytes == tuple(
+            cand.micro_batch_size * h * a * hw.bytes_per_activation
+            for h, a in zip(held, part.activations, strict=True)
+        )
+
+
+@settings(max_examples=30)
+@given(st.sampled_from(["sync", "async"]), st.integers(1, 8), st.integers(1, 10))
+def test_in_flight_matches_timeline(mode, stages, micro_batches):
+    assert tuple(in_flight(mode, stages, micro_batches)) == held_from_timeline(
+        mode, stages, micro_batches
+    )
+
+
+@settings(max_examples=60)
+@given(st.data())
+def test_partition_dp_equals_enumeration(data):
+    n = data.draw(st.integers(1, 7))
+    work = data.draw(st.lists(st.integers(1, 20), min_size=n, max_size=n))
+    tiles = data.draw(st.lists(st.integers(1, 6), min_size=n, max_size=n))
+    acts = data.draw(st.lists(st.integers(0, 20), min_size=n, max_size=n))
+    stages = data.draw(st.integers(1, n))
+    capacity = data.draw(st.integers(1, 15))
+    caps = data.draw(st.lists(st.integers(0, 60), min_size=stages, max_size=stages))
+    best = None
+    for cuts in itertools.combinations(range(1, n), stages - 1):
+        spans = list(zip((0, *cuts), (*cuts, n), strict=True))
+        if all(sum(tiles[s:e]) <= capacity and sum(acts[s:e]) <= c
+               for (s, e), c in zip(spans, caps, strict=True)):
+            value = max(sum(work[s:e]) for s, e in spans)
+            best = value if best is None else min(best, value)
+    part = best_partition(work, tiles, acts, stages, capacity, caps)
+    assert (part is None) == (best is None)
+    if part is not None:
+        assert part.bottleneck == best
+        assert all(t <= capacity for t in part.tiles)
+        assert all(a <= c for a, c in zip(part.activations, caps, strict=True))
+
+
+def _small_hardware(**kw):
+    return PlanHardware(from_preset("softbounds-tau1"), **kw)
+
+
+def test_model_larger_than_all_tiles_is_a_clear_error():
+    model = Model("big", tuple(Layer(f"l{i}", 256, 256) for i in range(6)))  # 4 tiles each
+    hw = _small_hardware(accelerators=2, tiles_per_accelerator=8)
+    with pytest.raises(ParameterError, match=r"needs 24 tiles .* 16 are available"):
+        plan(model, hw, eps=1.0)
+
+
+def test_layer_larger_than_an_accelerator_is_a_clear_error():
+    model = Model("wide", (Layer("huge", 1024, 1024),))
+    with pytest.raises(ParameterError, match=r"layer 'huge' alone needs 64 tiles"):
+        plan(model, _small_hardware(tiles_per_accelerator=16), eps=1.0)
+
+
+def test_memory_too_small_for_any_plan_is_a_clear_error():
+    model = Model("m", (Layer("a", 8, 8, activations=100),))
+    hw = _small_hardware(activation_buffer_bytes=10.0)
+    with pytest.raises(ParameterError, match="activation_buffer_bytes"):
+        plan(model, hw, eps=1.0)
+
+
+def test_target_below_every_floor_raises_with_the_floor():
+    model = Model("m", (Layer("a", 8, 8),))
+    limits = PlanLimits(2, 2)
+    with pytest.raises(UnreachableTargetError, match="floor"):
+        plan(model, _small_hardware(), eps=1e-6, limits=limits)
+
+
+def test_async_ruled_out_below_its_floor_with_reason():
+    hw = _small_hardware(accelerators=2)
+    model = Model("m", (Layer("a", 8, 8), Layer("b", 8, 8)))
+    limits = PlanLimits(8, 2)
+    values = dict(L=1, Delta=1, sigma2=1, theta=0.5, L_s=1)
+    dc = hw.hardware.device_constants()
+    values.update(q_min=dc.q_min, q_max=dc.q_max, G_inf=dc.G_inf)
+    floor_async = evaluate_complexity(ALGO["async"], 1e9, b=2, M=2, **values).floor
+    floor_sync = evaluate_complexity(ALGO["sync"], 1e9, B=8, b=2, M=2, **values).floor
+    eps = (floor_async + floor_sync) / 2  # reachable only by the larger sync mini-batch
+    result = plan(model, hw, eps=eps, limits=limits)
+    assert result.mode == "sync"
+    assert [m for m, _ in result.ruled_out] == ["async"]
+    assert "floor" in result.ruled_out[0][1]
+
+
+def test_dominant_term_is_the_largest_at_the_plan():
+    model = Model("m", (Layer("a", 8, 8), Layer("b", 8, 8)))
+    result = plan(model, _small_hardware(accelerators=2), eps=0.8, limits=PlanLimits(8, 8))
+    assert result.terms[result.dominant] == max(result.terms.values())
+    assert sum(result.terms.values()) <= result.eps * (1 + 1e-12)
+
+
+def test_gp_is_dpp_and_re_solves_without_recompiling():
+    model = Model("m", tuple(Layer(f"l{i}", 64, 64, 4) for i in range(4)))
+    hw, limits = _small_hardware(accelerators=4), PlanLimits(16, 16)
+    values, misses = [], []
+    for eps in (2.0, 1.0, 0.7, 0.5):
+        relaxed = solve_relaxation(model, hw, ProblemParams(), eps, limits, ("sync",))
+        values.append(relaxed.value)
+        misses.append(build_gp.cache_info().misses)
+    assert values == sorted(values)  # a smaller target never takes less time
+    # one compiled problem serves every eps: no new build after the first solve
+    assert len(set(misses)) == 1
+    mono = rate_monomials(ALGO["sync"], {**_values(hw), "L_s": 1.0}, 4)
+    gp = build_gp("sync", tuple(mono[t][1:] for t in ("rate_a", "rate_c", "floor")))
+    assert gp.problem.is_dgp(dpp=True)
+    param_prog = gp.problem._cache.param_prog
+    assert param_prog is not None  # compiled by the solves above and kept
+    solve_relaxation(model, hw, ProblemParams(), 0.9, limits, ("sync",))
+    assert gp.problem._cache.param_prog is param_prog
+
+
+def _values(hw):
+    dc = hw.hardware.device_constants()
+    return dict(L=1.0, Delta=1.0, sigma2=1.0, theta=0.5, q_min=dc.q_min, q_max=dc.q_max,
+                G_inf=dc.G_inf)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_rate_monomials_are_minorants_of_the_theory(mode):
+    hw = _small_hardware()
+    dc = hw.hardware.device_constants()
+    values = dict(L=1.3, L_s=0.7, Delta=2.0, sigma2=0.5, theta=0.4, q_min=dc.q_min,
+                  q_max=dc.q_max, G_inf=dc.G_inf)
+    mono = rate_monomials(ALGO[mode], values, 12)
+    for stages, count, b in itertools.product(range(1, 13), (1, 3, 7), (1, 2, 5)):
+        r = evaluate_complexity(ALGO[mode], 1e9, B=count, b=b, M=stages, **values)
+        exact = {"rate_a": r.rate_a, "rate_c": r.rate_c, "floor": r.floor}
+        for term, (coef, e_big, e_small, gamma) in mono.items():
+            lower = coef * (count if mode == "sync" else 1) ** e_big * b**e_small * stages**gamma
+            assert lower <= exact[term] * (1 + 1e-12)
+            if stages == 1:
+                assert lower == pytest.approx(exact[term], rel=1e-12)
+
+
+def test_cycle_minorants_of_the_relaxation_hold_at_integer_points():
+    import sympy as sp
+
+    sync = sp.lambdify((K_SYM, M_SYM, B_SYM), cycles_for_iterations("sync"))
+    asyn = sp.lambdify((K_SYM, M_SYM), cycles_for_iterations("async"))
+    grid = np.arange(1, 40)
+    k, m, b = np.meshgrid(grid, grid, grid, indexing="ij")
+    assert np.all(2 * k * np.maximum(b, m) <= sync(k, m, b))
+    assert np.all(2 * np.maximum(k, m) <= asyn(k, m))
+
+
+def test_relaxed_timing_is_below_the_clock_rounded_cycle_time():
+    from bounds.timing import _ROUNDING_SLACK  # the timing model's documented rounding slack
+
+    timing = from_preset("reram-softbounds").timing
+    work = np.arange(1, 5000)
+    raw = work * timing.read_time_s + timing.update_time_s
+    assert np.all(raw * (1 - _ROUNDING_SLACK) <= timing.stage_time_s(work))
