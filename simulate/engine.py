@@ -40,7 +40,7 @@ import numpy as np
 import sympy as sp
 
 from theory import symbols
-from theory.errors import DivergenceError
+from theory.errors import DivergenceError, ParameterError
 from theory.schedules import cycles_for_iterations, evaluate
 
 from .analog import Updater, device_from_config, draw_dw_min_scale
@@ -171,8 +171,11 @@ def run(
     progress : callable, optional
         Called with the number of updates done since its previous call (e.g. ``tqdm.update``).
     record_versions : callable, optional
-        Instrumentation: called as ``record_versions(k, versions)`` before update ``k``, where
-        ``versions[m - 1]`` is the iterate index whose block ``m`` the update's signal read.
+        Instrumentation (oracle problems): called as ``record_versions(k, versions)`` before update
+        ``k``, where ``versions[m - 1]`` is the iterate index whose block ``m`` the signal read.
+
+    Networks (``digits-mlp``, ``digits-resmlp``) are delegated to
+    :func:`simulate.networks.run_network` with ``members`` and ``progress``.
 
     Raises
     ------
@@ -181,9 +184,14 @@ def run(
     """
     seed = config.seed if seed is None else seed
     if config.problem in NETWORK_PROBLEMS:
+        if record_versions is not None:
+            raise ParameterError(
+                "record_versions is for the oracle problems; for networks use "
+                "simulate.networks.train_network(..., record_versions=True)"
+            )
         from .networks import run_network
 
-        return run_network(replace(config, seed=seed), seed)
+        return run_network(replace(config, seed=seed), seed, members=members, progress=progress)
     problem = make_problem(config, seed)
     updater = Updater.from_config(config, device_from_config(config))
     members = list(range(config.seeds) if members is None else members)

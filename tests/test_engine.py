@@ -8,7 +8,7 @@ import pytest
 from simulate.config import SimConfig
 from simulate.engine import make_problem, run
 from simulate.rng import member_generators
-from theory.errors import DivergenceError
+from theory.errors import DivergenceError, ParameterError
 
 ITERATES = ("loss", "grad_norm2", "max_abs_w", "w_min_visited", "w_max_visited", "avg_grad_norm2")
 
@@ -141,3 +141,22 @@ def test_progress_callback_counts_every_update():
     done = []
     run(_config(steps=37, log_every=5), progress=done.append)
     assert sum(done) == 37
+
+
+def test_networks_are_delegated(monkeypatch):
+    import simulate.networks
+
+    calls = []
+
+    def fake(config, seed, *, members=None, progress=None):
+        calls.append((config, seed, members, progress))
+        return "trace"
+
+    monkeypatch.setattr(simulate.networks, "run_network", fake)
+    config = SimConfig(problem="digits-resmlp", seed=5)
+    assert run(config, 9, members=[1], progress=print) == "trace"
+    (got, seed, members, progress), = calls
+    assert got.problem == "digits-resmlp" and got.seed == seed == 9
+    assert members == [1] and progress is print
+    with pytest.raises(ParameterError, match="record_versions"):
+        run(config, record_versions=lambda k, v: None)
