@@ -94,13 +94,15 @@ class SweepError(RuntimeError):
 
     def __init__(self, desc: str, index: int, point: Mapping, cause: BaseException):
         self.desc, self.index, self.point = desc, index, dict(point)
+        point_text = f"point {index} {canonical_json(self.point)}"
         if isinstance(cause, BrokenProcessPool):
-            what = "a worker process died (killed or out of memory) while computing"
+            message = (
+                "a worker process died (killed, crashed or out of memory) before "
+                f"{point_text} finished"
+            )
         else:
-            what = f"{type(cause).__name__}: {cause}; raised by"
-        super().__init__(
-            f"sweep {desc!r} failed: {what} point {index} {canonical_json(self.point)}"
-        )
+            message = f"{type(cause).__name__}: {cause}; raised by {point_text}"
+        super().__init__(f"sweep {desc!r} failed: {message}")
 
 
 def default_jobs() -> int:
