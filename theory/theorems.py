@@ -205,8 +205,9 @@ def _companion() -> dict[str, sp.Expr]:
 
     The published variance is per gradient; a gradient of ``n`` samples has ``sigma2/n``.
     """
-    s_min = (tau**2 - W_max**2) / tau**2  # 1 - W_max^2/tau^2
-    floor = 2 * (sigma2 / n) * W_max**2 / (tau**2 - W_max**2)  # r/(1 - r), r = W^2/tau^2
+    spread = (tau - W_max) * (tau + W_max)  # tau^2 - W_max^2, factored so its sign is evident
+    s_min = spread / tau**2  # 1 - W_max^2/tau^2
+    floor = 2 * (sigma2 / n) * W_max**2 / spread  # r/(1 - r) with r = W_max^2/tau^2
     noise_step = sp.sqrt(Delta * n / (sigma2 * L * K))
     return dict(
         expr=4 / s_min * sp.sqrt(Delta * sigma2 * L / (n * K)) + floor,
