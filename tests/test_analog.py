@@ -152,3 +152,10 @@ def test_device_from_config_tau_and_errors():
     assert device_from_config(SimConfig(device="reram-softbounds", tau=3.0)).w_max == 1.25
     with pytest.raises(ParameterError, match="device='nope'"):
         device_from_config(SimConfig(device="nope"))
+
+
+def test_expected_update_clips_at_device_bounds():
+    """A conductance cannot leave [w_min, w_max]: an overshooting step stops at the bound."""
+    device = make_device("constant-step", w_min=-1.0, w_max=1.0, dw_min=0.05)
+    out = expected_update(np.array([0.98, -0.98, 0.2]), np.array([0.5, -0.5, 0.5]), device)
+    np.testing.assert_array_equal(out, [1.0, -1.0, 0.7])
