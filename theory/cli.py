@@ -33,6 +33,9 @@ def command_main(
     args = parser.parse_args(argv)
     try:
         return int(run(args) or 0)
-    except USER_ERRORS as error:
+    except Exception as error:
+        # a user error, or one raised inside a worker and wrapped (e.g. a sweep naming its point)
+        if not isinstance(error, USER_ERRORS) and not isinstance(error.__cause__, USER_ERRORS):
+            raise
         print(f"{prog}: error: {error}", file=sys.stderr)
         return 2
