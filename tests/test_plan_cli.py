@@ -1,0 +1,86 @@
+"""The ``aimc-pipeline plan`` command: table, JSON fields, files, exit codes."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from bounds.models import load_model
+from bounds.params import ProblemParams, from_preset
+from bounds.planner import PlanHardware, PlanLimits, plan
+from paper_figures.cli import main
+
+SMALL = ["--max-micro-batches", "32", "--max-micro-batch-size", "32"]
+
+
+def test_list_models(capsys):
+    assert main(["plan", "--list-models"]) == 0
+    out = capsys.readouterr().out
+    for name in ("digits-mlp", "digits-resmlp", "resnet-cnn", "llama2-7b"):
+        assert name in out
+
+
+def test_table_output(capsys):
+    assert main(["plan", "--model", "digits-mlp", "--accelerators", "4", "--eps", "0.5",
+                 *SMALL]) == 0
+    out = capsys.readouterr().out
+    for label in ("mode", "stages M", "partition", "micro-batches B", "micro-batch size b",
+                  "iterations", "clock cycles", "predicted time", "dominant term",
+                  "alternatives", "relaxation (GP)"):
+        assert label in out
+
+
+def test_json_equals_the_library_plan(capsys):
+    argv = ["plan", "--model", "resnet-cnn", "--accelerators", "6", "--eps", "0.6",
+            "--preset", "reram-softbounds", "--sigma2", "2", *SMALL, "--json"]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    expected = plan(
+        load_model("resnet-cnn"), PlanHardware(from_preset("reram-softbounds"), accelerators=6),
+        ProblemParams(sigma2=2.0), 0.6, PlanLimits(32, 32),
+    )
+    for key in ("mode", "stages", "micro_batches", "micro_batch_size", "iterations", "cycles"):
+        assert data[key] == getattr(expected, key)
+    assert data["seconds"] == pytest.approx(expected.seconds, rel=1e-12)
+    assert data["partition"] == list(expected.partition.sizes)
+    assert data["dominant"] == expected.dominant
+    assert len(data["alternatives"]) == len(expected.alternatives) == 3
+    assert set(data["relaxed"]) >= {"value", "stages", "micro_batches", "micro_batch_size"}
+    assert data["relaxed"]["value"] <= data["seconds"] * (1 + 1e-6)
+
+
+def test_out_dir_files(tmp_path, capsys):
+    assert main(["plan", "--model", "digits-resmlp", "--accelerators", "4", *SMALL,
+                 "--no-relax", "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    data = json.loads((tmp_path / "plan.json").read_text())
+    with (tmp_path / "plan_alternatives.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert rows[0]["mode"] == data["mode"] and int(rows[0]["stages"]) == data["stages"]
+    assert len(rows) == 1 + len(data["alternatives"])
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--model", "digits-mlp", "--accelerators", "0"], "accelerators=0"),
+        (["--model", "nope"], "built-in models"),
+        (["--model", "digits-mlp", "--preset", "nope"], "valid presets"),
+        (["--model", "digits-mlp", "--eps", "1e-9", *SMALL], "floor"),
+        (["--model", "llama2-7b", "--accelerators", "2"], "tiles"),
+        ([], "--model is required"),
+    ],
+)
+def test_errors_exit_2_with_one_line(argv, message, capsys):
+    assert main(["plan", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_help_states_units(capsys):
+    with pytest.raises(SystemExit):
+        main(["plan", "--help"])
+    out = " ".join(capsys.readouterr().out.split())  # undo argparse's line wrapping
+    assert "bytes" in out and "squared-gradient units" in out and "seconds" in out
