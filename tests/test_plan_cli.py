@@ -83,4 +83,4 @@ def test_help_states_units(capsys):
     with pytest.raises(SystemExit):
         main(["plan", "--help"])
     out = " ".join(capsys.readouterr().out.split())  # undo argparse's line wrapping
-    assert "bytes" in out and "squared-gradient units" in out and "seconds" in out
+    assert "bytes" in out and "gradient units" in out and "seconds" in out
