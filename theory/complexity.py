@@ -264,7 +264,7 @@ def evaluate_complexity(name: str, eps, **values) -> ComplexityResult:
         )
     values = dict(values)
     if bound.mode == "async" and "D" in required and "D" not in values and "M" in values:
-        values["D"] = _max_delay()(np.asarray(values["M"], dtype=float))
+        values["D"] = _max_delay()(_as_array("M", values["M"]))
     missing = [p for p in required if p not in values]
     if missing:
         raise ParameterError(

@@ -1,0 +1,295 @@
+"""Numeric complexities: exactness, vectorisation, schedules, and the error paths."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from theory import schedules
+from theory.complexity import (
+    PARAMETER_RANGES,
+    ComplexityResult,
+    cycles_expr,
+    evaluate_complexity,
+    iterations_expr,
+    latex_table,
+    samples_expr,
+)
+from theory.errors import ParameterError, UnreachableTargetError
+from theory.symbols import K, alpha, eps
+from theory.theorems import REGISTRY
+
+BASE = dict(
+    L=2.0, L_s=1.5, Delta=3.0, sigma2=0.5, n=16, b=4, B=4, M=5, q_min=0.7, q_max=1.3,
+    G_inf=0.3, theta=0.5, tau=1.0, W_max=0.3,
+)
+
+
+def floor_of(name, **values):
+    bound = REGISTRY[name]
+    subs = {s: values[s.name] for s in bound.floor.free_symbols}
+    return float(bound.floor.subs(subs))
+
+
+@st.composite
+def point(draw):
+    qmin = draw(st.floats(0.1, 1.0))
+    return dict(
+        L=draw(st.floats(1e-2, 1e2)), L_s=draw(st.floats(1e-2, 1e2)),
+        Delta=draw(st.floats(1e-2, 1e2)), sigma2=draw(st.floats(1e-2, 1e2)),
+        n=draw(st.integers(1, 512)), b=draw(st.integers(1, 64)), B=draw(st.integers(1, 32)),
+        M=draw(st.integers(1, 16)), q_min=qmin, q_max=qmin * draw(st.floats(1.0, 3.0)),
+        G_inf=draw(st.floats(0.0, 0.9)), theta=draw(st.floats(0.05, 0.95)), tau=1.0,
+        W_max=draw(st.floats(0.01, 0.9)),
+    )
+
+
+@functools.cache
+def _expr_fn(name):
+    bound = REGISTRY[name]
+    args = (K, alpha, *sorted(bound.expr.free_symbols - {K, alpha}, key=str))
+    return args, sp.lambdify(args, bound.expr, "math")
+
+
+@functools.cache
+def _rate_fn(name):
+    bound = REGISTRY[name]
+    rate = bound.rate_a / sp.sqrt(K) + bound.rate_c / K + bound.floor
+    args = (K, *sorted(rate.free_symbols - {K}, key=str))
+    return args, sp.lambdify(args, rate, "math")
+
+
+def _values_with_delay(name, values):
+    return {**values, "D": values["M"] - 1} if REGISTRY[name].mode == "async" else values
+
+
+def test_result_fields_and_types():
+    result = evaluate_complexity("analog_sgd_sp", 0.5, **BASE)
+    assert isinstance(result, ComplexityResult)
+    assert result.algorithm == "analog_sgd_sp"
+    assert result.iterations_int == math.ceil(result.iterations)
+    assert result.step_limited_by in ("step cap", "noise balance")
+    with pytest.raises(AttributeError):
+        result.iterations = 1.0  # frozen
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+def test_target_reached_by_the_integer_run_and_not_one_step_earlier(name):
+    """The bound at (ceil K, step) is <= eps, and the rate form at ceil K - 1 exceeds eps."""
+    for target in (0.2, 1.0, 5.0):
+        target = floor_of(name, **_values_with_delay(name, BASE)) + target
+        result = evaluate_complexity(name, target, **BASE)
+        args, bound_at = _expr_fn(name)
+        vals = _values_with_delay(name, BASE)
+        value = bound_at(
+            float(result.iterations_int), float(result.step), *(vals[a.name] for a in args[2:])
+        )
+        assert value <= target * (1 + 1e-12)
+        k_min = float(REGISTRY[name].min_iterations.subs(
+            {s: vals[s.name] for s in REGISTRY[name].min_iterations.free_symbols}
+        ))
+        if result.iterations_int > max(1, math.ceil(k_min)):
+            rargs, rate_at = _rate_fn(name)
+            before = rate_at(result.iterations_int - 1.0, *(vals[a.name] for a in rargs[1:]))
+            assert before > target
+
+
+def test_unreachable_target_names_the_floor():
+    floor = floor_of("analog_sgd", **BASE)
+    assert floor > 0
+    for target in (floor, floor / 2):
+        with pytest.raises(UnreachableTargetError) as info:
+            evaluate_complexity("analog_sgd", target, **BASE)
+        assert f"{floor:.6g}" in str(info.value)
+        assert info.value.floor == pytest.approx(floor)
+        assert info.value.algorithm == "analog_sgd"
+
+
+def test_unreachable_anywhere_in_an_array_raises():
+    floor = floor_of("analog_sgd_ap", **{**BASE, "D": BASE["M"] - 1})
+    with pytest.raises(UnreachableTargetError):
+        evaluate_complexity("analog_sgd_ap", np.array([1.0, floor * 0.9, 2.0]), **BASE)
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+def test_vectorised_matches_scalar(name):
+    eps_grid = np.array([[0.3], [1.0], [3.0]]) + floor_of(name, **_values_with_delay(name, BASE))
+    sigma_grid = np.array([0.25, 0.5])
+    floors = [floor_of(name, **_values_with_delay(name, {**BASE, "sigma2": s})) for s in sigma_grid]
+    eps_grid = eps_grid + max(floors)
+    vec = evaluate_complexity(name, eps_grid, **{**BASE, "sigma2": sigma_grid})
+    assert np.shape(vec.iterations) == (3, 2)
+    for i in range(3):
+        for j in range(2):
+            one = evaluate_complexity(name, eps_grid[i, 0], **{**BASE, "sigma2": sigma_grid[j]})
+            for field in ("floor", "rate_a", "rate_c", "iterations", "samples", "cycles", "step"):
+                assert np.asarray(getattr(vec, field))[i, j] == pytest.approx(
+                    getattr(one, field), rel=1e-12
+                ), field
+            assert vec.iterations_int[i, j] == one.iterations_int
+            assert vec.step_limited_by[i, j] == one.step_limited_by
+
+
+def _substitute(expr, values, extra=None) -> float:
+    """Evaluate ``expr`` by symbolic substitution (``xreplace`` with sympy Floats: exact ``subs``
+    semantics for plain symbols, without ``subs``'s re-simplification)."""
+    at = {sym: sp.Float(values[sym.name]) for sym in expr.free_symbols if sym.name in values}
+    at.update({sym: sp.Float(v) for sym, v in (extra or {}).items()})
+    return float(expr.xreplace(at))
+
+
+@settings(max_examples=20)
+@given(values=point(), excess=st.floats(0.01, 100.0))
+def test_compiled_values_equal_subs(values, excess):
+    for name, bound in REGISTRY.items():
+        vals = _values_with_delay(name, values)
+        target = _substitute(bound.floor, vals) + excess
+        result = evaluate_complexity(name, target, **values)
+        assert result.floor == pytest.approx(_substitute(bound.floor, vals), rel=1e-12)
+        assert result.rate_a == pytest.approx(_substitute(bound.rate_a, vals), rel=1e-12)
+        assert result.rate_c == pytest.approx(_substitute(bound.rate_c, vals), rel=1e-12)
+        k_real = _substitute(iterations_expr(bound), vals, {eps: target})
+        assert result.iterations == pytest.approx(k_real, rel=1e-9)
+        k_int = float(result.iterations_int)
+        assert result.step == pytest.approx(
+            _substitute(bound.best_step, vals, {K: k_int}), rel=1e-12
+        )
+        # samples and cycles of the real K(eps) are at most those of the integer run ceil(K)
+        assert _substitute(samples_expr(bound), vals, {eps: target}) <= result.samples * (
+            1 + 1e-9
+        )
+        assert _substitute(cycles_expr(bound), vals, {eps: target}) <= result.cycles * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+def test_cycles_come_from_the_schedules(name):
+    bound = REGISTRY[name]
+    result = evaluate_complexity(name, 1.0 + floor_of(name, **_values_with_delay(name, BASE)),
+                                 **BASE)
+    k = int(result.iterations_int)
+    m = BASE["M"]
+    if bound.mode == "async":
+        expected = schedules.evaluate("async", "total_cycles", stages=m, micro_batches=k)
+        assert expected == 2 * (k + m - 1)
+    elif bound.mode == "sync":
+        expected = k * schedules.evaluate("sync", "total_cycles", stages=m,
+                                          micro_batches=BASE["B"])
+    else:  # none: a step of n samples runs n/b micro-batches
+        micro = BASE["n"] // BASE["b"]
+        expected = k * schedules.evaluate("none", "total_cycles", stages=m, micro_batches=micro)
+    assert result.cycles == expected
+    batch = {"none": BASE["n"], "sync": BASE["B"] * BASE["b"], "async": BASE["b"]}[bound.mode]
+    assert result.samples == batch * k
+
+
+def test_fair_comparison_non_pipelined_with_sp_mini_batch():
+    values = {**BASE, "n": BASE["B"] * BASE["b"]}
+    analog = evaluate_complexity("analog_sgd", 0.5, **values)
+    sync = evaluate_complexity("analog_sgd_sp", 0.5, **values)
+    assert analog.iterations == sync.iterations and analog.samples == sync.samples
+    m, bb = BASE["M"], BASE["B"]
+    assert analog.cycles / sync.cycles == pytest.approx(m * bb / (bb + m - 1))
+
+
+def test_ap_with_one_stage_equals_sp_with_one_micro_batch():
+    ap = evaluate_complexity("analog_sgd_ap", 0.4, **{**BASE, "M": 1})
+    sp_ = evaluate_complexity("analog_sgd_sp", 0.4, **{**BASE, "M": 1, "B": 1})
+    for field in ("floor", "rate_a", "rate_c", "iterations", "samples", "step"):
+        assert getattr(ap, field) == pytest.approx(getattr(sp_, field), rel=1e-12)
+
+
+def test_delay_defaults_to_stages_minus_one_and_can_be_given():
+    implicit = evaluate_complexity("analog_sgd_ap", 0.4, **BASE)
+    explicit = evaluate_complexity("analog_sgd_ap", 0.4, **BASE, D=BASE["M"] - 1)
+    assert implicit.iterations == explicit.iterations
+    smaller = evaluate_complexity("analog_sgd_ap", 0.4, **BASE, D=1)
+    assert smaller.iterations < implicit.iterations
+
+
+def test_iterations_grow_with_delay_and_shrink_with_eps():
+    stages = np.arange(1, 17)
+    result = evaluate_complexity("analog_sgd_ap", 0.4, **{**BASE, "M": stages})
+    assert np.all(np.diff(result.iterations) > 0)
+    targets = np.linspace(0.2, 5.0, 25)
+    result = evaluate_complexity("analog_sgd_sp", targets, **BASE)
+    assert np.all(np.diff(result.iterations) < 0)
+
+
+def test_step_limited_by_both_regimes():
+    loose = evaluate_complexity("digital_sgd", 10.0, **{**BASE, "L": 100.0, "sigma2": 1e-3})
+    tight = evaluate_complexity("digital_sgd", 1e-3, **BASE)
+    assert loose.step_limited_by == "step cap"
+    assert loose.step == pytest.approx(1 / 100.0)
+    assert tight.step_limited_by == "noise balance"
+    assert tight.step < 1 / BASE["L"]
+
+
+def test_companion_minimum_iterations_enforced():
+    name = "analog_sgd_companion"
+    bound = REGISTRY[name]
+    k_min = float(bound.min_iterations.subs(
+        {s: BASE[s.name] for s in bound.min_iterations.free_symbols}
+    ))
+    easy = evaluate_complexity(name, 100.0, **BASE)
+    assert easy.iterations == pytest.approx(k_min)
+    assert easy.step == pytest.approx(1 / (4 * BASE["L"]))
+    hard = evaluate_complexity(name, floor_of(name, **BASE) + 1e-3, **BASE)
+    assert hard.iterations > k_min
+
+
+def test_missing_parameters_list_the_required_names():
+    with pytest.raises(ParameterError) as info:
+        evaluate_complexity("analog_sgd_ap", 0.5, L=1.0, Delta=1.0)
+    message = str(info.value)
+    for required in ("sigma2", "q_min", "q_max", "G_inf", "theta", "L_s", "b", "M"):
+        assert required in message
+
+
+def test_unknown_parameter_and_unknown_bound():
+    with pytest.raises(ParameterError, match="sigma"):
+        evaluate_complexity("digital_sgd", 0.5, **BASE, sigma=1.0)
+    with pytest.raises(ParameterError, match="digital_sgd"):
+        evaluate_complexity("digitl_sgd", 0.5, **BASE)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("theta", 1.0), ("theta", 0.0), ("L", -1.0), ("n", 0), ("b", 2.5), ("sigma2", np.nan),
+     ("q_min", 2.0), ("W_max", 1.0), ("M", [3, 0])],
+)
+def test_out_of_range_values_name_the_parameter(key, value):
+    name = "analog_sgd_companion" if key == "W_max" else "analog_sgd_ap"
+    if key == "n":
+        name = "analog_sgd"
+    with pytest.raises(ParameterError) as info:
+        evaluate_complexity(name, 0.5, **{**BASE, key: value})
+    assert str(info.value).startswith(key)
+    assert "range" in str(info.value)
+
+
+def test_eps_must_be_positive_number():
+    with pytest.raises(ParameterError, match="eps"):
+        evaluate_complexity("digital_sgd", -1.0, **BASE)
+    with pytest.raises(ParameterError, match="eps"):
+        evaluate_complexity("digital_sgd", object(), **BASE)
+
+
+def test_parameter_ranges_cover_every_registry_parameter():
+    used = set().union(*(bound.parameters for bound in REGISTRY.values()))
+    assert used <= set(PARAMETER_RANGES)
+
+
+def test_latex_table_one_row_per_bound():
+    table = latex_table().strip().splitlines()
+    assert table[0].startswith("| bound | provenance |")
+    rows = table[2:]
+    assert len(rows) == len(REGISTRY)
+    for row, bound in zip(rows, REGISTRY.values(), strict=True):
+        assert row.count("|") == 4
+        assert row.startswith(f"| `{bound.name}` | {bound.provenance} | $")
