@@ -61,7 +61,7 @@ from .partition import Partition, _in_flight_fn, best_partition
 
 __all__ = [
     "ALGORITHMS", "Candidate", "Plan", "PlanHardware", "PlanLimits", "Relaxed", "plan",
-    "theory_values",
+    "theory_values", "time_grid",
 ]
 
 #: the registry entry whose iteration complexity each planner mode uses
@@ -614,3 +614,33 @@ def _relaxed(model, hardware, problem, eps, limits, search, ruled_out, relax) ->
     modes = tuple(m for m in limits.modes if m not in excluded)
     return solve_relaxation(model, hardware, problem, eps, limits, modes,
                             stage_range=search.stage_range)
+
+
+def time_grid(
+    model: Model,
+    hardware: PlanHardware,
+    problem: ProblemParams | None = None,
+    eps: float = 1.0,
+    limits: PlanLimits | None = None,
+    mode: str = "sync",
+) -> dict[tuple[int, int], Candidate | None]:
+    """The best choice for every feasible ``(M, B)`` of one mode (``B = 1`` only for async).
+
+    The same exact search as :func:`plan`, restricted to one ``(M, B)`` at a time: each value is
+    the fastest candidate over ``b`` and the partitions (``None`` where nothing is feasible). Used
+    by the ``plan`` figure.
+    """
+    problem = ProblemParams() if problem is None else problem
+    limits = PlanLimits() if limits is None else limits
+    eps = check_range("eps", eps, 0, low_open=True)
+    if mode not in ALGORITHMS:
+        raise ParameterError(f"mode={mode!r} is unknown; valid: {', '.join(ALGORITHMS)}")
+    search = _Search(model, hardware, problem, eps, limits)
+    out = {}
+    for stages, counts, iterations, seconds, exact in search.grids(mode):
+        for i, count in enumerate(counts):
+            row = slice(i, i + 1)
+            out[int(stages), int(count)] = search.best_for(
+                mode, stages, counts[row], iterations[row], seconds[row], exact[row], np.inf
+            )
+    return out
