@@ -542,23 +542,22 @@ def plan(
             continue
         pairs += [(mode, *g) for g in grids]
     found: list[Candidate] = []
-    feasible_modes = set()
+    produced, pruned = set(), set()
     for mode, stages, counts, iterations, seconds, exact in sorted(
         pairs, key=lambda p: (float(np.min(p[4])), p[0], p[1])
     ):
         threshold = found[3].seconds if len(found) >= 4 else np.inf
         if float(np.min(seconds)) >= threshold:
+            pruned.add(mode)
             continue
         cand = search.best_for(mode, stages, counts, iterations, seconds, exact, threshold)
         if cand is not None:
-            feasible_modes.add(mode)
+            produced.add(mode)
             found = sorted([*found, cand], key=lambda c: (c.seconds, c.mode, c.stages))[:4]
-    for mode in {p[0] for p in pairs} - feasible_modes - {c.mode for c in found}:
-        if not _mode_feasible(search, mode, pairs):
-            ruled_out.append((mode, (
-                f"no partition fits activation_buffer_bytes={hardware.activation_buffer_bytes:g} "
-                f"even at b=1 ({hardware.bytes_per_activation} bytes per activation)"
-            )))
+        elif np.isfinite(threshold):
+            pruned.add(mode)  # best_for stops at the threshold: the pair may be feasible
+    for mode in sorted({p[0] for p in pairs} - produced - pruned):
+        ruled_out.append((mode, _memory_reason(search, mode, pairs, hardware)))
     if not found:
         if floors and len(floors) == len(limits.modes):
             mode = min(floors, key=floors.get)
@@ -579,18 +578,22 @@ def plan(
     )
 
 
-def _mode_feasible(search: _Search, mode: str, pairs) -> bool:
-    """Whether some M of ``mode`` has a memory-feasible partition at b = 1 and B = 1.
+def _memory_reason(search: _Search, mode: str, pairs, hardware: PlanHardware) -> str:
+    """Why no (M, B, b) of ``mode`` is feasible although some reach eps (the memory limit).
 
     ``B = b = 1`` holds the fewest activations (in-flight counts grow with ``B``), so if no
-    partition fits there, none fits anywhere.
+    partition fits there, none fits anywhere; otherwise the batches that fit are too small to
+    reach eps above the floor.
     """
+    buffer = f"activation_buffer_bytes={hardware.activation_buffer_bytes:g}"
     for p in pairs:
         if p[0] == mode:
             held = tuple(int(x) for x in search.held(mode, p[1], [1])[0])
             if search._dp(p[1], held, 1) is not None:
-                return True
-    return False
+                return (f"the batches that fit {buffer} are too small to reach eps="
+                        f"{search.eps:g} above the floor of {ALGORITHMS[mode]}")
+    return (f"no partition fits {buffer} even at b=1 ({hardware.bytes_per_activation} bytes per "
+            "activation)")
 
 
 def _terms(search: _Search, cand: Candidate) -> dict:

@@ -276,3 +276,15 @@ def test_relaxed_timing_is_below_the_clock_rounded_cycle_time():
     work = np.arange(1, 5000)
     raw = work * timing.read_time_s + timing.update_time_s
     assert np.all(raw * (1 - _ROUNDING_SLACK) <= timing.stage_time_s(work))
+
+
+def test_async_ruled_out_when_the_batches_that_fit_cannot_reach_eps():
+    hw = _small_hardware(accelerators=1, activation_buffer_bytes=300.0, bytes_per_activation=2)
+    model = Model("m", (Layer("a", 8, 8, activations=100),))  # 200 bytes per sample: b = 1 only
+    values = {**_values(hw), "L_s": 1.0}
+    floors = [evaluate_complexity(ALGO["async"], 1e9, b=b, M=1, **values).floor for b in (1, 2)]
+    eps = sum(floors) / 2  # async needs b >= 2, which does not fit; sync reaches it with B >= 2
+    result = plan(model, hw, eps=eps, limits=PlanLimits(4, 4))
+    assert result.mode == "sync" and result.micro_batch_size == 1
+    assert [m for m, _ in result.ruled_out] == ["async"]
+    assert "too small to reach" in result.ruled_out[0][1]
