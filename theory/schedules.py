@@ -161,9 +161,13 @@ def cycles_for_iterations(mode: str) -> sp.Expr:
 
 
 @cache
+def _quantities(mode: str) -> dict[str, sp.Expr]:
+    return schedule(mode).quantities()
+
+
+@cache
 def _compiled(mode: str, quantity: str):
-    expr = schedule(mode).quantities()[quantity]
-    return sp.lambdify((M, B, N, m, mb), expr, "numpy")
+    return sp.lambdify((M, B, N, m, mb), _quantities(mode)[quantity], "numpy")
 
 
 def evaluate(mode: str, quantity: str, *, stages, micro_batches=1, stage=1, micro_batch=1):
@@ -182,7 +186,7 @@ def evaluate(mode: str, quantity: str, *, stages, micro_batches=1, stage=1, micr
     stage, micro_batch : int or array
         ``m`` and ``b`` for the per-stage and per-micro-batch quantities.
     """
-    names = schedule(mode).quantities()
+    names = _quantities(mode)
     if quantity not in names:
         raise ParameterError(f"quantity={quantity!r} is unknown; valid: {', '.join(sorted(names))}")
     value = _compiled(mode, quantity)(stages, micro_batches, micro_batches, stage, micro_batch)
