@@ -96,6 +96,7 @@ class Trace:
             "max_abs_w": self.max_abs_w.tolist(),
             "w_min_visited": self.w_min_visited.tolist(),
             "w_max_visited": self.w_max_visited.tolist(),
+            "avg_grad_norm2": self.avg_grad_norm2.tolist(),
             "final": rows[-1],
         }
         json_path.write_text(json.dumps(summary, indent=2, default=_jsonable))
