@@ -100,22 +100,25 @@ def test_save_figure_needs_plotted_rows(tmp_path):
 
 
 def test_registry():
-    assert FIGURES == {"schedule": "paper_figures.schedule"}
-    module = load_figure("schedule")
-    for attribute in ("NAME", "DESCRIPTION", "compute", "plot", "write"):
-        assert hasattr(module, attribute)
-    assert module.NAME == "schedule"
-    with pytest.raises(ParameterError, match="figure='speedup' is unknown; valid: schedule"):
-        load_figure("speedup")
+    assert FIGURES["schedule"] == "paper_figures.schedule"
+    for name in FIGURES:
+        module = load_figure(name)
+        for attribute in ("NAME", "DESCRIPTION", "compute", "plot", "write"):
+            assert hasattr(module, attribute), (name, attribute)
+        assert module.NAME == name
+    with pytest.raises(ParameterError, match="figure='nonsense' is unknown; valid: .*schedule"):
+        load_figure("nonsense")
 
 
 def test_figures_command(capsys, tmp_path):
     assert main(["figures", "list"]) == 0
-    assert capsys.readouterr().out.startswith("schedule  ")
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in listed] == list(FIGURES)
+    assert f"schedule {schedule.DESCRIPTION}".split() in [line.split() for line in listed]
     assert main(["figures", "schedule", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out.split()
     assert printed == [str(tmp_path / f"schedule.{ext}") for ext in ("png", "pdf", "csv", "json")]
     assert main(["figures", "nonsense"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert "figure='nonsense' is unknown; valid: all, list, schedule" in err
+    assert "figure='nonsense' is unknown; valid: all, list, schedule" in err  # then the others
