@@ -59,6 +59,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
+from functools import cache, cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -79,6 +81,7 @@ __all__ = [
     "Network",
     "NetworkRun",
     "NetworkSpec",
+    "StageView",
     "run_network",
     "softmax_cross_entropy",
     "train_network",
@@ -213,12 +216,12 @@ class Network:
         """All layers, input side first."""
         return tuple(layer for stage in self.stages for layer in stage)
 
-    @property
+    @cached_property
     def weight_slices(self) -> tuple[slice, ...]:
         """Columns of each stage's weights in the flat weight array."""
         return _slices([sum(layer.w_size for layer in stage) for stage in self.stages])
 
-    @property
+    @cached_property
     def bias_slices(self) -> tuple[slice, ...]:
         """Columns of each stage's biases in the flat bias array."""
         return _slices([sum(layer.fan_out for layer in stage) for stage in self.stages])
@@ -257,15 +260,35 @@ class Network:
         np.clip(w, w_lo, w_hi, out=w)
         return w, np.zeros((len(rngs), self.n_biases))
 
-    def forward_stage(self, s: int, w: np.ndarray, c: np.ndarray, h: np.ndarray):
-        """Forward of stage ``s`` through the weight block ``w`` and bias block ``c`` it reads.
+    def stage_view(self, s: int, w_block: np.ndarray, c_block: np.ndarray) -> StageView:
+        """Per-layer views of stage ``s``'s weight block ``(R, stage weights)`` and bias block
+        ``(R, stage biases)`` (views share memory with the blocks: build them once per array)."""
+        r = w_block.shape[0]
+        weights, biases = [], []
+        for layer in self.stages[s]:
+            block = w_block[:, layer.w_offset:layer.w_offset + layer.w_size]
+            weights.append(block.reshape(r, layer.fan_in, layer.fan_out))
+            biases.append(c_block[:, None, layer.c_offset:layer.c_offset + layer.fan_out])
+        for view in weights:
+            if not np.shares_memory(view, w_block):  # pragma: no cover - numpy guarantees this
+                raise RuntimeError("weight view is a copy")
+        return StageView(tuple(weights), tuple(biases))
+
+    def views(self, w: np.ndarray, c: np.ndarray) -> tuple[StageView, ...]:
+        """:meth:`stage_view` of every stage of the flat arrays ``w`` ``(R, n_weights)`` and
+        ``c`` ``(R, n_biases)``."""
+        return tuple(self.stage_view(s, w[:, ws], c[:, cs]) for s, (ws, cs)
+                     in enumerate(zip(self.weight_slices, self.bias_slices, strict=True)))
+
+    def forward_stage(self, s: int, params: StageView, h: np.ndarray):
+        """Forward of stage ``s`` through the weights and biases ``params`` it reads.
 
         Parameters
         ----------
         s : int
             Stage index, 0-based.
-        w, c : ndarray, shapes (R, stage weights), (R, stage biases)
-            The block of the weight version the forward reads.
+        params : StageView
+            The weight version the forward reads.
         h : ndarray, shape (R, n, fan_in) or (n, fan_in)
             The stage's input.
 
@@ -277,86 +300,87 @@ class Network:
             stored for the backward.
         """
         saved = []
-        for layer in self.stages[s]:
-            z = h @ _weight(w, layer)
-            z += c[:, None, layer.c_offset:layer.c_offset + layer.fan_out]
+        tanh = self.activation == "tanh"
+        for layer, weight, bias in zip(self.stages[s], params.weights, params.biases, strict=True):
+            z = h @ weight
+            z += bias
             if layer.kind == "output":
                 saved.append((h, None))
                 h = z
                 continue
-            a = np.tanh(z, out=z) if self.activation == "tanh" else np.maximum(z, 0.0, out=z)
+            a = np.tanh(z, out=z) if tanh else np.maximum(z, 0.0, out=z)
             saved.append((h, a))
             h = a if layer.kind == "dense" else h + a
         return h, saved
 
     def backward_stage(
-        self, s: int, w: np.ndarray, saved, delta: np.ndarray, gw: np.ndarray, gc: np.ndarray,
+        self, s: int, weights: Sequence[np.ndarray], saved, delta: np.ndarray, grads: StageView,
         input_grad: bool = True,
     ) -> np.ndarray | None:
-        """Backward of stage ``s`` through the weight block ``w`` it reads (the current one).
+        """Backward of stage ``s`` through the layer ``weights`` it reads (the current ones).
 
-        Writes the stage's weight and bias gradients into ``gw`` and ``gc`` (views of shapes
-        (R, stage weights) and (R, stage biases)) and returns dL/d input (``None`` when
-        ``input_grad`` is false, for the first stage).
+        Writes the stage's weight and bias gradients into the views ``grads`` and returns
+        dL/d input (``None`` when ``input_grad`` is false, for the first stage).
         """
         layers = self.stages[s]
+        tanh = self.activation == "tanh"
         for i in range(len(layers) - 1, -1, -1):
-            layer = layers[i]
             h, a = saved[i]
             if a is None:
                 dz = delta
-            elif self.activation == "tanh":
-                dz = delta * (1.0 - a * a)
+            elif tanh:
+                dz = a * a
+                np.subtract(1.0, dz, out=dz)
+                dz *= delta
             else:
                 dz = delta * (a > 0.0)
-            gw_layer = _weight(gw, layer)
-            np.matmul(np.swapaxes(h, -1, -2), dz, out=gw_layer)
-            np.sum(dz, axis=-2, out=gc[:, layer.c_offset:layer.c_offset + layer.fan_out])
+            np.matmul(h.swapaxes(-1, -2), dz, out=grads.weights[i])
+            dz.sum(axis=-2, keepdims=True, out=grads.biases[i])
             if i == 0 and not input_grad:
                 return None
-            back = dz @ np.swapaxes(_weight(w, layer), -1, -2)
-            delta = delta + back if layer.kind == "residual" else back
+            back = dz @ weights[i].swapaxes(-1, -2)
+            if layers[i].kind == "residual":
+                back += delta
+            delta = back
         return delta
 
     def gradient(
-        self, x: np.ndarray, y: np.ndarray, forward_blocks, backward_blocks, gw: np.ndarray,
-        gc: np.ndarray,
-    ) -> tuple[np.ndarray, np.ndarray]:
+        self, x: np.ndarray, y: np.ndarray, forward: Sequence[StageView],
+        backward: Sequence[Sequence[np.ndarray]], grads: Sequence[StageView],
+    ) -> np.ndarray:
         """Loss and gradient of one batch through given weight versions, stage by stage.
 
         Parameters
         ----------
         x : ndarray, shape (R, n, 64) or (n, 64)
         y : ndarray of int, shape (R, n) or (n,)
-        forward_blocks : sequence of (w_block, c_block)
-            Per stage, the weight and bias blocks its forward reads.
-        backward_blocks : sequence of ndarray
-            Per stage, the weight block its backward reads.
-        gw, gc : ndarray, shapes (R, n_weights), (R, n_biases)
-            Output: the gradient of the mean loss.
+        forward : sequence of StageView
+            Per stage, the weights and biases its forward reads.
+        backward : sequence of sequence of ndarray
+            Per stage, the layer weights its backward reads.
+        grads : sequence of StageView
+            Output: views of the gradient arrays, written with the gradient of the mean loss.
 
         Returns
         -------
         loss : ndarray, shape (R,)
             Mean cross-entropy of the batch (computed by the forward, through the forward weights).
-        logits : ndarray, shape (R, n, classes)
         """
         h, saved = x, []
-        for s, (w_block, c_block) in enumerate(forward_blocks):
-            h, stage_saved = self.forward_stage(s, w_block, c_block, h)
+        for s, params in enumerate(forward):
+            h, stage_saved = self.forward_stage(s, params, h)
             saved.append(stage_saved)
         loss, delta = softmax_cross_entropy(h, y, grad=True)
-        for s, wsl, csl in zip(range(self.n_stages - 1, -1, -1), self.weight_slices[::-1],
-                               self.bias_slices[::-1], strict=True):
-            delta = self.backward_stage(s, backward_blocks[s], saved[s], delta, gw[:, wsl],
-                                        gc[:, csl], input_grad=s > 0)
-        return loss, h
+        for s in range(self.n_stages - 1, -1, -1):
+            delta = self.backward_stage(s, backward[s], saved[s], delta, grads[s],
+                                        input_grad=s > 0)
+        return loss
 
     def logits(self, w: np.ndarray, c: np.ndarray, x: np.ndarray) -> np.ndarray:
         """Logits of ``x`` through the flat weights ``w`` and biases ``c`` (one version)."""
         h = x
-        for s, (wsl, csl) in enumerate(zip(self.weight_slices, self.bias_slices, strict=True)):
-            h, _ = self.forward_stage(s, w[:, wsl], c[:, csl], h)
+        for s, params in enumerate(self.views(w, c)):
+            h, _ = self.forward_stage(s, params, h)
         return h
 
 
@@ -377,19 +401,34 @@ def softmax_cross_entropy(logits: np.ndarray, y: np.ndarray, grad: bool = False)
     loss : ndarray, shape (R,) (nats)
     delta : ndarray, shape (R, n, classes), only when ``grad``
     """
-    n = logits.shape[-2]
-    y = np.broadcast_to(y, logits.shape[:-1])[..., None]
-    shifted = logits - np.max(logits, axis=-1, keepdims=True)
+    n, classes = logits.shape[-2:]
+    onehot = y[..., None] == np.arange(classes)
+    shifted = logits - logits.max(axis=-1, keepdims=True)
     exp = np.exp(shifted)
-    total = np.sum(exp, axis=-1, keepdims=True)
-    picked = np.take_along_axis(shifted, y, axis=-1)
-    loss = np.mean(np.log(total) - picked, axis=(-2, -1))
+    total = exp.sum(axis=-1, keepdims=True)
+    picked = np.where(onehot, shifted, 0.0).sum(axis=-1)
+    loss = (np.log(total[..., 0]) - picked).mean(axis=-1)
     if not grad:
         return loss
     delta = exp / total
-    np.put_along_axis(delta, y, np.take_along_axis(delta, y, axis=-1) - 1.0, axis=-1)
+    delta -= onehot
     delta /= n
     return loss, delta
+
+
+class StageView(NamedTuple):
+    """Per-layer views of one stage's parameters (or gradients) in a flat array.
+
+    Attributes
+    ----------
+    weights : tuple of ndarray
+        Per layer, shape ``(R, fan_in, fan_out)``.
+    biases : tuple of ndarray
+        Per layer, shape ``(R, 1, fan_out)``.
+    """
+
+    weights: tuple[np.ndarray, ...]
+    biases: tuple[np.ndarray, ...]
 
 
 @dataclass(frozen=True, eq=False)
@@ -422,42 +461,40 @@ class _StageBuffers:
 
     Stage ``s`` with delay ``d > 0`` keeps ``d + 1`` slots; version ``j`` lives in slot
     ``j mod (d + 1)``. At update ``k`` the forward reads version ``max(0, k - d)``; pushing version
-    ``k + 1`` overwrites version ``k - d``, the oldest, which is never read again.
+    ``k + 1`` overwrites version ``k - d``, the oldest, which is never read again. Stages with
+    ``d = 0`` read the current weights and keep no copy.
     """
 
     def __init__(self, network: Network, delays: Sequence[int], w: np.ndarray, c: np.ndarray):
         self.delays = tuple(delays)
         self.wsl, self.csl = network.weight_slices, network.bias_slices
-        self.w_slots, self.c_slots, self.versions = [], [], []
+        self.current = network.views(w, c)
+        self.w_rings, self.c_rings, self.slot_views, self.versions = [], [], [], []
         for s, d in enumerate(self.delays):
-            if d == 0:
-                self.w_slots.append(None)
-                self.c_slots.append(None)
-                self.versions.append(None)
-                continue
-            w_ring = np.empty((d + 1, *w[:, self.wsl[s]].shape))
-            c_ring = np.empty((d + 1, *c[:, self.csl[s]].shape))
-            w_ring[0], c_ring[0] = w[:, self.wsl[s]], c[:, self.csl[s]]
-            versions = np.full(d + 1, -1, dtype=np.int64)
-            versions[0] = 0
-            self.w_slots.append(w_ring)
-            self.c_slots.append(c_ring)
-            self.versions.append(versions)
+            w_ring = np.empty((d + 1, *w[:, self.wsl[s]].shape)) if d else None
+            c_ring = np.empty((d + 1, *c[:, self.csl[s]].shape)) if d else None
+            self.w_rings.append(w_ring)
+            self.c_rings.append(c_ring)
+            self.slot_views.append(
+                [network.stage_view(s, w_ring[j], c_ring[j]) for j in range(d + 1)] if d else None
+            )
+            self.versions.append(np.full(d + 1, -1, dtype=np.int64) if d else None)
+        self.push(0, w, c)
 
-    def forward_blocks(self, k: int, w: np.ndarray, c: np.ndarray, record: np.ndarray | None):
-        """The (weight, bias) blocks each stage's forward reads at update ``k``."""
-        blocks = []
+    def forward_views(self, k: int, record: np.ndarray | None) -> list[StageView]:
+        """The parameters each stage's forward reads at update ``k``."""
+        views = []
         for s, d in enumerate(self.delays):
             if d == 0:
-                blocks.append((w[:, self.wsl[s]], c[:, self.csl[s]]))
+                views.append(self.current[s])
                 if record is not None:
                     record[s] = k
                 continue
             slot = max(0, k - d) % (d + 1)
-            blocks.append((self.w_slots[s][slot], self.c_slots[s][slot]))
+            views.append(self.slot_views[s][slot])
             if record is not None:
                 record[s] = self.versions[s][slot]
-        return blocks
+        return views
 
     def push(self, version: int, w: np.ndarray, c: np.ndarray) -> None:
         """Store weights ``w``, biases ``c`` (flat, current) as ``version`` of every stage."""
@@ -465,8 +502,8 @@ class _StageBuffers:
             if d == 0:
                 continue
             slot = version % (d + 1)
-            self.w_slots[s][slot] = w[:, self.wsl[s]]
-            self.c_slots[s][slot] = c[:, self.csl[s]]
+            np.copyto(self.w_rings[s][slot], w[:, self.wsl[s]])
+            np.copyto(self.c_rings[s][slot], c[:, self.csl[s]])
             self.versions[s][slot] = version
 
 
@@ -517,8 +554,7 @@ def train_network(
     data = load_digits_split()
     network = Network.build(config.problem, spec, config.stages, data.n_features, data.n_classes)
     n_stages, steps = config.stages, config.steps
-    delays = [int(evaluate(config.mode, "forward_delay", stages=n_stages, stage=m))
-              for m in range(1, n_stages + 1)]
+    delays = _forward_delays(config.mode, n_stages)
     device = device_from_config(config)
     update = Updater.from_config(config, device)
     streams = member_generators(seed, members)
@@ -527,9 +563,11 @@ def train_network(
     w, c = network.init(data_rngs, spec.init_fraction * device.w_min,
                         spec.init_fraction * device.w_max)
     scale = draw_dw_min_scale(device, w.shape, device_rngs) if update.uses_dtod else None
-    buffers = _StageBuffers(network, delays, w, c)
+    buffers = _StageBuffers(network, delays, w, c)  # its views of w, c stay valid: updates
+    backward = [view.weights for view in buffers.current]  # are written in place
     gw, gc = np.empty_like(w), np.empty_like(c)
-    w_min, w_max = np.min(w, axis=1), np.max(w, axis=1)
+    grads = network.views(gw, gc)
+    w_min, w_max = w.min(axis=1), w.max(axis=1)
     fwd_rec = np.empty((steps, n_stages), dtype=np.int64) if record_versions else None
     bwd_rec = np.empty((steps, n_stages), dtype=np.int64) if record_versions else None
     log_at = _log_points(steps, config.log_every)
@@ -546,16 +584,16 @@ def train_network(
         if k == steps:
             break
         idx = sample_indices(data_rngs, data.n_train, batch)
-        forward = buffers.forward_blocks(k, w, c, None if fwd_rec is None else fwd_rec[k])
-        backward = [w[:, sl] for sl in network.weight_slices]
+        forward = buffers.forward_views(k, None if fwd_rec is None else fwd_rec[k])
         if bwd_rec is not None:
             bwd_rec[k] = k
-        network.gradient(data.x_train[idx], data.y_train[idx], forward, backward, gw, gc)
+        network.gradient(data.x_train[idx], data.y_train[idx], forward, backward, grads)
         gw *= -config.lr
-        w = update(w, gw, device_rngs, scale)
-        c = c - config.lr * gc
-        np.minimum(w_min, np.min(w, axis=1), out=w_min)
-        np.maximum(w_max, np.max(w, axis=1), out=w_max)
+        np.copyto(w, update(w, gw, device_rngs, scale))
+        gc *= config.lr
+        c -= gc
+        np.minimum(w_min, w.min(axis=1), out=w_min)
+        np.maximum(w_max, w.max(axis=1), out=w_max)
         _check(k + 1, "max |w|", np.maximum(-w_min, w_max), config.lr)
         buffers.push(k + 1, w, c)
 
@@ -593,11 +631,10 @@ def _measure(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray, g
     """Training loss and squared gradient norm on the whole training set, test accuracy."""
     if grad_norm:
         gw, gc = np.empty_like(w), np.empty_like(c)
-        blocks = [(w[:, wsl], c[:, csl])
-                  for wsl, csl in zip(network.weight_slices, network.bias_slices, strict=True)]
-        loss, _ = network.gradient(data.x_train, data.y_train, blocks, [b for b, _ in blocks],
-                                   gw, gc)
-        norm2 = np.sum(gw * gw, axis=1) + np.sum(gc * gc, axis=1)
+        current = network.views(w, c)
+        loss = network.gradient(data.x_train, data.y_train, current,
+                                [view.weights for view in current], network.views(gw, gc))
+        norm2 = np.einsum("ri,ri->r", gw, gw) + np.einsum("ri,ri->r", gc, gc)
     else:
         loss = softmax_cross_entropy(network.logits(w, c, data.x_train), data.y_train)
         norm2 = np.full(w.shape[0], np.nan)
@@ -613,6 +650,14 @@ def _check(step: int, quantity: str, values: np.ndarray, lr: float) -> None:
         raise DivergenceError(step, quantity, float(bad[0] if bad.size else worst), lr)
 
 
+@cache
+def _forward_delays(mode: str, stages: int) -> tuple[int, ...]:
+    """``d_m`` for ``m = 1..M`` from :func:`theory.schedules.evaluate` (cached: each evaluation
+    builds the schedule's closed forms)."""
+    return tuple(int(evaluate(mode, "forward_delay", stages=stages, stage=m))
+                 for m in range(1, stages + 1))
+
+
 def _log_points(steps: int, every: int) -> list[int]:
     points = list(range(0, steps, every))
     return points + [steps]
@@ -621,9 +666,3 @@ def _log_points(steps: int, every: int) -> list[int]:
 def _slices(sizes: Sequence[int]) -> tuple[slice, ...]:
     ends = np.cumsum(sizes)
     return tuple(slice(int(end - size), int(end)) for size, end in zip(sizes, ends, strict=True))
-
-
-def _weight(flat: np.ndarray, layer: Layer) -> np.ndarray:
-    """The ``(R, fan_in, fan_out)`` view of ``layer``'s weights in a stage block."""
-    block = flat[:, layer.w_offset:layer.w_offset + layer.w_size]
-    return block.reshape(flat.shape[0], layer.fan_in, layer.fan_out)

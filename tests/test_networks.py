@@ -34,9 +34,13 @@ def _random_params(network: Network, rng, r=2, scale=0.6):
     return w, c
 
 
-def _blocks(network, w, c):
-    return [(w[:, ws], c[:, cs])
-            for ws, cs in zip(network.weight_slices, network.bias_slices, strict=True)]
+def _gradient(network, x, y, forward, backward):
+    """Gradient through the flat versions ``forward = (w, c)`` and ``backward = w``."""
+    gw, gc = np.empty_like(forward[0]), np.empty_like(forward[1])
+    backward_views = network.views(backward, forward[1])
+    network.gradient(x, y, network.views(*forward), [v.weights for v in backward_views],
+                     network.views(gw, gc))
+    return gw, gc
 
 
 # --- data ---------------------------------------------------------------------------------------
@@ -105,9 +109,7 @@ def test_stagewise_gradient_matches_finite_differences(problem, activation):
     w, c = _random_params(network, rng)
     data = load_digits_split()
     x, y = data.x_train[:9], data.y_train[:9]
-    gw, gc = np.empty_like(w), np.empty_like(c)
-    blocks = _blocks(network, w, c)
-    network.gradient(x, y, blocks, [b for b, _ in blocks], gw, gc)
+    gw, gc = _gradient(network, x, y, (w, c), w)
 
     def loss(w_, c_):
         return softmax_cross_entropy(network.logits(w_, c_, x), y)
@@ -135,9 +137,7 @@ def test_stale_forward_current_backward_semantics_by_hand():
     w_new, _ = _random_params(network, rng)
     data = load_digits_split()
     x, y = data.x_train[:6], data.y_train[:6]
-    gw, gc = np.empty_like(w_old), np.empty_like(c_old)
-    forward = _blocks(network, w_old, c_old)
-    network.gradient(x, y, forward, [w_new[:, s] for s in network.weight_slices], gw, gc)
+    gw, gc = _gradient(network, x, y, (w_old, c_old), w_new)
 
     w1 = w_old[:, :64 * 5].reshape(2, 64, 5)
     w2_old = w_old[:, 64 * 5:].reshape(2, 5, 10)
@@ -155,8 +155,7 @@ def test_stale_forward_current_backward_semantics_by_hand():
     np.testing.assert_allclose(gc, np.concatenate([dz1.sum(1), delta.sum(1)], 1),
                                rtol=1e-12, atol=1e-15)
     # and it differs from the gradient that reads W2 old in the backward (weight stashing)
-    gw_stash = np.empty_like(gw)
-    network.gradient(x, y, forward, [b for b, _ in forward], gw_stash, np.empty_like(gc))
+    gw_stash, _ = _gradient(network, x, y, (w_old, c_old), w_old)
     assert not np.allclose(gw_stash[:, :320], gw[:, :320])
 
 
@@ -214,21 +213,19 @@ def test_async_update_recomputed_from_the_weight_history():
     batches = [sample_indices(rngs, data.n_train, 4) for _ in range(last)]
     versions = [(w0, c0)] + [(h.weights, h.biases) for h in history[1:]]
     K = last - 1
-    forward = []
+    w_k, c_k = versions[K]
+    # stage s (0-based) has delay M - 1 - s: assemble the stale point block by block
+    w_hat, c_hat = w_k.copy(), c_k.copy()
     for s, (ws, cs) in enumerate(zip(network.weight_slices, network.bias_slices, strict=True)):
         w_read, c_read = versions[max(0, K - (stages - 1 - s))]
-        forward.append((w_read[:, ws], c_read[:, cs]))
-    w_k, c_k = versions[K]
-    gw, gc = np.empty_like(w_k), np.empty_like(c_k)
+        w_hat[:, ws], c_hat[:, cs] = w_read[:, ws], c_read[:, cs]
+    assert not np.array_equal(w_hat, w_k)
     idx = batches[K]
-    network.gradient(data.x_train[idx], data.y_train[idx], forward,
-                     [w_k[:, ws] for ws in network.weight_slices], gw, gc)
+    gw, gc = _gradient(network, data.x_train[idx], data.y_train[idx], (w_hat, c_hat), w_k)
     np.testing.assert_array_equal(versions[K + 1][0], w_k + gw * -base.lr)
     np.testing.assert_array_equal(versions[K + 1][1], c_k - base.lr * gc)
     # staleness matters here: reading W_K everywhere would give a different update
-    current = _blocks(network, w_k, c_k)
-    network.gradient(data.x_train[idx], data.y_train[idx], current,
-                     [b for b, _ in current], gw, gc)
+    gw, gc = _gradient(network, data.x_train[idx], data.y_train[idx], (w_k, c_k), w_k)
     assert not np.array_equal(versions[K + 1][0], w_k + gw * -base.lr)
 
 
