@@ -164,6 +164,8 @@ class Bound:
 def _analog(batch: sp.Expr) -> dict[str, sp.Expr]:
     r"""Theorem 2 of docs/theory.md for a gradient of ``batch`` samples (Steps 1-5 there).
 
+    Also Corollary 3 (``batch = B b``). Rate form by Proposition 5 (a).
+
     .. math::
 
         \frac{2\Delta}{\alpha q_{\min} K} + \frac{L\alpha q_{\max}^2\sigma^2}{n q_{\min}}
@@ -186,7 +188,10 @@ def _analog(batch: sp.Expr) -> dict[str, sp.Expr]:
 
 
 def _digital() -> dict[str, sp.Expr]:
-    """Theorem 1: Ghadimi-Lan form, batch ``n``, step ``alpha <= 1/L``."""
+    """Theorem 1 of docs/theory.md (Steps 1-4): Ghadimi-Lan form, batch ``n``, ``alpha <= 1/L``.
+
+    Rate form by Proposition 5 (a): ``a = 2 sqrt(2 Delta L sigma2/n)``, ``c = 2 Delta L``.
+    """
     noise_step = sp.sqrt(2 * Delta * n / (K * L * sigma2))
     return dict(
         expr=2 * Delta / (alpha * K) + L * alpha * sigma2 / n,
@@ -234,7 +239,13 @@ def ap_inv_step_cap() -> sp.Expr:
 
 
 def _analog_ap() -> dict[str, sp.Expr]:
-    """Theorem 4: asynchronous pipeline, micro-batch ``b``, maximal delay ``D``."""
+    """Theorem 4 of docs/theory.md: asynchronous pipeline, micro-batch ``b``, maximal delay ``D``.
+
+    Case ``D = 0`` is Theorem 2 with ``n = b``; ``D >= 1`` is Steps 1-6 there (Step 5 fixes
+    ``rho = (1 - theta)/4``, ``beta = 1/2`` and the two step caps). Rate form by Proposition 5 (a):
+    ``a`` as Corollary 3 at ``B = 1``; ``c = 2 Delta/(alpha_AP q_min) + 32 L_s^2 D^2 q_max^2
+    Delta/((1 - theta) L q_min^2)`` (the ``alpha^2`` term bounded at ``alpha_opt``).
+    """
     base = _analog(b)
     inv_cap = ap_inv_step_cap()
     stale = 16 * L_s**2 * D**2 * alpha**2 * q_max**4 * sigma2 / ((1 - theta) * b * q_min**2)
