@@ -16,7 +16,7 @@ __all__ = ["COMMANDS", "main"]
 
 #: command name -> (module, one-line summary)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "schedule": ("simulate.schedule_cli", "print a pipeline timeline (Gantt chart) and its summary"),
+    "schedule": ("simulate.schedule_cli", "print a pipeline timeline (Gantt chart) and summary"),
     "bounds": ("bounds.cli", "evaluate and compare the complexity bounds for given hardware"),
     "plan": ("bounds.plan_cli", "choose mode, stages and micro-batches for a model and hardware"),
     "simulate": ("simulate.cli", "simulate digital/analog SGD through a pipeline"),
@@ -31,8 +31,10 @@ def _usage() -> str:
     rows = "\n".join(f"  {name:<{width}}  {summary}" for name, (_, summary) in COMMANDS.items())
     return (
         "usage: aimc-pipeline COMMAND [options]\n\n"
-        "Pipeline-parallel training on analog in-memory accelerators: theory, bounds, simulation.\n\n"
-        f"commands:\n{rows}\n\n'aimc-pipeline COMMAND --help' explains each command's options and units."
+        "Pipeline-parallel training on analog in-memory accelerators: theory, bounds, "
+        "simulation.\n\n"
+        f"commands:\n{rows}\n\n"
+        "'aimc-pipeline COMMAND --help' explains each command's options and units."
     )
 
 

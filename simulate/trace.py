@@ -82,7 +82,7 @@ class Trace:
         return rows
 
     def write(self, out_dir: str | Path, stem: str = "trace") -> tuple[Path, Path]:
-        """Write ``stem.csv`` (the rows of :meth:`to_rows`) and ``stem.json`` (config and summary)."""
+        """Write ``stem.csv`` (rows of :meth:`to_rows`) and ``stem.json`` (config, summary)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         rows = self.to_rows()
@@ -104,7 +104,8 @@ class Trace:
 
     def as_dict(self) -> dict:
         """Every field as plain Python (lists), for JSON."""
-        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(self).items()}
+        items = asdict(self).items()
+        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in items}
 
 
 def _jsonable(value):

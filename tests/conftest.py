@@ -13,4 +13,5 @@ settings.register_profile(
 settings.register_profile(
     "thorough", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default"))
+_DEFAULT = "ci" if os.environ.get("CI") else "default"
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", _DEFAULT))

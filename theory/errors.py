@@ -58,7 +58,7 @@ def check_range(
     high_open: bool = False,
     integer: bool = False,
 ):
-    """Return ``value`` if it is a finite number in the interval, else raise :class:`ParameterError`.
+    """Return ``value`` if it is a finite number in the interval, else raise ParameterError.
 
     Parameters
     ----------
@@ -75,7 +75,9 @@ def check_range(
     """
     lo = "(" if low_open else "["
     hi = ")" if high_open else "]"
-    rng = f"{lo}{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}{hi}"
+    left = "-inf" if low is None else f"{low:g}"
+    right = "inf" if high is None else f"{high:g}"
+    rng = f"{lo}{left}, {right}{hi}"
     kind = "an integer" if integer else "a number"
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
         raise ParameterError(f"{name}={value!r} is not {kind}; valid range {rng}")

@@ -1,8 +1,8 @@
 r"""Closed forms of the three pipeline schedules (paper-notes section 2), as sympy expressions.
 
-One clock cycle is one stage doing one forward (F) or one backward (Bw) of one micro-batch; cycles are
-counted from 0, stages ``m = 1..M`` (stage 1 takes the input), micro-batches ``b = 1..B`` (of a
-mini-batch; of the whole run for ``async``).
+One clock cycle is one stage doing one forward (F) or one backward (Bw) of one micro-batch;
+cycles are counted from 0, stages ``m = 1..M`` (stage 1 takes the input), micro-batches
+``b = 1..B`` (of a mini-batch; of the whole run for ``async``).
 
 =========  ==============================  ============================  =====================
 mode       forward of b at stage m         backward of b at stage m      cycles
@@ -12,8 +12,8 @@ mode       forward of b at stage m         backward of b at stage m      cycles
 ``async``  :math:`2(b-1) + m - 1`          :math:`2(b-1) + 2M - m`       :math:`2(N+M-1)`
 =========  ==============================  ============================  =====================
 
-``sync`` updates every stage once, after the flush of its ``B`` micro-batches; ``async`` updates stage
-m right after each backward, so the forward of micro-batch b at stage m sees the updates of
+``sync`` updates every stage once, after the flush of its ``B`` micro-batches; ``async`` updates
+stage m right after each backward, so the forward of micro-batch b at stage m sees the updates of
 micro-batches ``<= b - 1 - (M - m)`` (delay :math:`M - m`) and its backward sees all of ``<= b - 1``
 (delay 0). These closed forms are checked against the dependency-driven discrete-event simulation in
 :mod:`simulate.timeline`, which never reads them.
@@ -59,7 +59,7 @@ class Schedule:
     busy_cycles, idle_cycles : sympy.Expr
         Cycles a stage computes / waits during ``total_cycles`` (the same for every stage).
     forward_delay, backward_delay : sympy.Expr
-        Updates missing from the weights a stage's forward / backward reads, once the pipeline is full.
+        Updates missing from the weights a stage's forward / backward reads (pipeline full).
     """
 
     mode: str
