@@ -33,8 +33,11 @@ integer optimum:
   :math:`\gamma = \min_{2 \le M \le M_\mathrm{hi}} \log(t(M)/t(1))/\log M`
   over the integers (exact at :math:`M = 1`, below :math:`t` at every integer :math:`M`);
 - the cycle counts of :func:`theory.schedules.cycles_for_iterations` are replaced by posynomial
-  minorants, :math:`2(B + M - 1)K \ge 2\max(B, M)K` (sync) and :math:`2(K + M - 1) \ge 2\max(K, M)`
-  (async) for :math:`B, M, K \ge 1` (tested against the theory at integer points);
+  minorants: with :math:`\kappa = 1 - 1/M_\mathrm{lo}` (so :math:`M - 1 \ge \kappa M` for
+  :math:`M \ge M_\mathrm{lo}`), :math:`2(B + M - 1)K \ge 2\max(B + \kappa M, M)K` (sync) and
+  :math:`2(K + M - 1) \ge 2\max(K + \kappa M, M)` (async) for integers :math:`B, K \ge 1`,
+  :math:`M \ge M_\mathrm{lo}` (tested against the theory at integer points). The remaining
+  relaxation gap comes mostly from here when :math:`M_\mathrm{lo}` is small (:math:`B \approx M`);
 - the cycle time drops the rounding to clock periods of
   :meth:`bounds.timing.TimingModel.stage_time_s` (a ceiling, so the relaxed cycle time is never
   above the exact one, up to the timing model's relative rounding slack of 1e-9);
@@ -135,12 +138,16 @@ class GPModel:
 
 
 @cache
-def build_gp(mode: str, exponents: tuple) -> GPModel:
-    """Build (once per mode and exponents) the parametrised GP of the module docstring."""
+def build_gp(mode: str, exponents: tuple, shifted: bool = False) -> GPModel:
+    """Build (once per mode, exponents and ``shifted``) the parametrised GP of the module docstring.
+
+    ``shifted`` adds the tighter cycle minorant with :math:`\\kappa = 1 - 1/M_\\mathrm{lo} > 0`
+    (a zero :math:`\\kappa` is not a valid positive parameter, so it is a separate problem).
+    """
     v = {k: cp.Variable(pos=True, name=k) for k in ("M", "b", "K", "s", "tc")}
     count = cp.Variable(pos=True, name="B") if mode == "sync" else None
     names = ("a0", "c0", "f0", "eps", "t_read", "t_update", "work", "work_max", "m_lo", "m_hi",
-             "B_max", "b_max", "act_max", "act_total")
+             "B_max", "b_max", "act_max", "act_total", "kappa")
     p = {k: cp.Parameter(pos=True, name=k) for k in names}
     terms = []
     for (term, coef), exps in zip(
@@ -167,10 +174,12 @@ def build_gp(mode: str, exponents: tuple) -> GPModel:
     ]
     if count is not None:
         constraints += [1 <= count, count <= p["B_max"]]
-        objective = 2 * v["K"] * cp.maximum(count, v["M"]) * v["tc"]
+        first = count + p["kappa"] * v["M"] if shifted else count
+        objective = 2 * v["K"] * cp.maximum(first, v["M"]) * v["tc"]
         v["B"] = count
     else:
-        objective = 2 * cp.maximum(v["K"], v["M"]) * v["tc"]
+        first = v["K"] + p["kappa"] * v["M"] if shifted else v["K"]
+        objective = 2 * cp.maximum(first, v["M"]) * v["tc"]
     problem = cp.Problem(cp.Minimize(objective), constraints)
     if not problem.is_dgp(dpp=True):  # pragma: no cover - a structural error of this module
         raise RuntimeError("the planner relaxation is not a DPP geometric program")
@@ -207,7 +216,8 @@ def solve_relaxation(model, hardware, problem, eps, limits, modes, stage_range=N
         exps = tuple(
             (mono[t][1], mono[t][2], mono[t][3]) if mono[t][0] > 0 else None for t in _TERMS
         )
-        gp = build_gp(mode, exps)
+        kappa = 1 - 1 / stage_range.start
+        gp = build_gp(mode, exps, kappa > 0)
         par = gp.parameters
         settings = {
             "a0": mono["rate_a"][0], "c0": mono["rate_c"][0], "f0": mono["floor"][0],
@@ -217,6 +227,7 @@ def solve_relaxation(model, hardware, problem, eps, limits, modes, stage_range=N
             "B_max": float(limits.max_micro_batches), "b_max": float(limits.max_micro_batch_size),
             "act_max": max(float(np.max(model.activations)), 1e-12) / buffer,
             "act_total": max(float(np.sum(model.activations)), 1e-12) / buffer,
+            "kappa": kappa,
         }
         for key, value in settings.items():
             if value > 0:  # zero rate terms are left out of the compiled problem

@@ -227,7 +227,7 @@ def test_gp_is_dpp_and_re_solves_without_recompiling():
     # one compiled problem serves every eps: no new build after the first solve
     assert len(set(misses)) == 1
     mono = rate_monomials(ALGO["sync"], {**_values(hw), "L_s": 1.0}, 4)
-    gp = build_gp("sync", tuple(mono[t][1:] for t in ("rate_a", "rate_c", "floor")))
+    gp = build_gp("sync", tuple(mono[t][1:] for t in ("rate_a", "rate_c", "floor")), False)
     assert gp.problem.is_dgp(dpp=True)
     param_prog = gp.problem._cache.param_prog
     assert param_prog is not None  # compiled by the solves above and kept
@@ -258,15 +258,18 @@ def test_rate_monomials_are_minorants_of_the_theory(mode):
                 assert lower == pytest.approx(exact[term], rel=1e-12)
 
 
-def test_cycle_minorants_of_the_relaxation_hold_at_integer_points():
+@pytest.mark.parametrize("m_lo", [1, 2, 7])
+def test_cycle_minorants_of_the_relaxation_hold_at_integer_points(m_lo):
     import sympy as sp
 
     sync = sp.lambdify((K_SYM, M_SYM, B_SYM), cycles_for_iterations("sync"))
     asyn = sp.lambdify((K_SYM, M_SYM), cycles_for_iterations("async"))
+    kappa = 1 - 1 / m_lo
     grid = np.arange(1, 40)
-    k, m, b = np.meshgrid(grid, grid, grid, indexing="ij")
-    assert np.all(2 * k * np.maximum(b, m) <= sync(k, m, b))
-    assert np.all(2 * np.maximum(k, m) <= asyn(k, m))
+    k, m, b = np.meshgrid(grid, np.arange(m_lo, 40), grid, indexing="ij")
+    assert np.all(2 * k * np.maximum(b + kappa * m, m) <= sync(k, m, b))
+    assert np.all(2 * np.maximum(k + kappa * m, m) <= asyn(k, m))
+    assert np.any(2 * k * np.maximum(b + kappa * m, m) == sync(k, m, b))  # tight somewhere
 
 
 def test_relaxed_timing_is_below_the_clock_rounded_cycle_time():
