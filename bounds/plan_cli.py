@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+from collections import Counter
 from pathlib import Path
 
 from theory.errors import ParameterError
@@ -119,6 +120,16 @@ def _list_models() -> str:
     return "\n".join(rows)
 
 
+def _partition_summary(sizes) -> str:
+    """Layers per stage: the list for up to 16 stages, else counts (e.g. ``56 stages x 4``)."""
+    if len(sizes) <= 16:
+        return f"layers per stage {list(sizes)}"
+    counts = Counter(sizes)
+    return "layers per stage: " + ", ".join(
+        f"{n} stages x {size}" for size, n in sorted(counts.items(), key=lambda kv: -kv[1])
+    )
+
+
 def _seconds(value: float) -> str:
     return f"{value:.4g} s"
 
@@ -131,7 +142,7 @@ def format_plan(result: Plan) -> str:
         f"plan for model {result.model!r} at eps = {result.eps:g}",
         f"  mode                 {best.mode}",
         f"  stages M             {best.stages}",
-        f"  partition            layers per stage {list(sizes)}",
+        f"  partition            {_partition_summary(sizes)}",
         f"  slowest stage        {best.partition.bottleneck} MVMs per sample, "
         f"{best.cycle_time_s:.4g} s per cycle",
         f"  micro-batches B      {best.micro_batches}" + ("  (async: one per update)"
