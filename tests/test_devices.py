@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import sympy as sp
 from hypothesis import given
@@ -17,6 +18,7 @@ from theory.devices import (
     ExponentialStep,
     LinearStep,
     PowerStep,
+    ResponseFamily,
     SoftBounds,
     device_from_table,
     list_presets,
@@ -42,9 +44,35 @@ EXPECTED_PRESETS = [
     "idealized-constantstep", "reram-softbounds", "softbounds-tau1",
 ]
 
+_pos = st.floats(0.1, 5.0)
+_gamma01 = st.floats(0.0, 1.0)
+
+#: hypothesis strategies drawing a valid object of every family
+RESPONSES = {
+    "softbounds": st.builds(SoftBounds, tau=_pos),
+    "asymmetric-softbounds": st.builds(
+        AsymmetricSoftBounds, w_min=st.floats(-3.0, -0.1), w_max=st.floats(0.1, 3.0), up=_pos,
+        down=_pos),
+    "linear-step": st.builds(
+        LinearStep, w_min=st.floats(-3.0, -0.1), w_max=st.floats(0.1, 3.0), gamma_up=_gamma01,
+        gamma_down=_gamma01),
+    "power": st.builds(PowerStep, tau=_pos, pow_gamma=st.floats(0.2, 5.0)),
+    "exponential": st.builds(ExponentialStep, tau=_pos, gamma=st.floats(0.05, 10.0)),
+    "constant-step": st.builds(
+        lambda lo, width, up, down: ConstantStep(lo, lo + width, up, down),
+        st.floats(-3.0, 0.0), st.floats(0.1, 5.0), _pos, _pos),
+}
+any_response = st.one_of(*RESPONSES.values())
+
+
+def _at(response: ResponseFamily, frac: float) -> float:
+    """The point a fraction ``frac`` of the way through the response's range."""
+    return response.w_min + frac * (response.w_max - response.w_min)
+
+
 
 def test_examples_cover_every_family():
-    assert set(EXAMPLES) == set(FAMILIES)
+    assert set(EXAMPLES) == set(FAMILIES) == set(RESPONSES)
 
 
 # -- closed forms ---------------------------------------------------------------------------------
@@ -166,3 +194,118 @@ def test_bad_inputs_name_the_parameter():
         make_device("softbounds", tau=-1.0, dw_min=0.01)
     with pytest.raises(ParameterError, match="preset='nope'.*reram-softbounds"):
         load_preset("nope")
+
+
+# -- monotonicity (what makes Device.constants exact at the interval ends) ---------------------
+@pytest.mark.parametrize("family", FAMILIES)
+def test_monotone_responses_proved_symbolically(family):
+    """dq_+/dw <= 0 and dq_-/dw >= 0 for all admissible parameters, proved by sympy.
+
+    The derivative is taken at ``w = w_max (1 - x)`` (for q_+) and ``w = w_min (1 - x)`` (for q_-)
+    with ``x > 0``, i.e. anywhere inside the range; the exponential shape is written
+    ``gamma = log(1 + h)``, ``h > 0``, so that sympy knows ``exp(gamma) - 1 > 0``.
+    """
+    cls = FAMILIES[family]
+    syms = cls.symbols()
+    q_plus, q_minus = cls.symbolic()
+    lo, hi = (-syms["tau"], syms["tau"]) if "tau" in syms else (syms["w_min"], syms["w_max"])
+    x, h = sp.Symbol("x", positive=True), sp.Symbol("h", positive=True)
+    d_plus = sp.diff(q_plus, w).subs(w, hi * (1 - x))
+    d_minus = sp.diff(q_minus, w).subs(w, lo * (1 - x))
+    if "gamma" in syms:
+        d_plus, d_minus = (d.subs(syms["gamma"], sp.log(1 + h)) for d in (d_plus, d_minus))
+    assert d_plus.is_nonpositive is True
+    assert d_minus.is_nonnegative is True
+
+
+@given(response=any_response)
+def test_monotone_on_a_dense_grid(response):
+    grid = np.linspace(response.w_min, response.w_max, 2001)
+    f = response.compiled()
+    assert np.all(np.diff(f.q_plus(grid)) <= 1e-12)
+    assert np.all(np.diff(f.q_minus(grid)) >= -1e-12)
+    assert np.all(np.diff(f.G(grid)) >= -1e-12)
+
+
+# -- compiled numpy equals sympy -----------------------------------------------------------------
+@given(response=any_response, frac=st.floats(1e-5, 1.0 - 1e-5))
+def test_compiled_equals_subs(response, frac):
+    """Agreement to 1e-10 relative. Within ``frac`` of a bound, ``1 - w/w_max`` loses about
+    ``eps/frac`` relative accuracy to cancellation in floating point (a conditioning limit, not a
+    compilation error), so points are drawn at least 1e-5 of the range inside; the bounds
+    themselves are checked by ``test_compiled_is_finite_at_the_bounds``."""
+    x = _at(response, frac)
+    dev = Device("d", response, dw_min=1e-3 * (response.w_max - response.w_min))
+    exact = sp.Float(x, 30)
+    pairs = [
+        (dev.q_plus, response.q_plus_expr), (dev.q_minus, response.q_minus_expr),
+        (dev.F, response.F_expr), (dev.G, response.G_expr),
+        (dev.saturation, response.saturation_expr),
+    ]
+    for fn, expr in pairs:
+        assert float(fn(x)) == pytest.approx(float(expr.subs(w, exact)), rel=1e-10, abs=1e-12)
+
+
+@pytest.mark.parametrize("response", EXAMPLES.values(), ids=EXAMPLES.keys())
+def test_compiled_keeps_the_shape(response):
+    grid = np.zeros((2, 3))
+    for fn in response.compiled():
+        assert np.shape(fn(grid)) == (2, 3)
+        assert np.ndim(fn(0.0)) == 0
+
+
+@pytest.mark.parametrize("response", EXAMPLES.values(), ids=EXAMPLES.keys())
+def test_compiled_is_finite_at_the_bounds(response):
+    ends = np.array([response.w_min, response.w_max])
+    for fn in response.compiled():
+        assert np.all(np.isfinite(fn(ends)))
+    if not isinstance(response, LinearStep | ConstantStep):  # responses that vanish at the bounds
+        assert response.compiled().q_plus(response.w_max) == 0.0
+        assert response.compiled().q_minus(response.w_min) == 0.0
+
+
+def test_compilation_is_cached_per_equal_object():
+    assert SoftBounds(tau=2.0).compiled() is SoftBounds(tau=2).compiled()
+    assert SoftBounds(tau=2.0).compiled() is not SoftBounds(tau=3.0).compiled()
+
+
+# -- symmetric points over drawn parameters ------------------------------------------------------
+@given(response=st.one_of(*(RESPONSES[k] for k in FAMILIES if k != "constant-step")))
+def test_drawn_closed_form_symmetric_point_equals_numeric_root(response):
+    closed = response.symmetric_point()
+    assert response.w_min <= closed <= response.w_max
+    assert closed == pytest.approx(response.numeric_symmetric_point(), abs=1e-10)
+    scale = float(response.compiled().q_plus(_at(response, 0.0)))  # the largest |q|
+    assert abs(float(response.compiled().G(closed))) <= 1e-12 * max(scale, 1.0)
+
+
+def test_linear_step_without_slopes_is_symmetric_everywhere():
+    flat = LinearStep(w_min=-1.0, w_max=3.0, gamma_up=0.0, gamma_down=0.0)
+    assert flat.G_expr == 0
+    assert flat.symmetric_point() == flat.numeric_symmetric_point() == 1.0
+
+
+# -- constants over an interval ------------------------------------------------------------------
+@given(response=any_response, a=st.floats(0.0, 1.0), b=st.floats(0.0, 1.0))
+def test_constants_equal_dense_grid(response, a, b):
+    lo, hi = sorted((_at(response, 0.02 + 0.96 * a), _at(response, 0.02 + 0.96 * b)))
+    dev = Device("d", response, dw_min=1e-3 * (response.w_max - response.w_min))
+    c = dev.constants(lo, hi)
+    grid = np.linspace(lo, hi, 4001)
+    qp, qm, g = dev.q_plus(grid), dev.q_minus(grid), dev.G(grid)
+    assert c.q_min == pytest.approx(min(qp.min(), qm.min()), rel=1e-12, abs=1e-14)
+    assert c.q_max == pytest.approx(max(qp.max(), qm.max()), rel=1e-12, abs=1e-14)
+    assert c.G_inf == pytest.approx(np.abs(g).max(), rel=1e-12, abs=1e-14)
+    assert (c.w_lo, c.w_hi) == (lo, hi)
+
+
+def test_constants_reject_bad_intervals():
+    dev = make_device("asymmetric-softbounds", w_min=-0.75, w_max=1.25, dw_min=0.002)
+    with pytest.raises(ParameterError, match="w_hi=1.25"):
+        dev.constants(-0.5, 1.25)  # q_+ = 0 at w_max
+    with pytest.raises(ParameterError, match="w_lo=-1"):
+        dev.constants(-1.0, 0.5)  # leaves the range
+    with pytest.raises(ParameterError, match="w_hi=-0.5"):
+        dev.constants(0.0, -0.5)  # empty interval
+    lin = load_preset("capacitor-linearstep")  # q stays > 0 up to the hard bounds
+    assert lin.constants(-1.0, 1.0).q_min == pytest.approx(0.95)

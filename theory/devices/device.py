@@ -12,11 +12,8 @@ assumption A3 on a weight interval: :math:`q_{\min}`, :math:`q_{\max}` and
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import MISSING, dataclass, fields
-from functools import cache
 from numbers import Real
-from typing import NamedTuple
 
 import numpy as np
 import sympy as sp
@@ -54,39 +51,6 @@ class DeviceConstants:
     G_inf: float | sp.Expr
     w_lo: float | sp.Expr
     w_hi: float | sp.Expr
-
-
-class _Compiled(NamedTuple):
-    q_plus: Callable
-    q_minus: Callable
-    F: Callable
-    G: Callable
-    saturation: Callable
-
-
-def _vectorised(expr: sp.Expr) -> Callable:
-    """``lambdify`` once; constant expressions still return an array shaped like the input."""
-    fn = sp.lambdify(w, expr, "numpy")
-    if w in expr.free_symbols:
-        return fn
-    value = float(expr)
-
-    def constant(x):
-        return np.full(np.shape(x), value) if np.ndim(x) else value
-
-    return constant
-
-
-@cache
-def _compiled(response: ResponseFamily) -> _Compiled:
-    """The numpy evaluators of one response object (compiled once, cached on the object)."""
-    return _Compiled(
-        _vectorised(response.q_plus_expr),
-        _vectorised(response.q_minus_expr),
-        _vectorised(response.F_expr),
-        _vectorised(response.G_expr),
-        _vectorised(response.saturation_expr),
-    )
 
 
 @dataclass(frozen=True)
@@ -163,23 +127,23 @@ class Device:
     # -- compiled responses -------------------------------------------------------------------
     def q_plus(self, x):
         """:math:`q_+(x)`, element-wise (numpy, compiled once)."""
-        return _compiled(self.response).q_plus(x)
+        return self.response.compiled().q_plus(x)
 
     def q_minus(self, x):
         """:math:`q_-(x)`, element-wise."""
-        return _compiled(self.response).q_minus(x)
+        return self.response.compiled().q_minus(x)
 
     def F(self, x):
         """:math:`F(x) = (q_-(x) + q_+(x))/2`, element-wise."""
-        return _compiled(self.response).F(x)
+        return self.response.compiled().F(x)
 
     def G(self, x):
         """:math:`G(x) = (q_-(x) - q_+(x))/2`, element-wise."""
-        return _compiled(self.response).G(x)
+        return self.response.compiled().G(x)
 
     def saturation(self, x):
         """:math:`S(x) = q_+(x) q_-(x)`, element-wise."""
-        return _compiled(self.response).saturation(x)
+        return self.response.compiled().saturation(x)
 
     def symmetric_point(self) -> float:
         """The symmetric point :math:`w^\\star` (see :meth:`ResponseFamily.symmetric_point`)."""

@@ -21,9 +21,10 @@ with sympy derivatives. Weights are in the device's normalised units (dimensionl
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import cache
-from typing import ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import sympy as sp
@@ -39,7 +40,9 @@ __all__ = [
     "LinearStep",
     "PowerStep",
     "ResponseFamily",
+    "Responses",
     "SoftBounds",
+    "expressions",
     "w",
 ]
 
@@ -104,27 +107,36 @@ class ResponseFamily(ABC):
     @property
     def q_plus_expr(self) -> sp.Expr:
         """:math:`q_+(w)`, the relative size of an up pulse, with the parameter values (exact)."""
-        return _expressions(self)[0]
+        return expressions(self).q_plus
 
     @property
     def q_minus_expr(self) -> sp.Expr:
         """:math:`q_-(w)`, the relative size of a down pulse, with the parameter values (exact)."""
-        return _expressions(self)[1]
+        return expressions(self).q_minus
 
     @property
     def F_expr(self) -> sp.Expr:
         r""":math:`F = (q_- + q_+)/2`, the symmetric part of the response."""
-        return sp.simplify((self.q_minus_expr + self.q_plus_expr) / 2)
+        return expressions(self).F
 
     @property
     def G_expr(self) -> sp.Expr:
         r""":math:`G = (q_- - q_+)/2`, the asymmetric part (the bias of analog updates)."""
-        return sp.simplify((self.q_minus_expr - self.q_plus_expr) / 2)
+        return expressions(self).G
 
     @property
     def saturation_expr(self) -> sp.Expr:
         r""":math:`S = q_+ q_-`, the saturation (zero where a pulse direction is dead)."""
-        return sp.expand(self.q_plus_expr * self.q_minus_expr)
+        return expressions(self).saturation
+
+    def compiled(self) -> Responses:
+        """The five responses as numpy functions of ``w`` (cached per object).
+
+        ``lambdify`` runs once per family, with the parameters as arguments; this object binds
+        its values. Each function accepts a scalar or an array and returns a float or an array of
+        the same shape (also for constant responses); outside the range the result may be NaN.
+        """
+        return _compiled(self)
 
     # -- symmetric point -----------------------------------------------------------------------
     @classmethod
@@ -165,12 +177,16 @@ class ResponseFamily(ABC):
     def numeric_symmetric_point(self, xtol: float = 1e-14) -> float:
         """The root of :math:`G` on the device range by scipy's ``brentq`` (monotone :math:`G`).
 
+        As :meth:`symmetric_point`, the range midpoint where :math:`G \\equiv 0`.
+
         Raises
         ------
         ParameterError
             When :math:`G` does not change sign on the range (no symmetric point).
         """
-        g = sp.lambdify(w, self.G_expr, "numpy")
+        if self.G_expr == 0:
+            return 0.5 * (self.w_min + self.w_max)
+        g = self.compiled().G
         lo, hi = self.w_min, self.w_max
         g_lo, g_hi = float(g(lo)), float(g(hi))
         if g_lo == 0.0:
@@ -448,11 +464,61 @@ FAMILIES: dict[str, type[ResponseFamily]] = {
 }
 
 
+class Responses(NamedTuple):
+    """The responses of one family object: sympy expressions or their numpy compilations."""
+
+    q_plus: Any
+    q_minus: Any
+    F: Any
+    G: Any
+    saturation: Any
+
+
 @cache
-def _expressions(response: ResponseFamily) -> tuple[sp.Expr, sp.Expr]:
-    """``(q_plus, q_minus)`` of one response object with exact rational parameters (cached)."""
+def expressions(response: ResponseFamily) -> Responses:
+    """The sympy responses of one family object, parameters as exact rationals (cached)."""
     values = {name: _exact(v) for name, v in response.params().items()}
-    return type(response).responses(w, **values)
+    q_plus, q_minus = type(response).responses(w, **values)
+    return Responses(
+        q_plus=q_plus,
+        q_minus=q_minus,
+        F=(q_minus + q_plus) / 2,
+        G=(q_minus - q_plus) / 2,
+        saturation=q_plus * q_minus,
+    )
+
+
+@cache
+def _family_compiled(cls: type[ResponseFamily]) -> Responses:
+    """The five responses of a family, lambdified once in ``(w, *parameters)``.
+
+    Compiling with the parameters as arguments (not as exact rationals) keeps the float arithmetic
+    exact at the bounds: ``1 - w/w_max`` is exactly 0 at ``w = w_max``, so a fractional power of it
+    is 0 there, not NaN.
+    """
+    q_plus, q_minus = cls.symbolic()
+    args = (w, *cls.symbols().values())
+    exprs = (q_plus, q_minus, (q_minus + q_plus) / 2, (q_minus - q_plus) / 2, q_plus * q_minus)
+    return Responses(*(sp.lambdify(args, expr, "numpy") for expr in exprs))
+
+
+def _bind(fn: Callable, params: tuple[float, ...]) -> Callable:
+    """``fn(x, *params)`` as a function of ``x`` alone, with numpy semantics and ``x``'s shape."""
+
+    def response(x):
+        x = np.asarray(x, dtype=float)
+        out = np.asarray(fn(x, *params), dtype=float)
+        if out.shape != x.shape:  # a constant response
+            out = np.full(x.shape, out)
+        return out[()] if x.ndim == 0 else out
+
+    return response
+
+
+@cache
+def _compiled(response: ResponseFamily) -> Responses:
+    params = tuple(response.params().values())
+    return Responses(*(_bind(fn, params) for fn in _family_compiled(type(response))))
 
 
 @cache
