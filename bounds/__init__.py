@@ -1,3 +1,51 @@
-"""Numeric use of the theory for given hardware: parameters, presets, evaluation, planning."""
+"""Numeric use of the theory for given hardware: parameters, presets, evaluation, planning.
 
-__all__: list[str] = []
+- :mod:`bounds.params`: ``HardwareParams``, ``ProblemParams``, ``PipelineConfig``, presets, TOML;
+- :mod:`bounds.timing`: the one timing model turning clock cycles into seconds;
+- :mod:`bounds.evaluate`: ``evaluate`` one bound, ``compare`` all of them side by side;
+- :mod:`bounds.models`, :mod:`bounds.partition`, :mod:`bounds.planner`: the planner.
+"""
+
+from .evaluate import BoundResult, Comparison, compare, evaluate
+from .models import Layer, Model, list_models, load_model
+from .params import (
+    BoundsConfig,
+    HardwareParams,
+    PipelineConfig,
+    ProblemParams,
+    dump_config,
+    from_preset,
+    load_config,
+)
+from .partition import Partition, best_partition, in_flight
+from .planner import Candidate, Plan, PlanHardware, PlanLimits, Relaxed, plan, time_grid
+from .timing import TimingModel
+
+__all__ = [
+    "BoundResult",
+    "BoundsConfig",
+    "Candidate",
+    "Comparison",
+    "HardwareParams",
+    "Layer",
+    "Model",
+    "Partition",
+    "PipelineConfig",
+    "Plan",
+    "PlanHardware",
+    "PlanLimits",
+    "ProblemParams",
+    "Relaxed",
+    "TimingModel",
+    "best_partition",
+    "compare",
+    "dump_config",
+    "evaluate",
+    "from_preset",
+    "in_flight",
+    "list_models",
+    "load_config",
+    "load_model",
+    "plan",
+    "time_grid",
+]
