@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -26,6 +28,7 @@ from theory.devices import (
     make_device,
     preset_table,
     soft_bounds_constants,
+    validate_timing,
     w,
 )
 from theory.errors import ParameterError
@@ -309,3 +312,101 @@ def test_constants_reject_bad_intervals():
         dev.constants(0.0, -0.5)  # empty interval
     lin = load_preset("capacitor-linearstep")  # q stays > 0 up to the hard bounds
     assert lin.constants(-1.0, 1.0).q_min == pytest.approx(0.95)
+
+
+# -- presets against paper-notes section 5 -------------------------------------------------------
+#: (family, range, dw_min, extra family parameters) as listed in paper-notes section 5
+NOTES_SECTION_5 = {
+    "reram-softbounds": ("asymmetric-softbounds", (-0.75, 1.25), 0.002, {}),
+    "ecram-linearstep": ("linear-step", (-0.8276, 1.1724), 0.002,
+                         {"gamma_up": 0.1153, "gamma_down": 0.5085}),
+    "capacitor-linearstep": ("linear-step", (-1.0, 1.0), 0.005,
+                             {"gamma_up": 0.05, "gamma_down": 0.05}),
+    "idealized-constantstep": ("constant-step", (-1.0, 1.0), 0.0002, {}),
+    "gokmen-vlasov-constantstep": ("constant-step", (-1.0, 1.0), 0.0016, {}),
+    "softbounds-tau1": ("softbounds", (-1.0, 1.0), 0.001, {"tau": 1.0}),
+}
+
+
+@pytest.mark.parametrize("name", EXPECTED_PRESETS)
+def test_preset_numbers_match_the_notes(name):
+    family, (lo, hi), dw_min, extra = NOTES_SECTION_5[name]
+    dev = load_preset(name)
+    assert (dev.family, dev.w_min, dev.w_max, dev.dw_min) == (family, lo, hi, dw_min)
+    for key, value in extra.items():
+        assert getattr(dev.response, key) == value
+    assert dev.symmetric_point() == 0.0  # every preset is calibrated to its symmetry point
+    timing = preset_table(name)["timing"]
+    assert timing == {"clock_hz": 1e9, "read_time_s": 80e-9, "pulse_width_s": 1e-9,
+                      "bit_length": 10, "tile_rows": 128, "tile_cols": 128}
+
+
+def test_reram_cycle_to_cycle_noise_is_stored_as_given():
+    assert load_preset("reram-softbounds").dw_min_std == 3.75
+
+
+def test_preset_table_is_a_copy():
+    table = preset_table("softbounds-tau1")
+    table["device"]["tau"] = 5.0
+    assert preset_table("softbounds-tau1")["device"]["tau"] == 1.0
+
+
+# -- tables and bad inputs -----------------------------------------------------------------------
+def test_device_from_table_round_trip_and_errors():
+    table = {"family": "power", "name": "p", "tau": 2.0, "pow_gamma": 1.5, "dw_min": 0.01,
+             "desired_bl": 10}
+    dev = device_from_table(table)
+    assert dev == make_device("power", name="p", tau=2.0, pow_gamma=1.5, dw_min=0.01,
+                              desired_bl=10)
+    with pytest.raises(ParameterError, match="unknown device key.*w_max.*valid keys: .*pow_gamma"):
+        device_from_table({**table, "w_max": 1.0})
+    with pytest.raises(ParameterError, match="'family'"):
+        device_from_table({"tau": 1.0, "dw_min": 0.01})
+    with pytest.raises(ParameterError, match="dw_min"):
+        device_from_table({"family": "softbounds", "tau": 1.0})
+    with pytest.raises(ParameterError, match="needs pow_gamma"):
+        device_from_table({"family": "power", "tau": 1.0, "dw_min": 0.01})
+
+
+def test_validate_timing_rejects_unknown_keys():
+    assert validate_timing({"clock_hz": 2e9}) == {"clock_hz": 2e9}
+    with pytest.raises(ParameterError, match="clock_ghz.*valid keys: clock_hz"):
+        validate_timing({"clock_ghz": 2.0})
+
+
+@pytest.mark.parametrize(("factory", "param"), [
+    (lambda: SoftBounds(tau=0.0), "tau"),
+    (lambda: SoftBounds(tau=float("nan")), "tau"),
+    (lambda: AsymmetricSoftBounds(w_min=0.5, w_max=1.0), "w_min"),
+    (lambda: AsymmetricSoftBounds(w_min=-0.5, w_max=-0.1), "w_max"),
+    (lambda: AsymmetricSoftBounds(w_min=-0.5, w_max=1.0, up=0.0), "up"),
+    (lambda: AsymmetricSoftBounds(w_min=-0.5, w_max=1.0, down=-1.0), "down"),
+    (lambda: LinearStep(w_min=-1.0, w_max=1.0, gamma_up=1.5, gamma_down=0.1), "gamma_up"),
+    (lambda: LinearStep(w_min=-1.0, w_max=1.0, gamma_up=0.1, gamma_down=-0.1), "gamma_down"),
+    (lambda: PowerStep(tau=1.0, pow_gamma=0.0), "pow_gamma"),
+    (lambda: ExponentialStep(tau=1.0, gamma=-2.0), "gamma"),
+    (lambda: ExponentialStep(tau="1", gamma=2.0), "tau"),
+    (lambda: ConstantStep(w_min=1.0, w_max=1.0), "w_max"),
+    (lambda: Device("d", SoftBounds(1.0), dw_min=0.0), "dw_min"),
+    (lambda: Device("d", SoftBounds(1.0), dw_min=3.0), "dw_min"),
+    (lambda: Device("d", SoftBounds(1.0), dw_min=0.01, dw_min_std=-0.1), "dw_min_std"),
+    (lambda: Device("d", SoftBounds(1.0), dw_min=0.01, dw_min_dtod=-1.0), "dw_min_dtod"),
+    (lambda: Device("d", SoftBounds(1.0), dw_min=0.01, w_bounds_dtod=-1.0), "w_bounds_dtod"),
+    (lambda: Device("d", SoftBounds(1.0), dw_min=0.01, desired_bl=2.5), "desired_bl"),
+    (lambda: Device("d", SoftBounds(1.0), dw_min=0.01, desired_bl=0), "desired_bl"),
+    (lambda: Device("", SoftBounds(1.0), dw_min=0.01), "name"),
+    (lambda: Device("d", "softbounds", dw_min=0.01), "response"),
+])
+def test_bad_parameters_are_named(factory, param):
+    with pytest.raises(ParameterError, match=rf"^{param}="):
+        factory()
+
+
+def test_objects_are_frozen_and_hashable():
+    dev = load_preset("ecram-linearstep")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        dev.dw_min = 1.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        dev.response.gamma_up = 0.2
+    assert hash(dev) == hash(load_preset("ecram-linearstep"))
+    assert isinstance(SoftBounds(tau=2).tau, float)

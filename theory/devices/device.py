@@ -77,7 +77,9 @@ class Device:
         Device-to-device std of the bounds ``w_min``, ``w_max`` in weight units (aihwkit's relative
         ``w_min_dtod * |w_min|``, ``w_max_dtod * w_max``), >= 0.
     desired_bl : int
-        Pulses per update (bit length, aihwkit ``desired_bl``), >= 1.
+        Pulses per update (bit length, aihwkit ``desired_bl``; default 31, aihwkit's
+        ``UpdateParameters`` default), >= 1. The ``[timing]`` table's ``bit_length`` (10, Gokmen &
+        Vlasov 2016) is the hardware timing figure used to convert updates to seconds.
     """
 
     name: str

@@ -16,6 +16,10 @@ is available for every family and tested against it.
 All families here are monotone on their range: :math:`q_+` non-increasing and :math:`q_-`
 non-decreasing in :math:`w` (so :math:`G` is non-decreasing); ``tests/test_devices.py`` proves it
 with sympy derivatives. Weights are in the device's normalised units (dimensionless).
+
+Numbers: the ``*_expr`` properties hold the parameter values as exact rationals of their decimal
+form (``0.1153 -> 1153/10000``); :meth:`ResponseFamily.compiled` gives numpy functions, lambdified
+once per family with the parameters as arguments and bound per object (both cached).
 """
 
 from __future__ import annotations
