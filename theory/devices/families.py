@@ -193,6 +193,8 @@ class ResponseFamily(ABC):
         g = self.compiled().G
         lo, hi = self.w_min, self.w_max
         g_lo, g_hi = float(g(lo)), float(g(hi))
+        if g_lo == 0.0 and g_hi == 0.0:  # monotone G vanishing at both ends: G = 0 in floats
+            return 0.5 * (lo + hi)
         if g_lo == 0.0:
             return lo
         if g_hi == 0.0:
