@@ -50,7 +50,7 @@ import numpy as np
 import sympy as sp
 from scipy.optimize import brentq, minimize_scalar
 
-from theory.complexity import evaluate_complexity
+from theory.complexity import PARAMETER_RANGES, evaluate_complexity
 from theory.errors import ParameterError, UnreachableTargetError, check_range
 from theory.symbols import K as K_SYM
 from theory.symbols import alpha as ALPHA_SYM
@@ -97,6 +97,9 @@ ORACLE_PROBLEMS = ("quadratic", "least-squares")
 
 #: bumped when the meaning of a cached check changes (part of every sweep point)
 VERIFY_FORMAT = 1
+
+#: cycles_to_eps simulates this many updates first, doubling until every seed reaches eps
+_FIRST_STEPS = 512
 
 #: a theta this close to 0 stands for the limit theta -> 0+
 _THETA_TINY = 1e-12
@@ -503,7 +506,7 @@ def predicted_cycles(name: str, eps: float, constants: dict):
     theta's floor count as infinitely many cycles). Returns ``(result, theta)``.
     """
     required = set(get_bound(name).parameters)
-    values = {p: v for p, v in constants.items() if p in required}
+    values = {p: v for p, v in constants.items() if p in PARAMETER_RANGES}
 
     def at(theta):
         kwargs = values | ({"theta": theta} if theta is not None else {})
@@ -566,16 +569,21 @@ def cycles_to_eps(
         config = replace(config, lr=float(result.step), steps=int(result.iterations_int))
     else:
         config = replace(config, lr=check_range("lr", lr, 0, None, low_open=True))
-    trace = run(replace(config, log_every=1))
+    steps = min(config.steps, _FIRST_STEPS)
+    while True:  # a run's iterates are a prefix of a longer run's: double until every seed hits
+        trace = run(replace(config, steps=steps, log_every=1))
+        gn2 = trace.grad_norm2[:, :-1]  # iterates 0..steps-1 (log_every = 1)
+        running = np.cumsum(gn2, axis=1) / np.arange(1, gn2.shape[1] + 1)
+        hit = running <= eps
+        if hit.any(axis=1).all() or steps == config.steps:
+            break
+        steps = min(2 * steps, config.steps)
     w_lo, w_hi = float(trace.w_min_visited.min()), float(trace.w_max_visited.max())
     if w_lo < region[0] or w_hi > region[1]:
         raise ParameterError(
             f"the run visited [{w_lo:g}, {w_hi:g}], outside region=({region[0]:g}, {region[1]:g}) "
             "on which the predicted constants were computed; widen the region"
         )
-    gn2 = trace.grad_norm2[:, :-1]  # iterates 0..K-1 (log_every = 1)
-    running = np.cumsum(gn2, axis=1) / np.arange(1, gn2.shape[1] + 1)
-    hit = running <= eps
     first = np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, 0)  # K = index + 1
     cycles = cycles_after(config.mode, config.stages, config.micro_batches, first).astype(float)
     cycles[first == 0] = np.nan
