@@ -23,6 +23,7 @@ from theory.devices import (
     ResponseFamily,
     SoftBounds,
     device_from_table,
+    device_to_table,
     list_presets,
     load_preset,
     make_device,
@@ -410,3 +411,10 @@ def test_objects_are_frozen_and_hashable():
         dev.response.gamma_up = 0.2
     assert hash(dev) == hash(load_preset("ecram-linearstep"))
     assert isinstance(SoftBounds(tau=2).tau, float)
+
+
+@given(response=any_response, dw_frac=st.floats(1e-4, 1.0), std=st.floats(0.0, 5.0))
+def test_device_table_round_trip(response, dw_frac, std):
+    dev = Device("user", response, dw_min=dw_frac * (response.w_max - response.w_min),
+                 dw_min_std=std, desired_bl=7)
+    assert device_from_table(device_to_table(dev)) == dev

@@ -8,7 +8,8 @@ r"""Device response models: response-function families, devices, and named prese
   compiled once and cached), :class:`DeviceConstants` (:math:`q_{\min}, q_{\max}, G_\infty` on a
   weight interval), :func:`make_device`, :func:`soft_bounds_constants`.
 - :mod:`theory.devices.presets`: the TOML presets of ``theory/presets/`` (paper-notes section 5):
-  :func:`list_presets`, :func:`load_preset`, :func:`preset_table`, :func:`device_from_table`.
+  :func:`list_presets`, :func:`load_preset`, :func:`preset_table`, :func:`device_from_table`,
+  :func:`device_to_table`.
 """
 
 from .device import DEVICE_FIELDS, Device, DeviceConstants, make_device, soft_bounds_constants
@@ -26,6 +27,7 @@ from .families import (
 from .presets import (
     TIMING_KEYS,
     device_from_table,
+    device_to_table,
     list_presets,
     load_preset,
     preset_table,
@@ -46,6 +48,7 @@ __all__ = [
     "SoftBounds",
     "TIMING_KEYS",
     "device_from_table",
+    "device_to_table",
     "list_presets",
     "load_preset",
     "make_device",

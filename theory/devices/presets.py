@@ -21,6 +21,7 @@ __all__ = [
     "PRESET_TABLES",
     "TIMING_KEYS",
     "device_from_table",
+    "device_to_table",
     "list_presets",
     "load_preset",
     "preset_table",
@@ -106,3 +107,9 @@ def device_from_table(table: dict[str, Any]) -> Device:
             raise ParameterError(f"unknown device key(s) {', '.join(unknown)} for family "
                                  f"{family!r}; valid keys: {', '.join(valid)}")
     return make_device(family, **params)
+
+
+def device_to_table(device: Device) -> dict[str, Any]:
+    """The ``[device]`` table of a device (:func:`device_from_table` gives back an equal one)."""
+    pulse = {key: getattr(device, key) for key in DEVICE_FIELDS}
+    return {"name": device.name, "family": device.family, **device.response.params(), **pulse}
