@@ -83,6 +83,14 @@ def test_stages_partition_layers_evenly_and_contiguously(problem, stages):
     for prev, nxt in zip(network.weight_slices, network.weight_slices[1:], strict=False):
         assert prev.stop == nxt.start
     assert network.n_weights == sum(layer.w_size for layer in network.layers)
+    # the per-layer views write through to the flat arrays (gradients are written through them)
+    w, c = np.zeros((2, network.n_weights)), np.zeros((2, network.n_biases))
+    views = network.views(w, c)
+    last = network.stages[-1][-1]
+    views[-1].weights[-1][...] = 1.0
+    views[-1].biases[-1][...] = 2.0
+    assert w.sum() == 2 * last.w_size and np.all(w[:, -last.w_size:] == 1.0)
+    assert c.sum() == 2 * 2 * last.fan_out and np.all(c[:, -last.fan_out:] == 2.0)
 
 
 def test_bad_network_inputs_name_the_parameter():
