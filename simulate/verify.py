@@ -248,10 +248,11 @@ def _base_constants(config: SimConfig, L: float, Delta: float, sigma2: float) ->
     }
 
 
-def _device_constants(config: SimConfig, w_lo: float, w_hi: float) -> dict:
-    """``q_min``, ``q_max``, ``G_inf`` on ``[w_lo, w_hi]``; the run must not have hit the range."""
+def _device_constants(config: SimConfig, w_lo: float, w_hi: float, *, visited: bool) -> dict:
+    """``q_min``, ``q_max``, ``G_inf`` on ``[w_lo, w_hi]``; a visited region must not touch the
+    device range (the update would have been clipped)."""
     device = device_from_config(config)
-    if w_lo <= device.w_min or w_hi >= device.w_max:
+    if visited and (w_lo <= device.w_min or w_hi >= device.w_max):
         raise ParameterError(
             f"the weights reached the device range [{device.w_min:g}, {device.w_max:g}] (visited "
             f"[{w_lo:g}, {w_hi:g}]): the update was clipped, outside the theorems' model (A3)"
@@ -274,7 +275,7 @@ def step_cap(name: str, config: SimConfig, w_lo: float, w_hi: float) -> float:
     problem = make_problem(config)
     values = _base_constants(config, problem.L, problem.Delta, problem.sigma2)
     if config.algorithm == "analog":
-        values |= _device_constants(config, w_lo, w_hi)
+        values |= _device_constants(config, w_lo, w_hi, visited=False)
     c = _compiled(name)
     return 1.0 / float(c.inv_cap(0.0, *[values[p] for p in c.params]))
 
@@ -285,7 +286,7 @@ def _constants_of_run(name: str, config: SimConfig, trace: Trace) -> dict:
     w_lo, w_hi = float(np.min(trace.w_min_visited)), float(np.max(trace.w_max_visited))
     values |= {"w_lo": w_lo, "w_hi": w_hi}
     if config.algorithm == "analog":
-        values |= _device_constants(config, w_lo, w_hi)
+        values |= _device_constants(config, w_lo, w_hi, visited=True)
     return values
 
 
@@ -563,7 +564,7 @@ def cycles_to_eps(
     if region is None:
         region = (-2 * W_STAR_SCALE, 2 * W_STAR_SCALE)
     if config.algorithm == "analog":
-        values |= _device_constants(config, *region)
+        values |= _device_constants(config, *region, visited=False)
     result, theta = predicted_cycles(name, eps, values)
     if lr == "theory":
         config = replace(config, lr=float(result.step), steps=int(result.iterations_int))

@@ -1,0 +1,290 @@
+"""Unit tests of simulate.verify and the ``aimc-pipeline verify`` command."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from paper_figures.cli import main
+from simulate import verify, verify_cli
+from simulate.analog import device_from_config
+from simulate.engine import cycles_after, run
+from simulate.verify import (
+    ALGORITHM_OF,
+    Check,
+    check_bound,
+    config_for,
+    cycles_to_eps,
+    empirical_floor,
+    predicted_cycles,
+    run_suite,
+    step_cap,
+    suite_points,
+    tightest_theta,
+)
+from theory.complexity import evaluate_complexity
+from theory.errors import ParameterError
+from theory.theorems import get_bound
+
+SMALL = dict(steps=120, seeds=4, log_every=120)
+
+
+def _symbolic(name: str, expr_attr: str, values: dict) -> float:
+    """A registry expression evaluated by sympy substitution (not the lambdified path)."""
+    expr = getattr(get_bound(name), expr_attr)
+    subs = {s: values[s.name] for s in expr.free_symbols}
+    return float(expr.subs(subs).evalf(30))
+
+
+# ------------------------------------------------------------------------------------------------
+# theta
+
+
+AP_CONSTANTS = dict(L=1.0, L_s=1.0, Delta=0.2, sigma2=1.0, b=1, D=3, q_min=0.6, q_max=1.4,
+                    G_inf=0.4)
+
+
+def test_tightest_theta_is_admissible_and_minimal_on_a_grid():
+    lr, steps = 0.004, 1000
+    theta, bound = tightest_theta("analog_sgd_ap", lr, steps, AP_CONSTANTS)
+    values = AP_CONSTANTS | {"theta": theta, "K": steps, "alpha": lr}
+    assert lr * _symbolic("analog_sgd_ap", "inv_step_cap", values) <= 1 + 1e-12
+    assert bound == pytest.approx(_symbolic("analog_sgd_ap", "expr", values), rel=1e-12)
+    theta_sym = next(s for s in get_bound("analog_sgd_ap").expr.free_symbols if s.name == "theta")
+
+    def univariate(attr):  # every constant substituted, then a function of theta alone
+        expr = getattr(get_bound("analog_sgd_ap"), attr)
+        expr = expr.subs({s: values[s.name] for s in expr.free_symbols if s.name != "theta"})
+        return sp.lambdify(theta_sym, expr, "numpy")
+
+    grid = np.linspace(1e-4, 1 - 1e-4, 4001)
+    cap, expr = univariate("inv_step_cap"), univariate("expr")
+    admissible = [t for t in grid if lr * cap(t) <= 1]
+    assert admissible, "the grid must contain admissible thetas"
+    brute = min(expr(t) for t in admissible)
+    assert bound <= brute * (1 + 1e-9)
+    assert 0 < theta < max(admissible) + 1e-3  # interior optimum for Theorem 4 here
+
+
+def test_tightest_theta_of_theorem_2_is_the_cap_root():
+    """Theorem 2's bound decreases in theta, so the best theta puts alpha exactly at the cap."""
+    constants = dict(L=1.0, Delta=0.2, sigma2=1.0, n=2, q_min=0.6, q_max=1.4, G_inf=0.4)
+    lr = 0.1
+    theta, _ = tightest_theta("analog_sgd", lr, 500, constants)
+    cap = _symbolic("analog_sgd", "inv_step_cap", constants | {"theta": theta})
+    assert lr * cap == pytest.approx(1.0, rel=1e-8)
+
+
+def test_inadmissible_step_raises_and_digital_has_no_theta():
+    constants = dict(L=1.0, Delta=0.2, sigma2=1.0, n=2, q_min=0.6, q_max=1.4, G_inf=0.4)
+    sup = 0.6 / 1.4**2  # q_min / (L q_max^2), the cap at theta -> 0
+    with pytest.raises(ParameterError, match="lr=0.31 is inadmissible for analog_sgd"):
+        tightest_theta("analog_sgd", 0.31, 500, constants)
+    assert sup < 0.31
+    theta, bound = tightest_theta("digital_sgd", 0.5, 100, dict(L=1.0, Delta=0.2, sigma2=1.0, n=2))
+    assert theta is None
+    assert bound == pytest.approx(2 * 0.2 / (0.5 * 100) + 0.5 / 2)
+    with pytest.raises(ParameterError, match="valid range lr < 1"):
+        tightest_theta("digital_sgd", 1.5, 100, dict(L=1.0, Delta=0.2, sigma2=1.0, n=2))
+
+
+# ------------------------------------------------------------------------------------------------
+# check_bound
+
+
+def test_check_bound_plugs_in_the_constants_of_the_run():
+    config = config_for("analog_sgd_ap", stages=3, micro_batch_size=2, lr=0.004, **SMALL)
+    check = check_bound("analog_sgd_ap", config)
+    trace = run(config)  # deterministic: the same run again
+    per_seed = trace.avg_grad_norm2
+    assert check.empirical == pytest.approx(per_seed.mean(), rel=1e-15)
+    assert check.stderr == pytest.approx(per_seed.std(ddof=1) / 2, rel=1e-12)
+    w_lo, w_hi = trace.w_min_visited.min(), trace.w_max_visited.max()
+    dc = device_from_config(config).constants(w_lo, w_hi)
+    k = check.constants
+    assert (k["q_min"], k["q_max"], k["G_inf"]) == (dc.q_min, dc.q_max, dc.G_inf)
+    assert (k["w_lo"], k["w_hi"]) == (w_lo, w_hi)
+    assert k["L"] == k["L_s"] == trace.config["constants"]["L"]
+    assert k["Delta"] == trace.config["constants"]["Delta"]
+    assert (k["b"], k["D"], k["K"], k["alpha"]) == (2, 2, 120, 0.004)
+    assert check.bound == pytest.approx(_symbolic("analog_sgd_ap", "expr", k), rel=1e-12)
+    assert check.ratio == pytest.approx(check.bound / check.empirical)
+    assert check.passed == (check.empirical <= check.bound + 4.0 * check.stderr)
+    assert Check.from_dict(json.loads(json.dumps(check.to_dict()))) == check
+
+
+@pytest.mark.parametrize(
+    ("name", "change", "message"),
+    [
+        ("analog_sgd_sp", dict(mode="async"), "analog_sgd_sp describes algorithm='analog'"),
+        ("digital_sgd", dict(algorithm="analog"), "digital_sgd describes algorithm='digital'"),
+        ("analog_sgd", dict(update="pulsed"), "update='pulsed'"),
+        ("analog_sgd", dict(seeds=1), "seeds=1 is out of range"),
+    ],
+)
+def test_check_bound_rejects_configs_outside_the_theorems(name, change, message):
+    config = replace(config_for(name, lr=0.01, **SMALL), **change)
+    with pytest.raises(ParameterError, match=message):
+        check_bound(name, config)
+
+
+def test_check_bound_rejects_unknown_and_uncheckable_bounds():
+    config = config_for("analog_sgd", lr=0.01, **SMALL)
+    with pytest.raises(ParameterError, match="bound='nope' is unknown"):
+        check_bound("nope", config)
+    with pytest.raises(ParameterError, match="cannot be checked on the oracle problems"):
+        check_bound("analog_sgd_companion", config)
+    with pytest.raises(ParameterError, match="problem='digits-mlp'"):
+        check_bound("analog_sgd", replace(config, problem="digits-mlp"))
+
+
+def test_check_bound_rejects_a_run_outside_its_admissible_step():
+    """A step above the cap of the region the run visited: no theta admits it."""
+    config = config_for("analog_sgd", lr=0.3, tau=1.0, **SMALL)
+    with pytest.raises(ParameterError, match="lr=0.3 is inadmissible for analog_sgd"):
+        check_bound("analog_sgd", config)
+
+
+def test_check_bound_rejects_a_clipped_run():
+    """Steps larger than tau overshoot a soft bound: the update is clipped, outside Lemma 0."""
+    config = config_for("analog_sgd", lr=0.5, tau=0.2, sigma2=100.0, **SMALL)
+    with pytest.raises(ParameterError, match="reached the device range"):
+        check_bound("analog_sgd", config)
+
+
+def test_step_cap_is_the_theta_zero_cap_on_the_region():
+    config = config_for("analog_sgd_sp", micro_batches=2, tau=1.0, lr=0.01, **SMALL)
+    cap = step_cap("analog_sgd_sp", config, -0.5, 0.5)
+    assert cap == pytest.approx(0.5 / 1.5**2)  # q_min / (L q_max^2), soft bounds, L = 1
+    with pytest.raises(ParameterError, match="W_max=1.2 must be < tau=1"):
+        step_cap("analog_sgd_sp", config, -1.2, 0.5)
+
+
+# ------------------------------------------------------------------------------------------------
+# asymptotic error and cycles to eps
+
+
+def test_empirical_floor_is_the_tail_mean():
+    config = config_for("analog_sgd", lr=0.05, steps=200, seeds=3)
+    floor = empirical_floor(config, tail=0.25)
+    trace = run(replace(config, log_every=1))
+    expected = trace.grad_norm2[:, 150:].mean(axis=1)
+    np.testing.assert_array_equal(floor.per_seed, expected)
+    assert floor.mean == pytest.approx(expected.mean())
+
+
+def test_cycles_to_eps_counts_the_first_crossing_and_the_theory_prediction():
+    config = config_for("analog_sgd_ap", stages=3, seeds=4, sigma2=0.01)
+    result = cycles_to_eps(config, 0.05, region=(-0.4, 0.4))
+    assert result.reached == 4
+    trace = run(replace(result.config, log_every=1))
+    gn2 = trace.grad_norm2[:, :-1]
+    running = np.cumsum(gn2, axis=1) / np.arange(1, gn2.shape[1] + 1)
+    first = np.array([np.flatnonzero(row <= 0.05)[0] + 1 for row in running])
+    np.testing.assert_array_equal(result.cycles, cycles_after("async", 3, 1, first))
+    assert np.all(result.cycles == 2 * (first + 3 - 1))
+    prediction = evaluate_complexity(
+        "analog_sgd_ap", 0.05, theta=result.theta,
+        **{k: v for k, v in result.constants.items() if k not in ("w_lo", "w_hi")},
+    )
+    assert result.predicted == float(prediction.cycles)
+    assert result.config.lr == float(prediction.step)
+    # the theta of the prediction is the best one (coarse grid check)
+    best, _ = predicted_cycles("analog_sgd_ap", 0.05, result.constants)
+    assert float(best.cycles) == result.predicted
+    for theta in np.linspace(0.05, 0.95, 19):
+        try:
+            other = evaluate_complexity(
+                "analog_sgd_ap", 0.05, theta=theta,
+                **{k: v for k, v in result.constants.items() if k not in ("w_lo", "w_hi")},
+            )
+        except ValueError:
+            continue
+        assert result.predicted <= float(other.cycles) * (1 + 1e-6)
+
+
+def test_cycles_to_eps_refuses_a_region_the_run_leaves():
+    config = config_for("analog_sgd_sp", micro_batches=2, seeds=2, sigma2=1.0)
+    with pytest.raises(ParameterError, match="outside region"):
+        cycles_to_eps(config, 0.1, region=(-0.1, 0.1), lr=0.2)
+
+
+# ------------------------------------------------------------------------------------------------
+# suites and command line
+
+
+def test_suites_cover_every_checkable_bound():
+    quick = suite_points("quick")
+    standard = suite_points("standard")
+    assert {p["bound"] for p in quick} == set(ALGORITHM_OF)
+    assert 35 <= len(standard) <= 60
+    for name in ALGORITHM_OF:
+        assert sum(p["bound"] == name for p in standard) >= 4
+    for point in standard:
+        cfg = point["config"]
+        assert cfg["seeds"] >= 32 and cfg["update"] == "expected"
+    with pytest.raises(ParameterError, match="suite='huge' is unknown"):
+        suite_points("huge")
+
+
+def test_run_suite_quick_passes_and_equals_direct_checks(tmp_path):
+    checks = run_suite("quick", jobs=1, cache=tmp_path)
+    assert len(checks) == len(suite_points("quick"))
+    assert all(check.passed for check in checks)
+    assert all(check.ratio >= 1 for check in checks)
+    direct = check_bound(checks[0].bound_name, checks[0].config)
+    assert direct == checks[0]
+    assert run_suite("quick", jobs=1, cache=tmp_path) == checks  # from the cache
+
+
+def test_cli_writes_csv_and_json_and_prints_the_summary(tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["verify", "--suite", "quick", "--jobs", "1", "--cache-dir", str(tmp_path / "c"),
+                 "--out", str(out)])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "smallest ratio" in text and "analog_sgd_ap" in text
+    rows = list(csv.DictReader((out / "verify.csv").open()))
+    assert [r["bound"] for r in rows] == [p["bound"] for p in suite_points("quick")]
+    assert set(rows[0]) == set(verify_cli.CSV_COLUMNS)
+    data = json.loads((out / "verify.json").read_text())
+    assert [Check.from_dict(d).ratio for d in data] == [float(r["ratio"]) for r in rows]
+    assert main(["verify", "--suite", "quick", "--jobs", "1", "--cache-dir",
+                 str(tmp_path / "c"), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == len(rows)
+
+
+def test_cli_exits_1_and_names_a_failed_check(monkeypatch, capsys):
+    config = config_for("analog_sgd", lr=0.01, **SMALL)
+    bad = Check(bound_name="analog_sgd", config=config, empirical=2.0, stderr=0.1, bound=1.0,
+                ratio=0.5, margin_z=4.0, passed=False, constants={})
+    good = replace(bad, empirical=0.5, ratio=2.0, passed=True)
+    monkeypatch.setattr(verify_cli, "run_suite", lambda *a, **k: [good, bad])
+    assert main(["verify", "--no-cache"]) == 1
+    captured = capsys.readouterr()
+    assert "FAILED analog_sgd" in captured.err and "empirical 2 > bound 1" in captured.err
+    assert "NO" in captured.out
+
+
+def test_ratio_summaries_and_markdown():
+    config = config_for("analog_sgd", lr=0.01, **SMALL)
+    checks = [Check("analog_sgd", config, 1.0, 0.1, r, r, 4.0, True, {}) for r in (3.0, 1.5, 9.0)]
+    (summary,) = verify_cli.ratio_summaries(checks)
+    assert (summary.checks, summary.passed, summary.min_ratio, summary.median_ratio) == (
+        3, 3, 1.5, 3.0)
+    table = verify_cli.markdown_table(checks)
+    assert table.count("| `analog_sgd` |") == 4 and "median ratio" in table
+    assert math.isfinite(summary.median_ratio)
+
+
+def test_module_exports_are_sorted_and_exist():
+    for module in (verify, verify_cli):
+        assert list(module.__all__) == sorted(module.__all__)
+        for name in module.__all__:
+            assert hasattr(module, name), name
