@@ -1,0 +1,192 @@
+r"""Figure ``theory-vs-sim``: bound and simulated value against the number of stages, SP and AP.
+
+On the oracle quadratic (dimension 16, :math:`L = 1`, exact :math:`\Delta` and :math:`\sigma^2`,
+soft-bounds device with ``tau = 1``, expected analog update), for every stage count ``M``:
+
+- **SP** (``analog_sgd_sp``, Corollary 3): synchronous pipeline, ``B = 4`` micro-batches of
+  ``b = 1``;
+- **AP** (``analog_sgd_ap``, Theorem 4): asynchronous pipeline, micro-batch ``b = 1``, delays
+  ``M - m`` (``D = M - 1``).
+
+Each point is :func:`simulate.verify.check_bound`: the average over seeds of
+:math:`\frac1K\sum_{k<K}\lVert\nabla f(W_k)\rVert^2` (every iterate; error bars ``z = 4``
+standard errors) and the bound at ``K`` and the run's step with the constants that held (the
+visited weight interval for :math:`q_{\min}, q_{\max}, G_\infty`) and the tightest admissible
+:math:`\theta`. The step is half the admissible step cap of each configuration
+(:func:`simulate.verify.step_cap` on the region ``[-0.5, 0.5]``), so the AP step shrinks as
+:math:`1/D`. The sweep function is :func:`simulate.verify.check_point` (cached with the
+verification suites).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from simulate.sweep import run_sweep
+from simulate.verify import VERIFY_FORMAT, Check, check_point, config_for, step_cap
+from theory.errors import ParameterError, check_range
+
+from .common import new_figure, save_figure, use_style
+
+__all__ = [
+    "BOUNDS", "DESCRIPTION", "NAME", "TheoryVsSimSettings", "caption", "compute", "configs",
+    "plot", "settings", "table", "write",
+]
+
+NAME = "theory-vs-sim"
+DESCRIPTION = "bound and simulated avg ||grad f||^2 vs stages M, SP and AP, oracle quadratic"
+
+#: panel -> registry entry
+BOUNDS = {"SP": "analog_sgd_sp", "AP": "analog_sgd_ap"}
+#: the weight region the step cap is computed on
+REGION = (-0.5, 0.5)
+
+
+@dataclass(frozen=True)
+class TheoryVsSimSettings:
+    """Settings of the theory-vs-simulation figure.
+
+    Parameters
+    ----------
+    stages : tuple of int
+        Stage counts ``M`` (each in [1, dim]).
+    micro_batches : int
+        ``B`` of the synchronous pipeline (>= 1).
+    steps : int
+        Iterations ``K`` (>= 1).
+    seeds : int
+        Ensemble size (>= 2).
+    fraction : float
+        The step as a fraction of the admissible step cap, in (0, 1).
+    z : float
+        Margin of the one-sided check, in standard errors (>= 0).
+    dim : int
+        Dimension of the quadratic (>= max stages).
+    """
+
+    stages: tuple[int, ...] = (1, 2, 4, 8, 16)
+    micro_batches: int = 4
+    steps: int = 3000
+    seeds: int = 32
+    fraction: float = 0.5
+    z: float = 4.0
+    dim: int = 16
+
+    def __post_init__(self):
+        if not self.stages:
+            raise ParameterError("stages=() is empty; valid: one or more stage counts")
+        check_range("dim", self.dim, 1, None, integer=True)
+        for m in self.stages:
+            check_range("stages", m, 1, self.dim, integer=True)
+        check_range("micro_batches", self.micro_batches, 1, None, integer=True)
+        check_range("steps", self.steps, 1, None, integer=True)
+        check_range("seeds", self.seeds, 2, None, integer=True)
+        check_range("fraction", self.fraction, 0, 1, low_open=True, high_open=True)
+        check_range("z", self.z, 0, None)
+
+
+def settings(quick: bool) -> TheoryVsSimSettings:
+    """Full: M in {1, 2, 4, 8, 16}, 3000 iterations, 32 seeds; quick: {1, 2, 4, 8}, 400, 16."""
+    if quick:
+        return TheoryVsSimSettings(stages=(1, 2, 4, 8), steps=400, seeds=16)
+    return TheoryVsSimSettings()
+
+
+def configs(s: TheoryVsSimSettings) -> list[tuple[str, int, object]]:
+    """``(panel, M, SimConfig)`` of every point, step = ``fraction`` of the step cap."""
+    out = []
+    for panel, name in BOUNDS.items():
+        for m in s.stages:
+            extra = {"micro_batches": s.micro_batches} if panel == "SP" else {}
+            config = config_for(name, lr=1.0, stages=m, steps=s.steps, seeds=s.seeds,
+                                log_every=s.steps, dim=s.dim, **extra)
+            lr = float(f"{s.fraction * step_cap(name, config, *REGION):.4g}")
+            out.append((panel, m, replace(config, lr=lr)))
+    return out
+
+
+def compute(quick: bool = False, jobs: int | None = None, scheduler=None, cache=True) -> dict:
+    """Check every point (one cached sweep of :func:`simulate.verify.check_point`).
+
+    Returns
+    -------
+    dict
+        ``settings`` and ``points``: ``(panel, M, Check)`` triples.
+    """
+    s = settings(quick)
+    plan = configs(s)
+    points = [{"bound": BOUNDS[panel], "config": config.to_dict(), "z": s.z,
+               "format": VERIFY_FORMAT} for panel, _, config in plan]
+    sweep = run_sweep(check_point, points, jobs=jobs, scheduler=scheduler, cache=cache,
+                      desc=NAME)
+    checks = [Check.from_dict(result) for result in sweep.results]
+    return {"settings": s, "points": [(panel, m, check) for (panel, m, _), check
+                                      in zip(plan, checks, strict=True)]}
+
+
+def table(data: dict) -> list[dict[str, object]]:
+    """One row per plotted point: panel, bound, M, step, empirical, its error bar, bound, ratio."""
+    rows = []
+    for panel, m, check in data["points"]:
+        rows.append({
+            "panel": panel, "bound": check.bound_name, "stages": m, "lr": repr(check.config.lr),
+            "empirical": repr(check.empirical), "stderr": repr(check.stderr),
+            "error_bar": repr(check.margin_z * check.stderr), "bound_value": repr(check.bound),
+            "ratio": repr(check.ratio), "theta": repr(check.constants.get("theta")),
+            "passed": int(check.passed),
+        })
+    return rows
+
+
+def plot(data: dict) -> Figure:
+    """Two log-log panels (SP, AP): the bound and the simulated value against M."""
+    s = data["settings"]
+    with use_style():
+        fig = new_figure(figsize=(7.0, 3.0), layout="constrained")
+        axes = fig.subplots(1, 2, sharey=True)
+        for ax, panel in zip(axes, BOUNDS, strict=True):
+            pts = [(m, c) for p, m, c in data["points"] if p == panel]
+            ms = [m for m, _ in pts]
+            ax.plot(ms, [c.bound for _, c in pts], "--", marker="^", color="C1",
+                    label="bound (tightest admissible theta)")
+            ax.errorbar(ms, [c.empirical for _, c in pts],
+                        yerr=[c.margin_z * c.stderr for _, c in pts], marker="o", color="C0",
+                        capsize=2, label=f"simulated (+- {s.z:g} s.e.)")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xticks(ms, [str(m) for m in ms])
+            ax.set_xlabel("stages M")
+            detail = f"B = {s.micro_batches}, b = 1" if panel == "SP" else "b = 1, D = M - 1"
+            ax.set_title(f"{panel} ({BOUNDS[panel]}), {detail}")
+        axes[0].set_ylabel(r"$\frac{1}{K}\sum_k \|\nabla f(W_k)\|^2$")
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=2)
+        fig.suptitle(f"oracle quadratic d = {s.dim}, tau = 1, K = {s.steps}, {s.seeds} seeds, "
+                     f"step = {s.fraction:g} x step cap", fontsize=8)
+    return fig
+
+
+def caption(rows: Sequence[Mapping]) -> str:
+    """One sentence from the CSV rows: tightness range and how many points the bound holds at."""
+    ratios = [float(r["ratio"]) for r in rows]
+    held = sum(int(r["passed"]) for r in rows)
+    return (f"The bound holds at {held} of {len(rows)} (panel, M) points; bound / simulated "
+            f"ranges from {min(ratios):.3g} to {max(ratios):.3g}.")
+
+
+def write(out_dir: str | Path, quick: bool = False, jobs: int | None = None, scheduler=None,
+          cache=True) -> list[Path]:
+    """Compute, plot and save the figure; return the paths written (PNG, PDF, CSV, manifest)."""
+    data = compute(quick, jobs=jobs, scheduler=scheduler, cache=cache)
+    manifest = {
+        "config": {**asdict(data["settings"]), "quick": quick, "problem": "quadratic",
+                   "device": "softbounds", "tau": 1.0, "bounds": BOUNDS,
+                   "step_cap_region": list(REGION)},
+        "seed": 0,
+        "description": DESCRIPTION,
+    }
+    return save_figure(plot(data), out_dir, NAME, table(data), manifest).paths
