@@ -2,7 +2,9 @@
 
 ``all`` writes every figure, ``list`` prints the names, ``NAME`` writes one figure. Each figure
 writes ``NAME.png``, ``NAME.pdf``, ``NAME.csv`` (the plotted numbers) and ``NAME.json`` (manifest)
-into ``--out`` (default ``figures/``); the paths written are printed, one per line.
+into ``--out`` (default ``figures/``); the paths written are printed, one per line. Figures that
+simulate run their points through :func:`simulate.sweep.run_sweep`: ``--jobs``, ``--scheduler``,
+``--cache-dir`` and ``--no-cache`` choose where they run and where finished points are cached.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from simulate.sweep import add_sweep_arguments, sweep_options
 from theory.errors import ParameterError
 
-from .registry import FIGURES, load_figure
+from .registry import FIGURES, accepts_sweep_options, load_figure
 
 __all__ = ["DESCRIPTION", "build_parser", "run"]
 
@@ -34,6 +37,7 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
                         help="smaller runs for a fast preview (figures that simulate training)")
     parser.add_argument("--out", type=Path, default=Path("figures"), metavar="DIR",
                         help="output directory")
+    add_sweep_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
         )
     names = list(FIGURES) if args.target == "all" else [args.target]
     modules = [load_figure(name) for name in names]
+    sweep = sweep_options(args)
     for module in tqdm(modules, desc="figures", unit="figure", disable=not sys.stderr.isatty()):
-        for path in module.write(args.out, quick=args.quick):
+        options = sweep if accepts_sweep_options(module) else {}
+        for path in module.write(args.out, quick=args.quick, **options):
             print(path)
     return 0
