@@ -1,0 +1,382 @@
+"""The simulated and analytic paper figures: each CSV checked numerically, the figures command.
+
+Fast tests shrink each figure's settings (``monkeypatch`` of its ``settings``) so that the checks
+run in seconds; the ``slow`` tests run ``python -m paper_figures all --quick`` as CI does (and
+time it), and compare a Dask run of one figure with the local run.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from paper_figures import asymptotic, complexity, speedup, theory_vs_sim, training
+from paper_figures.registry import FIGURES, accepts_sweep_options, load_figure
+from paper_figures.training import DigitsSettings
+from theory.errors import ParameterError
+from theory.theorems import REGISTRY
+
+ROOT = Path(__file__).resolve().parent.parent
+#: seconds `python -m paper_figures all --quick` may take on the 2-core CI machine (measured ~40 s)
+QUICK_ALL_BUDGET_S = 180.0
+
+
+def read_rows(path):
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+# ------------------------------------------------------------------------------------------------
+# registry
+
+
+def test_every_figure_is_registered_and_complete():
+    assert set(FIGURES) == {"schedule", "plan", "speedup", "training", "asymptotic",
+                            "theory-vs-sim", "complexity"}
+    for name in FIGURES:
+        module = load_figure(name)
+        assert module.NAME == name
+        for attribute in ("DESCRIPTION", "compute", "plot", "write"):
+            assert hasattr(module, attribute), (name, attribute)
+    simulated = {"speedup", "training", "asymptotic", "theory-vs-sim"}
+    for name in simulated:
+        assert accepts_sweep_options(load_figure(name)), name
+    assert not accepts_sweep_options(load_figure("schedule"))
+
+
+# ------------------------------------------------------------------------------------------------
+# speedup
+
+
+def test_throughput_speedup_sync_is_mb_over_b_plus_m_minus_1_exactly():
+    for m in (1, 2, 4, 8, 12, 16):
+        for b in (1, 3, 8):
+            assert speedup.throughput_speedup("sync", m, b) == float(Fraction(m * b, b + m - 1))
+
+
+def test_async_throughput_speedup_tends_to_m():
+    for m in (2, 8, 16):
+        values = [speedup.throughput_speedup("async", m, n) for n in (4, 32, 256, 2048)]
+        assert values == [float(Fraction(m * n, n + m - 1)) for n in (4, 32, 256, 2048)]
+        gaps = [m - v for v in values]
+        assert all(g > 0 for g in gaps) and gaps == sorted(gaps, reverse=True)
+        assert gaps[-1] < m * (m - 1) / 2048  # M - MN/(N+M-1) = M(M-1)/(N+M-1)
+
+
+def _fake_run(accuracy, every):
+    accuracy = np.asarray(accuracy, dtype=float)
+    return {"test_accuracy": accuracy, "step": np.arange(accuracy.size) * every}
+
+
+def test_accuracy_speedups_formula():
+    s = speedup.SpeedupSettings(stages=(1, 4), target_accuracy=0.5)
+    none = [_fake_run([0.1, 0.3, 0.6, 0.4], 5), _fake_run([0.1, 0.2, 0.3, 0.55], 5)]
+    runs = {1: [_fake_run([0.1, 0.6], 40), _fake_run([0.1, 0.2, 0.7], 40)],
+            4: [_fake_run([0.1, 0.2, 0.5], 40), _fake_run([0.1, 0.2, 0.3], 40)]}
+    out = speedup.accuracy_speedups(s, none, runs)
+    np.testing.assert_array_equal(out["updates"]["none"], [10, 15])
+    np.testing.assert_array_equal(out["updates"]["async"], [40, 80])
+    np.testing.assert_allclose(out["sync", 4], [32 / 11] * 2, rtol=1e-15)
+    np.testing.assert_array_equal(out["async", 1], [1.0, 1.0])
+    # M = 4: baseline 2*4*K'_1 cycles, pipeline 2(K'_4 + 3); seed 1 never reaches the target
+    assert out["async", 4][0] == pytest.approx(2 * 4 * 40 / (2 * (80 + 3)), rel=1e-15)
+    assert math.isnan(out["async", 4][1])
+
+
+def test_first_hit_and_settings_validation():
+    assert math.isnan(speedup.first_hit(np.array([0.1, 0.2]), np.array([0, 5]), 0.5))
+    assert speedup.first_hit(np.array([0.1, 0.5]), np.array([0, 5]), 0.5) == 5.0
+    with pytest.raises(ParameterError, match="lacks 1"):
+        speedup.SpeedupSettings(stages=(2, 4))
+    with pytest.raises(ParameterError, match="stages"):
+        speedup.SpeedupSettings(stages=(1, 17))
+    with pytest.raises(ParameterError, match="target_accuracy"):
+        speedup.SpeedupSettings(target_accuracy=1.0)
+    with pytest.raises(ParameterError, match="log_samples"):
+        DigitsSettings(log_samples=50)
+
+
+TINY_DIGITS = DigitsSettings(updates=40, async_budget=2.0, seeds=2, log_samples=64)
+
+
+@pytest.fixture(scope="module")
+def speedup_files(tmp_path_factory):
+    out = tmp_path_factory.mktemp("speedup")
+    tiny = speedup.SpeedupSettings(stages=(1, 2, 4), target_accuracy=0.5, digits=TINY_DIGITS)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(speedup, "settings", lambda quick: tiny)
+        speedup.write(out, quick=True, jobs=1, cache=out / "cache")
+    return out, tiny
+
+
+def test_speedup_csv(speedup_files):
+    out, s = speedup_files
+    rows = read_rows(out / "speedup.csv")
+    assert {(r["variant"], r["mode"]) for r in rows} == {
+        (v, m) for v in ("throughput", "accuracy") for m in ("sync", "async", "linear")}
+    b = s.micro_batches
+    for row in rows:
+        m, value = int(row["stages"]), float(row["speedup"])
+        if row["mode"] == "linear":
+            assert value == m
+        elif row["variant"] == "throughput" and row["mode"] == "sync":
+            assert value == float(Fraction(m * b, b + m - 1))  # exactly, from the timeline
+        elif row["variant"] == "throughput":
+            n = s.async_micro_batches
+            assert value == float(Fraction(m * n, n + m - 1))
+        elif row["mode"] == "sync":  # same updates as without pipeline: the throughput ratio
+            assert value == pytest.approx(m * b / (b + m - 1), rel=1e-14)
+            assert float(row["spread"]) < 1e-12
+            assert int(row["reached"]) == s.digits.seeds
+        else:
+            if m == 1:
+                assert value == 1.0  # the non-pipelined micro-batch run is the M = 1 run
+            assert int(row["reached"]) >= 1
+            assert 0 < value < 3 * m  # a finite, positive time to target
+    manifest = json.loads((out / "speedup.json").read_text())
+    assert manifest["seed"] == [0, 1]
+    assert manifest["config"]["async_lr"] == s.digits.lr / b
+
+
+def test_speedup_caption_states_the_plotted_numbers(speedup_files):
+    rows = read_rows(speedup_files[0] / "speedup.csv")
+    text = speedup.caption(rows)
+    assert f"at 4 stages: throughput {4 * 8 / 11:.2f}x (sync)" in text
+    assert f"{float(Fraction(4 * 800, 803)):.2f}x" in text
+
+
+# ------------------------------------------------------------------------------------------------
+# training
+
+
+@pytest.fixture(scope="module")
+def training_files(tmp_path_factory):
+    out = tmp_path_factory.mktemp("training")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(training, "settings",
+                   lambda quick: replace(TINY_DIGITS, updates=60, async_budget=1.0))
+        training.write(out, quick=True, jobs=2, cache=out / "cache")
+    return out
+
+
+def test_training_csv(training_files):
+    rows = read_rows(training_files / "training.csv")
+    runs = {}
+    for row in rows:
+        runs.setdefault(row["run"], []).append(row)
+    assert list(runs) == [run.label for run in training.runs()]
+    for label, points in runs.items():
+        acc = [float(p["test_accuracy_mean"]) for p in points]
+        samples = [int(p["samples"]) for p in points]
+        cycles = [int(p["cycles"]) for p in points]
+        assert samples[0] == 0 and samples[-1] == 60 * 32, label  # both modes: same samples
+        assert samples == sorted(samples) and cycles == sorted(cycles)
+        assert acc[0] < 0.2, label  # chance level is 0.1
+        # 1920 samples: every run learns (stated range for these settings)
+        assert 0.6 <= acc[-1] <= 1.0, (label, acc[-1])
+        assert float(points[-1]["loss_mean"]) < float(points[0]["loss_mean"])
+    # the synchronous pipeline's iterates are those of the non-pipelined run: equal curves,
+    # fewer cycles
+    base = runs["analog SGD, no pipeline"]
+    for label, m in (("analog SP, M = 4", 4), ("analog SP, M = 8", 8)):
+        assert [p["test_accuracy_mean"] for p in runs[label]] == [
+            p["test_accuracy_mean"] for p in base]
+        last = int(runs[label][-1]["cycles"])
+        assert last == 2 * (8 + m - 1) * 60 and int(base[-1]["cycles"]) == 2 * 8 * 8 * 60
+    for label, m in (("analog AP, M = 4", 4), ("analog AP, M = 8", 8)):
+        assert int(runs[label][-1]["cycles"]) == 2 * (60 * 8 + m - 1)
+
+
+# ------------------------------------------------------------------------------------------------
+# asymptotic
+
+
+TINY_ASYMPTOTIC = asymptotic.AsymptoticSettings(taus=(0.5, 1.0, 2.0), lrs=(0.02, 0.05),
+                                                steps=1500, seeds=6)
+
+
+@pytest.fixture(scope="module")
+def asymptotic_rows(tmp_path_factory):
+    out = tmp_path_factory.mktemp("asymptotic")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(asymptotic, "settings", lambda quick: TINY_ASYMPTOTIC)
+        asymptotic.write(out, quick=True, jobs=1, cache=False)
+    return read_rows(out / "asymptotic.csv")
+
+
+def test_asymptotic_floor_shape(asymptotic_rows):
+    rows = asymptotic_rows
+    tau_rows = sorted((r for r in rows if r["panel"] == "tau" and r["algorithm"] == "analog"),
+                      key=lambda r: float(r["tau"]))
+    digital = next(r for r in rows if r["panel"] == "tau" and r["algorithm"] == "digital")
+
+    def z(a, b):  # difference in standard errors
+        return (float(a["empirical"]) - float(b["empirical"])) / math.hypot(
+            float(a["stderr"]), float(b["stderr"]))
+
+    # the floor shrinks as tau grows (less asymmetry) and stays above digital SGD's noise ball
+    for small, large in zip(tau_rows, tau_rows[1:], strict=False):
+        assert z(small, large) > 4
+    for row in tau_rows:
+        assert z(row, digital) > 4
+    # the theory's floor bounds the analog excess over digital SGD, at every tau and step
+    paired = {(r["tau"], r["lr"]): r for r in rows if r["algorithm"] == "digital"}
+    for row in rows:
+        if row["algorithm"] != "analog":
+            continue
+        assert 0 < float(row["theta_max"]) < 1
+        base = paired.get((row["tau"], row["lr"]))
+        if base is not None:
+            excess = float(row["empirical"]) - float(base["empirical"])
+            assert float(row["theory_floor"]) >= excess > 0
+
+
+def test_theory_floor_at_theta_max():
+    values = {"L": 2.0, "sigma2": 1.0, "n": 1, "q_min": 0.7, "q_max": 1.3, "G_inf": 0.3}
+    theta, floor = asymptotic.theory_floor(0.05, values)
+    # analog_sgd: alpha * L q_max^2 / ((1 - theta) q_min) = 1
+    assert theta == pytest.approx(1 - 0.05 * 2.0 * 1.3**2 / 0.7, rel=1e-12)
+    assert floor == pytest.approx(0.3**2 / (theta * 0.7**2), rel=1e-12)
+    assert all(math.isnan(v) for v in asymptotic.theory_floor(1.0, values))  # inadmissible
+
+
+# ------------------------------------------------------------------------------------------------
+# theory vs simulation
+
+
+def test_theory_vs_sim_csv(tmp_path, monkeypatch):
+    tiny = theory_vs_sim.TheoryVsSimSettings(stages=(1, 2, 4), steps=200, seeds=8)
+    monkeypatch.setattr(theory_vs_sim, "settings", lambda quick: tiny)
+    theory_vs_sim.write(tmp_path, quick=True, jobs=1, cache=False)
+    rows = read_rows(tmp_path / "theory-vs-sim.csv")
+    assert [(r["panel"], int(r["stages"])) for r in rows] == [
+        (p, m) for p in ("SP", "AP") for m in (1, 2, 4)]
+    for row in rows:
+        empirical, bound = float(row["empirical"]), float(row["bound_value"])
+        assert row["passed"] == "1" and empirical <= bound + float(row["error_bar"])
+        assert float(row["ratio"]) == pytest.approx(bound / empirical, rel=1e-12)
+    sp = [r for r in rows if r["panel"] == "SP"]
+    assert len({(r["empirical"], r["bound_value"]) for r in sp}) == 1  # SP iterates ignore M
+    ap = [r for r in rows if r["panel"] == "AP"]
+    lrs = [float(r["lr"]) for r in ap]
+    assert lrs == sorted(lrs, reverse=True)  # the admissible step shrinks with the delay
+    assert ap[0]["empirical"] != sp[0]["empirical"]  # b = 1 versus B b = 4
+
+
+# ------------------------------------------------------------------------------------------------
+# complexity
+
+
+@pytest.fixture(scope="module")
+def complexity_rows(tmp_path_factory):
+    out = tmp_path_factory.mktemp("complexity")
+    complexity.write(out, quick=True)
+    return read_rows(out / "complexity.csv"), json.loads((out / "complexity.json").read_text())
+
+
+def test_complexity_curves_decrease_and_respect_floors(complexity_rows):
+    rows, manifest = complexity_rows
+    curves = {}
+    for row in rows:
+        curves.setdefault(row["bound"], []).append(row)
+    s = complexity.settings(True)
+    assert set(curves) | set(manifest["config"]["not_applicable"]) == set(REGISTRY)
+    for name, points in curves.items():
+        eps = np.array([float(p["eps"]) for p in points])
+        k = np.array([int(p["iterations"]) for p in points])
+        cycles = np.array([int(p["cycles"]) for p in points])
+        floor = float(points[0]["floor"])
+        assert np.all(np.diff(eps) > 0), name
+        assert np.all(np.diff(k) <= 0) and np.all(np.diff(cycles) <= 0), name
+        assert np.all(eps > floor), name
+        if floor > 0:  # refined up to the asymptote, where the counts blow up
+            assert eps[0] <= floor * (1 + 1e-3), name
+            assert k[0] > 1e3 * k[-1], name
+        else:
+            assert eps[0] == pytest.approx(s.eps_min), name
+
+
+def test_complexity_output_is_deterministic(complexity_rows, tmp_path):
+    complexity.write(tmp_path, quick=True)
+    first = complexity_rows[0]
+    assert read_rows(tmp_path / "complexity.csv") == first
+
+
+# ------------------------------------------------------------------------------------------------
+# the figures command, all --quick, Dask
+
+
+def test_figures_command_takes_sweep_options(tmp_path, monkeypatch, capsys):
+    from paper_figures.cli import main
+
+    seen = {}
+
+    def fake_write(out_dir, quick=False, jobs=None, scheduler=None, cache=True):
+        seen.update(out=out_dir, quick=quick, jobs=jobs, scheduler=scheduler, cache=cache)
+        return []
+
+    monkeypatch.setattr(asymptotic, "write", fake_write)
+    assert main(["figures", "asymptotic", "--quick", "--jobs", "1", "--no-cache",
+                 "--out", str(tmp_path)]) == 0
+    assert seen == {"out": tmp_path, "quick": True, "jobs": 1, "scheduler": None,
+                    "cache": False}
+
+
+@pytest.mark.slow
+def test_all_quick_within_the_ci_budget(tmp_path):
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    start = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "paper_figures", "all", "--quick", "--out", str(tmp_path / "f"),
+         "--cache-dir", str(tmp_path / "cache"), "--jobs", "2"],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+    )
+    elapsed = time.perf_counter() - start
+    print(f"python -m paper_figures all --quick: {elapsed:.1f} s")
+    assert elapsed < QUICK_ALL_BUDGET_S
+    printed = [Path(line) for line in result.stdout.splitlines()]
+    assert {p.name for p in printed} == {f"{name}.{ext}" for name in FIGURES
+                                         for ext in ("png", "pdf", "csv", "json")}
+    # the quick digits runs end in the stated range, the quick speedups are meaningful
+    final = {}
+    for row in read_rows(tmp_path / "f" / "training.csv"):
+        final[row["run"]] = float(row["test_accuracy_mean"])
+    assert all(0.75 <= acc <= 1.0 for acc in final.values()), final
+    rows = read_rows(tmp_path / "f" / "speedup.csv")
+    accuracy = {(r["mode"], int(r["stages"])): r for r in rows if r["variant"] == "accuracy"}
+    for m in (2, 4, 8):
+        row = accuracy["async", m]
+        assert int(row["reached"]) == int(row["seeds"])
+        assert 1 < float(row["speedup"]) < 2 * m
+
+
+@pytest.fixture(scope="module")
+def dask_scheduler():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address=None,
+    ) as cluster:
+        yield cluster.scheduler_address
+
+
+@pytest.mark.slow
+def test_dask_and_local_runs_give_equal_csvs(tmp_path, monkeypatch, dask_scheduler):
+    tiny = replace(TINY_ASYMPTOTIC, taus=(0.5, 2.0), lrs=(0.03,), steps=600, seeds=4)
+    monkeypatch.setattr(asymptotic, "settings", lambda quick: tiny)
+    asymptotic.write(tmp_path / "local", quick=True, jobs=2, cache=False)
+    asymptotic.write(tmp_path / "dask", quick=True, scheduler=dask_scheduler, cache=False)
+    for ext in ("csv", "png"):
+        local = (tmp_path / "local" / f"asymptotic.{ext}").read_bytes()
+        assert (tmp_path / "dask" / f"asymptotic.{ext}").read_bytes() == local, ext
