@@ -31,14 +31,16 @@ from simulate.networks import NetworkSpec, train_network
 SPEC = NetworkSpec(grad_norm=False)
 
 
-def best_time(fn, repeats: int) -> float:
-    """Minimum wall-clock seconds of ``repeats`` calls of ``fn``."""
-    times = []
+def best_times(functions: dict, repeats: int) -> dict[str, float]:
+    """Minimum wall-clock seconds of each function over ``repeats`` rounds; the rounds interleave
+    the functions, so a change of the machine's load affects all of them alike."""
+    times = {name: float("inf") for name in functions}
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        for name, fn in functions.items():
+            start = time.perf_counter()
+            fn()
+            times[name] = min(times[name], time.perf_counter() - start)
+    return times
 
 
 def plain_digital_sgd(steps: int, batch: int, lr: float, seed: int = 0, layers: int = 16,
@@ -91,23 +93,21 @@ def bench_overhead(steps: int, repeats: int) -> None:
                     device="softbounds", tau=1.0, update="expected", micro_batch_size=16,
                     lr=0.05, steps=steps, log_every=steps, seeds=1)
     train_network(replace(cfg, steps=10), spec=SPEC)  # warm caches (data, compiled device)
-    base = best_time(lambda: plain_digital_sgd(steps, 16, 0.05), repeats)
-    rows = [
-        ("plain numpy digital SGD (baseline)", base),
-        ("simulator, digital, no pipeline", best_time(
-            lambda: train_network(replace(cfg, mode="none", stages=1, algorithm="digital"),
-                                  spec=SPEC), repeats)),
-        ("simulator, analog expected, no pipeline", best_time(
-            lambda: train_network(replace(cfg, mode="none", stages=1), spec=SPEC), repeats)),
-        ("simulator, analog expected, async M=4", best_time(
-            lambda: train_network(cfg, spec=SPEC), repeats)),
-    ]
-    for name, seconds in rows:
+    times = best_times({
+        "plain numpy digital SGD (baseline)": lambda: plain_digital_sgd(steps, 16, 0.05),
+        "simulator, digital, no pipeline": lambda: train_network(
+            replace(cfg, mode="none", stages=1, algorithm="digital"), spec=SPEC),
+        "simulator, analog expected, no pipeline": lambda: train_network(
+            replace(cfg, mode="none", stages=1), spec=SPEC),
+        "simulator, analog expected, async M=4": lambda: train_network(cfg, spec=SPEC),
+    }, repeats)
+    base = times["plain numpy digital SGD (baseline)"]
+    for name, seconds in times.items():
         print(f"    {name:42s} {seconds:7.3f} s   {seconds / base:5.2f}x baseline"
               f"   {1e6 * seconds / steps:7.1f} us/update")
 
 
-def bench_ensemble(steps: int, net_steps: int) -> None:
+def bench_ensemble(steps: int, net_steps: int, repeats: int) -> None:
     print("(b) ensemble in one vectorised run vs sequential runs of its members")
     cases = [
         ("quadratic async M=4, 64 seeds", SimConfig(
@@ -121,11 +121,14 @@ def bench_ensemble(steps: int, net_steps: int) -> None:
         runner = (lambda c, **kw: train_network(c, spec=SPEC, **kw)) \
             if cfg.problem.startswith("digits") else run
         runner(replace(cfg, steps=5, log_every=5))
-        ensemble = best_time(lambda cfg=cfg, runner=runner: runner(cfg), 1)
-        sequential = best_time(lambda cfg=cfg, runner=runner, members=members: [
-            runner(cfg, members=[r]) for r in range(members)], 1)
-        print(f"    {name:34s} ensemble {ensemble:7.3f} s, sequential {sequential:7.3f} s, "
-              f"speedup {sequential / ensemble:5.1f}x")
+        times = best_times({
+            "ensemble": lambda cfg=cfg, runner=runner: runner(cfg),
+            "sequential": lambda cfg=cfg, runner=runner, members=members: [
+                runner(cfg, members=[r]) for r in range(members)],
+        }, repeats)
+        ratio = times["sequential"] / times["ensemble"]
+        print(f"    {name:34s} ensemble {times['ensemble']:7.3f} s, sequential "
+              f"{times['sequential']:7.3f} s, speedup {ratio:5.1f}x")
 
 
 def bench_rates(steps: int) -> None:
@@ -141,7 +144,7 @@ def bench_rates(steps: int) -> None:
                 def go(cfg=cfg):
                     return run(cfg)
             go(replace(cfg, steps=5, log_every=5))
-            seconds = best_time(go, 1)
+            seconds = best_times({"run": go}, 2)["run"]
             rate = steps * cfg.samples_per_update * seeds / seconds
             print(f"    {problem:14s} R={seeds:<3d} {rate:12.0f} samples/s (all members)")
 
@@ -184,7 +187,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     scale = 10 if args.quick else 1
     bench_overhead(2000 // scale, 3)
-    bench_ensemble(2000 // scale, 500 // scale)
+    bench_ensemble(2000 // scale, 500 // scale, 2)
     bench_rates(1000 // scale)
     if not args.skip_accuracy:
         bench_accuracy(38400 // scale, 4)

@@ -88,11 +88,14 @@ def load_digits_split() -> DigitsData:
     return DigitsData(*arrays)
 
 
-def sample_indices(rngs: Sequence[np.random.Generator], population: int, size: int) -> np.ndarray:
-    """Draw a micro- or mini-batch of training indices, with replacement, for each ensemble member.
+def sample_indices(
+    rngs: Sequence[np.random.Generator], population: int, size: int, batches: int | None = None
+) -> np.ndarray:
+    """Draw micro- or mini-batches of training indices, with replacement, for each ensemble member.
 
     Member ``r`` draws from its own generator ``rngs[r]`` only, so a member's batches do not depend
-    on the ensemble it runs in.
+    on the ensemble it runs in. ``batches=n`` draws the same numbers as ``n`` successive calls
+    without it (one call per chunk of updates saves the per-call overhead).
 
     Parameters
     ----------
@@ -101,12 +104,16 @@ def sample_indices(rngs: Sequence[np.random.Generator], population: int, size: i
     population : int
         Number of training samples to draw from.
     size : int
-        Samples per member.
+        Samples per member and batch.
+    batches : int, optional
+        Number of successive batches to draw at once.
 
     Returns
     -------
-    ndarray of int64, shape (R, size)
+    ndarray of int64, shape (R, size), or (batches, R, size) when ``batches`` is given
     """
     check_range("population", population, 1, None, integer=True)
     check_range("size", size, 1, None, integer=True)
-    return np.stack([rng.integers(0, population, size=size) for rng in rngs])
+    count = 1 if batches is None else check_range("batches", batches, 1, None, integer=True)
+    draws = np.stack([rng.integers(0, population, size=(count, size)) for rng in rngs], axis=1)
+    return draws[0] if batches is None else draws

@@ -65,6 +65,10 @@ def test_sample_indices_per_member_streams():
     assert idx.shape == (3, 1000) and idx.min() == 0 and idx.max() == 9
     alone = sample_indices([np.random.default_rng(2)], 10, 1000)
     np.testing.assert_array_equal(idx[1], alone[0])
+    one_by_one = [np.random.default_rng(s) for s in (4, 5)]
+    at_once = [np.random.default_rng(s) for s in (4, 5)]
+    successive = np.stack([sample_indices(one_by_one, 1437, 16) for _ in range(7)])
+    np.testing.assert_array_equal(sample_indices(at_once, 1437, 16, batches=7), successive)
 
 
 # --- architecture and partition -----------------------------------------------------------------
