@@ -1,0 +1,110 @@
+"""``aimc-pipeline report``: the folder holds index.md, index.html and every referenced file."""
+
+from __future__ import annotations
+
+import csv
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from paper_figures import report, theory_vs_sim
+from paper_figures.cli import main
+from paper_figures.registry import FIGURES
+
+
+class _Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.images, self.links = [], []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "img":
+            self.images.append(attrs["src"])
+        elif tag == "a":
+            self.links.append(attrs["href"])
+
+
+def _check_folder(out: Path, names) -> tuple[str, str]:
+    md = (out / "index.md").read_text()
+    page = (out / "index.html").read_text()
+    md_targets = re.findall(r"\]\(([^)]+)\)", md)
+    parser = _Links()
+    parser.feed(page)
+    assert sorted(md_targets) == sorted(parser.images + parser.links)
+    for target in md_targets:
+        assert not Path(target).is_absolute() and (out / target).is_file(), target
+    assert sorted(parser.images) == sorted(f"figures/{name}.png" for name in names)
+    for name in names:
+        for ext in ("png", "pdf", "csv", "json"):
+            assert f"figures/{name}.{ext}" in md_targets
+    assert page.startswith("<!DOCTYPE html>") and "<script" not in page  # self-contained
+    return md, page
+
+
+@pytest.fixture(scope="module")
+def small_report(tmp_path_factory):
+    """A report with two figures (the cheap ones) and a small theory-vs-sim."""
+    out = tmp_path_factory.mktemp("report")
+    tiny = theory_vs_sim.TheoryVsSimSettings(stages=(1, 2), steps=200, seeds=8)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(report, "FIGURES", {k: FIGURES[k] for k in ("schedule", "theory-vs-sim")})
+        mp.setattr(theory_vs_sim, "settings", lambda quick: tiny)
+        paths = report.write_report(out, quick=True, sweep={"jobs": 1, "cache": out / "cache"})
+    return out, paths
+
+
+def test_report_folder_is_complete(small_report):
+    out, (md_path, html_path) = small_report
+    assert (md_path, html_path) == (out / "index.md", out / "index.html")
+    md, page = _check_folder(out, ("schedule", "theory-vs-sim"))
+    for heading in ("Bounds", "Plan", "Verification", "Figure: schedule", "Figure: theory-vs-sim"):
+        assert f"## {heading}" in md and f"<h2>{heading}</h2>" in page
+
+
+def test_report_sentences_come_from_the_data(small_report):
+    out, _ = small_report
+    md = (out / "index.md").read_text()
+    with open(out / "figures" / "theory-vs-sim.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    ratios = [float(r["ratio"]) for r in rows]
+    assert (f"bound / simulated ranges from {min(ratios):.3g} to {max(ratios):.3g}") in md
+    assert "40 cycles without pipeline, 16 synchronous and 16 asynchronous" in md  # M=4, B=5
+    # the bounds table lists every registry entry; the verification table every quick check
+    from simulate.verify import suite_points
+    from theory.theorems import REGISTRY
+
+    for name in REGISTRY:
+        assert f"| {name} |" in md
+    verification = md.split("## Verification")[1].split("## Figure")[0]
+    assert verification.count("\n| analog_sgd") + verification.count("\n| digital_sgd") == len(
+        suite_points("quick"))
+
+
+def test_report_command_errors_are_one_line(capsys, tmp_path):
+    assert main(["report", "--preset", "nonsense", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nonsense" in err
+    assert main(["report", "--eps", "-1", "--out", str(tmp_path / "r")]) == 2
+    assert "eps" in capsys.readouterr().err
+
+
+def test_report_help_names_units(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", "--help"])
+    assert exit_info.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "squared-gradient units" in text and "--scheduler" in text and "--quick" in text
+
+
+@pytest.mark.slow
+def test_full_quick_report_references_every_figure(tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(["report", "--quick", "--out", str(out), "--jobs", "2",
+                 "--cache-dir", str(tmp_path / "cache")]) == 0
+    printed = capsys.readouterr().out
+    assert str(out / "index.html") in printed
+    md, _ = _check_folder(out, tuple(FIGURES))
+    assert "sync) and" in md  # the speedup sentence with its numbers
