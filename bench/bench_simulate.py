@@ -7,7 +7,7 @@ Run from the repository root: ``python bench/bench_simulate.py [--quick] [--skip
     network without pipeline, written straightforwardly below (2-D arrays, a list of layers).
     Target: overhead at most 1.5x.
 (b) An ensemble of 64 seeds in one vectorised run against 64 sequential runs (the quadratic
-    through :func:`simulate.engine.run`, and a 16-member digits-MLP ensemble).
+    through :func:`simulate.engine.run`, and the digits MLP).
 (c) Samples per second for each problem.
 (d) Test accuracy on the digits reached at equal samples by digital SGD, analog SGD (soft bounds),
     and analog SGD through the synchronous and asynchronous pipelines with 4 stages.
@@ -113,9 +113,9 @@ def bench_ensemble(steps: int, net_steps: int, repeats: int) -> None:
         ("quadratic async M=4, 64 seeds", SimConfig(
             problem="quadratic", mode="async", stages=4, dim=64, steps=steps, log_every=steps,
             seeds=64), 64),
-        ("digits-mlp async M=4, 16 seeds", SimConfig(
+        ("digits-mlp async M=4, 64 seeds", SimConfig(
             problem="digits-mlp", mode="async", stages=4, micro_batch_size=16, lr=0.05,
-            steps=net_steps, log_every=net_steps, seeds=16), 16),
+            steps=net_steps, log_every=net_steps, seeds=64), 64),
     ]
     for name, cfg, members in cases:
         runner = (lambda c, **kw: train_network(c, spec=SPEC, **kw)) \
@@ -187,7 +187,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     scale = 10 if args.quick else 1
     bench_overhead(2000 // scale, 3)
-    bench_ensemble(2000 // scale, 500 // scale, 2)
+    bench_ensemble(2000 // scale, 300 // scale, 2)
     bench_rates(1000 // scale)
     if not args.skip_accuracy:
         bench_accuracy(38400 // scale, 4)
