@@ -102,7 +102,6 @@ __all__ = [
 ]
 
 ACTIVATIONS = ("tanh", "relu")
-LAYER_KINDS = ("dense", "residual", "output")
 #: a weight or loss beyond this magnitude is reported as a divergence
 DIVERGENCE_LIMIT = 1e6
 #: batches are drawn this many updates at a time (the bits do not depend on it)
