@@ -114,11 +114,6 @@ def forward_delays(mode: str, stages: int) -> tuple[int, ...]:
     return tuple(int(d) for d in np.broadcast_to(delays, (stages,)))
 
 
-def _cycles(config: SimConfig, steps) -> np.ndarray:
-    """:func:`cycles_after` for a config (kept for :mod:`simulate.networks`, which imports it)."""
-    return cycles_after(config.mode, config.stages, config.micro_batches, steps)
-
-
 def _log_steps(steps: int, every: int) -> np.ndarray:
     return np.unique(np.append(np.arange(0, steps + 1, every), steps))
 
@@ -255,7 +250,7 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
     return Trace(
         step=log_steps,
         samples=log_steps * n,
-        cycles=_cycles(config, log_steps),
+        cycles=cycles_after(config.mode, config.stages, config.micro_batches, log_steps),
         loss=loss,
         grad_norm2=grad_norm2,
         test_accuracy=np.full_like(loss, np.nan),

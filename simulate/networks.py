@@ -73,18 +73,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
-from functools import cache, cached_property
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
 
 from theory.errors import DivergenceError, ParameterError, check_range
-from theory.schedules import evaluate
 
 from .analog import Updater, device_from_config, draw_dw_min_scale
 from .config import SimConfig
 from .digits import DigitsData, load_digits_split, sample_indices
-from .engine import NETWORK_PROBLEMS, _cycles
+from .engine import NETWORK_PROBLEMS, cycles_after, forward_delays
 from .rng import member_generators
 from .trace import Trace
 
@@ -564,7 +563,7 @@ def train_network(
     data = load_digits_split()
     network = Network.build(config.problem, spec, config.stages, data.n_features, data.n_classes)
     n_stages, steps = config.stages, config.steps
-    delays = _forward_delays(config.mode, n_stages)
+    delays = forward_delays(config.mode, n_stages)
     device = device_from_config(config)
     update = Updater.from_config(config, device)
     streams = member_generators(seed, members)
@@ -616,7 +615,7 @@ def train_network(
     trace = Trace(
         step=step,
         samples=step * batch,
-        cycles=_cycles(config, step),
+        cycles=cycles_after(config.mode, config.stages, config.micro_batches, step),
         loss=loss,
         grad_norm2=grad_norm2,
         test_accuracy=accuracy,
@@ -663,14 +662,6 @@ def _check(step: int, quantity: str, values: np.ndarray, lr: float) -> None:
         return
     bad = values[~(np.abs(values) <= DIVERGENCE_LIMIT)]
     raise DivergenceError(step, quantity, float(bad[0]), lr)
-
-
-@cache
-def _forward_delays(mode: str, stages: int) -> tuple[int, ...]:
-    """``d_m`` for ``m = 1..M`` from :func:`theory.schedules.evaluate` (cached: each evaluation
-    builds the schedule's closed forms)."""
-    return tuple(int(evaluate(mode, "forward_delay", stages=stages, stage=m))
-                 for m in range(1, stages + 1))
 
 
 def _log_points(steps: int, every: int) -> list[int]:
