@@ -1,3 +1,57 @@
-"""Stochastic simulation of digital and analog SGD through pipelines, and pipeline timelines."""
+"""Stochastic simulation of digital and analog SGD through pipelines, and pipeline timelines.
 
-__all__: list[str] = []
+- :mod:`simulate.timeline`: dependency-driven discrete-event timelines of the schedules;
+- :mod:`simulate.analog`: digital, expected-analog and pulse-level updates;
+- :mod:`simulate.problems`, :mod:`simulate.networks`, :mod:`simulate.digits`: oracle problems and
+  digits networks written stage by stage;
+- :mod:`simulate.engine`: ``run(config, seed) -> Trace`` for every mode, algorithm and problem;
+- :mod:`simulate.sweep`, :mod:`simulate.cache`: cached, resumable sweeps (local pool or Dask);
+- :mod:`simulate.verify`: every bound against simulation, as ``(empirical, bound)`` checks.
+"""
+
+from .analog import Updater, digital_update, expected_update, pulsed_update
+from .cache import ResultCache
+from .config import SimConfig
+from .digits import DigitsData, load_digits_split
+from .engine import cycles_after, forward_delays, make_problem, run
+from .networks import NetworkRun, NetworkSpec, run_network, train_network
+from .problems import LeastSquares, OracleProblem, Quadratic
+from .sweep import SweepError, SweepResult, add_sweep_arguments, run_sweep
+from .timeline import Event, Timeline, build_timeline
+from .trace import Trace
+from .verify import Check, check_bound, cycles_to_eps, empirical_floor, run_suite
+
+__all__ = [
+    "Check",
+    "DigitsData",
+    "Event",
+    "LeastSquares",
+    "NetworkRun",
+    "NetworkSpec",
+    "OracleProblem",
+    "Quadratic",
+    "ResultCache",
+    "SimConfig",
+    "SweepError",
+    "SweepResult",
+    "Timeline",
+    "Trace",
+    "Updater",
+    "add_sweep_arguments",
+    "build_timeline",
+    "check_bound",
+    "cycles_after",
+    "cycles_to_eps",
+    "digital_update",
+    "empirical_floor",
+    "expected_update",
+    "forward_delays",
+    "load_digits_split",
+    "make_problem",
+    "pulsed_update",
+    "run",
+    "run_network",
+    "run_suite",
+    "run_sweep",
+    "train_network",
+]
