@@ -1,3 +1,11 @@
-"""The paper's figures, one module each, and the ``aimc-pipeline`` command dispatcher."""
+"""The paper's figures (one module each), the ``report`` command, the ``aimc-pipeline`` dispatcher.
 
-__all__: list[str] = []
+``python -m paper_figures all|list|NAME [--quick] [--out DIR]`` regenerates figures; each figure
+module (see :data:`FIGURES`) provides ``NAME``, ``DESCRIPTION``, ``compute``, ``plot``, ``write``
+and is imported on demand, so this package stays light to import (the console script uses it).
+"""
+
+from .cli import main
+from .registry import FIGURES, accepts_sweep_options, load_figure
+
+__all__ = ["FIGURES", "accepts_sweep_options", "load_figure", "main"]
