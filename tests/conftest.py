@@ -3,6 +3,7 @@ the ``CI`` environment variable is set), ``thorough`` by hand (``HYPOTHESIS_PROF
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("default", max_examples=60, deadline=None)
@@ -15,3 +16,16 @@ settings.register_profile(
 )
 _DEFAULT = "ci" if os.environ.get("CI") else "default"
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", _DEFAULT))
+
+
+@pytest.fixture(scope="session")
+def dask_scheduler():
+    """Address of a real Dask ``LocalCluster`` on loopback (2 worker processes), shared by the tests
+    that compare a Dask run with a local one (``distributed`` is a test dependency: no skip)."""
+    import distributed
+
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address=None,
+    ) as cluster:
+        yield cluster.scheduler_address

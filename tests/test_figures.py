@@ -361,16 +361,6 @@ def test_all_quick_within_the_ci_budget(tmp_path):
         assert 1 < float(row["speedup"]) < 2 * m
 
 
-@pytest.fixture(scope="module")
-def dask_scheduler():
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=None,
-    ) as cluster:
-        yield cluster.scheduler_address
-
-
 @pytest.mark.slow
 def test_dask_and_local_runs_give_equal_csvs(tmp_path, monkeypatch, dask_scheduler):
     tiny = replace(TINY_ASYMPTOTIC, taus=(0.5, 2.0), lrs=(0.03,), steps=600, seeds=4)

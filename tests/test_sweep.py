@@ -323,16 +323,6 @@ def simulation_points() -> list[dict]:
 # --- Dask ---------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def dask_scheduler():
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=None,
-    ) as cluster:
-        yield cluster.scheduler_address
-
-
 @pytest.mark.slow
 def test_dask_gives_the_same_bytes_as_the_local_pool(tmp_path, dask_scheduler):
     pts = points(6)
