@@ -19,6 +19,13 @@ Pulse-level update: :math:`x = |\Delta w| / \Delta w_{\min}` pulses, rounded sto
 evaluated at the weight :math:`w_p` left by the previous pulse. As :math:`\Delta w_{\min} \to 0`
 its mean tends to the expected update (tested).
 
+**Device-to-device spread** (pulse level only, fixed per run): each element's ``dw_min`` is
+scaled by :math:`s_d = |1 + \sigma_{d2d} \xi|` (``dw_min_dtod``), and each element's whole weight
+range by :math:`s_b = |1 + \sigma_b \xi|` with :math:`\sigma_b` = ``w_bounds_dtod`` divided by the
+half-width of the range: element i behaves as the device with bounds
+:math:`s_b [w_{\min}, w_{\max}]`, i.e. response :math:`q_\pm(w / s_b)` (exact for every family of
+:mod:`theory.devices`, whose responses depend on ``w`` only through ``w / range``).
+
 **Clipping.** A conductance cannot leave its physical range, so both analog updates clip at the
 device bounds ``[w_min, w_max]``. This is the device's physics, not a guard against bugs: it is
 inactive for soft-bounds devices as long as :math:`|\Delta w| < \tau` (the response vanishes at
@@ -40,9 +47,11 @@ from theory.errors import ParameterError
 __all__ = [
     "DEFAULT_DW_MIN",
     "UPDATE_KINDS",
+    "DeviceSpread",
     "Updater",
     "device_from_config",
     "digital_update",
+    "draw_bound_scale",
     "draw_dw_min_scale",
     "expected_update",
     "pulsed_update",
@@ -107,8 +116,50 @@ def draw_dw_min_scale(device, shape: tuple[int, ...], rng: Rng) -> np.ndarray:
     return np.abs(1.0 + device.dw_min_dtod * xi)
 
 
+def draw_bound_scale(device, shape: tuple[int, ...], rng: Rng) -> np.ndarray:
+    r"""Per-element device-to-device factor of the weight range, drawn once per run.
+
+    .. math:: s_b = |1 + \sigma_b\, \xi|, \quad
+        \sigma_b = \frac{w_{\mathrm{bounds,dtod}}}{(w_{\max} - w_{\min})/2}
+
+    (``w_bounds_dtod`` is in weight units; the range of element i is :math:`s_b [w_{\min},
+    w_{\max}]`).
+    """
+    sigma = device.w_bounds_dtod / (0.5 * (device.w_max - device.w_min))
+    xi = _per_member(rng, lambda g, s: g.standard_normal(s), tuple(shape))
+    return np.abs(1.0 + sigma * xi)
+
+
+@dataclass(frozen=True)
+class DeviceSpread:
+    """The fixed device-to-device variation of one run (``None``: no spread of that kind).
+
+    Attributes
+    ----------
+    dw_min_scale : ndarray or None
+        Per-element factor of ``dw_min`` (:func:`draw_dw_min_scale`).
+    bound_scale : ndarray or None
+        Per-element factor of the weight range (:func:`draw_bound_scale`).
+    """
+
+    dw_min_scale: np.ndarray | None = None
+    bound_scale: np.ndarray | None = None
+
+    @classmethod
+    def draw(cls, device, shape: tuple[int, ...], rng: Rng) -> DeviceSpread:
+        """Draw the spreads the device has (``dw_min`` first, then the bounds)."""
+        step = draw_dw_min_scale(device, shape, rng) if device.dw_min_dtod > 0 else None
+        bound = draw_bound_scale(device, shape, rng) if device.w_bounds_dtod > 0 else None
+        return cls(step, bound)
+
+
 def pulsed_update(
-    w: np.ndarray, dw: np.ndarray, device, rng: Rng, dw_min_scale: np.ndarray | None = None
+    w: np.ndarray,
+    dw: np.ndarray,
+    device,
+    rng: Rng,
+    dw_min_scale: np.ndarray | None = None,
+    bound_scale: np.ndarray | None = None,
 ) -> np.ndarray:
     r"""Pulse-level analog update with stochastic rounding and cycle-to-cycle noise.
 
@@ -126,11 +177,14 @@ def pulsed_update(
         ``r`` then draws only from ``rng[r]`` and only as many numbers as its own pulses need.
     dw_min_scale : ndarray, optional
         Fixed per-element device-to-device factor of ``dw_min`` (:func:`draw_dw_min_scale`).
+    bound_scale : ndarray, optional
+        Fixed per-element device-to-device factor of the weight range (:func:`draw_bound_scale`):
+        the response is evaluated at ``w / bound_scale`` and the clip range is scaled.
 
     Returns
     -------
     ndarray
-        The weights after all pulses, each pulse clipped at ``[w_min, w_max]``.
+        The weights after all pulses, each pulse clipped at the element's range.
     """
     w = np.array(w, dtype=float)
     dw = np.broadcast_to(np.asarray(dw, dtype=float), w.shape)
@@ -152,11 +206,15 @@ def pulsed_update(
             xi = _per_member(rng, lambda g, s: g.standard_normal(s),
                              (int(sizes.max()),) + w.shape, sizes)
         factor = 1.0 + device.dw_min_std * xi
+    lo, hi = device.w_min, device.w_max
+    if bound_scale is not None:
+        lo, hi = lo * bound_scale, hi * bound_scale
     for p in range(int(pulses.max())):
         active = pulses > p
-        q = np.where(up, device.q_plus(w), device.q_minus(w))
+        v = w if bound_scale is None else w / bound_scale
+        q = np.where(up, device.q_plus(v), device.q_minus(v))
         inc = signed_step * q * (factor[p] if device.dw_min_std > 0 else 1.0)
-        w = np.where(active, np.clip(w + inc, device.w_min, device.w_max), w)
+        w = np.where(active, np.clip(w + inc, lo, hi), w)
     return w
 
 
@@ -189,10 +247,14 @@ class Updater:
 
     @property
     def uses_dtod(self) -> bool:
-        """Whether the run needs a fixed device-to-device ``dw_min`` spread."""
-        return self.kind == "pulsed" and self.device.dw_min_dtod > 0
+        """Whether the run needs a fixed device-to-device spread (``dw_min`` or bounds)."""
+        return self.kind == "pulsed" and (
+            self.device.dw_min_dtod > 0 or self.device.w_bounds_dtod > 0
+        )
 
-    def __call__(self, w, dw, rng: Rng | None = None, dw_min_scale=None) -> np.ndarray:
+    def __call__(
+        self, w, dw, rng: Rng | None = None, spread: DeviceSpread | None = None
+    ) -> np.ndarray:
         """Apply the update to ``w`` with desired increments ``dw``."""
         if self.kind == "digital":
             return digital_update(w, dw)
@@ -200,7 +262,8 @@ class Updater:
             return expected_update(w, dw, self.device)
         if rng is None:
             raise ParameterError("the pulsed update needs a random generator")
-        return pulsed_update(w, dw, self.device, rng, dw_min_scale)
+        spread = DeviceSpread() if spread is None else spread
+        return pulsed_update(w, dw, self.device, rng, spread.dw_min_scale, spread.bound_scale)
 
 
 #: pulse granularity of a device named by its family alone (the paper's tau = 1 theory device)

@@ -43,7 +43,7 @@ from theory import symbols
 from theory.errors import DivergenceError, ParameterError
 from theory.schedules import cycles_for_iterations, evaluate
 
-from .analog import Updater, device_from_config, draw_dw_min_scale
+from .analog import DeviceSpread, Updater, device_from_config
 from .config import SimConfig
 from .problems import LeastSquares, OracleProblem, Quadratic
 from .rng import member_generators, problem_generator
@@ -199,7 +199,7 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
     streams = member_generators(seed, members)
     noise_rngs, device_rngs = streams["noise"], streams["device"]
     w = np.tile(problem.w0, (n_members, 1))
-    scale = draw_dw_min_scale(updater.device, w.shape, device_rngs) if updater.uses_dtod else None
+    spread = DeviceSpread.draw(updater.device, w.shape, device_rngs) if updater.uses_dtod else None
     delays = forward_delays(config.mode, config.stages)
     stale = _StaleView(w, problem.blocks, delays) if max(delays) > 0 else None
 
@@ -236,7 +236,7 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
         if record_versions is not None:
             record_versions(k, versions)
         signal = g + problem.noise(xi[:, k % _NOISE_CHUNK], n)
-        w = updater(w, -config.lr * signal, device_rngs, scale)
+        w = updater(w, -config.lr * signal, device_rngs, spread)
         w_lo, w_hi = np.minimum(w_lo, w.min(axis=1)), np.maximum(w_hi, w.max(axis=1))
 
     cfg = config.to_dict() | {

@@ -80,7 +80,7 @@ import numpy as np
 
 from theory.errors import DivergenceError, ParameterError, check_range
 
-from .analog import Updater, device_from_config, draw_dw_min_scale
+from .analog import DeviceSpread, Updater, device_from_config
 from .config import SimConfig
 from .digits import DigitsData, load_digits_split, sample_indices
 from .engine import NETWORK_PROBLEMS, cycles_after, forward_delays
@@ -571,7 +571,7 @@ def train_network(
 
     w, c = network.init(data_rngs, spec.init_fraction * device.w_min,
                         spec.init_fraction * device.w_max)
-    scale = draw_dw_min_scale(device, w.shape, device_rngs) if update.uses_dtod else None
+    spread = DeviceSpread.draw(device, w.shape, device_rngs) if update.uses_dtod else None
     buffers = _StageBuffers(network, delays, w, c)  # its views of w, c stay valid: updates
     backward = [view.weights for view in buffers.current]  # are written in place
     gw, gc = np.empty_like(w), np.empty_like(c)
@@ -601,7 +601,7 @@ def train_network(
             bwd_rec[k] = k
         network.gradient(data.x_train[idx], data.y_train[idx], forward, backward, grads)
         gw *= -config.lr
-        np.copyto(w, update(w, gw, device_rngs, scale))
+        np.copyto(w, update(w, gw, device_rngs, spread))
         gc *= config.lr
         c -= gc
         np.minimum(w_min, w.min(axis=1), out=w_min)

@@ -8,9 +8,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from simulate.analog import (
+    DeviceSpread,
     Updater,
     device_from_config,
     digital_update,
+    draw_bound_scale,
     draw_dw_min_scale,
     expected_update,
     pulsed_update,
@@ -159,3 +161,31 @@ def test_expected_update_clips_at_device_bounds():
     device = make_device("constant-step", w_min=-1.0, w_max=1.0, dw_min=0.05)
     out = expected_update(np.array([0.98, -0.98, 0.2]), np.array([0.5, -0.5, 0.5]), device)
     np.testing.assert_array_equal(out, [1.0, -1.0, 0.7])
+
+
+def test_bound_spread_sets_each_elements_saturation_level():
+    """With a device-to-device spread of the bounds, many up-pulses drive element i to its own upper
+    bound ``w_max * s_i`` (soft bounds: the response vanishes there), not to the nominal one."""
+    device = make_device("softbounds", tau=1.0, dw_min=0.01, w_bounds_dtod=0.2)
+    rngs = [np.random.default_rng(s) for s in (3, 4)]
+    scale = draw_bound_scale(device, (2, 400), rngs)
+    assert abs(scale.mean() - 1) < 4 * 0.2 / np.sqrt(800)
+    assert abs(scale.std() - 0.2) < 0.03
+    w = np.zeros((2, 400))
+    for _ in range(60):
+        w = pulsed_update(w, np.full_like(w, 0.5), device, rngs, bound_scale=scale)
+    np.testing.assert_allclose(w, device.w_max * scale, atol=0.02)
+    assert np.ptp(w) > 0.3  # the elements saturate at clearly different levels
+
+
+def test_device_spread_draws_only_what_the_device_has():
+    plain = make_device("softbounds", tau=1.0, dw_min=0.01)
+    spread = DeviceSpread.draw(plain, (1, 5), [np.random.default_rng(0)])
+    assert spread.dw_min_scale is None and spread.bound_scale is None
+    both = make_device("softbounds", tau=1.0, dw_min=0.01, dw_min_dtod=0.3, w_bounds_dtod=0.1)
+    spread = DeviceSpread.draw(both, (1, 5), [np.random.default_rng(0)])
+    # the dw_min spread is drawn first, so it equals a draw of it alone from the same stream
+    np.testing.assert_array_equal(
+        spread.dw_min_scale, draw_dw_min_scale(both, (1, 5), [np.random.default_rng(0)])
+    )
+    assert spread.bound_scale.shape == (1, 5)
