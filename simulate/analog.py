@@ -16,7 +16,9 @@ Pulse-level update: :math:`x = |\Delta w| / \Delta w_{\min}` pulses, rounded sto
 (:math:`n = \lfloor x \rfloor + \mathrm{Bernoulli}(x - \lfloor x \rfloor)`, so
 :math:`E[n]\, \Delta w_{\min} = |\Delta w|`); pulse :math:`p` moves the weight by
 :math:`\mathrm{sign}(\Delta w)\, \Delta w_{\min}\, q_{\mathrm{sign}}(w_p) (1 + \sigma_c \xi_p)`,
-evaluated at the weight :math:`w_p` left by the previous pulse. As :math:`\Delta w_{\min} \to 0`
+evaluated at the weight :math:`w_p` left by the previous pulse (or
+:math:`\Delta w_{\min} (\mathrm{sign}(\Delta w) q_{\mathrm{sign}}(w_p) + \sigma_c \xi_p)`
+for a device whose ``c2c_noise`` is ``additive``). As :math:`\Delta w_{\min} \to 0`
 its mean tends to the expected update (tested).
 
 **Device-to-device spread** (pulse level only, fixed per run): each element's ``dw_min`` is
@@ -205,7 +207,7 @@ def pulsed_update(
             sizes = pulses.reshape(len(pulses), -1).max(axis=1)
             xi = _per_member(rng, lambda g, s: g.standard_normal(s),
                              (int(sizes.max()),) + w.shape, sizes)
-        factor = 1.0 + device.dw_min_std * xi
+        noise = device.dw_min_std * xi
     lo, hi = device.w_min, device.w_max
     if bound_scale is not None:
         lo, hi = lo * bound_scale, hi * bound_scale
@@ -213,7 +215,12 @@ def pulsed_update(
         active = pulses > p
         v = w if bound_scale is None else w / bound_scale
         q = np.where(up, device.q_plus(v), device.q_minus(v))
-        inc = signed_step * q * (factor[p] if device.dw_min_std > 0 else 1.0)
+        if device.dw_min_std == 0:
+            inc = signed_step * q
+        elif device.c2c_noise == "additive":
+            inc = signed_step * q + step * noise[p]
+        else:
+            inc = signed_step * q * (1.0 + noise[p])
         w = np.where(active, np.clip(w + inc, lo, hi), w)
     return w
 

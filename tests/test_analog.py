@@ -189,3 +189,24 @@ def test_device_spread_draws_only_what_the_device_has():
         spread.dw_min_scale, draw_dw_min_scale(both, (1, 5), [np.random.default_rng(0)])
     )
     assert spread.bound_scale.shape == (1, 5)
+
+
+@pytest.mark.parametrize("c2c_noise", ["multiplicative", "additive"])
+def test_cycle_to_cycle_noise_has_the_stated_mean_and_spread(c2c_noise):
+    """One pulse at w: mean ``dw_min q(w)`` either way; std ``dw_min q(w) sigma_c``
+    (multiplicative) or ``dw_min sigma_c`` (additive), checked with z >= 4 margins."""
+    sigma_c, dw_min, w0 = 0.5, 0.01, 0.6
+    device = make_device("softbounds", tau=1.0, dw_min=dw_min, dw_min_std=sigma_c,
+                         c2c_noise=c2c_noise)
+    w = np.full(200_000, w0)
+    step = pulsed_update(w, np.full_like(w, dw_min), device, np.random.default_rng(7)) - w0
+    q = 1 - w0  # q_+ of soft bounds at w0
+    n = step.size
+    assert abs(step.mean() - dw_min * q) < 4 * step.std() / np.sqrt(n)
+    expected_std = dw_min * sigma_c * (q if c2c_noise == "multiplicative" else 1.0)
+    assert abs(step.std() - expected_std) < 4 * expected_std / np.sqrt(2 * n)
+
+
+def test_unknown_c2c_noise_is_a_parameter_error():
+    with pytest.raises(ParameterError, match="c2c_noise"):
+        make_device("softbounds", tau=1.0, dw_min=0.01, c2c_noise="gaussian")

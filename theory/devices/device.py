@@ -53,6 +53,10 @@ class DeviceConstants:
     w_hi: float | sp.Expr
 
 
+#: how cycle-to-cycle noise enters a pulse (:attr:`Device.c2c_noise`)
+C2C_NOISE = ("multiplicative", "additive")
+
+
 @dataclass(frozen=True)
 class Device:
     r"""An analog device: response family and pulse parameters (aihwkit vocabulary).
@@ -70,9 +74,13 @@ class Device:
         Device-to-device std of ``dw_min``, relative to ``dw_min`` (aihwkit ``dw_min_dtod``), >= 0.
     dw_min_std : float
         Cycle-to-cycle std :math:`\sigma_c` of one pulse, relative to ``dw_min`` (aihwkit
-        ``dw_min_std``: the per-pulse step std is ``dw_min * dw_min_std``), >= 0. The simulator's
-        pulse model multiplies each pulse by :math:`(1 + \sigma_c \xi)`; aihwkit applies it
-        additively (``mult_noise=False``) for some presets, which differs only away from ``q = 1``.
+        ``dw_min_std``: the per-pulse step std is ``dw_min * dw_min_std``), >= 0; applied as
+        ``c2c_noise`` says.
+    c2c_noise : {"multiplicative", "additive"}
+        How the cycle-to-cycle noise enters a pulse: ``multiplicative`` (paper-notes section 3, the
+        default), :math:`\Delta w_{\min} q(w) (1 + \sigma_c \xi)`, or ``additive`` (aihwkit's
+        ``mult_noise=False``, e.g. its ReRAM preset with :math:`\sigma_c = 3.75`),
+        :math:`\Delta w_{\min} (q(w) + \sigma_c \xi)`.
     w_bounds_dtod : float
         Device-to-device std of the bounds ``w_min``, ``w_max`` in weight units (aihwkit's relative
         ``w_min_dtod * |w_min|``, ``w_max_dtod * w_max``), >= 0.
@@ -89,6 +97,7 @@ class Device:
     dw_min_std: float = 0.0
     w_bounds_dtod: float = 0.0
     desired_bl: int = 31
+    c2c_noise: str = "multiplicative"
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -104,6 +113,10 @@ class Device:
         for name in ("dw_min_dtod", "dw_min_std", "w_bounds_dtod"):
             set_(self, name, float(check_range(name, getattr(self, name), 0, None)))
         set_(self, "desired_bl", check_range("desired_bl", self.desired_bl, 1, None, integer=True))
+        if self.c2c_noise not in C2C_NOISE:
+            raise ParameterError(
+                f"c2c_noise={self.c2c_noise!r} is unknown; valid: {', '.join(C2C_NOISE)}"
+            )
 
     # -- range --------------------------------------------------------------------------------
     @property
