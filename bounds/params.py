@@ -379,12 +379,6 @@ def _toml_table(name: str, table: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _device_table(device: devices.Device) -> dict:
-    """The ``[device]`` table of ``device``, read back by ``theory.devices.device_from_table``."""
-    pulse = {key: getattr(device, key) for key in devices.DEVICE_FIELDS}
-    return {"name": device.name, "family": device.family, **device.response.params(), **pulse}
-
-
 def dump_config(config: BoundsConfig) -> str:
     """The TOML text of ``config``; :func:`load_config` of it gives back an equal config.
 
@@ -401,7 +395,7 @@ def dump_config(config: BoundsConfig) -> str:
     parts += [f"{key} = {_toml_value(value)}" for key, value in head.items()]
     text = "\n".join(parts) + "\n\n"
     if config.preset is None:
-        text += _toml_table("device", _device_table(hw.device)) + "\n"
+        text += _toml_table("device", devices.device_to_table(hw.device)) + "\n"
     text += _toml_table("timing", {key: getattr(hw, key) for key in TIMING_KEYS}) + "\n"
     text += _toml_table("problem", dataclasses.asdict(config.problem)) + "\n"
     text += _toml_table("pipeline", dataclasses.asdict(config.pipeline))
