@@ -348,7 +348,7 @@ def test_theorem4_cap_is_min_of_the_two_caps():
 def test_solve_rate_solves_the_quadratic_exactly():
     k = solve_rate(a_, c_nn, gap)
     assert is_zero(a_ / sp.sqrt(k) + c_nn / k - gap)
-    # equal to the 2c/(sqrt - a) form of the brief (for c > 0)
+    # equal to the 2c/(sqrt - a) form (for c > 0)
     root = sp.sqrt(a_**2 + 4 * c_pos * gap)
     assert is_zero(solve_rate(a_, c_pos, gap) - (2 * c_pos / (root - a_)) ** 2)
     assert is_zero(solve_rate(a_, 0, gap) - a_**2 / gap**2)

@@ -462,7 +462,7 @@ class ConstantStep(ResponseFamily):
         return sp.sympify(up), sp.sympify(down)
 
 
-#: family name -> class, in the order of the brief
+#: family name -> class
 FAMILIES: dict[str, type[ResponseFamily]] = {
     cls.family: cls
     for cls in (SoftBounds, AsymmetricSoftBounds, LinearStep, PowerStep, ExponentialStep,
