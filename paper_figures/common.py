@@ -33,7 +33,7 @@ import matplotlib.style
 import numpy as np
 from matplotlib.figure import Figure
 
-from simulate.cache import package_version
+from simulate.cache import package_version, source_fingerprint
 
 __all__ = ["STYLE", "FigureOutput", "new_figure", "save_figure", "use_style", "versions"]
 
@@ -89,6 +89,7 @@ def versions() -> dict[str, str]:
     """Versions of the package and of the libraries that shape the output."""
     return {
         "aimc-pipeline": package_version(),
+        "aimc-pipeline-source": source_fingerprint(),
         "python": platform.python_version(),
         "numpy": np.__version__,
         "matplotlib": matplotlib.__version__,

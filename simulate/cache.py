@@ -7,8 +7,9 @@ A result is stored under the key
     k = \operatorname{sha256}\bigl(\operatorname{json}(f, p, v)\bigr)
 
 where ``f`` is the function's qualified name, ``p`` the point (a JSON-serialisable dict) and
-``v`` the package version, all in canonical JSON (sorted keys, no whitespace). A new version of the
-package therefore never reads an old version's results.
+``v`` the cache version :func:`cache_version`: the package version plus a fingerprint of the
+package's source files, all in canonical JSON (sorted keys, no whitespace). A new version of the
+package, or an edited source tree, therefore never reads results computed by other code.
 
 Each entry is ``DIR/k[:2]/k.json`` (the JSON part of the result, the point, the version and the
 SHA-256 of the arrays file) and, when the result holds numpy arrays, ``DIR/k[:2]/k.npz`` (read with
@@ -45,7 +46,9 @@ __all__ = [
     "encode_result",
     "function_name",
     "normalize_result",
+    "cache_version",
     "package_version",
+    "source_fingerprint",
 ]
 
 #: environment variable overriding the default cache directory
@@ -75,6 +78,28 @@ def package_version() -> str:
         return str(tomllib.loads(pyproject.read_text())["project"]["version"])
     except (OSError, KeyError, tomllib.TOMLDecodeError):
         return "0+unknown"
+
+
+@cache
+def source_fingerprint() -> str:
+    """SHA-256 (first 12 hex digits) of the package's ``.py`` and ``.toml`` source files.
+
+    Covers ``theory``, ``bounds``, ``simulate`` and ``paper_figures`` (path and bytes of each file,
+    in sorted order), so cached results are invalidated by any change of the code that made them.
+    """
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for package in ("theory", "bounds", "simulate", "paper_figures"):
+        for path in sorted((root / package).rglob("*")):
+            if path.suffix in (".py", ".toml") and path.is_file():
+                digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+                digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def cache_version() -> str:
+    """The version in every cache key: ``{package_version()}+src.{source_fingerprint()}``."""
+    return f"{package_version()}+src.{source_fingerprint()}"
 
 
 def default_cache_dir() -> Path:
@@ -191,14 +216,14 @@ def _atomic_write(path: Path, payload: bytes) -> None:
 
 @dataclass(frozen=True)
 class ResultCache:
-    """Sweep results on disk, keyed by function, point and package version.
+    """Sweep results on disk, keyed by function, point and cache version (package + source).
 
     Parameters
     ----------
     directory : path-like, optional
         Where entries live (created on first write). Default :func:`default_cache_dir`.
     version : str, optional
-        The version that is part of every key. Default :func:`package_version`.
+        The version that is part of every key. Default :func:`cache_version`.
 
     Examples
     --------
@@ -210,7 +235,7 @@ class ResultCache:
     """
 
     directory: Path = field(default_factory=default_cache_dir)
-    version: str = field(default_factory=package_version)
+    version: str = field(default_factory=cache_version)
 
     def __post_init__(self):
         object.__setattr__(self, "directory", Path(self.directory))

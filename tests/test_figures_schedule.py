@@ -61,7 +61,9 @@ def test_manifest(written):
     assert manifest["figure"] == "schedule" and manifest["seed"] is None
     assert manifest["config"]["stages"] == 4 and manifest["config"]["micro_batches"] == 5
     assert manifest["versions"]["matplotlib"] == matplotlib.__version__
-    assert set(manifest["versions"]) == {"aimc-pipeline", "python", "numpy", "matplotlib"}
+    assert set(manifest["versions"]) == {
+        "aimc-pipeline", "aimc-pipeline-source", "python", "numpy", "matplotlib"
+    }
 
 
 def test_second_run_is_byte_identical(written, tmp_path):

@@ -21,12 +21,14 @@ import pytest
 from simulate.cache import (
     CACHE_ENV,
     ResultCache,
+    cache_version,
     canonical_json,
     decode_result,
     encode_result,
     function_name,
     normalize_result,
     package_version,
+    source_fingerprint,
 )
 from simulate.sweep import (
     BLAS_THREAD_VARS,
@@ -121,7 +123,28 @@ def test_default_directory_and_version(tmp_path, monkeypatch):
     monkeypatch.delenv(CACHE_ENV)
     assert ResultCache().directory == Path(".cache") / "aimc-pipeline"
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
-    assert package_version() == pyproject["project"]["version"] == ResultCache().version
+    assert package_version() == pyproject["project"]["version"]
+    expected = f"{package_version()}+src.{source_fingerprint()}"
+    assert ResultCache().version == cache_version() == expected
+
+
+def test_source_fingerprint_changes_with_the_source(tmp_path, monkeypatch):
+    """An edited source file gives a new fingerprint (so stale cached results are not read)."""
+    import simulate.cache as cache_module
+
+    fake = tmp_path / "simulate"
+    fake.mkdir()
+    for name in ("theory", "bounds", "paper_figures"):
+        (tmp_path / name).mkdir()
+    (fake / "cache.py").write_text("x = 1\n")
+    monkeypatch.setattr(cache_module, "__file__", str(fake / "cache.py"))
+    source_fingerprint.cache_clear()
+    before = source_fingerprint()
+    (tmp_path / "theory" / "a.py").write_text("y = 2\n")
+    source_fingerprint.cache_clear()
+    after = source_fingerprint()
+    source_fingerprint.cache_clear()
+    assert before != after
 
 
 @pytest.mark.parametrize(
