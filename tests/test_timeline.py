@@ -7,7 +7,7 @@ from functools import cache, lru_cache
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from simulate.timeline import Event, Timeline, build_timeline
@@ -23,11 +23,6 @@ counted_modes = st.one_of(
 )
 
 timeline = lru_cache(maxsize=32)(build_timeline)
-
-#: properties that evaluate the per-(b, m) closed forms run fewer examples than the active profile
-#: (default 60 -> 24, CI 100 -> 40, thorough 1000 -> 400); the others run the profile's count
-heavy = settings(max_examples=max(10, settings.default.max_examples * 2 // 5))
-
 
 @cache
 def closed_forms(mode):
@@ -50,7 +45,6 @@ def grid_indices(stages, count):
     return np.meshgrid(np.arange(1, stages + 1), np.arange(1, count + 1), indexing="ij")
 
 
-@heavy
 @given(stages, counted_modes)
 def test_action_cycles_equal_closed_form(M_, mode_count):
     mode, count = mode_count
@@ -62,7 +56,6 @@ def test_action_cycles_equal_closed_form(M_, mode_count):
         np.testing.assert_array_equal(tl.action_cycles(kind), expected)
 
 
-@heavy
 @given(stages, counted_modes)
 def test_counts_and_rates_equal_closed_form(M_, mode_count):
     mode, count = mode_count
@@ -103,7 +96,6 @@ def test_dependencies_and_injection(M_, mode_count):
     assert (bw[:-1] == np.maximum(bw[1:], f[:-1]) + 1).all()
 
 
-@heavy
 @given(stages, counted_modes)
 def test_measured_delays(M_, mode_count):
     mode, count = mode_count
