@@ -81,8 +81,12 @@ def expected_update(w: np.ndarray, dw: np.ndarray, device) -> np.ndarray:
     device : theory.devices.Device
         Provides ``F``, ``G``, ``w_min``, ``w_max``.
     """
-    w_new = w + dw * device.F(w) - np.abs(dw) * device.G(w)
-    return np.clip(w_new, device.w_min, device.w_max)
+    out = np.abs(dw) * device.G(w)
+    f = device.F_constant  # a constant F (soft bounds: 1) needs no array
+    drift = dw * device.F(w) if f is None else (dw if f == 1.0 else f * dw)
+    np.subtract(drift, out, out=out)
+    out += w
+    return np.clip(out, device.w_min, device.w_max, out=out)
 
 
 def _per_member(rng: Rng, draw, shape: tuple[int, ...], sizes=None) -> np.ndarray:

@@ -418,3 +418,10 @@ def test_device_table_round_trip(response, dw_frac, std):
     dev = Device("user", response, dw_min=dw_frac * (response.w_max - response.w_min),
                  dw_min_std=std, desired_bl=7)
     assert device_from_table(device_to_table(dev)) == dev
+
+
+def test_F_constant_is_the_value_of_a_weight_independent_F():
+    assert make_device("softbounds", tau=2.0, dw_min=0.01).F_constant == 1.0
+    assert make_device("constant-step", w_min=-1, w_max=1, up=0.5, down=1.5,
+                       dw_min=0.01).F_constant == 1.0
+    assert make_device("power", tau=1.0, pow_gamma=2.0, dw_min=0.01).F_constant is None

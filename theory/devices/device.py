@@ -13,6 +13,7 @@ assumption A3 on a weight interval: :math:`q_{\min}`, :math:`q_{\max}` and
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, fields
+from functools import cache
 from numbers import Real
 
 import numpy as np
@@ -156,6 +157,12 @@ class Device:
         """:math:`G(x) = (q_-(x) - q_+(x))/2`, element-wise."""
         return self.response.compiled().G(x)
 
+    @property
+    def F_constant(self) -> float | None:
+        """The value of :math:`F` when it does not depend on the weight (soft bounds: 1), else
+        ``None``; lets the simulator skip evaluating a constant array."""
+        return _constant_F(self.response)
+
     def saturation(self, x):
         """:math:`S(x) = q_+(x) q_-(x)`, element-wise."""
         return self.response.compiled().saturation(x)
@@ -197,6 +204,12 @@ class Device:
             w_lo=float(w_lo),
             w_hi=float(w_hi),
         )
+
+
+@cache
+def _constant_F(response: ResponseFamily) -> float | None:
+    expr = response.F_expr
+    return None if w in expr.free_symbols else float(expr)
 
 
 def soft_bounds_constants(W_max=symbols.W_max, tau=symbols.tau) -> DeviceConstants:
