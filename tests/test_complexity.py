@@ -293,3 +293,14 @@ def test_latex_table_one_row_per_bound():
     for row, bound in zip(rows, REGISTRY.values(), strict=True):
         assert row.count("|") == 4
         assert row.startswith(f"| `{bound.name}` | {bound.provenance} | $")
+
+
+@pytest.mark.parametrize("name", ["digital_sgd", "analog_sgd"])
+def test_iteration_count_beyond_int64_is_an_error_not_garbage(name):
+    """K(eps) ~ a^2/(eps - floor)^2 overflows int64 for a target too close to the floor."""
+    floor = floor_of(name, **BASE)
+    target = floor + 1e-12 if floor > 0 else 1e-12
+    with pytest.raises(ParameterError, match=r"^eps=.*int64.*choose a larger eps"):
+        evaluate_complexity(name, target, **BASE)
+    with pytest.raises(ParameterError, match="int64"):
+        evaluate_complexity(name, np.array([1.0 + floor, target]), **BASE)

@@ -72,6 +72,10 @@ PARAMETER_RANGES: dict[str, tuple] = {
 }
 
 
+#: largest iteration count a result can hold (``iterations_int`` is int64)
+_MAX_ITERATIONS = float(2**63 - 1024)  # the largest float below 2**63
+
+
 def solve_rate(a: sp.Expr, c: sp.Expr, gap: sp.Expr) -> sp.Expr:
     r"""The ``K`` solving :math:`a/\sqrt{K} + c/K = \mathrm{gap}` (Proposition 5, stable form).
 
@@ -249,8 +253,9 @@ def evaluate_complexity(name: str, eps, **values) -> ComplexityResult:
     Raises
     ------
     ParameterError
-        Unknown bound, unknown or missing parameter (the message lists the required names), or a
-        value out of range.
+        Unknown bound, unknown or missing parameter (the message lists the required names), a
+        value out of range, or an ``eps`` so close to the floor (or to 0) that ``K(eps)`` exceeds
+        the int64 range of ``iterations_int`` (about 9.2e18).
     UnreachableTargetError
         If ``eps <= floor`` anywhere (the message gives that floor).
     """
@@ -284,6 +289,14 @@ def evaluate_complexity(name: str, eps, **values) -> ComplexityResult:
 
     shape = floor.shape
     iterations = np.broadcast_to(compiled.iterations(eps_arr, *args), shape).astype(float)
+    too_many = ~(iterations < _MAX_ITERATIONS)  # also inf when eps - floor underflows
+    if too_many.any():
+        i = np.flatnonzero(too_many)[0]
+        raise ParameterError(
+            f"eps={eps_b.flat[i].item():.6g} needs K={iterations.flat[i].item():.3g} iterations "
+            f"of {name} (floor {floor.flat[i].item():.6g}), more than the {_MAX_ITERATIONS:.3g} "
+            "an int64 iteration count holds; choose a larger eps"
+        )
     k_int = np.ceil(iterations)
     cap = np.broadcast_to(compiled.step_cap(k_int, *args), shape)
     noise = np.broadcast_to(compiled.noise_step(k_int, *args), shape)
