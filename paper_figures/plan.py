@@ -84,8 +84,9 @@ def plot(data: dict) -> Figure:
     best = data["plan"].best
     stages, counts, values = _matrix(data["sync"])
     a_stages, _, a_values = _matrix(data["async"])
-    finite = np.concatenate([values[np.isfinite(values)], a_values[np.isfinite(a_values)]])
-    norm = LogNorm(vmin=finite.min(), vmax=finite.max())
+    # the colour scale spans the synchronous cells only: the asynchronous times (own axis) are
+    # often orders of magnitude larger and would squeeze the heatmap into one colour
+    norm = LogNorm(vmin=np.nanmin(values), vmax=np.nanmax(values))
     with use_style():
         fig = new_figure(figsize=(7.0, 3.4), layout="constrained")
         ax, ax2 = fig.subplots(1, 2, width_ratios=(3, 1.3))
@@ -95,7 +96,7 @@ def plot(data: dict) -> Figure:
         ax.set_title(f"synchronous ({data['config']['model']}, eps = {data['config']['eps']:g})")
         ax2.plot(a_values[:, 0], a_stages, marker="o", color="C1")
         ax2.set_xscale("log")
-        ax2.set_xlabel("seconds")
+        ax2.set_xlabel("predicted time to eps (s)")
         ax2.set_title("asynchronous")
         ax2.set_ylim(ax.get_ylim())
         target = ax if best.mode == "sync" else ax2

@@ -32,3 +32,12 @@ def test_write_outputs_the_plotted_table(tmp_path, data, monkeypatch):
     expected = figure.table(data)
     assert rows == [{k: str(v) for k, v in row.items()} for row in expected]
     assert len(rows) == len(data["sync"]) + len(data["async"])
+
+
+def test_colour_scale_spans_the_synchronous_cells(data):
+    fig = figure.plot(data)
+    heatmap = fig.axes[0].collections[0]
+    seconds = [c.seconds for c in data["sync"].values() if c is not None]
+    assert heatmap.norm.vmin == pytest.approx(min(seconds), rel=1e-12)
+    assert heatmap.norm.vmax == pytest.approx(max(seconds), rel=1e-12)
+    assert fig.axes[1].get_xlabel() == "predicted time to eps (s)"
