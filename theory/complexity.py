@@ -36,7 +36,7 @@ from functools import cache
 import numpy as np
 import sympy as sp
 
-from .errors import ParameterError, UnreachableTargetError, check_range
+from .errors import ParameterError, UnreachableTargetError, check_array
 from .schedules import cycles_for_iterations, schedule
 from .symbols import B, K, M, b, eps
 from .theorems import REGISTRY, Bound, get_bound
@@ -187,25 +187,13 @@ def _compiled(name: str) -> _Compiled:
 
 
 def _as_array(name: str, value) -> np.ndarray:
-    """``value`` as a float array, every element checked with :func:`check_range`."""
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name}={value!r} is not a number or an array of numbers") from None
+    """``value`` as a float array, every element checked against :data:`PARAMETER_RANGES`."""
     low, high, low_open, high_open, integer = PARAMETER_RANGES.get(
         name, (0.0, None, True, False, False)
     )
-    ok = np.isfinite(arr)
-    if low is not None:
-        ok &= arr > low if low_open else arr >= low
-    if high is not None:
-        ok &= arr < high if high_open else arr <= high
-    if integer:
-        ok &= arr == np.round(arr)
-    if not ok.all():
-        bad = arr[~ok].flat[0].item()
-        check_range(name, bad, low, high, low_open=low_open, high_open=high_open, integer=integer)
-    return arr
+    return check_array(
+        name, value, low, high, low_open=low_open, high_open=high_open, integer=integer
+    )
 
 
 def _check_relations(values: dict[str, np.ndarray]) -> None:

@@ -9,7 +9,10 @@ from __future__ import annotations
 import math
 from numbers import Real
 
-__all__ = ["ParameterError", "UnreachableTargetError", "DivergenceError", "check_range"]
+import numpy as np
+
+__all__ = ["ParameterError", "UnreachableTargetError", "DivergenceError", "check_array",
+           "check_range"]
 
 
 class ParameterError(ValueError):
@@ -88,3 +91,36 @@ def check_range(
     if bad_low or bad_high:
         raise ParameterError(f"{name}={value!r} is out of range; valid range {rng}")
     return int(value) if integer else value
+
+
+def check_array(
+    name: str,
+    value,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+    integer: bool = False,
+) -> np.ndarray:
+    """:func:`check_range` element-wise: ``value`` as a float array, every element checked.
+
+    The error names the first offending element, as :func:`check_range` would for it alone.
+    """
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name}={value!r} is not a number or an array of numbers") from None
+    ok = np.isfinite(arr)
+    if low is not None:
+        ok &= arr > low if low_open else arr >= low
+    if high is not None:
+        ok &= arr < high if high_open else arr <= high
+    if integer:
+        ok &= arr == np.round(arr)
+    if not ok.all():
+        given = np.asarray(value)
+        source = given if given.dtype.kind in "iu" else arr  # report an integer as given
+        bad = source[~ok].flat[0].item()
+        check_range(name, bad, low, high, low_open=low_open, high_open=high_open, integer=integer)
+    return arr
