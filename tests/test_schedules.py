@@ -1,5 +1,6 @@
 """Symbolic identities of the schedule closed forms in :mod:`theory.schedules`."""
 
+import numpy as np
 import pytest
 import sympy as sp
 
@@ -93,3 +94,31 @@ def test_unknown_mode_and_quantity():
         schedule("pipedream")
     with pytest.raises(ParameterError, match="quantity='latency'"):
         evaluate("sync", "latency", stages=2)
+
+
+def test_evaluate_broadcasts_constant_quantities():
+    """A quantity free of some arguments (a delay of 0, busy cycles) still has their shape."""
+    stages = np.array([2, 3, 4])
+    delay = evaluate("sync", "forward_delay", stages=stages)
+    busy = evaluate("sync", "busy_cycles", stages=stages, micro_batches=3)
+    assert delay.shape == busy.shape == (3,)
+    np.testing.assert_array_equal(delay, [0, 0, 0])
+    np.testing.assert_array_equal(busy, [6, 6, 6])
+    assert evaluate("async", "backward_delay", stages=4, stage=np.arange(1, 5)).shape == (4,)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(stages=0), r"^stages=0 is out of range; valid range \[1, inf\]"),
+        (dict(stages=2.5), r"^stages=2.5 is not an integer"),
+        (dict(stages=2, micro_batches=[3, -1]), r"^micro_batches=-1 is out of range"),
+        (dict(stages=3, stage=7),
+         r"^stage=7 is out of range; valid range: 1 <= stage <= stages = 3"),
+        (dict(stages=3, micro_batches=2, micro_batch=[1, 3]),
+         r"^micro_batch=3 is out of range; valid range: 1 <= micro_batch <= micro_batches = 2"),
+    ],
+)
+def test_evaluate_rejects_out_of_range_arguments(kwargs, message):
+    with pytest.raises(ParameterError, match=message):
+        evaluate("async", "forward_delay", **kwargs)

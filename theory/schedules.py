@@ -27,7 +27,7 @@ from functools import cache
 import numpy as np
 import sympy as sp
 
-from .errors import ParameterError
+from .errors import ParameterError, check_array
 from .symbols import B, K, M, N, m, mb
 
 __all__ = [
@@ -180,14 +180,43 @@ def evaluate(mode: str, quantity: str, *, stages, micro_batches=1, stage=1, micr
     quantity : str
         A key of :meth:`Schedule.quantities`.
     stages : int or array
-        ``M``.
+        ``M``, an integer >= 1.
     micro_batches : int or array
-        ``B`` for ``none``/``sync``, ``N`` for ``async``.
+        ``B`` for ``none``/``sync``, ``N`` for ``async``; an integer >= 1.
     stage, micro_batch : int or array
-        ``m`` and ``b`` for the per-stage and per-micro-batch quantities.
+        ``m`` in ``1..M`` and ``b`` in ``1..micro_batches``, for the per-stage and
+        per-micro-batch quantities.
+
+    Returns
+    -------
+    numpy scalar or ndarray
+        The quantity, with the broadcast shape of the four arguments (also for a quantity that
+        does not depend on all of them, e.g. a delay of 0).
+
+    Raises
+    ------
+    ParameterError
+        For an unknown quantity or an argument out of its range (the message names it).
     """
     names = _quantities(mode)
     if quantity not in names:
         raise ParameterError(f"quantity={quantity!r} is unknown; valid: {', '.join(sorted(names))}")
+    args = (stages, micro_batches, stage, micro_batch)
+    for name, value in zip(("stages", "micro_batches", "stage", "micro_batch"), args, strict=True):
+        check_array(name, value, 1, None, integer=True)
+    for name, value, limit_name, limit in (
+        ("stage", stage, "stages", stages), ("micro_batch", micro_batch, "micro_batches",
+                                             micro_batches),
+    ):
+        value_b, limit_b = np.broadcast_arrays(value, limit)
+        above = value_b > limit_b
+        if above.any():
+            i = np.flatnonzero(above)[0]
+            raise ParameterError(
+                f"{name}={value_b.flat[i].item()!r} is out of range; valid range: 1 <= {name} <= "
+                f"{limit_name} = {limit_b.flat[i].item()!r}"
+            )
+    shape = np.broadcast_shapes(*(np.shape(a) for a in args))
     value = _compiled(mode, quantity)(stages, micro_batches, micro_batches, stage, micro_batch)
-    return np.asarray(value)[()] if np.ndim(value) == 0 else np.asarray(value)
+    value = np.broadcast_to(value, shape)
+    return value[()] if value.ndim == 0 else value.copy()
