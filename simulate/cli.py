@@ -15,7 +15,7 @@ import numpy as np
 
 from .config import ALGORITHMS, PROBLEMS, UPDATES, SimConfig
 from .engine import run as run_simulation
-from .trace import Trace
+from .trace import Trace, strict_json
 
 __all__ = ["DESCRIPTION", "build_parser", "run", "summary_rows"]
 
@@ -94,19 +94,6 @@ def summary_rows(trace: Trace) -> list[tuple[str, str]]:
     ]
 
 
-def _strict_json(value):
-    """Replace NaN (quantities not computed) by ``null``, so the output is strict JSON."""
-    if isinstance(value, dict):
-        return {k: _strict_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_strict_json(v) for v in value]
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    if isinstance(value, np.generic):
-        return _strict_json(value.item())
-    return value
-
-
 def run(args: argparse.Namespace) -> int:
     """Run the simulation of ``args``; print the summary (or JSON); write ``--out`` files."""
     config = _config(args)
@@ -124,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         csv_path, json_path = trace.write(args.out)
         print(f"wrote {csv_path} and {json_path}", file=sys.stderr)
     if args.json:
-        print(json.dumps(_strict_json(trace.as_dict())))
+        print(json.dumps(strict_json(trace.as_dict()), allow_nan=False))
         return 0
     rows = summary_rows(trace)
     width = max(len(name) for name, _ in rows)

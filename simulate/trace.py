@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Trace"]
+__all__ = ["Trace", "strict_json"]
 
 #: the per-point arrays of a Trace, in CSV column order
 COLUMNS = (
@@ -99,7 +99,7 @@ class Trace:
             "avg_grad_norm2": self.avg_grad_norm2.tolist(),
             "final": rows[-1],
         }
-        json_path.write_text(json.dumps(summary, indent=2, default=_jsonable))
+        json_path.write_text(json.dumps(strict_json(summary), indent=2, allow_nan=False))
         return csv_path, json_path
 
     def as_dict(self) -> dict:
@@ -108,9 +108,20 @@ class Trace:
         return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in items}
 
 
-def _jsonable(value):
-    if isinstance(value, np.generic):
-        return value.item()
+def strict_json(value):
+    """``value`` with numpy scalars and arrays as Python objects and non-finite floats as ``None``.
+
+    NaN marks a quantity that was not computed (e.g. the test accuracy of an oracle problem);
+    ``null`` keeps the output strict JSON, which every parser reads.
+    """
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict_json(v) for v in value]
     if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
+        return strict_json(value.tolist())
+    if isinstance(value, np.generic):
+        return strict_json(value.item())
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
