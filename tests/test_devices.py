@@ -386,6 +386,7 @@ def test_validate_timing_rejects_unknown_keys():
     (lambda: LinearStep(w_min=-1.0, w_max=1.0, gamma_up=0.1, gamma_down=-0.1), "gamma_down"),
     (lambda: PowerStep(tau=1.0, pow_gamma=0.0), "pow_gamma"),
     (lambda: ExponentialStep(tau=1.0, gamma=-2.0), "gamma"),
+    (lambda: ExponentialStep(tau=1.0, gamma=400.0), "gamma"),  # e^(2 gamma) overflows
     (lambda: ExponentialStep(tau="1", gamma=2.0), "tau"),
     (lambda: ConstantStep(w_min=1.0, w_max=1.0), "w_max"),
     (lambda: Device("d", SoftBounds(1.0), dw_min=0.0), "dw_min"),
@@ -425,3 +426,15 @@ def test_F_constant_is_the_value_of_a_weight_independent_F():
     assert make_device("constant-step", w_min=-1, w_max=1, up=0.5, down=1.5,
                        dw_min=0.01).F_constant == 1.0
     assert make_device("power", tau=1.0, pow_gamma=2.0, dw_min=0.01).F_constant is None
+
+
+def test_exponential_at_the_largest_gamma_is_finite():
+    """Up to GAMMA_MAX every response is a finite float on the whole range (no inf constants)."""
+    response = ExponentialStep(tau=1.0, gamma=ExponentialStep.GAMMA_MAX)
+    grid = np.linspace(-1.0, 1.0, 101)
+    fns = response.compiled()
+    with np.errstate(all="raise"):
+        for fn in (fns.q_plus, fns.q_minus, fns.F, fns.G):
+            assert np.all(np.isfinite(fn(grid)))
+    constants = Device("exp", response, dw_min=0.01).constants(-0.5, 0.5)
+    assert np.isfinite([constants.q_min, constants.q_max, constants.G_inf]).all()

@@ -405,17 +405,21 @@ class ExponentialStep(_TauRange, ResponseFamily):
     tau : float
         Dynamic range, > 0.
     gamma : float
-        Shape, > 0.
+        Shape, in ``(0, GAMMA_MAX]`` with ``GAMMA_MAX = ln(float max)/2`` (about 354.9): above it
+        :math:`e^{2\gamma}` (:math:`q_-` at :math:`w = \tau`) overflows in double precision.
     """
 
     tau: float
     gamma: float
     family: ClassVar[str] = "exponential"
     assumptions: ClassVar = {"tau": {"positive": True}, "gamma": {"positive": True}}
+    #: the largest ``gamma`` whose responses are finite floats on the whole range
+    GAMMA_MAX: ClassVar[float] = float(np.log(np.finfo(float).max) / 2)
 
     def __post_init__(self):
         self._set_float("tau", check_range("tau", self.tau, 0, None, low_open=True))
-        self._set_float("gamma", check_range("gamma", self.gamma, 0, None, low_open=True))
+        self._set_float("gamma", check_range("gamma", self.gamma, 0, self.GAMMA_MAX,
+                                             low_open=True))
 
     @staticmethod
     def responses(w, tau, gamma):
