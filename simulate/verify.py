@@ -714,6 +714,7 @@ def suite_points(suite: str, *, z: float = 4.0) -> list[dict]:
     """The sweep points of ``suite`` (see :func:`check_point`)."""
     if suite not in SUITES:
         raise ParameterError(f"suite={suite!r} is unknown; valid: {', '.join(SUITES)}")
+    check_range("z", z, 0, None)  # before any check runs, not inside a sweep worker
     return [
         {"bound": name, "config": config.to_dict(), "z": float(z), "format": VERIFY_FORMAT}
         for name, config in SUITES[suite]()

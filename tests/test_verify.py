@@ -233,6 +233,15 @@ def test_suites_cover_every_checkable_bound():
         suite_points("huge")
 
 
+def test_a_negative_margin_is_refused_before_any_check_runs(capsys):
+    """``--z -1`` is a one-line user error up front, not a failure inside the first sweep point."""
+    with pytest.raises(ParameterError, match=r"z=-1.0 is out of range; valid range \[0, inf\]"):
+        suite_points("quick", z=-1.0)
+    assert main(["verify", "--no-cache", "--jobs", "1", "--z", "-1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "z=-1.0" in err and "sweep" not in err and len(err.splitlines()) == 1
+
+
 def test_run_suite_quick_passes_and_equals_direct_checks(tmp_path):
     checks = run_suite("quick", jobs=1, cache=tmp_path)
     assert len(checks) == len(suite_points("quick"))
