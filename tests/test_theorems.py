@@ -366,10 +366,12 @@ def test_solve_rate_bracket():
 
 
 def _nonneg_numeric(expr) -> bool:
+    """``expr >= 0`` at 2000 log-normal points (each point judged on its own, no shared slack)."""
     rng = np.random.default_rng(np.random.SeedSequence(5))
     f = sp.lambdify(sorted(expr.free_symbols, key=str), expr, "numpy")
     pts = rng.lognormal(0, 3, size=(len(expr.free_symbols), 2000))
-    return bool(np.all(f(*pts) >= -1e-9 * np.abs(f(*pts)).max()))
+    values = f(*pts)
+    return bool(np.all(np.isfinite(values)) and np.all(values >= 0))
 
 
 @pytest.mark.parametrize("name", [nm for nm, bd in REGISTRY.items() if bd.floor == 0])
@@ -443,7 +445,7 @@ def test_iterations_decreasing_in_eps(name):
     k_gap = solve_rate(bound.rate_a, bound.rate_c, gap)  # eps = floor + gap
     derivative = sp.diff(domain(k_gap), gap)
     if derivative.is_negative is None:  # Max of the AP cap: decide numerically
-        assert _nonneg_numeric(-derivative.subs(theta, 0.5))
+        assert _nonneg_numeric(-derivative.subs(s, 1))  # theta = s/(1+s) = 1/2
     else:
         assert derivative.is_negative
 
