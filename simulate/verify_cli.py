@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .sweep import add_sweep_arguments, sweep_options
+from .trace import strict_json
 from .verify import SUITES, Check, run_suite
 
 __all__ = [
@@ -178,15 +179,16 @@ def _summary_text(checks: list[Check]) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run the suite; print the table (or JSON / Markdown); write ``--out``; 1 if a check fails."""
     checks = run_suite(args.suite, z=args.z, **sweep_options(args))
-    payload = [check.to_dict() for check in checks]
+    # strict JSON: a ratio of inf (empirical 0) or a nan constant is written as null
+    payload = strict_json([check.to_dict() for check in checks])
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         csv_path = write_csv(checks, args.out / "verify.csv")
         json_path = args.out / "verify.json"
-        json_path.write_text(json.dumps(payload, indent=2))
+        json_path.write_text(json.dumps(payload, indent=2, allow_nan=False))
         print(f"wrote {csv_path} and {json_path}", file=sys.stderr)
     if args.json:
-        print(json.dumps(payload))
+        print(json.dumps(payload, allow_nan=False))
     elif args.markdown:
         print(markdown_table(checks), end="")
     else:

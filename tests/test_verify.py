@@ -281,6 +281,17 @@ def test_cli_exits_1_and_names_a_failed_check(monkeypatch, capsys):
     assert "NO" in captured.out
 
 
+def test_cli_json_is_strict_when_a_ratio_is_infinite(monkeypatch, capsys):
+    config = config_for("analog_sgd", lr=0.01, **SMALL)
+    exact = Check(bound_name="analog_sgd", config=config, empirical=0.0, stderr=0.0, bound=1.0,
+                  ratio=math.inf, margin_z=4.0, passed=True, constants={"theta": math.nan})
+    monkeypatch.setattr(verify_cli, "run_suite", lambda *a, **k: [exact])
+    assert main(["verify", "--no-cache", "--json"]) == 0
+    out = capsys.readouterr().out
+    (data,) = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
+    assert data["ratio"] is None and data["constants"]["theta"] is None
+
+
 def test_ratio_summaries_and_markdown():
     config = config_for("analog_sgd", lr=0.01, **SMALL)
     checks = [Check("analog_sgd", config, 1.0, 0.1, r, r, 4.0, True, {}) for r in (3.0, 1.5, 9.0)]
