@@ -179,9 +179,14 @@ def format_plan(result: Plan) -> str:
     return "\n".join(lines)
 
 
+def _json(result: Plan) -> str:
+    """The plan as strict JSON (``Plan.to_dict`` has no NaN; ``allow_nan=False`` enforces it)."""
+    return json.dumps(result.to_dict(), indent=2, allow_nan=False)
+
+
 def _write_out(result: Plan, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "plan.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+    (out / "plan.json").write_text(_json(result) + "\n")
     rows = [{"rank": i, **c.to_dict()} for i, c in enumerate((result.best, *result.alternatives))]
     with (out / "plan_alternatives.csv").open("w", newline="") as handle:
         fields = [k for k in rows[0] if not isinstance(rows[0][k], list)]
@@ -214,5 +219,5 @@ def run(args: argparse.Namespace) -> int:
     result = plan(model, hardware, problem, args.eps, limits, relax=not args.no_relax)
     if args.out:
         _write_out(result, Path(args.out))
-    print(json.dumps(result.to_dict(), indent=2) if args.json else format_plan(result))
+    print(_json(result) if args.json else format_plan(result))
     return 0

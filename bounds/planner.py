@@ -202,7 +202,8 @@ class Relaxed:
     Attributes
     ----------
     value : float
-        Relaxed optimal time, seconds (``inf`` if every mode was ruled out).
+        Relaxed optimal time, seconds (``inf`` if every mode was ruled out, ``nan`` if the
+        relaxation was not solved).
     mode : str
     stages, micro_batches, micro_batch_size, iterations : float
         The relaxed optimum's ``M``, ``B`` (1 for async), ``b`` and ``K``.
@@ -219,8 +220,8 @@ class Relaxed:
     solve_time_s: float
 
     def to_dict(self) -> dict:
-        """JSON-ready fields."""
-        return dict(self.__dict__)
+        """JSON-ready fields; a non-finite number (no relaxation solved) is ``None``."""
+        return {key: _finite_or_none(value) for key, value in self.__dict__.items()}
 
 
 @dataclass(frozen=True)
@@ -243,7 +244,7 @@ class Plan:
     relaxed : Relaxed
         The continuous relaxation's optimum.
     gap : float
-        Relative gap ``seconds / relaxed.value - 1`` (>= 0).
+        Relative gap ``seconds / relaxed.value - 1`` (>= 0; ``nan`` without a relaxation).
     alternatives : tuple of Candidate
         The best plans of the three next-best (mode, M) pairs, fastest first.
     ruled_out : tuple of (str, str)
@@ -274,15 +275,24 @@ class Plan:
     seconds = property(lambda self: self.best.seconds, doc="Predicted seconds to eps.")
 
     def to_dict(self) -> dict:
-        """JSON-ready fields of the plan, its alternatives and the relaxation."""
+        """JSON-ready fields of the plan, its alternatives and the relaxation.
+
+        Strict JSON: the relaxation's fields and ``gap`` are ``None`` when no relaxation was
+        solved (``relax=False``), never NaN.
+        """
         return {
             "model": self.model, "eps": self.eps, **self.best.to_dict(),
             "terms": dict(self.terms), "dominant": self.dominant,
-            "relaxed": self.relaxed.to_dict(), "gap": self.gap,
+            "relaxed": self.relaxed.to_dict(), "gap": _finite_or_none(self.gap),
             "alternatives": [c.to_dict() for c in self.alternatives],
             "ruled_out": [{"mode": m, "reason": r} for m, r in self.ruled_out],
             "solve_times": dict(self.solve_times),
         }
+
+
+def _finite_or_none(value):
+    """``value``, or ``None`` if it is a non-finite float (JSON has no NaN or infinity)."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def theory_values(hardware: HardwareParams, problem: ProblemParams) -> dict[str, float]:

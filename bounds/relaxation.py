@@ -53,6 +53,7 @@ well (the GP never uses ``integer=True``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -245,4 +246,4 @@ def solve_relaxation(model, hardware, problem, eps, limits, modes, stage_range=N
                 float(var["B"].value) if "B" in var else 1.0, float(var["b"].value),
                 float(var["K"].value), 0.0,
             )
-    return Relaxed(**{**best.to_dict(), "solve_time_s": time.perf_counter() - start})
+    return dataclasses.replace(best, solve_time_s=time.perf_counter() - start)

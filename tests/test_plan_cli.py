@@ -84,3 +84,20 @@ def test_help_states_units(capsys):
         main(["plan", "--help"])
     out = " ".join(capsys.readouterr().out.split())  # undo argparse's line wrapping
     assert "bytes" in out and "gradient units" in out and "seconds" in out
+
+
+def _strict_json(text: str):
+    """Parse ``text`` rejecting NaN and Infinity, which are not JSON."""
+    def reject(constant):
+        raise ValueError(f"{constant} is not valid JSON")
+
+    return json.loads(text, parse_constant=reject)
+
+
+def test_json_without_relaxation_is_strict_json(tmp_path, capsys):
+    argv = ["plan", "--model", "digits-mlp", "--accelerators", "4", *SMALL, "--no-relax"]
+    assert main([*argv, "--json", "--out", str(tmp_path)]) == 0
+    for text in (capsys.readouterr().out, (tmp_path / "plan.json").read_text()):
+        data = _strict_json(text)
+        assert data["gap"] is None and data["relaxed"]["value"] is None
+        assert data["relaxed"]["solve_time_s"] == 0.0 and data["seconds"] > 0
