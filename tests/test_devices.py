@@ -438,3 +438,14 @@ def test_exponential_at_the_largest_gamma_is_finite():
             assert np.all(np.isfinite(fn(grid)))
     constants = Device("exp", response, dw_min=0.01).constants(-0.5, 0.5)
     assert np.isfinite([constants.q_min, constants.q_max, constants.G_inf]).all()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "param"),
+    [(dict(W_max=-0.5, tau=1.0), "W_max"), (dict(W_max=0.5, tau=-1.0), "tau"),
+     (dict(W_max=0.0, tau=1.0), "W_max"), (dict(W_max=-symbols.W_max), "W_max")],
+)
+def test_soft_bounds_constants_reject_non_positive_values(kwargs, param):
+    """A negative W_max would give q_min > q_max and a negative G_inf."""
+    with pytest.raises(ParameterError, match=rf"^{param}=.*range"):
+        soft_bounds_constants(**kwargs)

@@ -225,9 +225,13 @@ def soft_bounds_constants(W_max=symbols.W_max, tau=symbols.tau) -> DeviceConstan
     for name, value in (("W_max", W_max), ("tau", tau)):
         if not isinstance(value, Real | sp.Expr) or isinstance(value, bool):
             raise ParameterError(f"{name}={value!r} must be a number or a sympy expression")
-    W_max, tau = sp.sympify(W_max), sp.sympify(tau)
-    if (W_max - tau).is_nonnegative:
+        if isinstance(value, Real):
+            check_range(name, value, 0, None, low_open=True)
+        elif value.is_nonpositive:
+            raise ParameterError(f"{name}={value} is out of range; valid range (0, inf)")
+    if (sp.sympify(W_max) - sp.sympify(tau)).is_nonnegative:
         raise ParameterError(f"W_max={W_max} must be < tau={tau}")
+    W_max, tau = sp.sympify(W_max), sp.sympify(tau)
     q_plus, q_minus = SoftBounds.responses(w, tau=tau)
     return DeviceConstants(
         q_min=q_plus.subs(w, W_max),
