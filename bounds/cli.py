@@ -19,7 +19,7 @@ from pathlib import Path
 
 from theory import devices
 from theory.complexity import latex_table
-from theory.errors import UnreachableTargetError
+from theory.errors import ParameterError, UnreachableTargetError
 from theory.theorems import REGISTRY
 
 from .evaluate import compare
@@ -226,8 +226,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(comparison.table())
     if args.csv is not None:
-        with open(args.csv, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        try:
+            with open(args.csv, "w", newline="", encoding="utf-8") as handle:
+                writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+                writer.writeheader()
+                writer.writerows(rows)
+        except OSError as error:
+            raise ParameterError(f"csv={str(args.csv)!r} cannot be written: {error.strerror}") \
+                from None
     return 0

@@ -46,6 +46,8 @@ import numpy as np
 
 from theory.errors import ParameterError, check_range
 
+from .params import read_text
+
 __all__ = ["Layer", "Model", "list_models", "load_model", "model_from_table"]
 
 _DATA = "model_data"
@@ -276,7 +278,7 @@ def load_model(name_or_path, **parameters) -> Model:
         text, where = source.read_text(encoding="utf-8"), text_name
     elif text_name.endswith(".toml") or Path(text_name).exists():
         path = Path(text_name)
-        text, where = path.read_text(encoding="utf-8"), str(path)
+        text, where = read_text("model", path), str(path)
     else:
         raise ParameterError(
             f"model={text_name!r} is neither a built-in model nor a .toml file; built-in models: "

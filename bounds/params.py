@@ -315,6 +315,22 @@ def _table(doc: dict, key: str) -> dict:
     return value
 
 
+def read_text(name: str, path: Path) -> str:
+    """The UTF-8 text of file ``path`` (the value of parameter ``name``).
+
+    A missing file raises FileNotFoundError; a directory, an unreadable or a non-UTF-8 file raise
+    a one-line ParameterError naming ``name`` and the path.
+    """
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        raise ParameterError(f"{name}={str(path)!r} cannot be read: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise ParameterError(f"{name}={str(path)!r} is not a UTF-8 text file") from None
+
+
 def load_config(path) -> BoundsConfig:
     """Read a bounds configuration from a TOML file (layout in the module docstring).
 
@@ -333,7 +349,7 @@ def load_config(path) -> BoundsConfig:
     """
     path = Path(path)
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        doc = tomllib.loads(read_text("config", path))
     except tomllib.TOMLDecodeError as error:
         raise ParameterError(f"{path}: not valid TOML ({error})") from None
     _check_keys(str(path), doc, _TOP_KEYS)

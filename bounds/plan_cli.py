@@ -218,6 +218,10 @@ def run(args: argparse.Namespace) -> int:
     limits = PlanLimits(args.max_micro_batches, args.max_micro_batch_size, tuple(args.modes))
     result = plan(model, hardware, problem, args.eps, limits, relax=not args.no_relax)
     if args.out:
-        _write_out(result, Path(args.out))
+        try:
+            _write_out(result, Path(args.out))
+        except OSError as error:
+            raise ParameterError(f"out={args.out!r} cannot be written: {error.strerror}") \
+                from None
     print(_json(result) if args.json else format_plan(result))
     return 0

@@ -163,3 +163,16 @@ def test_python_dash_m_bounds():
     bad = subprocess.run([sys.executable, "-m", "bounds", "--preset", "nope"], cwd=root,
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "valid presets" in bad.stderr
+
+
+def test_unreadable_config_and_unwritable_csv_are_one_line_errors(tmp_path, capsys):
+    (tmp_path / "dir.toml").mkdir()
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfe\x00")
+    for argv, pattern in (
+        (["--config", str(tmp_path / "dir.toml")], "config='"),
+        (["--config", str(binary)], "is not a UTF-8 text file"),
+        (["--csv", str(tmp_path)], f"csv={str(tmp_path)!r} cannot be written"),
+    ):
+        status, _, err = _run(capsys, *argv)
+        assert status == 2 and err.count("\n") == 1 and pattern in err

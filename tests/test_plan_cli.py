@@ -101,3 +101,17 @@ def test_json_without_relaxation_is_strict_json(tmp_path, capsys):
         data = _strict_json(text)
         assert data["gap"] is None and data["relaxed"]["value"] is None
         assert data["relaxed"]["solve_time_s"] == 0.0 and data["seconds"] > 0
+
+
+def test_unreadable_model_and_unwritable_out_are_one_line_errors(tmp_path, capsys):
+    (tmp_path / "model.toml").mkdir()
+    taken = tmp_path / "file"
+    taken.write_text("", encoding="utf-8")
+    for argv, pattern in (
+        (["--model", str(tmp_path / "model.toml")], "cannot be read"),
+        (["--model", "digits-mlp", *SMALL, "--no-relax", "--out", str(taken)],
+         "cannot be written"),
+    ):
+        assert main(["plan", *argv]) == 2
+        err = capsys.readouterr().err
+        assert pattern in err and err.count("\n") == 1
