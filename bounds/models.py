@@ -220,7 +220,11 @@ def model_from_table(table: dict, **parameters) -> Model:
     """
     _check_keys("model description", table, _TOP_KEYS)
     name = table.get("name", "model")
-    declared = dict(table.get("parameters", {}))
+    declared = table.get("parameters", {})
+    if not isinstance(declared, dict):
+        raise ParameterError(
+            f"model {name!r}: parameters must be a TOML table ([parameters]), got {declared!r}"
+        )
     unknown = sorted(set(parameters) - set(declared))
     if unknown:
         raise ParameterError(
@@ -239,8 +243,14 @@ def model_from_table(table: dict, **parameters) -> Model:
         _check_keys(where, block, _BLOCK_KEYS)
         repeat = check_range(f"{where}: repeat", block.get("repeat", 1), 1, integer=True)
         prefix = block.get("name")
+        entries = block.get("layers", [])
+        if not isinstance(entries, list):
+            raise ParameterError(
+                f"{where}: layers must be an array of tables ([{{ rows = ..., cols = ... }}]), "
+                f"got {entries!r}"
+            )
         for r in range(1, repeat + 1):
-            for j, entry in enumerate(block.get("layers", []), 1):
+            for j, entry in enumerate(entries, 1):
                 base = entry.get("name", f"layer{j}") if isinstance(entry, dict) else f"layer{j}"
                 label = (
                     f"{prefix}{r}.{base}" if prefix else (f"{base}.{r}" if repeat > 1 else base)

@@ -88,6 +88,8 @@ def test_user_toml_file(tmp_path):
         ({"name": "x", "blocks": [{"layers": [{"rows": 1, "cols": 1, "mvms_per_sample": "T"}]}]},
          "names no parameter"),
         ({"name": "x", "blocks": []}, "has no layers"),
+        ({"name": "x", "parameters": 5, "blocks": []}, "parameters must be a TOML table"),
+        ({"name": "x", "blocks": [{"layers": "abc"}]}, "layers must be an array of tables"),
     ],
 )
 def test_bad_descriptions_name_the_problem(table, match):
