@@ -122,7 +122,7 @@ def rate_monomials(name: str, values: dict, max_stages: int) -> dict[str, tuple]
         series = _term_values(name, term, values, stages)
         coefficient = float(series[0])
         gamma = 0.0
-        if coefficient > 0 and len(stages) > 1 and not np.allclose(series, coefficient, rtol=0):
+        if coefficient > 0 and len(stages) > 1 and np.any(series != coefficient):
             gamma = float(np.min(np.log(series[1:] / coefficient) / np.log(stages[1:])))
         out[term] = (coefficient, e_big, e_small, gamma)
     return out

@@ -291,3 +291,16 @@ def test_async_ruled_out_when_the_batches_that_fit_cannot_reach_eps():
     assert result.mode == "sync" and result.micro_batch_size == 1
     assert [m for m, _ in result.ruled_out] == ["async"]
     assert "too small to reach" in result.ruled_out[0][1]
+
+
+@pytest.mark.parametrize("scale", [1e-6, 1e-15])
+def test_rate_monomial_exponents_do_not_depend_on_the_units(scale):
+    # rate_c is proportional to Delta, so its exponent in M must not change when Delta is tiny
+    # (an absolute tolerance once treated a small but growing term as constant in M)
+    hw = _small_hardware()
+    values = {**_values(hw), "L_s": 1.0}
+    reference = rate_monomials(ALGO["async"], values, 8)["rate_c"]
+    scaled = rate_monomials(ALGO["async"], {**values, "Delta": scale}, 8)["rate_c"]
+    assert reference[3] > 0
+    assert scaled[0] == pytest.approx(scale * reference[0], rel=1e-12)
+    assert scaled[1:] == pytest.approx(reference[1:], rel=1e-9)
