@@ -34,8 +34,10 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from simulate.cache import package_version, source_fingerprint
+from theory.errors import ParameterError
 
-__all__ = ["STYLE", "FigureOutput", "new_figure", "save_figure", "use_style", "versions"]
+__all__ = ["STYLE", "FigureOutput", "new_figure", "output_dir", "save_figure", "use_style",
+           "versions"]
 
 #: the package style sheet, applied by :func:`use_style`
 STYLE = Path(__file__).resolve().parent / "style.mplstyle"
@@ -83,6 +85,26 @@ def new_figure(**kwargs) -> Figure:
     Call inside :func:`use_style` so that the style's size and layout apply.
     """
     return Figure(**kwargs)
+
+
+def output_dir(path: str | Path, parameter: str = "out") -> Path:
+    """Create the output directory ``path`` (and its parents) and return it as a Path.
+
+    Raises
+    ------
+    ParameterError
+        If ``path`` cannot be a directory (an existing file, no permission, ...), naming
+        ``parameter`` and the path, so that the commands report one line instead of a traceback.
+    """
+    out = Path(path)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ParameterError(
+            f"{parameter}={str(out)!r} cannot be used; valid: a writable directory "
+            f"({error.strerror or error})"
+        ) from None
+    return out
 
 
 def versions() -> dict[str, str]:
@@ -154,8 +176,7 @@ def save_figure(
     FigureOutput
         The paths written.
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(out_dir)
     result = FigureOutput(name, out / f"{name}.png", out / f"{name}.pdf", out / f"{name}.csv",
                           out / f"{name}.json")
     table = _csv_bytes(rows)  # fails on empty data before any file is written

@@ -18,6 +18,7 @@ from tqdm import tqdm
 from simulate.sweep import add_sweep_arguments, sweep_options
 from theory.errors import ParameterError
 
+from .common import output_dir
 from .registry import FIGURES, accepts_sweep_options, load_figure
 
 __all__ = ["DESCRIPTION", "build_parser", "run"]
@@ -51,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError(
             f"figure={args.target!r} is unknown; valid: all, list, {', '.join(FIGURES)}"
         )
+    output_dir(args.out)
     names = list(FIGURES) if args.target == "all" else [args.target]
     modules = [load_figure(name) for name in names]
     sweep = sweep_options(args)

@@ -38,6 +38,7 @@ from simulate.verify import run_suite
 from theory.errors import check_range
 
 from . import plan as plan_figure
+from .common import output_dir
 from .registry import FIGURES, accepts_sweep_options, load_figure
 
 __all__ = ["DESCRIPTION", "Section", "build_parser", "figure_caption", "render_html",
@@ -291,8 +292,7 @@ def write_report(out: str | Path, preset: str = DEFAULT_PRESET, eps: float = DEF
     (index.md, index.html) : tuple of Path
     """
     check_range("eps", eps, 0, None, low_open=True)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(out)
     sweep = {} if sweep is None else dict(sweep)
     sections = [_bounds_section(preset, eps), _plan_section(preset), _verify_section(sweep),
                 *_figure_sections(out, quick, sweep)]

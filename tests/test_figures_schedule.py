@@ -124,3 +124,14 @@ def test_figures_command(capsys, tmp_path):
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "figure='nonsense' is unknown; valid: all, list, schedule" in err  # then the others
+
+
+def test_output_path_that_is_a_file_is_a_one_line_error(capsys, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for command in (["figures", "schedule"], ["report", "--quick"]):
+        assert main([*command, "--out", str(blocker)]) == 2, command
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"out={str(blocker)!r}" in err, err
+    with pytest.raises(ParameterError, match="out="):
+        save_figure(new_figure(), blocker / "sub", "x", [{"a": 1}], {"config": {}, "seed": None})
