@@ -171,8 +171,8 @@ def caption(rows: Sequence[Mapping]) -> str:
     sp_c, ap_c = by["analog_sgd_sp"][eps], by["analog_sgd_ap"][eps]
     floors = {row["bound"]: float(row["floor"]) for row in rows}
     return (f"Iterations and clock cycles to eps for every registry bound; at eps = {eps:.3g} "
-            f"the synchronous pipeline needs {sp_c:.3g} cycles and the asynchronous "
-            f"{ap_c:.3g} (ratio SP/AP {sp_c / ap_c:.2f}); the analog floors are "
+            f"the synchronous pipeline needs {sp_c:,d} cycles and the asynchronous "
+            f"{ap_c:,d} (ratio SP/AP {sp_c / ap_c:.3g}); the analog floors are "
             f"{floors.get('analog_sgd_sp', float('nan')):.3g} (SP) and "
             f"{floors.get('analog_sgd_ap', float('nan')):.3g} (AP).")
 

@@ -370,3 +370,14 @@ def test_dask_and_local_runs_give_equal_csvs(tmp_path, monkeypatch, dask_schedul
     for ext in ("csv", "png"):
         local = (tmp_path / "local" / f"asymptotic.{ext}").read_bytes()
         assert (tmp_path / "dask" / f"asymptotic.{ext}").read_bytes() == local, ext
+
+
+def test_complexity_caption_states_the_plotted_cycles(complexity_rows):
+    rows = complexity_rows[0]
+    text = complexity.caption(rows)
+    eps = float(text.split("at eps = ")[1].split(" ")[0])
+    cycles = {r["bound"]: int(r["cycles"]) for r in rows
+              if r["bound"] in ("analog_sgd_sp", "analog_sgd_ap") and float(r["eps"]) == eps}
+    sp, ap = cycles["analog_sgd_sp"], cycles["analog_sgd_ap"]
+    assert f"needs {sp:,d} cycles and the asynchronous {ap:,d}" in text
+    assert f"ratio SP/AP {sp / ap:.3g})" in text
