@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theory.errors import check_range
+from theory.errors import ParameterError, check_range
 
 __all__ = ["TimingModel"]
 
@@ -94,7 +94,12 @@ class TimingModel:
 
     def layers_per_stage(self, stages):
         r"""Layers on the slowest stage, :math:`\lceil \ell / M \rceil` (even split); vectorised."""
-        stages = _check_integers("stages", stages, 1, self.layers)
+        try:
+            stages = _check_integers("stages", stages, 1, self.layers)
+        except ParameterError as error:
+            raise ParameterError(
+                f"{error} (every stage holds at least one of the model's layers={self.layers})"
+            ) from None
         out = -(-self.layers // stages)
         return out[()] if out.ndim == 0 else out
 
@@ -131,13 +136,15 @@ class TimingModel:
         Parameters
         ----------
         cycles : float or array
-            Pipeline clock cycles (``theory.complexity`` cycle counts), >= 0.
+            Pipeline clock cycles (``theory.complexity`` cycle counts), >= 0 (``inf`` gives
+            ``inf``; NaN is an error).
         stages, micro_batch_size : int or array of int
             ``M`` and ``b`` (see :meth:`cycle_time_s`).
         """
         cycles = np.asarray(cycles, dtype=float)
-        if np.any(cycles < 0):
-            check_range("cycles", float(np.min(cycles)), 0)
+        bad = np.isnan(cycles) | (cycles < 0)
+        if np.any(bad):
+            check_range("cycles", float(cycles[bad].flat[0]), 0)
         out = cycles * self.cycle_time_s(stages, micro_batch_size)
         return out[()] if np.ndim(out) == 0 else out
 

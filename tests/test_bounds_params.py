@@ -287,3 +287,12 @@ def test_cycle_time_vectorised_equals_scalar():
 def test_cycle_time_rejects_bad_shapes(kwargs, pattern):
     with pytest.raises(ParameterError, match=pattern):
         TimingModel(layers=16).cycle_time_s(kwargs["stages"], kwargs["micro_batch_size"])
+
+
+def test_too_many_stages_names_the_layers_and_nan_cycles_are_rejected():
+    timing = TimingModel(layers=4)
+    with pytest.raises(ParameterError, match=r"^stages=5 .*\[1, 4\].*layers=4"):
+        timing.cycle_time_s(5, 1)
+    for bad in (math.nan, -1.0):
+        with pytest.raises(ParameterError, match="^cycles="):
+            timing.seconds(np.array([3.0, bad]), 2, 1)
