@@ -138,12 +138,20 @@ def _batch(name: str):
     return _compile(theorems.get_bound(name).batch)
 
 
+def theory_values(hardware: HardwareParams, problem: ProblemParams) -> dict[str, float]:
+    """The constants the theory's bounds need, by symbol name (problem and A3 device constants)."""
+    dc = hardware.device_constants()
+    return {
+        "L": problem.L, "L_s": problem.L_s, "Delta": problem.Delta, "sigma2": problem.sigma2,
+        "theta": problem.theta, "q_min": float(dc.q_min), "q_max": float(dc.q_max),
+        "G_inf": float(dc.G_inf),
+    }
+
+
 def _values(hardware: HardwareParams, problem: ProblemParams, pipeline: PipelineConfig) -> dict:
     """Every symbol value of the theory for these parameters (names of ``theory.symbols``)."""
-    c = hardware.device_constants()
     values = dict(
-        L=problem.L, L_s=problem.L_s, Delta=problem.Delta, sigma2=problem.sigma2,
-        theta=problem.theta, q_min=c.q_min, q_max=c.q_max, G_inf=c.G_inf,
+        theory_values(hardware, problem),
         n=pipeline.mini_batch, b=pipeline.micro_batch_size, B=pipeline.micro_batches,
         M=pipeline.stages, D=pipeline.max_delay,
     )

@@ -55,6 +55,7 @@ from theory.symbols import K as K_SYM
 from theory.symbols import M as M_SYM
 from theory.theorems import get_bound
 
+from .evaluate import theory_values
 from .models import Model
 from .params import HardwareParams, ProblemParams
 from .partition import Partition, _in_flight_fn, best_partition
@@ -293,16 +294,6 @@ class Plan:
 def _finite_or_none(value):
     """``value``, or ``None`` if it is a non-finite float (JSON has no NaN or infinity)."""
     return None if isinstance(value, float) and not math.isfinite(value) else value
-
-
-def theory_values(hardware: HardwareParams, problem: ProblemParams) -> dict[str, float]:
-    """The constants the theory's bounds need, by symbol name (problem and A3 device constants)."""
-    dc = hardware.device_constants()
-    return {
-        "L": problem.L, "L_s": problem.L_s, "Delta": problem.Delta, "sigma2": problem.sigma2,
-        "theta": problem.theta, "q_min": float(dc.q_min), "q_max": float(dc.q_max),
-        "G_inf": float(dc.G_inf),
-    }
 
 
 @cache
