@@ -256,10 +256,15 @@ def plot(data: dict) -> Figure:
             axes[1, col].set_xlabel(xlabel)
         axes[0, 0].set_ylabel("test accuracy")
         axes[1, 0].set_ylabel("training loss (nats)")
+        # the synchronous runs have the iterates of analog SGD without pipeline: against samples
+        # their curves lie on top of it, so say so where it would otherwise look missing
+        axes[0, 0].set_title("SP curves coincide with analog SGD, no pipeline", fontsize=7)
+        axes[0, 1].set_title("same runs, against clock cycles", fontsize=7)
+        device = s.device if s.tau is None else f"{s.device} tau = {s.tau:g}"
         fig.suptitle(
             f"{s.problem} on digits: b = {s.micro_batch_size}, B = {s.micro_batches}, "
-            f"lr = {s.lr:g} (async {s.async_lr:g}), device {s.device} tau = {s.tau}, "
-            f"mean of {s.seeds} seeds", fontsize=8,
+            f"lr = {s.lr:g} (async {s.async_lr:g}), device {device}, "
+            f"mean +- std of {s.seeds} seeds", fontsize=8,
         )
         fig.legend(loc="outside lower center", ncols=3)
     return fig

@@ -381,3 +381,17 @@ def test_complexity_caption_states_the_plotted_cycles(complexity_rows):
     sp, ap = cycles["analog_sgd_sp"], cycles["analog_sgd_ap"]
     assert f"needs {sp:,d} cycles and the asynchronous {ap:,d}" in text
     assert f"ratio SP/AP {sp / ap:.3g})" in text
+
+
+def test_training_plot_labels():
+    s = replace(TINY_DIGITS, tau=1.0)
+    x = np.array([0, 10])
+    curve = {"samples": x, "cycles": x, "accuracy_mean": x * 0.05, "accuracy_std": x * 0.0,
+             "loss_mean": 2.0 - x * 0.1, "loss_std": x * 0.0}
+    data = {"settings": s, "curves": {run.label: {**curve, "run": run} for run in training.runs()}}
+    fig = training.plot(data)
+    title = fig.get_suptitle()
+    assert "device softbounds tau = 1," in title and f"of {s.seeds} seeds" in title
+    assert "coincide" in fig.axes[0].get_title()
+    no_tau = training.plot({**data, "settings": replace(s, device="reram-softbounds", tau=None)})
+    assert "device reram-softbounds," in no_tau.get_suptitle()
