@@ -46,7 +46,7 @@ import numpy as np
 
 from theory.errors import ParameterError, check_range
 
-from .params import read_text
+from .params import _check_keys, read_text
 
 __all__ = ["Layer", "Model", "list_models", "load_model", "model_from_table"]
 
@@ -178,17 +178,6 @@ def _frozen(values) -> np.ndarray:
     arr = np.asarray(values, dtype=np.int64)
     arr.setflags(write=False)
     return arr
-
-
-def _check_keys(where: str, table, valid) -> None:
-    if not isinstance(table, dict):
-        raise ParameterError(f"{where} must be a TOML table, got {table!r}")
-    unknown = sorted(set(table) - set(valid))
-    if unknown:
-        raise ParameterError(
-            f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} in "
-            f"{where}; valid keys: {', '.join(valid)}"
-        )
 
 
 def _layer(where: str, table: dict, parameters: dict, name: str) -> Layer:

@@ -274,6 +274,9 @@ def _field_names(cls) -> tuple[str, ...]:
 
 
 def _check_keys(where: str, table: dict, valid) -> None:
+    """Raise a ParameterError listing ``valid`` if ``table`` is not a dict or has other keys."""
+    if not isinstance(table, dict):
+        raise ParameterError(f"{where} must be a TOML table, got {table!r}")
     unknown = sorted(set(table) - set(valid))
     if unknown:
         raise ParameterError(
