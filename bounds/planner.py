@@ -425,10 +425,30 @@ class _Search:
         reach = self.eps > floor
         out = np.full(shape, np.inf)
         if reach.any():
-            sub = {k: v[reach] for k, v in full.items()}
-            result = evaluate_complexity(name, self.eps, **self.values, **sub)
-            out[reach] = np.asarray(result.iterations_int, dtype=float)
+            out[reach] = self._whole_iterations(name, {k: v[reach] for k, v in full.items()})
         return out
+
+    def _whole_iterations(self, name, points) -> np.ndarray:
+        """Whole iterations at reachable ``points`` (1-D arrays); ``inf`` beyond int64.
+
+        A point just above its floor can need more iterations than an int64 holds, which
+        :func:`theory.complexity.evaluate_complexity` refuses for the whole call; such points are
+        isolated by bisection and count as unreachable, so they cannot abort the search.
+        """
+        try:
+            result = evaluate_complexity(name, self.eps, **self.values, **points)
+            return np.asarray(result.iterations_int, dtype=float)
+        except ParameterError as error:
+            size = len(next(iter(points.values())))
+            if size == 1:
+                if "int64" not in str(error):
+                    raise
+                return np.array([np.inf])
+            half = size // 2
+            return np.concatenate([
+                self._whole_iterations(name, {k: v[:half] for k, v in points.items()}),
+                self._whole_iterations(name, {k: v[half:] for k, v in points.items()}),
+            ])
 
     def min_floor(self, mode) -> float:
         name = ALGORITHMS[mode]

@@ -304,3 +304,20 @@ def test_rate_monomial_exponents_do_not_depend_on_the_units(scale):
     assert reference[3] > 0
     assert scaled[0] == pytest.approx(scale * reference[0], rel=1e-12)
     assert scaled[1:] == pytest.approx(reference[1:], rel=1e-9)
+
+
+def test_a_batch_just_above_its_floor_does_not_abort_the_search():
+    # at b = 3, B = 1 the sync floor is 2/3; eps a hair above it needs ~1e27 iterations there
+    # (more than int64), while larger batches reach eps easily: that point is just unreachable
+    hw = _small_hardware(accelerators=2)
+    model = Model("m", (Layer("a", 8, 8), Layer("b", 8, 8)))
+    values = {**_values(hw), "L_s": 1.0}
+    floor = evaluate_complexity(ALGO["sync"], 1e9, B=1, b=3, M=1, **values).floor
+    eps = floor * (1 + 1e-13)
+    with pytest.raises(ParameterError, match="int64"):
+        evaluate_complexity(ALGO["sync"], eps, B=1, b=3, M=1, **values)
+    result = plan(model, hw, eps=eps, limits=PlanLimits(4, 4), relax=False)
+    assert result.micro_batches * result.micro_batch_size > 3
+    reference = plan(model, hw, eps=eps * (1 + 1e-6), limits=PlanLimits(4, 4), relax=False)
+    assert (result.mode, result.stages, result.micro_batches, result.micro_batch_size) == (
+        reference.mode, reference.stages, reference.micro_batches, reference.micro_batch_size)
