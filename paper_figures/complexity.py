@@ -31,7 +31,8 @@ from theory.theorems import REGISTRY
 from .common import new_figure, save_figure, use_style
 
 __all__ = [
-    "DESCRIPTION", "NAME", "ComplexitySettings", "caption", "compute", "eps_grid", "plot",
+    "DESCRIPTION", "NAME", "ComplexitySettings", "caption", "coinciding", "compute", "eps_grid",
+    "plot",
     "settings", "table", "write",
 ]
 
@@ -133,9 +134,31 @@ _COLORS = colormaps["tab10"]
 _LINES = {"paper": "-", "companion": ":", "derived": "-", "literature": "--"}
 
 
+def coinciding(curves: Mapping[str, Mapping], key: str) -> list[tuple[str, ...]]:
+    """Groups of bounds whose ``key`` curves (``"iterations"`` or ``"cycles"``) are identical."""
+    groups: dict[tuple, list[str]] = {}
+    for name, c in curves.items():
+        if len(c["eps"]):
+            signature = (tuple(np.asarray(c["eps"]).tolist()), tuple(np.asarray(c[key]).tolist()))
+            groups.setdefault(signature, []).append(name)
+    return [tuple(names) for names in groups.values() if len(names) > 1]
+
+
+def _legend_labels(curves: Mapping[str, Mapping]) -> dict[str, str]:
+    """Bound names, each curve drawn on top of an identical one saying so (or it looks missing)."""
+    labels = {name: name for name in curves}
+    both = set(coinciding(curves, "cycles"))
+    for group in coinciding(curves, "iterations"):
+        where = "" if group in both else ", iterations"
+        for name in group[1:]:
+            labels[name] = f"{name} (= {group[0]}{where})"
+    return labels
+
+
 def plot(data: dict) -> Figure:
     """Two log-log panels: iterations and clock cycles against eps; floors as vertical lines."""
     s, pipe = data["settings"], data["pipeline"]
+    labels = _legend_labels(data["curves"])
     with use_style():
         fig = new_figure(figsize=(7.0, 3.6), layout="constrained")
         axes = fig.subplots(1, 2, sharex=True)
@@ -145,7 +168,7 @@ def plot(data: dict) -> Figure:
             color = _COLORS(i % _COLORS.N)
             for ax, key in zip(axes, ("iterations", "cycles"), strict=True):
                 ax.plot(c["eps"], c[key], _LINES[c["provenance"]], color=color,
-                        label=name if key == "iterations" else None)
+                        label=labels[name] if key == "iterations" else None)
                 if c["floor"] > 0:
                     ax.axvline(c["floor"], color=color, linestyle=":", linewidth=0.8)
         for ax, label in zip(axes, ("iterations K to eps", "clock cycles to eps"), strict=True):

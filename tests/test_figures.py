@@ -395,3 +395,15 @@ def test_training_plot_labels():
     assert "coincide" in fig.axes[0].get_title()
     no_tau = training.plot({**data, "settings": replace(s, device="reram-softbounds", tau=None)})
     assert "device reram-softbounds," in no_tau.get_suptitle()
+
+
+def test_complexity_names_curves_drawn_on_top_of_each_other():
+    data = complexity.compute(quick=True)
+    iterations = complexity.coinciding(data["curves"], "iterations")
+    # same iterates: analog SGD on mini-batches of B b and SP; D + 1 = M for the delayed rates
+    assert ("analog_sgd", "analog_sgd_sp") in iterations
+    assert ("literature_delay_fixed", "literature_async_sgd") in iterations
+    assert ("analog_sgd", "analog_sgd_sp") not in complexity.coinciding(data["curves"], "cycles")
+    labels = [t.get_text() for t in complexity.plot(data).legends[0].get_texts()]
+    assert "analog_sgd_sp (= analog_sgd, iterations)" in labels
+    assert "literature_async_sgd (= literature_delay_fixed)" in labels
