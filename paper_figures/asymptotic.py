@@ -273,11 +273,12 @@ def caption(rows: Sequence[Mapping]) -> str:
                     key=lambda r: float(r["tau"]))
     digital = next(r for r in tau_rows if r["algorithm"] == "digital")
     lo, hi = analog[0], analog[-1]
+    theory = (f"is {float(lo['theory_floor']):.3g}" if lo["theory_floor"] not in ("", "nan")
+              else "not stated (no admissible theta at this step)")
     return (f"Analog SGD's error floor is {float(lo['empirical']):.3g} at tau = "
             f"{float(lo['tau']):g} and {float(hi['empirical']):.3g} at tau = "
             f"{float(hi['tau']):g} (digital SGD {float(digital['empirical']):.3g} at the same "
-            f"step); the theory's floor at tau = {float(lo['tau']):g} is "
-            f"{float(lo['theory_floor']):.3g}.")
+            f"step); the theory's floor at tau = {float(lo['tau']):g} {theory}.")
 
 
 def write(out_dir: str | Path, quick: bool = False, jobs: int | None = None, scheduler=None,

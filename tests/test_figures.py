@@ -407,3 +407,16 @@ def test_complexity_names_curves_drawn_on_top_of_each_other():
     labels = [t.get_text() for t in complexity.plot(data).legends[0].get_texts()]
     assert "analog_sgd_sp (= analog_sgd, iterations)" in labels
     assert "literature_async_sgd (= literature_delay_fixed)" in labels
+
+
+def test_asymptotic_caption_without_an_admissible_theta():
+    rows = [{"panel": "tau", "algorithm": "analog", "tau": "0.5", "empirical": "0.05",
+             "theory_floor": ""},
+            {"panel": "tau", "algorithm": "analog", "tau": "2.0", "empirical": "0.02",
+             "theory_floor": "0.06"},
+            {"panel": "tau", "algorithm": "digital", "tau": "1.0", "empirical": "0.01",
+             "theory_floor": ""}]
+    text = asymptotic.caption(rows)
+    assert "0.05 at tau = 0.5 and 0.02 at tau = 2" in text and "no admissible theta" in text
+    rows[0]["theory_floor"] = "3.456"
+    assert asymptotic.caption(rows).endswith("at tau = 0.5 is 3.46.")
