@@ -258,7 +258,8 @@ def plot(data: dict) -> Figure:
                 ax.set_xlabel(r"learning rate $\alpha$")
                 ax.set_title(f"tau = {s.tau:g}")
             ax.set_yscale("log")
-        axes[0].set_ylabel(r"avg $\|\nabla f\|^2$ over the last half")
+        for ax in axes:  # not shared: each panel has its own range
+            ax.set_ylabel(r"avg $\|\nabla f\|^2$ over the last half")
         handles, labels = axes[1].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside lower center", ncols=3)
         fig.suptitle(f"least squares 100 x 40, sigma2 = {s.sigma2:g}, {s.steps} iterations, "
