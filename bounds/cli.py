@@ -216,9 +216,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     config = config_from_args(args)
     comparison = compare(config.eps, config.hardware, config.problem, config.pipeline)
-    if not any(r.reachable for r in comparison.analog_results):
-        lowest = min(comparison.analog_results, key=lambda r: r.floor)
-        raise UnreachableTargetError(lowest.algorithm, config.eps, lowest.floor)
+    analog = comparison.analog_results
+    if not any(r.reachable for r in analog):
+        if all(r.limiting == "floor" for r in analog):
+            lowest = min(analog, key=lambda r: r.floor)
+            raise UnreachableTargetError(lowest.algorithm, config.eps, lowest.floor)
+        raise ParameterError(next(r.reason for r in analog if r.limiting != "floor"))
     rows = comparison.to_rows()
     if args.json:
         json.dump(rows, sys.stdout, indent=2)

@@ -23,8 +23,9 @@ companion, ``literature_sgd``) get the synchronous pipeline's mini-batch :math:`
 the delay :math:`D = M - 1`. The companion theorem is stated for symmetric soft bounds
 (:math:`\tau`, :math:`W_{\max}`); for other devices its row says it does not apply.
 
-A target at or below an entry's asymptotic floor gives a row with the floor and the reason instead
-of numbers (never a NaN).
+A target at or below an entry's asymptotic floor, or one so close to it (or so small) that it needs
+more iterations than an int64 holds, gives a row with the floor and the reason instead of numbers
+(never a NaN).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import sympy as sp
 
 from theory import complexity, theorems
 from theory.devices import SoftBounds
-from theory.errors import UnreachableTargetError, check_range
+from theory.errors import ParameterError, UnreachableTargetError, check_range
 from theory.symbols import K, alpha
 
 from .params import HardwareParams, PipelineConfig, ProblemParams
@@ -46,6 +47,9 @@ __all__ = ["BASELINE", "BoundResult", "Comparison", "compare", "evaluate"]
 
 #: the entry speedups are measured against: analog SGD without pipeline, mini-batch B*b
 BASELINE = "analog_sgd"
+#: ``limiting`` of a row whose target needs more iterations than an int64 holds (just above the
+#: floor, or a tiny eps without floor)
+TOO_MANY = "too many iterations"
 #: the analog entries whose reachability decides whether a comparison is useful
 ANALOG = ("analog_sgd", "analog_sgd_sp", "analog_sgd_ap")
 
@@ -78,11 +82,13 @@ class BoundResult:
         Best admissible constant step at ``iterations``.
     limiting : str
         What limits the step: ``"step cap"`` or ``"noise balance"``; ``"floor"`` when ``eps`` is
-        unreachable, ``"not applicable"`` when the entry does not apply.
+        unreachable, ``"too many iterations"`` when it needs more than an int64 holds
+        (:data:`TOO_MANY`), ``"not applicable"`` when the entry does not apply.
     rate_a, rate_c : float or None
         Coefficients of the rate form :math:`a/\sqrt{K} + c/K + \mathrm{floor}`.
     reason : str or None
-        Why there are no numbers (unreachable target, entry not applicable); ``None`` otherwise.
+        Why there are no numbers (unreachable target, too many iterations, entry not
+        applicable); ``None`` otherwise.
     """
 
     algorithm: str
@@ -130,6 +136,12 @@ def _compile(expr: sp.Expr, leading: tuple = ()):
 def _bound_value(name: str):
     """The registry bound ``expr`` as a function of ``(K, alpha, values)``, compiled once."""
     return _compile(theorems.get_bound(name).expr, (K, alpha))
+
+
+@cache
+def _floor(name: str):
+    """The registry ``floor`` as a function of ``values``, compiled once."""
+    return _compile(theorems.get_bound(name).floor)
 
 
 @cache
@@ -198,8 +210,9 @@ def evaluate(
     Returns
     -------
     BoundResult
-        With numbers, or with the floor and a ``reason`` when ``eps <= floor`` or the entry
-        does not apply to the device.
+        With numbers, or with the floor and a ``reason`` when ``eps <= floor``, when reaching
+        ``eps`` takes more iterations than an int64 holds, or when the entry does not apply to
+        the device.
 
     Raises
     ------
@@ -225,6 +238,11 @@ def evaluate(
         res = complexity.evaluate_complexity(algorithm, eps, **values)
     except UnreachableTargetError as error:
         return BoundResult(**empty, floor=error.floor, limiting="floor", reason=str(error))
+    except ParameterError as error:
+        if "int64" not in str(error):  # only the iteration count's range makes a row, see above
+            raise
+        floor = float(_floor(algorithm)(values))
+        return BoundResult(**empty, floor=floor, limiting=TOO_MANY, reason=str(error))
     iterations = int(res.iterations_int)
     cycles = int(round(float(res.cycles)))
     step = float(res.step)

@@ -176,3 +176,15 @@ def test_unreadable_config_and_unwritable_csv_are_one_line_errors(tmp_path, caps
     ):
         status, _, err = _run(capsys, *argv)
         assert status == 2 and err.count("\n") == 1 and pattern in err
+
+
+def test_rows_beyond_int64_iterations(capsys):
+    floor = compare(1e9, from_preset("reram-softbounds")).result("analog_sgd_ap").floor
+    eps = repr(floor * (1 + 1e-13))
+    status, out, _ = _run(capsys, "--preset", "reram-softbounds", "--eps", eps, "--json")
+    rows = {row["algorithm"]: row for row in json.loads(out)}
+    assert status == 0 and rows["analog_sgd_ap"]["iterations"] is None
+    assert "int64" in rows["analog_sgd_ap"]["reason"] and rows["analog_sgd_sp"]["iterations"] > 0
+    # every analog row beyond int64 (tiny eps, tiny floor): one line naming the iteration count
+    status, out, err = _run(capsys, "--weight-bound", "1e-12", "--eps", "1e-10")
+    assert status == 2 and out == "" and err.count("\n") == 1 and "int64" in err

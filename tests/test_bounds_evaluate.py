@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from bounds.evaluate import BASELINE, compare, evaluate
+from bounds.evaluate import BASELINE, TOO_MANY, compare, evaluate
 from bounds.params import PipelineConfig, ProblemParams, from_preset
 from theory import schedules
 from theory.errors import ParameterError
@@ -161,3 +161,17 @@ def test_evaluate_errors():
     for bad in (0.0, -1.0, math.nan):
         with pytest.raises(ParameterError, match="^eps="):
             evaluate("analog_sgd", bad, hw)
+
+
+def test_eps_a_hair_above_the_floor_gives_a_row_not_an_error():
+    # the AP row needs more iterations than an int64 holds; the other rows keep their numbers
+    hw = HARDWARE["reram-softbounds"]
+    floor = evaluate("analog_sgd_ap", 1e9, hw).floor
+    eps = floor * (1 + 1e-13)
+    row = evaluate("analog_sgd_ap", eps, hw)
+    assert not row.reachable and row.limiting == TOO_MANY and "int64" in row.reason
+    assert row.floor == floor and row.iterations is None and row.seconds is None
+    comparison = compare(eps, hw)
+    assert comparison.result("analog_sgd_sp").reachable
+    assert comparison.speedups["analog_sgd_ap"] == (None, None)
+    assert TOO_MANY in comparison.table()
