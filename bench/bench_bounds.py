@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from theory import complexity, symbols
+from theory import complexity, schedules, symbols
 from theory.theorems import get_bound
 
 NAME = "analog_sgd_ap"
@@ -91,9 +91,18 @@ def main(argv=None) -> None:
     values = grid(args.points)
     compiled_s, n, result = time_compiled(values)
     per_point_subs, rows = time_subs(values, args.subs_points)
-    for index, k_real, _, _, step in rows:  # the two routes agree
+    cycles_of = schedules.cycles_for_iterations(get_bound(NAME).mode)
+    for index, k_real, samples_real, cycles_real, step in rows:  # the two routes agree
+        k_int = math.ceil(k_real)
         assert np.isclose(result.iterations[index], k_real, rtol=1e-9)
         assert np.isclose(result.step[index], step, rtol=1e-9)
+        # samples and cycles: the compiled ones count whole iterations, subs gave them at K real
+        assert np.isclose(result.samples[index], samples_real / k_real * k_int, rtol=1e-9)
+        stages = np.broadcast_to(values["M"], result.iterations.shape)[index].item()
+        cycles_int = float(cycles_of.subs({symbols.K: k_int, symbols.M: stages}))
+        assert np.isclose(result.cycles[index], cycles_int, rtol=1e-9)
+        assert np.isclose(cycles_real, float(cycles_of.subs({symbols.K: k_real,
+                                                             symbols.M: stages})), rtol=1e-9)
 
     compiled_rate = n / compiled_s
     subs_rate = 1.0 / per_point_subs
