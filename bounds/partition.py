@@ -170,11 +170,20 @@ def best_partition(
     tiles = np.asarray(tiles, dtype=np.int64)
     activations = np.asarray(activations, dtype=np.int64)
     n = len(work)
+    if work.ndim != 1 or tiles.shape != work.shape or activations.shape != work.shape:
+        raise ParameterError(
+            f"work, tiles and activations must be 1-D arrays of one length (one entry per "
+            f"layer); got shapes {work.shape}, {tiles.shape}, {activations.shape}"
+        )
     stages = check_range("stages", stages, 1, n, integer=True)
     if activation_caps is None:
         caps = np.full(stages, np.inf)
     else:
         caps = np.asarray(activation_caps, dtype=float)
+        if caps.shape != (stages,):
+            raise ParameterError(
+                f"activation_caps has shape {caps.shape}; valid: one cap per stage, ({stages},)"
+            )
     prefix = [np.concatenate(([0], np.cumsum(v))) for v in (work, tiles, activations)]
     span = [p[None, :] - p[:, None] for p in prefix]  # [k, i]: layers k+1..i
     k_idx, i_idx = np.indices((n + 1, n + 1))

@@ -321,3 +321,10 @@ def test_a_batch_just_above_its_floor_does_not_abort_the_search():
     reference = plan(model, hw, eps=eps * (1 + 1e-6), limits=PlanLimits(4, 4), relax=False)
     assert (result.mode, result.stages, result.micro_batches, result.micro_batch_size) == (
         reference.mode, reference.stages, reference.micro_batches, reference.micro_batch_size)
+
+
+def test_best_partition_rejects_mismatched_shapes():
+    with pytest.raises(ParameterError, match=r"activation_caps has shape \(1,\); valid: .*\(3,\)"):
+        best_partition([1, 2, 3], [1, 1, 1], [1, 1, 1], 3, 10, [5])
+    with pytest.raises(ParameterError, match="one entry per layer"):
+        best_partition([1, 2, 3], [1, 1], [1, 1, 1], 2, 10)
