@@ -39,11 +39,11 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
     """Add the ``plan`` options to ``parser`` (units and defaults in each help text)."""
     hw, limits, problem = PlanHardware.__dataclass_fields__, PlanLimits(), ProblemParams()
     parser.add_argument(
-        "--model", metavar="NAME|FILE",
+        "--model", metavar="NAME|FILE", default=argparse.SUPPRESS,
         help="a built-in model (see --list-models) or a model-description TOML file",
     )
     parser.add_argument(
-        "--sequence-length", type=int, metavar="T", default=None,
+        "--sequence-length", type=int, metavar="T", default=argparse.SUPPRESS,
         help="tokens per sample of a transformer model (MVMs per sample of each matrix); "
         "default: the model file's value",
     )
@@ -76,13 +76,13 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
         "seconds, pulse width in seconds, bit length in pulses, tile size",
     )
     parser.add_argument(
-        "--weight-bound", type=float, metavar="W", default=None,
+        "--weight-bound", type=float, metavar="W", default=argparse.SUPPRESS,
         help="W_max, half-width of the visited weight region (device weight units); default "
         "half the distance from the symmetric point to the nearer device bound",
     )
     parser.add_argument("--L", type=float, dest="L", default=problem.L,
                         help="smoothness constant L (A1)")
-    parser.add_argument("--L-s", type=float, dest="L_s", default=None,
+    parser.add_argument("--L-s", type=float, dest="L_s", default=argparse.SUPPRESS,
                         help="Lipschitz constant L_s of the stale update signal (A4); default L")
     parser.add_argument("--delta", type=float, dest="Delta", default=problem.Delta,
                         help="initial optimality gap Delta = f(W_0) - f* (loss units)")
@@ -105,7 +105,7 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-relax", action="store_true",
                         help="skip the geometric-programming relaxation")
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
-    parser.add_argument("--out", metavar="DIR", default=None,
+    parser.add_argument("--out", metavar="DIR", default=argparse.SUPPRESS,
                         help="also write DIR/plan.json and DIR/plan_alternatives.csv")
     parser.add_argument("--list-models", action="store_true",
                         help="list the built-in models and exit")
@@ -200,24 +200,24 @@ def run(args: argparse.Namespace) -> int:
     if args.list_models:
         print(_list_models())
         return 0
-    if not args.model:
+    if not getattr(args, "model", None):
         raise ParameterError(
             f"--model is required; give a built-in model ({', '.join(list_models())}) or a "
             "TOML file"
         )
-    overrides = {} if args.sequence_length is None else {"sequence_length": args.sequence_length}
+    overrides = {"sequence_length": args.sequence_length} if "sequence_length" in args else {}
     model = load_model(args.model, **overrides)
-    extra = {} if args.weight_bound is None else {"weight_bound": args.weight_bound}
+    extra = {"weight_bound": args.weight_bound} if "weight_bound" in args else {}
     hardware = PlanHardware(
         from_preset(args.preset, **extra), accelerators=args.accelerators,
         tiles_per_accelerator=args.tiles_per_accelerator,
         activation_buffer_bytes=args.buffer_bytes, bytes_per_activation=args.bytes_per_activation,
     )
-    problem = ProblemParams(L=args.L, Delta=args.Delta, sigma2=args.sigma2, L_s=args.L_s,
-                            theta=args.theta)
+    problem = ProblemParams(L=args.L, Delta=args.Delta, sigma2=args.sigma2,
+                            L_s=getattr(args, "L_s", None), theta=args.theta)
     limits = PlanLimits(args.max_micro_batches, args.max_micro_batch_size, tuple(args.modes))
     result = plan(model, hardware, problem, args.eps, limits, relax=not args.no_relax)
-    if args.out:
+    if "out" in args:
         try:
             _write_out(result, Path(args.out))
         except OSError as error:

@@ -115,3 +115,9 @@ def test_unreadable_model_and_unwritable_out_are_one_line_errors(tmp_path, capsy
         assert main(["plan", *argv]) == 2
         err = capsys.readouterr().err
         assert pattern in err and err.count("\n") == 1
+
+
+def test_help_shows_no_meaningless_default(capsys):
+    with pytest.raises(SystemExit):
+        main(["plan", "--help"])
+    assert "default: None" not in capsys.readouterr().out
