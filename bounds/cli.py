@@ -120,8 +120,9 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
         help="print a JSON list of rows (algorithm, provenance, iterations, samples, cycles, "
         "seconds, floor, ...) instead of the table",
     )
-    output.add_argument(
-        "--csv", metavar="FILE", type=Path, default=None, help="also write the rows to a CSV file"
+    parser.add_argument(
+        "--csv", metavar="FILE", type=Path, default=argparse.SUPPRESS,
+        help="also write the rows to a CSV file (with the table or with --json)",
     )
     output.add_argument(
         "--list-presets", action="store_true", help="list the hardware presets and exit"
@@ -228,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
         print()
     else:
         print(comparison.table())
-    if args.csv is not None:
+    if "csv" in args:
         try:
             with open(args.csv, "w", newline="", encoding="utf-8") as handle:
                 writer = csv.DictWriter(handle, fieldnames=list(rows[0]))

@@ -188,3 +188,14 @@ def test_rows_beyond_int64_iterations(capsys):
     # every analog row beyond int64 (tiny eps, tiny floor): one line naming the iteration count
     status, out, err = _run(capsys, "--weight-bound", "1e-12", "--eps", "1e-10")
     assert status == 2 and out == "" and err.count("\n") == 1 and "int64" in err
+
+
+def test_json_and_csv_together(tmp_path, capsys):
+    path = tmp_path / "rows.csv"
+    status, out, _ = _run(capsys, "--json", "--csv", str(path))
+    assert status == 0 and [row["algorithm"] for row in json.loads(out)] == list(REGISTRY)
+    with open(path, newline="", encoding="utf-8") as handle:
+        assert [row["algorithm"] for row in csv.DictReader(handle)] == list(REGISTRY)
+    with pytest.raises(SystemExit):
+        main(["bounds", "--help"])
+    assert "default: None" not in capsys.readouterr().out
