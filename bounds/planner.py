@@ -553,12 +553,19 @@ def plan(
     for mode in limits.modes:
         grids = list(search.grids(mode))
         if not any(np.isfinite(g[3]).any() for g in grids):
-            floors[mode] = search.min_floor(mode)
+            floor = search.min_floor(mode)
+            count = limits.max_micro_batches if mode == "sync" else 1
+            largest = f"at the largest batch: B={count}, b={limits.max_micro_batch_size}"
+            if eps > floor:  # reachable in principle, but beyond int64 iterations everywhere
+                ruled_out.append((mode, (
+                    f"eps={eps:.6g} needs more iterations than an int64 holds for every allowed "
+                    f"batch (floor {floor:.6g} {largest}); choose a larger eps"
+                )))
+                continue
+            floors[mode] = floor
             ruled_out.append((mode, (
                 f"eps={eps:g} is at or below the floor of {ALGORITHMS[mode]} for every allowed "
-                f"batch (smallest floor {floors[mode]:.6g}, at the largest batch: "
-                f"B={limits.max_micro_batches if mode == 'sync' else 1}, "
-                f"b={limits.max_micro_batch_size})"
+                f"batch (smallest floor {floor:.6g}, {largest})"
             )))
             continue
         pairs += [(mode, *g) for g in grids]

@@ -328,3 +328,11 @@ def test_best_partition_rejects_mismatched_shapes():
         best_partition([1, 2, 3], [1, 1, 1], [1, 1, 1], 3, 10, [5])
     with pytest.raises(ParameterError, match="one entry per layer"):
         best_partition([1, 2, 3], [1, 1], [1, 1, 1], 2, 10)
+
+
+def test_target_beyond_int64_iterations_everywhere_is_not_called_below_the_floor():
+    hw = PlanHardware(from_preset("softbounds-tau1", weight_bound=1e-12), accelerators=2)
+    model = Model("m", (Layer("a", 8, 8), Layer("b", 8, 8)))
+    with pytest.raises(ParameterError, match="int64") as info:
+        plan(model, hw, eps=1e-10, limits=PlanLimits(2, 2))
+    assert not isinstance(info.value, UnreachableTargetError)
