@@ -18,10 +18,11 @@ _DEFAULT = "ci" if os.environ.get("CI") else "default"
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", _DEFAULT))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dask_scheduler():
-    """Address of a real Dask ``LocalCluster`` on loopback (2 worker processes), shared by the tests
-    that compare a Dask run with a local one (``distributed`` is a test dependency: no skip)."""
+    """Address of a real Dask ``LocalCluster`` on loopback (2 worker processes) for the tests of one
+    module that compare a Dask run with a local one (``distributed`` is a test dependency: no skip).
+    Module scope: its processes are gone before other modules check for leftover workers."""
     import distributed
 
     with distributed.LocalCluster(
