@@ -43,7 +43,9 @@ from theory.symbols import K, alpha
 
 from .params import HardwareParams, PipelineConfig, ProblemParams
 
-__all__ = ["BASELINE", "BoundResult", "Comparison", "compare", "evaluate"]
+__all__ = [
+    "BASELINE", "TOO_MANY", "BoundResult", "Comparison", "compare", "evaluate", "theory_values",
+]
 
 #: the entry speedups are measured against: analog SGD without pipeline, mini-batch B*b
 BASELINE = "analog_sgd"
