@@ -110,6 +110,27 @@ def _per_member(rng: Rng, draw, shape: tuple[int, ...], sizes=None) -> np.ndarra
     return out
 
 
+#: pulse noise is drawn for this many weights' worth of pulses at a time (8 MB of float64)
+_NOISE_BLOCK = 1 << 20
+
+
+def _pulse_noise(rng: Rng, shape: tuple[int, ...], sizes, first: int, count: int) -> np.ndarray:
+    """Standard normals of pulses ``first .. first + count - 1``, shape ``(count, *shape)``.
+
+    The numbers are those of one draw of every pulse at once, in the same order. One generator:
+    one draw. A sequence: member ``r`` draws only its own pulses ``p < sizes[r]``, so its numbers
+    do not depend on the others; rows past a member's pulse count are zero (inactive there).
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng.standard_normal((count, *shape))
+    out = np.zeros((count, *shape))
+    for r, (g, size) in enumerate(zip(rng, sizes, strict=True)):
+        rows = min(count, int(size) - first)
+        if rows > 0:
+            out[:rows, r] = g.standard_normal((rows, *shape[1:]))
+    return out
+
+
 def draw_dw_min_scale(device, shape: tuple[int, ...], rng: Rng) -> np.ndarray:
     r"""Per-element device-to-device factor of ``dw_min``, drawn once per run.
 
@@ -203,28 +224,29 @@ def pulsed_update(
         return w
     up = dw >= 0
     signed_step = np.where(up, step, -step)
-    if device.dw_min_std > 0:
-        if isinstance(rng, np.random.Generator):
-            sizes = None
-            xi = rng.standard_normal((int(pulses.max()),) + w.shape)
-        else:
-            sizes = pulses.reshape(len(pulses), -1).max(axis=1)
-            xi = _per_member(rng, lambda g, s: g.standard_normal(s),
-                             (int(sizes.max()),) + w.shape, sizes)
-        noise = device.dw_min_std * xi
+    sizes = None
+    if device.dw_min_std > 0 and not isinstance(rng, np.random.Generator):
+        sizes = pulses.reshape(len(pulses), -1).max(axis=1)
     lo, hi = device.w_min, device.w_max
     if bound_scale is not None:
         lo, hi = lo * bound_scale, hi * bound_scale
+    block = max(1, _NOISE_BLOCK // max(w.size, 1))  # pulses per noise draw
     for p in range(int(pulses.max())):
         active = pulses > p
         v = w if bound_scale is None else w / bound_scale
         q = np.where(up, device.q_plus(v), device.q_minus(v))
         if device.dw_min_std == 0:
             inc = signed_step * q
-        elif device.c2c_noise == "additive":
-            inc = signed_step * q + step * noise[p]
         else:
-            inc = signed_step * q * (1.0 + noise[p])
+            # drawn a block of pulses at a time: bounded memory, whatever the pulse count
+            if p % block == 0:
+                count = min(block, int(pulses.max()) - p)
+                xi = _pulse_noise(rng, w.shape, sizes, p, count)
+            noise = device.dw_min_std * xi[p % block]
+            if device.c2c_noise == "additive":
+                inc = signed_step * q + step * noise
+            else:
+                inc = signed_step * q * (1.0 + noise)
         w = np.where(active, np.clip(w + inc, lo, hi), w)
     return w
 

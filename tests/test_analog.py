@@ -210,3 +210,21 @@ def test_cycle_to_cycle_noise_has_the_stated_mean_and_spread(c2c_noise):
 def test_unknown_c2c_noise_is_a_parameter_error():
     with pytest.raises(ParameterError, match="c2c_noise"):
         make_device("softbounds", tau=1.0, dw_min=0.01, c2c_noise="gaussian")
+
+
+def test_pulse_noise_memory_does_not_grow_with_the_pulse_count():
+    """10^4 noisy pulses on 2000 weights: the noise is drawn a block of pulses at a time (about
+    8 MB), not as one (pulses, weights) array of 160 MB."""
+    import tracemalloc
+
+    device = _soft(1.0, 1e-5, dw_min_std=0.3)
+    w, dw = np.zeros((2, 1000)), np.full((2, 1000), 0.1)  # 10^4 pulses per element
+    rngs = [np.random.default_rng(s) for s in (0, 1)]
+    tracemalloc.start()
+    try:
+        out = pulsed_update(w, dw, device, rngs)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 32e6, peak
+    assert np.all(out > 0.05)
