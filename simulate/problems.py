@@ -230,6 +230,7 @@ class LeastSquares(OracleProblem):
         check_range("rows", rows, 1, None, integer=True)
         check_range("cols", cols, 1, None, integer=True)
         check_range("label_noise", label_noise, 0, None)
+        check_range("x_star_scale", x_star_scale, 0, None)
         a = rng.standard_normal((rows, cols))
         x_star = rng.uniform(-x_star_scale, x_star_scale, cols)
         y = a @ x_star + label_noise * rng.standard_normal(rows)

@@ -108,3 +108,11 @@ def test_bad_inputs():
         _quadratic(sigma2=-1.0)
     with pytest.raises(ParameterError, match="stages"):
         LeastSquares.random(41, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("scale", [-0.1, float("nan")])
+def test_scale_of_the_planted_solution_is_validated(scale):
+    with pytest.raises(ParameterError, match="x_star_scale"):
+        LeastSquares.random(1, np.random.default_rng(0), x_star_scale=scale)
+    with pytest.raises(ParameterError, match="w_star_scale"):
+        Quadratic.random(4, 1, np.random.default_rng(0), w_star_scale=scale)
