@@ -88,7 +88,9 @@ def make_problem(config: SimConfig, seed: int | None = None) -> OracleProblem:
         )
     if config.problem == "least-squares":
         return LeastSquares.random(config.stages, rng, sigma2=config.sigma2, x_star_scale=scale)
-    raise ValueError(f"{config.problem!r} is not an oracle problem")
+    raise ParameterError(
+        f"problem={config.problem!r} is not an oracle problem; valid: quadratic, least-squares"
+    )
 
 
 @cache

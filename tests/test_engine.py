@@ -160,3 +160,8 @@ def test_networks_are_delegated(monkeypatch):
     assert members == [1] and progress is print
     with pytest.raises(ParameterError, match="record_versions"):
         run(config, record_versions=lambda k, v: None)
+
+
+def test_make_problem_of_a_network_names_the_oracle_problems():
+    with pytest.raises(ParameterError, match="problem='digits-mlp' is not an oracle problem"):
+        make_problem(SimConfig(problem="digits-mlp"))
