@@ -83,7 +83,7 @@ from theory.errors import DivergenceError, ParameterError, check_range
 from .analog import DeviceSpread, Updater, device_from_config
 from .config import SimConfig
 from .digits import DigitsData, load_digits_split, sample_indices
-from .engine import NETWORK_PROBLEMS, cycles_after, forward_delays
+from .engine import NETWORK_PROBLEMS, _log_steps, cycles_after, forward_delays
 from .rng import member_generators
 from .trace import Trace
 
@@ -579,7 +579,7 @@ def train_network(
     w_min, w_max = w.min(axis=1), w.max(axis=1)
     fwd_rec = np.empty((steps, n_stages), dtype=np.int64) if record_versions else None
     bwd_rec = np.empty((steps, n_stages), dtype=np.int64) if record_versions else None
-    log_at = _log_points(steps, config.log_every)
+    log_at = _log_steps(steps, config.log_every)
     records, reported = [], 0
     batch = config.samples_per_update
 
@@ -662,11 +662,6 @@ def _check(step: int, quantity: str, values: np.ndarray, lr: float) -> None:
         return
     bad = values[~(np.abs(values) <= DIVERGENCE_LIMIT)]
     raise DivergenceError(step, quantity, float(bad[0]), lr)
-
-
-def _log_points(steps: int, every: int) -> list[int]:
-    points = list(range(0, steps, every))
-    return points + [steps]
 
 
 def _slices(sizes: Sequence[int]) -> tuple[slice, ...]:
