@@ -36,7 +36,8 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
     add("--problem", choices=PROBLEMS, default=d.problem, help="training problem")
     add("--mode", choices=("none", "sync", "async"), default=d.mode, help="pipeline schedule")
     add("--algorithm", choices=ALGORITHMS, default=d.algorithm, help="digital or analog SGD")
-    add("--stages", "-M", type=int, default=d.stages, help="pipeline stages M (>= 1)")
+    add("--stages", "-M", type=int, default=d.stages,
+        help="pipeline stages M (1 to 64; at most --dim for the quadratic, layers for networks)")
     add("--micro-batches", "-B", type=int, default=d.micro_batches,
         help="micro-batches per mini-batch B (none, sync; ignored by async)")
     add("--micro-batch-size", "-b", type=int, default=d.micro_batch_size,
