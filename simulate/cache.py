@@ -40,13 +40,13 @@ import numpy as np
 __all__ = [
     "CACHE_ENV",
     "ResultCache",
+    "cache_version",
     "canonical_json",
     "decode_result",
     "default_cache_dir",
     "encode_result",
     "function_name",
     "normalize_result",
-    "cache_version",
     "package_version",
     "source_fingerprint",
 ]

@@ -375,3 +375,13 @@ def test_dask_names_a_failing_point(dask_scheduler):
     with pytest.raises(SweepError, match="ValueError: seed 1001 is bad") as info:
         run_sweep(fns.failing, pts, scheduler=dask_scheduler, cache=False, desc="dask")
     assert (info.value.index, info.value.point) == (1, pts[1])
+
+
+def test_module_exports_are_sorted_and_exist():
+    import simulate.cache
+    import simulate.sweep
+
+    for module in (simulate.cache, simulate.sweep):
+        assert list(module.__all__) == sorted(module.__all__), module.__name__
+        for name in module.__all__:
+            assert hasattr(module, name), name
