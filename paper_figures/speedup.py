@@ -263,7 +263,7 @@ def plot(data: dict) -> Figure:
                      transform=axes[0].transAxes, va="top", fontsize=7)
         axes[1].text(0.02, 0.97,
                      f"target {100 * s.target_accuracy:g}% test accuracy, "
-                     f"{s.digits.problem}, {s.digits.seeds} seeds",
+                     f"{s.digits.problem}, mean +- std of {s.digits.seeds} seeds",
                      transform=axes[1].transAxes, va="top", fontsize=7)
         fig.legend(loc="outside lower center", ncols=3)
     return fig

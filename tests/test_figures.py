@@ -156,6 +156,15 @@ def test_speedup_caption_states_the_plotted_numbers(speedup_files):
     assert f"{float(Fraction(4 * 800, 803)):.2f}x" in text
 
 
+def test_speedup_plot_says_what_the_error_bars_are(speedup_files):
+    out, s = speedup_files
+    bars = [{**row, "stages": int(row["stages"]), "speedup": float(row["speedup"]),
+             "spread": float(row["spread"]), "reached": int(row["reached"]),
+             "seeds": int(row["seeds"])} for row in read_rows(out / "speedup.csv")]
+    fig = speedup.plot({"settings": s, "bars": bars})
+    assert any("mean +- std of 2 seeds" in t.get_text() for t in fig.axes[1].texts)
+
+
 # ------------------------------------------------------------------------------------------------
 # training
 
