@@ -38,7 +38,7 @@ import sympy as sp
 
 from theory import complexity, theorems
 from theory.devices import SoftBounds
-from theory.errors import ParameterError, UnreachableTargetError, check_range
+from theory.errors import IterationLimitError, UnreachableTargetError, check_range
 from theory.symbols import K, alpha
 
 from .params import HardwareParams, PipelineConfig, ProblemParams
@@ -240,9 +240,7 @@ def evaluate(
         res = complexity.evaluate_complexity(algorithm, eps, **values)
     except UnreachableTargetError as error:
         return BoundResult(**empty, floor=error.floor, limiting="floor", reason=str(error))
-    except ParameterError as error:
-        if "int64" not in str(error):  # only the iteration count's range makes a row, see above
-            raise
+    except IterationLimitError as error:  # only the iteration count's range makes a row
         floor = float(_floor(algorithm)(values))
         return BoundResult(**empty, floor=floor, limiting=TOO_MANY, reason=str(error))
     iterations = int(res.iterations_int)

@@ -48,7 +48,7 @@ import numpy as np
 import sympy as sp
 
 from theory.complexity import evaluate_complexity
-from theory.errors import ParameterError, UnreachableTargetError, check_range
+from theory.errors import IterationLimitError, ParameterError, UnreachableTargetError, check_range
 from theory.schedules import cycles_for_iterations
 from theory.symbols import B as B_SYM
 from theory.symbols import K as K_SYM
@@ -438,11 +438,9 @@ class _Search:
         try:
             result = evaluate_complexity(name, self.eps, **self.values, **points)
             return np.asarray(result.iterations_int, dtype=float)
-        except ParameterError as error:
+        except IterationLimitError:
             size = len(next(iter(points.values())))
             if size == 1:
-                if "int64" not in str(error):
-                    raise
                 return np.array([np.inf])
             half = size // 2
             return np.concatenate([

@@ -123,7 +123,7 @@ def test_hardware_is_frozen():
 @pytest.mark.parametrize("field", ["L", "Delta", "sigma2", "L_s"])
 @given(bad=BAD_NUMBERS)
 def test_problem_constants_must_be_positive(field, bad):
-    with pytest.raises(ParameterError, match=f"^{field}=.*valid range \\(0, inf\\]"):
+    with pytest.raises(ParameterError, match=f"^{field}=.*valid range \\(0, inf\\)"):
         ProblemParams(**{field: bad})
 
 
@@ -142,7 +142,7 @@ def test_L_s_defaults_to_L(L, L_s):
 @pytest.mark.parametrize("field", ["stages", "micro_batches", "micro_batch_size"])
 @given(bad=st.sampled_from([0, -1, 1.5, math.nan]))
 def test_pipeline_fields_are_positive_integers(field, bad):
-    with pytest.raises(ParameterError, match=f"^{field}=.*valid range \\[1, inf\\]"):
+    with pytest.raises(ParameterError, match=f"^{field}=.*valid range \\[1, inf\\)"):
         PipelineConfig(**{field: bad})
 
 

@@ -21,7 +21,7 @@ from theory.complexity import (
     latex_table,
     samples_expr,
 )
-from theory.errors import ParameterError, UnreachableTargetError
+from theory.errors import IterationLimitError, ParameterError, UnreachableTargetError
 from theory.symbols import K, alpha, eps
 from theory.theorems import REGISTRY
 
@@ -300,7 +300,7 @@ def test_iteration_count_beyond_int64_is_an_error_not_garbage(name):
     """K(eps) ~ a^2/(eps - floor)^2 overflows int64 for a target too close to the floor."""
     floor = floor_of(name, **BASE)
     target = floor + 1e-12 if floor > 0 else 1e-12
-    with pytest.raises(ParameterError, match=r"^eps=.*int64.*choose a larger eps"):
+    with pytest.raises(IterationLimitError, match=r"^eps=.*int64.*choose a larger eps"):
         evaluate_complexity(name, target, **BASE)
-    with pytest.raises(ParameterError, match="int64"):
+    with pytest.raises(IterationLimitError, match="int64"):
         evaluate_complexity(name, np.array([1.0 + floor, target]), **BASE)

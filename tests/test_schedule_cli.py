@@ -57,11 +57,11 @@ def test_human_output_has_chart_and_table(capsys):
     ("argv", "message"),
     [
         (["--stages", "0", "--micro-batches", "5", "--mode", "sync"],
-         "--stages=0 is out of range; valid range [1, inf]"),
+         "--stages=0 is out of range; valid range [1, inf)"),
         (["--stages", "4", "--micro-batches", "-3", "--mode", "sync"],
-         "--micro-batches=-3 is out of range; valid range [1, inf]"),
+         "--micro-batches=-3 is out of range; valid range [1, inf)"),
         (["--stages", "4", "--micro-batches", "2", "--mode", "async", "--samples", "0"],
-         "--samples=0 is out of range; valid range [1, inf]"),
+         "--samples=0 is out of range; valid range [1, inf)"),
         (["--stages", "4", "--micro-batches", "2", "--mode", "sync", "--samples", "7"],
          "--samples=7 only applies to --mode async"),
     ],
@@ -86,3 +86,12 @@ def test_help_explains_the_unit(capsys):
     assert exit_info.value.code == 0
     help_text = " ".join(capsys.readouterr().out.split())
     assert "one clock cycle = one stage doing one forward (F) or one backward (B)" in help_text
+
+
+def test_file_system_errors_are_one_line(tmp_path, capsys):
+    """An output path that is a directory gives one line and exit 2, not a traceback."""
+    from paper_figures.cli import main
+
+    status = main(["bounds", "--csv", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1 and "error:" in err

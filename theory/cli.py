@@ -15,7 +15,15 @@ from .errors import DivergenceError, ParameterError, UnreachableTargetError
 
 __all__ = ["command_main"]
 
-USER_ERRORS = (ParameterError, UnreachableTargetError, DivergenceError, FileNotFoundError)
+USER_ERRORS = (
+    ParameterError,
+    UnreachableTargetError,
+    DivergenceError,
+    FileNotFoundError,
+    IsADirectoryError,
+    NotADirectoryError,
+    PermissionError,
+)
 
 
 def command_main(

@@ -36,7 +36,7 @@ from functools import cache
 import numpy as np
 import sympy as sp
 
-from .errors import ParameterError, UnreachableTargetError, check_array
+from .errors import IterationLimitError, ParameterError, UnreachableTargetError, check_array
 from .schedules import cycles_for_iterations, schedule
 from .symbols import B, K, M, b, eps
 from .theorems import REGISTRY, Bound, get_bound
@@ -280,7 +280,7 @@ def evaluate_complexity(name: str, eps, **values) -> ComplexityResult:
     too_many = ~(iterations < _MAX_ITERATIONS)  # also inf when eps - floor underflows
     if too_many.any():
         i = np.flatnonzero(too_many)[0]
-        raise ParameterError(
+        raise IterationLimitError(
             f"eps={eps_b.flat[i].item():.6g} needs K={iterations.flat[i].item():.3g} iterations "
             f"of {name} (floor {floor.flat[i].item():.6g}), more than the {_MAX_ITERATIONS:.3g} "
             "an int64 iteration count holds; choose a larger eps"

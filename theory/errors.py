@@ -11,12 +11,17 @@ from numbers import Real
 
 import numpy as np
 
-__all__ = ["ParameterError", "UnreachableTargetError", "DivergenceError", "check_array",
+__all__ = ["ParameterError", "UnreachableTargetError", "IterationLimitError", "DivergenceError",
+           "check_array",
            "check_range"]
 
 
 class ParameterError(ValueError):
     """A parameter is outside its valid range (the message names parameter, value and range)."""
+
+
+class IterationLimitError(ParameterError):
+    """A target so close to a bound's floor that its iteration count exceeds the int64 range."""
 
 
 class UnreachableTargetError(ValueError):
@@ -76,12 +81,12 @@ def check_range(
     integer : bool
         Whether the value must be an integer.
     """
-    lo = "(" if low_open else "["
-    hi = ")" if high_open else "]"
+    lo = "(" if low_open or low is None else "["  # an infinite end is always open
+    hi = ")" if high_open or high is None else "]"
     left = "-inf" if low is None else f"{low:g}"
     right = "inf" if high is None else f"{high:g}"
     rng = f"{lo}{left}, {right}{hi}"
-    kind = "an integer" if integer else "a number"
+    kind = "an integer" if integer else "a finite number"
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
         raise ParameterError(f"{name}={value!r} is not {kind}; valid range {rng}")
     if integer and int(value) != value:
