@@ -174,8 +174,8 @@ def test_summary_is_json_ready():
 @pytest.mark.parametrize(
     ("args", "kwargs", "match"),
     [
-        (("sync", 0, 5), {}, r"stages=0 is out of range; valid range \[1, inf\]"),
-        (("sync", 4, -1), {}, r"micro_batches=-1 is out of range; valid range \[1, inf\]"),
+        (("sync", 0, 5), {}, r"stages=0 is out of range; valid range \[1, inf\)"),
+        (("sync", 4, -1), {}, r"micro_batches=-1 is out of range; valid range \[1, inf\)"),
         (("sync", 2.5, 5), {}, r"stages=2.5 is not an integer"),
         (("gpipe", 4, 5), {}, r"mode='gpipe' is unknown; valid modes none, sync, async"),
         (("async", 4, 5), {"mini_batches": 2}, r"mini_batches=2 is out of range for mode='async'"),

@@ -235,7 +235,7 @@ def test_suites_cover_every_checkable_bound():
 
 def test_a_negative_margin_is_refused_before_any_check_runs(capsys):
     """``--z -1`` is a one-line user error up front, not a failure inside the first sweep point."""
-    with pytest.raises(ParameterError, match=r"z=-1.0 is out of range; valid range \[0, inf\]"):
+    with pytest.raises(ParameterError, match=r"z=-1.0 is out of range; valid range \[0, inf\)"):
         suite_points("quick", z=-1.0)
     assert main(["verify", "--no-cache", "--jobs", "1", "--z", "-1"]) == 2
     err = capsys.readouterr().err.strip()
