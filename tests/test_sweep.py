@@ -278,7 +278,7 @@ def _set_result(point):
     ("call", "error", "match"),
     [
         (lambda: run_sweep(lambda p: p, [{}], jobs=1), TypeError, "not a top-level function"),
-        (lambda: run_sweep(_local_fn, [{}], jobs=0), ParameterError, r"jobs=0 .*\[1, inf\]"),
+        (lambda: run_sweep(_local_fn, [{}], jobs=0), ParameterError, r"jobs=0 .*\[1, inf\)"),
         (lambda: run_sweep(_local_fn, [{}], jobs=1.5), ParameterError, "jobs=1.5 is not an int"),
         (lambda: run_sweep(_local_fn, [[1]], jobs=1), TypeError, "point 0 is a list"),
         (lambda: run_sweep(_local_fn, [{}], cache=3), TypeError, "cache=3"),
