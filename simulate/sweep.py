@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -31,7 +32,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from theory.errors import check_range
+from theory.errors import ParameterError, check_range
 
 from .cache import ResultCache, canonical_json, function_name, normalize_result
 
@@ -357,8 +358,23 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     return parser
 
 
+#: a Dask scheduler address, SCHEME://HOST:PORT (HOST may be a bracketed IPv6 address)
+_ADDRESS = re.compile(r"[a-z][a-z0-9+.-]*://(\[[0-9a-fA-F:.]+\]|[^\s:/\[\]]+):\d{1,5}")
+
+
 def sweep_options(args: argparse.Namespace) -> dict:
-    """The keywords ``jobs``, ``scheduler`` and ``cache`` of :func:`run_sweep` from parsed args."""
+    """The keywords ``jobs``, ``scheduler`` and ``cache`` of :func:`run_sweep` from parsed args.
+
+    Checked before any point runs: ``--jobs`` must be >= 1 and ``--scheduler`` an address of the
+    form ``SCHEME://HOST:PORT`` (e.g. ``tcp://127.0.0.1:8786``).
+    """
+    if args.jobs is not None:
+        check_range("--jobs", args.jobs, 1, None, integer=True)
+    if args.scheduler is not None and not _ADDRESS.fullmatch(args.scheduler):
+        raise ParameterError(
+            f"--scheduler={args.scheduler!r} is not a scheduler address; valid: "
+            "SCHEME://HOST:PORT, e.g. tcp://127.0.0.1:8786"
+        )
     if args.no_cache:
         cache = False
     elif args.cache_dir is not None:

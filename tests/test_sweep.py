@@ -6,6 +6,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -385,3 +386,25 @@ def test_module_exports_are_sorted_and_exist():
         assert list(module.__all__) == sorted(module.__all__), module.__name__
         for name in module.__all__:
             assert hasattr(module, name), name
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--jobs", "0"], "--jobs=0 is out of range"),
+        (["--scheduler", "nonsense"], "--scheduler='nonsense' is not a scheduler address"),
+        (["--scheduler", "tcp://127.0.0.1"], "is not a scheduler address"),
+    ],
+)
+def test_sweep_options_are_checked_before_anything_runs(argv, message):
+    parser = argparse.ArgumentParser()
+    add_sweep_arguments(parser)
+    with pytest.raises(ParameterError, match=re.escape(message)):
+        sweep_options(parser.parse_args(argv))
+
+
+def test_scheduler_addresses_that_are_valid():
+    parser = argparse.ArgumentParser()
+    add_sweep_arguments(parser)
+    for address in ("tcp://127.0.0.1:8786", "tcp://scheduler.local:8786", "tls://[::1]:8786"):
+        assert sweep_options(parser.parse_args(["--scheduler", address]))["scheduler"] == address
