@@ -84,7 +84,7 @@ def test_user_toml_file(tmp_path):
          "unknown key 'depth'.*valid keys: name, rows, cols"),
         ({"name": "x", "colour": 1}, "unknown key 'colour'"),
         ({"name": "x", "blocks": [{"layers": [{"rows": 1}]}]}, "missing key 'cols'"),
-        ({"name": "x", "blocks": [{"layers": [{"rows": 0, "cols": 1}]}]}, r"rows=0.*\[1, inf\]"),
+        ({"name": "x", "blocks": [{"layers": [{"rows": 0, "cols": 1}]}]}, r"rows=0.*\[1, inf\)"),
         ({"name": "x", "blocks": [{"layers": [{"rows": 1, "cols": 1, "mvms_per_sample": "T"}]}]},
          "names no parameter"),
         ({"name": "x", "blocks": []}, "has no layers"),

@@ -110,7 +110,7 @@ def test_evaluate_broadcasts_constant_quantities():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        (dict(stages=0), r"^stages=0 is out of range; valid range \[1, inf\]"),
+        (dict(stages=0), r"^stages=0 is out of range; valid range \[1, inf\)"),
         (dict(stages=2.5), r"^stages=2.5 is not an integer"),
         (dict(stages=2, micro_batches=[3, -1]), r"^micro_batches=-1 is out of range"),
         (dict(stages=3, stage=7),
