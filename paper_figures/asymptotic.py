@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 
@@ -41,8 +41,8 @@ from matplotlib.figure import Figure
 
 from simulate.analog import device_from_config
 from simulate.config import SimConfig
-from simulate.engine import run
 from simulate.sweep import run_sweep
+from simulate.verify import empirical_floor
 from theory.errors import ParameterError, check_range
 from theory.symbols import alpha, theta
 from theory.theorems import get_bound
@@ -134,13 +134,10 @@ def floor_run(point: Mapping) -> dict:
         ``per_seed`` (tail averages), ``w_lo``, ``w_hi`` (weight interval visited by the
         ensemble), ``L``, ``sigma2``, ``n`` (the problem's exact constants).
     """
-    config = SimConfig(**point["config"])
-    trace = run(replace(config, log_every=1))
-    start = int(math.floor((1.0 - point["tail"]) * config.steps))
-    constants = trace.config["constants"]
+    estimate = empirical_floor(SimConfig(**point["config"]), tail=point["tail"])
+    constants = estimate.constants
     return {
-        "per_seed": trace.grad_norm2[:, start:].mean(axis=1),
-        "w_lo": float(trace.w_min_visited.min()), "w_hi": float(trace.w_max_visited.max()),
+        "per_seed": estimate.per_seed, "w_lo": estimate.w_lo, "w_hi": estimate.w_hi,
         "L": float(constants["L"]), "sigma2": float(constants["sigma2"]),
         "n": int(constants["samples_per_update"]),
     }

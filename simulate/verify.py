@@ -409,12 +409,19 @@ class FloorEstimate:
         Tail average of each seed (independent across seeds).
     mean, stderr : float
         Mean over seeds and its standard error.
+    w_lo, w_hi : float
+        The weight interval the ensemble visited (where the device constants of A3 held).
+    constants : dict
+        The problem's exact constants (``L``, ``Delta``, ``sigma2``, ``samples_per_update``, ...).
     """
 
     config: SimConfig
     per_seed: np.ndarray
     mean: float
     stderr: float
+    w_lo: float
+    w_hi: float
+    constants: dict
 
 
 def empirical_floor(config: SimConfig, *, tail: float = 0.5) -> FloorEstimate:
@@ -436,6 +443,8 @@ def empirical_floor(config: SimConfig, *, tail: float = 0.5) -> FloorEstimate:
     return FloorEstimate(
         config=config, per_seed=per_seed, mean=float(per_seed.mean()),
         stderr=float(per_seed.std(ddof=1) / math.sqrt(r)) if r > 1 else math.nan,
+        w_lo=float(trace.w_min_visited.min()), w_hi=float(trace.w_max_visited.max()),
+        constants=dict(trace.config["constants"]),
     )
 
 
