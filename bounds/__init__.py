@@ -6,6 +6,8 @@
 - :mod:`bounds.models`, :mod:`bounds.partition`, :mod:`bounds.planner`: the planner.
 """
 
+from theory.schedules import in_flight
+
 from .evaluate import BoundResult, Comparison, compare, evaluate
 from .models import Layer, Model, list_models, load_model
 from .params import (
@@ -17,7 +19,7 @@ from .params import (
     from_preset,
     load_config,
 )
-from .partition import Partition, best_partition, in_flight
+from .partition import Partition, best_partition
 from .planner import Candidate, Plan, PlanHardware, PlanLimits, Relaxed, plan, time_grid
 from .timing import TimingModel
 

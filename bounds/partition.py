@@ -34,61 +34,12 @@ operations for :math:`\ell` layers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
-import sympy as sp
 
 from theory.errors import ParameterError, check_range
-from theory.schedules import schedule
-from theory.symbols import B, M, m, mb
 
-__all__ = ["Partition", "best_partition", "in_flight", "in_flight_expr"]
-
-
-@cache
-def in_flight_expr(mode: str) -> sp.Expr:
-    r"""Sympy expression of :math:`h(m)`, the micro-batches stage ``m`` holds at most (see module).
-
-    Raises
-    ------
-    ParameterError
-        If the schedule's forward-to-backward gap or injection interval depends on the micro-batch
-        index (then the window argument does not apply).
-    """
-    s = schedule(mode)
-    gap = sp.simplify(s.backward_cycle - s.forward_cycle)
-    interval = sp.simplify(s.forward_cycle.subs(mb, mb + 1) - s.forward_cycle)
-    if mb in gap.free_symbols or mb in interval.free_symbols:
-        raise ParameterError(f"mode={mode!r}: the schedule's gap or interval depends on b")
-    held = sp.floor(gap / interval) + 1
-    return held if mode == "async" else sp.Min(held, B)
-
-
-@cache
-def _in_flight_fn(mode: str):
-    return sp.lambdify((M, B, m), in_flight_expr(mode), "numpy")
-
-
-def in_flight(mode: str, stages: int, micro_batches=None) -> np.ndarray:
-    """Micro-batches each stage holds at most, shape ``(stages,)`` (stage 1 first), int64.
-
-    Parameters
-    ----------
-    mode : {"none", "sync", "async"}
-    stages : int
-        ``M`` >= 1.
-    micro_batches : int, optional
-        ``B`` (required for ``none`` and ``sync``; ignored by ``async``).
-    """
-    stages = check_range("stages", stages, 1, integer=True)
-    if mode != "async":
-        micro_batches = check_range("micro_batches", micro_batches, 1, integer=True)
-    else:
-        micro_batches = 1
-    stage = np.arange(1, stages + 1)
-    out = _in_flight_fn(mode)(stages, micro_batches, stage)
-    return np.broadcast_to(np.asarray(out, dtype=np.int64), stage.shape).copy()
+__all__ = ["Partition", "best_partition"]
 
 
 @dataclass(frozen=True)

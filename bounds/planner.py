@@ -47,9 +47,10 @@ from functools import cache
 import numpy as np
 import sympy as sp
 
+from theory.compiled import compile_expr
 from theory.complexity import evaluate_complexity
 from theory.errors import IterationLimitError, ParameterError, UnreachableTargetError, check_range
-from theory.schedules import cycles_for_iterations
+from theory.schedules import cycles_for_iterations, in_flight_expr
 from theory.symbols import B as B_SYM
 from theory.symbols import K as K_SYM
 from theory.symbols import M as M_SYM
@@ -58,7 +59,7 @@ from theory.theorems import get_bound
 from .evaluate import theory_values
 from .models import Model
 from .params import HardwareParams, ProblemParams
-from .partition import Partition, _in_flight_fn, best_partition
+from .partition import Partition, best_partition
 
 __all__ = [
     "ALGORITHMS", "Candidate", "Plan", "PlanHardware", "PlanLimits", "Relaxed", "plan",
@@ -383,7 +384,8 @@ class _Search:
         """Micro-batches held per stage, shape (len(micro_batches), stages)."""
         stage = np.arange(1, stages + 1)[None, :]
         count = np.asarray(micro_batches)[:, None]
-        return np.broadcast_to(_in_flight_fn(mode)(stages, count, stage), (count.size, stages))
+        held = compile_expr(in_flight_expr(mode))({"M": stages, "B": count, "m": stage})
+        return np.broadcast_to(held, (count.size, stages))
 
     def memory(self, partition, held, b) -> tuple[int, ...]:
         return tuple(

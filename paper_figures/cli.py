@@ -10,7 +10,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from theory.cli import command_main
+from theory.commands import command_main
 
 __all__ = ["COMMANDS", "main"]
 

@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 
 from bounds.models import Layer, Model
 from bounds.params import ProblemParams, from_preset
-from bounds.partition import best_partition, in_flight
+from bounds.partition import best_partition
 from bounds.planner import PlanHardware, PlanLimits, plan
 from bounds.relaxation import build_gp, rate_monomials, solve_relaxation
 from simulate.timeline import build_timeline
 from theory.complexity import evaluate_complexity
 from theory.errors import ParameterError, UnreachableTargetError
-from theory.schedules import cycles_for_iterations
+from theory.schedules import cycles_for_iterations, in_flight
 from theory.symbols import B as B_SYM
 from theory.symbols import K as K_SYM
 from theory.symbols import M as M_SYM

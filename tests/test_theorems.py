@@ -39,7 +39,7 @@ from theory.symbols import (
     tau,
     theta,
 )
-from theory.theorems import PROVENANCES, REGISTRY, Bound, get_bound
+from theory.theorems import PROVENANCES, REGISTRY, Bound, bound_for, bounds_for, get_bound
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "theory.md"
 
@@ -147,9 +147,16 @@ def test_latex_has_bound_cap_and_floor_and_no_pipe():
         assert "|" not in text  # it sits inside a Markdown table
 
 
-def test_best_step_is_min_of_cap_and_noise_step():
+def test_bound_for_maps_every_schedule_to_its_theorem():
+    assert bound_for("none", "digital").proof == "Theorem 1"
+    assert bound_for("none").proof == "Theorem 2"
+    assert bound_for("sync").proof == "Corollary 3"
+    assert bound_for("async").name == "analog_sgd_ap"
     for bound in REGISTRY.values():
-        assert bound.best_step == sp.Min(1 / bound.inv_step_cap, bound.noise_step)
+        if bound.provenance == "derived":
+            assert bound in bounds_for(bound.mode, bound.algorithm)
+    with pytest.raises(ParameterError, match="valid pairs: analog/async"):
+        bound_for("sync", "digital")
 
 
 # ---- reductions (theory-spec identities) ---------------------------------------------------------

@@ -36,14 +36,18 @@ from functools import cache
 import numpy as np
 import sympy as sp
 
+from .compiled import compile_expr
 from .errors import IterationLimitError, ParameterError, UnreachableTargetError, check_array
-from .schedules import cycles_for_iterations, schedule
-from .symbols import B, K, M, b, eps
+from .schedules import cycles_for_iterations, max_delay
+from .symbols import B, K, b, eps
 from .theorems import REGISTRY, Bound, get_bound
 
 __all__ = [
+    "BELOW_FLOOR",
     "ComplexityResult",
     "PARAMETER_RANGES",
+    "REACHABLE",
+    "TOO_MANY",
     "cycles_expr",
     "evaluate_complexity",
     "iterations_expr",
@@ -51,6 +55,10 @@ __all__ = [
     "samples_expr",
     "solve_rate",
 ]
+
+FloatOrArray = float | np.ndarray
+IntOrArray = int | np.ndarray
+StrOrArray = str | np.ndarray
 
 #: valid range of every parameter: (low, high, low_open, high_open, integer)
 PARAMETER_RANGES: dict[str, tuple] = {
@@ -71,6 +79,13 @@ PARAMETER_RANGES: dict[str, tuple] = {
     "D": (0, None, False, False, True),
 }
 
+
+#: per-point status of :func:`evaluate_complexity` (``on_unreachable="status"``)
+REACHABLE = "reachable"
+#: ``eps`` at or below the bound's asymptotic floor
+BELOW_FLOOR = "below floor"
+#: more iterations than an int64 holds (``eps`` too close to the floor, or to 0)
+TOO_MANY = "too many iterations"
 
 #: largest iteration count a result can hold (``iterations_int`` is int64)
 _MAX_ITERATIONS = float(2**63 - 1024)  # the largest float below 2**63
@@ -138,19 +153,23 @@ class ComplexityResult:
     step_limited_by : str or ndarray of str
         ``"step cap"`` when :math:`1/\\mathrm{inv\\_step\\_cap}` is the smaller, else
         ``"noise balance"``.
+    status : str or ndarray of str
+        :data:`REACHABLE`, :data:`BELOW_FLOOR` or :data:`TOO_MANY` per point (always
+        :data:`REACHABLE` unless ``on_unreachable="status"``).
     """
 
     algorithm: str
-    eps: object
-    floor: object
-    rate_a: object
-    rate_c: object
-    iterations: object
-    iterations_int: object
-    samples: object
-    cycles: object
-    step: object
-    step_limited_by: object
+    eps: FloatOrArray
+    floor: FloatOrArray
+    rate_a: FloatOrArray
+    rate_c: FloatOrArray
+    iterations: FloatOrArray
+    iterations_int: IntOrArray
+    samples: FloatOrArray
+    cycles: FloatOrArray
+    step: FloatOrArray
+    step_limited_by: StrOrArray
+    status: StrOrArray
 
 
 class _Compiled:
@@ -158,27 +177,17 @@ class _Compiled:
 
     def __init__(self, bound: Bound):
         per_run = _cycles_per_run(bound)
-        exprs = (
-            bound.floor, bound.rate_a, bound.rate_c, iterations_expr(bound), bound.batch,
-            per_run, 1 / bound.inv_step_cap, bound.noise_step,
-        )
-        free = set().union(*(sp.sympify(e).free_symbols for e in exprs)) - {K, eps}
-        self.symbols = tuple(sorted(free, key=lambda s: s.name))
-        self.parameters = tuple(s.name for s in self.symbols)
-        args = (eps, *self.symbols)
         self.floor, self.rate_a, self.rate_c, self.iterations = (
-            sp.lambdify(args, e, "numpy") for e in exprs[:4]
+            compile_expr(e, eps)
+            for e in (bound.floor, bound.rate_a, bound.rate_c, iterations_expr(bound))
         )
-        args_k = (K, *self.symbols)
         self.batch, self.cycles, self.step_cap, self.noise_step = (
-            sp.lambdify(args_k, e, "numpy") for e in exprs[4:]
+            compile_expr(e, K)
+            for e in (bound.batch, per_run, 1 / bound.inv_step_cap, bound.noise_step)
         )
-
-
-@cache
-def _max_delay():
-    """``D = M - 1``, the asynchronous schedule's maximal forward delay, compiled."""
-    return sp.lambdify(M, schedule("async").max_delay, "numpy")
+        everything = (self.floor, self.rate_a, self.rate_c, self.iterations, self.batch,
+                      self.cycles, self.step_cap, self.noise_step)
+        self.parameters = tuple(sorted(set().union(*(f.parameters for f in everything))))
 
 
 @cache
@@ -218,7 +227,8 @@ def _scalar(x):
     return arr[()] if arr.ndim == 0 else arr
 
 
-def evaluate_complexity(name: str, eps, **values) -> ComplexityResult:
+def evaluate_complexity(name: str, eps, *, on_unreachable: str = "raise", **values
+                        ) -> ComplexityResult:
     r"""Iterations, samples, cycles and step to reach ``eps`` for bound ``name`` (vectorised).
 
     Parameters
@@ -227,7 +237,13 @@ def evaluate_complexity(name: str, eps, **values) -> ComplexityResult:
         A key of :data:`theory.theorems.REGISTRY`.
     eps : float or array
         Target for :math:`\frac1K\sum_k\mathbb{E}\lVert\nabla f(W_k)\rVert^2` (squared-gradient
-        units); must exceed the floor everywhere.
+        units).
+    on_unreachable : {"raise", "status"}
+        ``"raise"`` (default): every point must be reachable, else the call raises.
+        ``"status"``: never raise for a point; :attr:`ComplexityResult.status` says per point
+        whether it is :data:`REACHABLE`, :data:`BELOW_FLOOR` (``eps <= floor``) or
+        :data:`TOO_MANY` (more iterations than an int64 holds). At such points ``iterations`` is
+        ``inf``, ``iterations_int`` 0 and ``samples``, ``cycles``, ``step`` are ``nan``.
     **values : float or array
         The constants, by symbol name (``L``, ``Delta``, ``sigma2``, ``n``, ``b``, ``B``, ``M``,
         ``D``, ``q_min``, ``q_max``, ``G_inf``, ``theta``, ``L_s``, ``tau``, ``W_max``); arrays
@@ -242,11 +258,16 @@ def evaluate_complexity(name: str, eps, **values) -> ComplexityResult:
     ------
     ParameterError
         Unknown bound, unknown or missing parameter (the message lists the required names), a
-        value out of range, or an ``eps`` so close to the floor (or to 0) that ``K(eps)`` exceeds
-        the int64 range of ``iterations_int`` (about 9.2e18).
+        value out of range, or (with ``on_unreachable="raise"``) an ``eps`` so close to the floor
+        (or to 0) that ``K(eps)`` exceeds the int64 range of ``iterations_int`` (about 9.2e18).
     UnreachableTargetError
-        If ``eps <= floor`` anywhere (the message gives that floor).
+        With ``on_unreachable="raise"``, if ``eps <= floor`` anywhere (the message gives that
+        floor).
     """
+    if on_unreachable not in ("raise", "status"):
+        raise ParameterError(
+            f"on_unreachable={on_unreachable!r} is unknown; valid: 'raise', 'status'"
+        )
     bound = get_bound(name)
     compiled = _compiled(name)
     required = compiled.parameters
@@ -257,7 +278,7 @@ def evaluate_complexity(name: str, eps, **values) -> ComplexityResult:
         )
     values = dict(values)
     if bound.mode == "async" and "D" in required and "D" not in values and "M" in values:
-        values["D"] = _max_delay()(_as_array("M", values["M"]))
+        values["D"] = max_delay(_as_array("M", values["M"]))
     missing = [p for p in required if p not in values]
     if missing:
         raise ParameterError(
@@ -266,40 +287,51 @@ def evaluate_complexity(name: str, eps, **values) -> ComplexityResult:
     arrays = {p: _as_array(p, values[p]) for p in required}
     _check_relations(arrays)
     eps_arr = _as_array("eps", eps)
-    args = [arrays[p] for p in required]
+    shape = np.broadcast_shapes(eps_arr.shape, *(a.shape for a in arrays.values()))
+    eps_b = np.broadcast_to(eps_arr, shape)
 
-    floor = np.broadcast_to(compiled.floor(eps_arr, *args), np.broadcast(eps_arr, *args).shape)
-    eps_b = np.broadcast_to(eps_arr, floor.shape)
-    unreachable = eps_b <= floor
-    if unreachable.any():
-        i = np.flatnonzero(unreachable)[0]
-        raise UnreachableTargetError(name, eps_b.flat[i].item(), floor.flat[i].item())
+    def full(value):
+        return np.broadcast_to(value, shape)
 
-    shape = floor.shape
-    iterations = np.broadcast_to(compiled.iterations(eps_arr, *args), shape).astype(float)
-    too_many = ~(iterations < _MAX_ITERATIONS)  # also inf when eps - floor underflows
-    if too_many.any():
-        i = np.flatnonzero(too_many)[0]
-        raise IterationLimitError(
-            f"eps={eps_b.flat[i].item():.6g} needs K={iterations.flat[i].item():.3g} iterations "
-            f"of {name} (floor {floor.flat[i].item():.6g}), more than the {_MAX_ITERATIONS:.3g} "
-            "an int64 iteration count holds; choose a larger eps"
-        )
-    k_int = np.ceil(iterations)
-    cap = np.broadcast_to(compiled.step_cap(k_int, *args), shape)
-    noise = np.broadcast_to(compiled.noise_step(k_int, *args), shape)
+    with np.errstate(all="ignore"):  # unreachable points give nan/inf here; they are masked below
+        floor = full(compiled.floor(eps_arr, arrays))
+        below = eps_b <= floor
+        iterations = full(compiled.iterations(eps_arr, arrays)).astype(float)
+        iterations = np.where(below, np.inf, iterations)
+        too_many = ~below & ~(iterations < _MAX_ITERATIONS)  # also inf when eps - floor underflows
+    if on_unreachable == "raise":
+        if below.any():
+            i = np.flatnonzero(below)[0]
+            raise UnreachableTargetError(name, eps_b.flat[i].item(), floor.flat[i].item())
+        if too_many.any():
+            i = np.flatnonzero(too_many)[0]
+            raise IterationLimitError(
+                f"eps={eps_b.flat[i].item():.6g} needs more than the {_MAX_ITERATIONS:.3g} "
+                f"iterations an int64 iteration count holds for {name} (floor "
+                f"{floor.flat[i].item():.6g}); choose a larger eps"
+            )
+    ok = ~(below | too_many)
+    iterations = np.where(ok, iterations, np.inf)
+    k_int = np.where(ok, np.ceil(np.where(ok, iterations, 1.0)), 1.0)
+    with np.errstate(all="ignore"):
+        cap = full(compiled.step_cap(k_int, arrays))
+        noise = full(compiled.noise_step(k_int, arrays))
+        samples = full(compiled.batch(k_int, arrays)) * k_int
+        cycles = full(compiled.cycles(k_int, arrays)).astype(float)
+    status = np.where(below, BELOW_FLOOR, np.where(too_many, TOO_MANY, REACHABLE))
     return ComplexityResult(
         algorithm=name,
         eps=_scalar(eps_b),
         floor=_scalar(floor),
-        rate_a=_scalar(np.broadcast_to(compiled.rate_a(eps_arr, *args), shape)),
-        rate_c=_scalar(np.broadcast_to(compiled.rate_c(eps_arr, *args), shape)),
+        rate_a=_scalar(full(compiled.rate_a(eps_arr, arrays))),
+        rate_c=_scalar(full(compiled.rate_c(eps_arr, arrays))),
         iterations=_scalar(iterations),
-        iterations_int=_scalar(k_int.astype(np.int64)),
-        samples=_scalar(np.broadcast_to(compiled.batch(k_int, *args), shape) * k_int),
-        cycles=_scalar(np.broadcast_to(compiled.cycles(k_int, *args), shape).astype(float)),
-        step=_scalar(np.minimum(cap, noise)),
+        iterations_int=_scalar(np.where(ok, k_int, 0).astype(np.int64)),
+        samples=_scalar(np.where(ok, samples, np.nan)),
+        cycles=_scalar(np.where(ok, cycles, np.nan)),
+        step=_scalar(np.where(ok, np.minimum(cap, noise), np.nan)),
         step_limited_by=_scalar(np.where(cap <= noise, "step cap", "noise balance")),
+        status=_scalar(status),
     )
 
 

@@ -27,18 +27,31 @@ from functools import cache
 import numpy as np
 import sympy as sp
 
-from .errors import ParameterError, check_array
+from .compiled import compile_expr
+from .errors import ParameterError, check_array, check_range
 from .symbols import B, K, M, N, m, mb
 
 __all__ = [
     "MODES",
+    "QUANTITIES",
     "Schedule",
+    "cycles_after",
     "cycles_for_iterations",
     "evaluate",
+    "in_flight",
+    "in_flight_expr",
+    "max_delay",
     "schedule",
 ]
 
 MODES = ("none", "sync", "async")
+
+#: the closed forms of a :class:`Schedule` by name (the quantities :func:`evaluate` accepts)
+QUANTITIES = (
+    "forward_cycle", "backward_cycle", "total_cycles", "busy_cycles", "idle_cycles", "density",
+    "bubble_rate", "bubble_fraction", "cycles_per_micro_batch", "speedup", "forward_delay",
+    "backward_delay", "max_delay",
+)
 
 
 @dataclass(frozen=True)
@@ -112,11 +125,7 @@ class Schedule:
 
     def quantities(self) -> dict[str, sp.Expr]:
         """Every closed form by name (the names :func:`evaluate` accepts)."""
-        names = (
-            "forward_cycle backward_cycle total_cycles busy_cycles idle_cycles density bubble_rate "
-            "bubble_fraction cycles_per_micro_batch speedup forward_delay backward_delay max_delay"
-        ).split()
-        return {name: sp.sympify(getattr(self, name)) for name in names}
+        return {name: sp.sympify(getattr(self, name)) for name in QUANTITIES}
 
     def latex(self) -> dict[str, str]:
         """LaTeX of every closed form, by name."""
@@ -160,18 +169,73 @@ def cycles_for_iterations(mode: str) -> sp.Expr:
     return s.total_cycles * K
 
 
-@cache
-def _quantities(mode: str) -> dict[str, sp.Expr]:
-    return schedule(mode).quantities()
+def cycles_after(mode: str, iterations, stages, micro_batches=1) -> np.ndarray:
+    """:func:`cycles_for_iterations` evaluated: cycles of ``iterations`` updates (arrays broadcast).
+
+    ``micro_batches`` is ``B`` (unused by ``async``); the result is a float array.
+    """
+    f = compile_expr(cycles_for_iterations(mode), K)
+    return np.asarray(f(iterations, {"M": stages, "B": micro_batches}), dtype=float)
+
+
+def max_delay(stages) -> np.ndarray:
+    """``D = M - 1``, the async schedule's maximal forward delay (:attr:`Schedule.max_delay`)."""
+    return compile_expr(schedule("async").max_delay)({"M": stages})
 
 
 @cache
-def _compiled(mode: str, quantity: str):
-    return sp.lambdify((M, B, N, m, mb), _quantities(mode)[quantity], "numpy")
+def in_flight_expr(mode: str) -> sp.Expr:
+    r"""Sympy expression of :math:`h(m)`, the micro-batches stage ``m`` holds at most.
+
+    A stage keeps a micro-batch's activations from its forward to its backward; with a
+    forward-to-backward gap :math:`g(m)` and an injection interval :math:`i` (both free of the
+    micro-batch index), it holds :math:`\lfloor g/i \rfloor + 1` of them, at most ``B`` for the
+    schedules that flush (``none``, ``sync``).
+
+    Raises
+    ------
+    ParameterError
+        If the schedule's forward-to-backward gap or injection interval depends on the micro-batch
+        index (then the window argument does not apply).
+    """
+    s = schedule(mode)
+    gap = sp.simplify(s.backward_cycle - s.forward_cycle)
+    interval = sp.simplify(s.forward_cycle.subs(mb, mb + 1) - s.forward_cycle)
+    if mb in gap.free_symbols or mb in interval.free_symbols:
+        raise ParameterError(f"mode={mode!r}: the schedule's gap or interval depends on b")
+    held = sp.floor(gap / interval) + 1
+    return held if mode == "async" else sp.Min(held, B)
+
+
+def in_flight(mode: str, stages: int, micro_batches=None) -> np.ndarray:
+    """Micro-batches each stage holds at most, shape ``(stages,)`` (stage 1 first), int64.
+
+    Parameters
+    ----------
+    mode : {"none", "sync", "async"}
+    stages : int
+        ``M`` >= 1.
+    micro_batches : int, optional
+        ``B`` (required for ``none`` and ``sync``; ignored by ``async``).
+    """
+    stages = check_range("stages", stages, 1, integer=True)
+    if mode != "async":
+        micro_batches = check_range("micro_batches", micro_batches, 1, integer=True)
+    else:
+        micro_batches = 1
+    stage = np.arange(1, stages + 1)
+    out = compile_expr(in_flight_expr(mode))({"M": stages, "B": micro_batches, "m": stage})
+    return np.broadcast_to(np.asarray(out, dtype=np.int64), stage.shape).copy()
+
+
+@cache
+def _quantity(mode: str, quantity: str) -> sp.Expr:
+    """One closed form of ``mode``, simplified on its own (not all thirteen)."""
+    return sp.sympify(getattr(schedule(mode), quantity))
 
 
 def evaluate(mode: str, quantity: str, *, stages, micro_batches=1, stage=1, micro_batch=1):
-    """Evaluate a closed form numerically (compiled once with ``lambdify`` and cached).
+    """Evaluate a closed form numerically (compiled once by :func:`theory.compiled.compile_expr`).
 
     Parameters
     ----------
@@ -198,9 +262,11 @@ def evaluate(mode: str, quantity: str, *, stages, micro_batches=1, stage=1, micr
     ParameterError
         For an unknown quantity or an argument out of its range (the message names it).
     """
-    names = _quantities(mode)
-    if quantity not in names:
-        raise ParameterError(f"quantity={quantity!r} is unknown; valid: {', '.join(sorted(names))}")
+    schedule(mode)  # unknown modes: ParameterError listing the valid ones
+    if quantity not in QUANTITIES:
+        raise ParameterError(
+            f"quantity={quantity!r} is unknown; valid: {', '.join(sorted(QUANTITIES))}"
+        )
     args = (stages, micro_batches, stage, micro_batch)
     for name, value in zip(("stages", "micro_batches", "stage", "micro_batch"), args, strict=True):
         check_array(name, value, 1, None, integer=True)
@@ -217,6 +283,6 @@ def evaluate(mode: str, quantity: str, *, stages, micro_batches=1, stage=1, micr
                 f"{limit_name} = {limit_b.flat[i].item()!r}"
             )
     shape = np.broadcast_shapes(*(np.shape(a) for a in args))
-    value = _compiled(mode, quantity)(stages, micro_batches, micro_batches, stage, micro_batch)
-    value = np.broadcast_to(value, shape)
+    values = {"M": stages, "B": micro_batches, "N": micro_batches, "m": stage, "b_mb": micro_batch}
+    value = np.broadcast_to(compile_expr(_quantity(mode, quantity))(values), shape)
     return value[()] if value.ndim == 0 else value.copy()

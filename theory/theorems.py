@@ -54,9 +54,14 @@ from .symbols import (
     theta,
 )
 
-__all__ = ["LATEX_NAMES", "PROVENANCES", "REGISTRY", "Bound", "ap_inv_step_cap", "get_bound"]
+__all__ = [
+    "ALGORITHMS", "LATEX_NAMES", "PROVENANCES", "REGISTRY", "Bound", "ap_inv_step_cap",
+    "bound_for", "bounds_for", "get_bound",
+]
 
 PROVENANCES = ("paper", "companion", "derived", "literature")
+#: how the weights are updated: exactly, or through the device's response functions
+ALGORITHMS = ("digital", "analog")
 
 #: LaTeX names of the symbols (sympy would print ``sigma2`` as :math:`\\sigma_2`)
 LATEX_NAMES = {
@@ -90,17 +95,17 @@ class Bound:
     rate_a, rate_c, floor : sympy.Expr
         Free of ``K`` and ``alpha``; at ``best_step``,
         ``expr <= rate_a/sqrt(K) + rate_c/K + floor``.
-    best_step : sympy.Expr
-        :math:`\min(1/\mathrm{inv\_step\_cap}, \alpha_{\mathrm{opt}}(K))`, a function of ``K``.
     batch : sympy.Expr
         Samples per iteration: ``n`` (digital, analog), ``B*b`` (SP), ``b`` (AP).
     mode : str
         Pipeline schedule of :mod:`theory.schedules` (``"none"``, ``"sync"``, ``"async"``).
+    algorithm : str
+        ``"digital"`` (exact updates) or ``"analog"`` (the device's response functions).
     conditions : tuple of str
         Assumptions and conditions used (A1-A4, the step cap, a minimal ``K``).
     noise_step : sympy.Expr
         :math:`\alpha_{\mathrm{opt}}(K)`, the unconstrained minimiser of the step-dependent terms
-        (the "noise balance" step); ``best_step = Min(1/inv_step_cap, noise_step)``.
+        (the "noise balance" step); see :attr:`best_step`.
     min_iterations : sympy.Expr
         Smallest ``K`` for which the bound is established (0 unless a theorem needs more).
     """
@@ -114,9 +119,9 @@ class Bound:
     rate_a: sp.Expr
     rate_c: sp.Expr
     floor: sp.Expr
-    best_step: sp.Expr
     batch: sp.Expr
     mode: str
+    algorithm: str
     conditions: tuple[str, ...]
     noise_step: sp.Expr
     min_iterations: sp.Expr = field(default=sp.Integer(0))
@@ -128,11 +133,23 @@ class Bound:
             )
         if self.mode not in MODES:
             raise ParameterError(f"mode={self.mode!r} is unknown; valid: {', '.join(MODES)}")
+        if self.algorithm not in ALGORITHMS:
+            raise ParameterError(
+                f"algorithm={self.algorithm!r} is unknown; valid: {', '.join(ALGORITHMS)}"
+            )
         if self.provenance == "derived" and not self.proof:
             raise ParameterError(f"bound {self.name!r} is derived but names no proof")
         for attr in ("rate_a", "rate_c", "floor", "inv_step_cap", "batch", "min_iterations"):
             if getattr(self, attr).free_symbols & {K, alpha}:
                 raise ParameterError(f"bound {self.name!r}: {attr} must not depend on K or alpha")
+
+    @property
+    def best_step(self) -> sp.Expr:
+        r"""The best admissible step, a function of ``K``.
+
+        .. math:: \min(1/\mathrm{inv\_step\_cap},\ \alpha_{\mathrm{opt}}(K))
+        """
+        return sp.Min(1 / self.inv_step_cap, self.noise_step)
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -182,7 +199,6 @@ def _analog(batch: sp.Expr) -> dict[str, sp.Expr]:
         rate_c=2 * Delta * inv_cap / q_min,
         floor=G_inf**2 * sigma2 / (theta * batch * q_min**2),
         noise_step=noise_step,
-        best_step=sp.Min(1 / inv_cap, noise_step),
         batch=batch,
     )
 
@@ -200,7 +216,6 @@ def _digital() -> dict[str, sp.Expr]:
         rate_c=2 * Delta * L,
         floor=sp.Integer(0),
         noise_step=noise_step,
-        best_step=sp.Min(1 / L, noise_step),
         batch=n,
     )
 
@@ -221,7 +236,6 @@ def _companion() -> dict[str, sp.Expr]:
         rate_c=sp.Integer(0),
         floor=floor,
         noise_step=noise_step,
-        best_step=sp.Min(1 / (4 * L), noise_step),
         batch=n,
         min_iterations=16 * L * Delta * n / sigma2,
     )
@@ -255,7 +269,6 @@ def _analog_ap() -> dict[str, sp.Expr]:
         expr=base["expr"] + stale,
         inv_step_cap=inv_cap,
         rate_c=2 * Delta * inv_cap / q_min + stale_c,
-        best_step=sp.Min(1 / inv_cap, base["noise_step"]),
     )
 
 
@@ -279,7 +292,6 @@ def _literature(batch: sp.Expr, delay_factor: sp.Expr) -> dict[str, sp.Expr]:
         rate_c=rate_c,
         floor=sp.Integer(0),
         noise_step=noise_step,
-        best_step=sp.Min(1 / inv_cap, noise_step),
         batch=batch,
     )
 
@@ -295,73 +307,96 @@ _THETA = "0 < theta < 1 (free Young split)"
 _ORDER = "order only: the unknown constants of the published rate are set to 1"
 
 
-def _make(name, provenance, reference, proof, mode, conditions, parts) -> Bound:
+def _make(
+    name: str, *, provenance: str, reference: str, mode: str, algorithm: str,
+    conditions: list[str], parts: dict[str, sp.Expr], proof: str | None = None,
+) -> Bound:
     return Bound(
         name=name, provenance=provenance, reference=reference, proof=proof, mode=mode,
-        conditions=tuple(conditions), **parts,
+        algorithm=algorithm, conditions=tuple(conditions), **parts,
     )
 
 
 def _build_registry() -> dict[str, Bound]:
     entries = [
         _make(
-            "digital_sgd", "derived",
-            "Theorem 1 of docs/theory.md (Ghadimi and Lan 2013 form)", "Theorem 1", "none",
-            [_A1, _A2, "alpha <= 1/L"], _digital(),
+            "digital_sgd", provenance="derived", proof="Theorem 1",
+            reference="Theorem 1 of docs/theory.md (Ghadimi and Lan 2013 form)",
+            mode="none", algorithm="digital",
+            conditions=[_A1, _A2, "alpha <= 1/L"], parts=_digital(),
         ),
         _make(
-            "analog_sgd_companion", "companion",
-            "Wu et al., NeurIPS 2025 (arXiv 2502.06309), analog SGD theorem; "
-            "paper-notes section 3; soft bounds, F_max = 1", None, "none",
-            [_A1, _A2, "soft bounds: ||W_k||_inf <= W_max < tau (S_min = 1 - W_max^2/tau^2)",
-             "alpha = sqrt(Delta n/(sigma2 L K)) <= 1/(4 L), i.e. K >= 16 L Delta n/sigma2 "
-             "(automatic when eps - floor <= sigma2/(n S_min))",
-             "per-gradient variance of the published theorem taken as sigma2/n"],
-            _companion(),
+            "analog_sgd_companion", provenance="companion",
+            reference="Wu et al., NeurIPS 2025 (arXiv 2502.06309), analog SGD theorem; "
+            "paper-notes section 3; soft bounds, F_max = 1",
+            mode="none", algorithm="analog",
+            conditions=[
+                _A1, _A2, "soft bounds: ||W_k||_inf <= W_max < tau (S_min = 1 - W_max^2/tau^2)",
+                "alpha = sqrt(Delta n/(sigma2 L K)) <= 1/(4 L), i.e. K >= 16 L Delta n/sigma2 "
+                "(automatic when eps - floor <= sigma2/(n S_min))",
+                "per-gradient variance of the published theorem taken as sigma2/n",
+            ],
+            parts=_companion(),
         ),
         _make(
-            "analog_sgd", "derived", "Theorem 2 of docs/theory.md", "Theorem 2", "none",
-            [_A1, _A2, _A3, _THETA, "alpha <= (1 - theta) q_min/(L q_max^2)"], _analog(n),
+            "analog_sgd", provenance="derived", proof="Theorem 2",
+            reference="Theorem 2 of docs/theory.md", mode="none", algorithm="analog",
+            conditions=[_A1, _A2, _A3, _THETA, "alpha <= (1 - theta) q_min/(L q_max^2)"],
+            parts=_analog(n),
         ),
         _make(
-            "analog_sgd_sp", "derived", "Corollary 3 of docs/theory.md (Theorem 2 with n = B b)",
-            "Corollary 3", "sync",
-            [_A1, _A2, _A3, _THETA, "alpha <= (1 - theta) q_min/(L q_max^2)", "n = B b"],
-            _analog(B * b),
+            "analog_sgd_sp", provenance="derived", proof="Corollary 3",
+            reference="Corollary 3 of docs/theory.md (Theorem 2 with n = B b)",
+            mode="sync", algorithm="analog",
+            conditions=[
+                _A1, _A2, _A3, _THETA, "alpha <= (1 - theta) q_min/(L q_max^2)", "n = B b",
+            ],
+            parts=_analog(B * b),
         ),
         _make(
-            "analog_sgd_ap", "derived", "Theorem 4 of docs/theory.md", "Theorem 4", "async",
-            [_A1, _A2, _A3, _A4, _THETA, "D = M - 1 (maximal stage delay)",
-             "alpha <= (1 - theta) q_min/(q_max^2 max(L (1 + 2D), 8 sqrt(2) L_s D))"],
-            _analog_ap(),
+            "analog_sgd_ap", provenance="derived", proof="Theorem 4",
+            reference="Theorem 4 of docs/theory.md", mode="async", algorithm="analog",
+            conditions=[
+                _A1, _A2, _A3, _A4, _THETA, "D = M - 1 (maximal stage delay)",
+                "alpha <= (1 - theta) q_min/(q_max^2 max(L (1 + 2D), 8 sqrt(2) L_s D))",
+            ],
+            parts=_analog_ap(),
         ),
         _make(
-            "literature_sgd", "literature",
-            "Ghadimi and Lan 2013: N = O(L Delta/eps + L Delta sigma2/eps^2)", None, "none",
-            [_A1, _A2, _ORDER], _literature(n, sp.Integer(1)),
+            "literature_sgd", provenance="literature",
+            reference="Ghadimi and Lan 2013: N = O(L Delta/eps + L Delta sigma2/eps^2)",
+            mode="none", algorithm="digital",
+            conditions=[_A1, _A2, _ORDER], parts=_literature(n, sp.Integer(1)),
         ),
         _make(
-            "literature_delay_fixed", "literature",
-            "Stich and Karimireddy 2020; Arjevani, Shamir and Srebro 2020: "
-            "O(L Delta sigma2/eps^2 + tau_d L Delta/eps)", None, "async",
-            [_A1, _A2, _ORDER, "fixed delay tau_d = D; factor 1 + D so that D = 0 gives SGD"],
-            _literature(b, 1 + D),
+            "literature_delay_fixed", provenance="literature",
+            reference="Stich and Karimireddy 2020; Arjevani, Shamir and Srebro 2020: "
+            "O(L Delta sigma2/eps^2 + tau_d L Delta/eps)",
+            mode="async", algorithm="digital",
+            conditions=[
+                _A1, _A2, _ORDER, "fixed delay tau_d = D; factor 1 + D so that D = 0 gives SGD",
+            ],
+            parts=_literature(b, 1 + D),
         ),
         _make(
-            "literature_delay_arbitrary", "literature",
-            "Koloskova, Stich and Jaggi 2022, constant step: "
-            "O(L Delta sigma2/eps^2 + sqrt(tau_max tau_avg) L Delta/eps)", None, "async",
-            [_A1, _A2, _ORDER,
-             "tau_max = D, tau_avg = D/2 (mean of the stage delays M - m over equal stages); "
-             "factor 1 + sqrt(tau_max tau_avg) so that D = 0 gives SGD"],
-            _literature(b, 1 + sp.sqrt(D * D / 2)),
+            "literature_delay_arbitrary", provenance="literature",
+            reference="Koloskova, Stich and Jaggi 2022, constant step: "
+            "O(L Delta sigma2/eps^2 + sqrt(tau_max tau_avg) L Delta/eps)",
+            mode="async", algorithm="digital",
+            conditions=[
+                _A1, _A2, _ORDER,
+                "tau_max = D, tau_avg = D/2 (mean of the stage delays M - m over equal stages); "
+                "factor 1 + sqrt(tau_max tau_avg) so that D = 0 gives SGD",
+            ],
+            parts=_literature(b, 1 + sp.sqrt(D * D / 2)),
         ),
         _make(
-            "literature_async_sgd", "literature",
-            "Mishchenko et al. 2022, asynchronous SGD with n workers: "
-            "O(L Delta sigma2/eps^2 + n L Delta/eps)", None, "async",
-            [_A1, _A2, _ORDER, "workers = M (micro-batches in flight in the pipeline)"],
-            _literature(b, M),
+            "literature_async_sgd", provenance="literature",
+            reference="Mishchenko et al. 2022, asynchronous SGD with n workers: "
+            "O(L Delta sigma2/eps^2 + n L Delta/eps)",
+            mode="async", algorithm="digital",
+            conditions=[_A1, _A2, _ORDER, "workers = M (micro-batches in flight in the pipeline)"],
+            parts=_literature(b, M),
         ),
     ]
     return {bound.name: bound for bound in entries}
@@ -379,3 +414,41 @@ def get_bound(name: str) -> Bound:
         raise ParameterError(
             f"bound={name!r} is unknown; valid: {', '.join(REGISTRY)}"
         ) from None
+
+
+def bounds_for(mode: str, algorithm: str = "analog") -> tuple[Bound, ...]:
+    """The ``derived`` entries proved for ``algorithm`` under the ``mode`` schedule, in order.
+
+    These are the guarantees the package turns into iterations, cycles and plans; the first one is
+    :func:`bound_for`'s answer.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown mode or algorithm, or a pair without a derived bound.
+    """
+    if mode not in MODES:
+        raise ParameterError(f"mode={mode!r} is unknown; valid: {', '.join(MODES)}")
+    if algorithm not in ALGORITHMS:
+        raise ParameterError(f"algorithm={algorithm!r} is unknown; valid: {', '.join(ALGORITHMS)}")
+    found = tuple(
+        bound for bound in REGISTRY.values()
+        if bound.provenance == "derived" and bound.mode == mode and bound.algorithm == algorithm
+    )
+    if not found:
+        derived = [x for x in REGISTRY.values() if x.provenance == "derived"]
+        pairs = sorted({(x.algorithm, x.mode) for x in derived})
+        raise ParameterError(
+            f"no derived bound for algorithm={algorithm!r} with mode={mode!r}; valid pairs: "
+            + ", ".join(f"{a}/{m}" for a, m in pairs)
+        )
+    return found
+
+
+def bound_for(mode: str, algorithm: str = "analog") -> Bound:
+    """The registry's primary ``derived`` bound for ``algorithm`` under the ``mode`` schedule.
+
+    ``("digital", "none")`` is Theorem 1, ``("analog", "none")`` Theorem 2, ``("analog", "sync")``
+    Corollary 3 and ``("analog", "async")`` Theorem 4.
+    """
+    return bounds_for(mode, algorithm)[0]
