@@ -1,0 +1,134 @@
+"""The import graph of the package: no circles, and every import in the layered direction.
+
+Layers (docs/architecture.md): ``theory`` at the bottom; ``bounds`` and ``simulate`` each on
+``theory`` only (``simulate`` never imports ``bounds`` and the reverse); ``paper_figures`` on top.
+Every ``import`` statement counts, also one hidden inside a function body (that is how circles
+were hidden before), and the graph is between modules, so a package ``__init__`` that imports its
+submodules is part of it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("theory", "bounds", "simulate", "paper_figures")
+#: package -> the packages it may import (besides itself)
+ALLOWED = {
+    "theory": set(),
+    "bounds": {"theory"},
+    "simulate": {"theory"},
+    "paper_figures": {"theory", "bounds", "simulate"},
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {
+        _module_name(path): path
+        for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))
+    }
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _imports(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the package modules it imports (``from pkg import sub`` counts as ``pkg.sub``)."""
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        is_package = path.name == "__init__.py"
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = _resolve(name, is_package, node)
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}"
+                    targets.add(sub if sub in modules else base)
+        graph[name] = {t for t in targets if t.split(".")[0] in PACKAGES and t != name}
+    return graph
+
+
+GRAPH = _imports(_modules())
+
+
+def test_the_graph_was_read():
+    assert {"theory.compiled", "bounds.planner", "simulate.engine", "paper_figures.cli"} <= set(GRAPH)
+    assert "theory.errors" in GRAPH["theory.complexity"]
+
+
+@pytest.mark.parametrize("module", sorted(GRAPH))
+def test_imports_follow_the_layers(module):
+    package = module.split(".")[0]
+    upward = sorted(
+        t for t in GRAPH[module]
+        if t.split(".")[0] != package and t.split(".")[0] not in ALLOWED[package]
+    )
+    assert not upward, f"{module} imports against the layer direction: {upward}"
+
+
+def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_no_import_circles():
+    cycle = _find_cycle(GRAPH)
+    assert cycle is None, "import circle: " + " -> ".join(cycle)
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_private_name_crosses_a_module_boundary():
+    private = []
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.level or (
+                    node.module or "").split(".")[0] in PACKAGES):
+                private += [f"{name}: {a.name}" for a in node.names
+                            if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not private, f"private names imported across modules: {private}"
+
+
+def test_no_lambdify_outside_theory():
+    offenders = [
+        name for name, path in _modules().items()
+        if not name.startswith("theory") and "lambdify" in path.read_text()
+    ]
+    assert not offenders, f"sympy is compiled outside theory.compiled: {offenders}"
