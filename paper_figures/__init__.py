@@ -6,6 +6,6 @@ and is imported on demand, so this package stays light to import (the console sc
 """
 
 from .cli import main
-from .registry import FIGURES, accepts_sweep_options, load_figure
+from .registry import FIGURES, load_figure
 
-__all__ = ["FIGURES", "accepts_sweep_options", "load_figure", "main"]
+__all__ = ["FIGURES", "load_figure", "main"]

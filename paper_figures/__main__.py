@@ -2,6 +2,7 @@
 
 import sys
 
-from .cli import run_command
+from .commands.figures import main
 
-sys.exit(run_command("figures", sys.argv[1:]))
+if __name__ == "__main__":
+    sys.exit(main())

@@ -57,6 +57,8 @@ __all__ = [
 NAME = "asymptotic"
 DESCRIPTION = ("analog SGD's error floor vs tau and vs learning rate, digital SGD beside it "
                "(least squares 100 x 40), theory floor for reference")
+#: whether compute/write take the sweep keywords jobs, scheduler, cache
+USES_SWEEP = True
 
 #: bumped when the meaning of a cached floor run changes (part of every sweep point)
 FLOOR_FORMAT = 1

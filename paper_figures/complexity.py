@@ -38,6 +38,8 @@ __all__ = [
 
 NAME = "complexity"
 DESCRIPTION = "iterations and clock cycles to eps vs eps for every registry bound (log-log)"
+#: whether compute/write take the sweep keywords jobs, scheduler, cache
+USES_SWEEP = False
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ def eps_grid(s: ComplexitySettings, floor: float | None) -> np.ndarray:
     return grid
 
 
-def compute(quick: bool = False, **_sweep) -> dict:
+def compute(quick: bool = False) -> dict:
     """Evaluate every registry bound on its grid (deterministic; sweep options are unused).
 
     Returns
@@ -200,7 +202,7 @@ def caption(rows: Sequence[Mapping]) -> str:
             f"{floors.get('analog_sgd_ap', float('nan')):.3g} (AP).")
 
 
-def write(out_dir: str | Path, quick: bool = False, **_sweep) -> list[Path]:
+def write(out_dir: str | Path, quick: bool = False) -> list[Path]:
     """Compute, plot and save the figure; return the paths written (PNG, PDF, CSV, manifest)."""
     data = compute(quick)
     manifest = {

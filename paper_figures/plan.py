@@ -27,6 +27,8 @@ __all__ = ["DESCRIPTION", "NAME", "compute", "plot", "table", "write"]
 
 NAME = "plan"
 DESCRIPTION = "predicted time to eps over stages M and micro-batches B, planner optimum marked"
+#: whether compute/write take the sweep keywords jobs, scheduler, cache
+USES_SWEEP = False
 
 MODEL = "digits-mlp"
 PRESET = "softbounds-tau1"

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import importlib
-import inspect
 from types import ModuleType
 
 from theory.errors import ParameterError
 
-__all__ = ["FIGURES", "accepts_sweep_options", "load_figure"]
+__all__ = ["FIGURES", "load_figure"]
 
-#: figure name -> module providing NAME, DESCRIPTION, compute, plot, write (cheap ones first)
+#: figure name -> module providing NAME, DESCRIPTION, USES_SWEEP, compute, plot, write (cheap
+#: ones first). ``USES_SWEEP`` declares whether ``compute``/``write`` take the sweep keywords
+#: ``jobs``, ``scheduler``, ``cache`` (figures that simulate run through
+#: :func:`simulate.sweep.run_sweep`; analytic ones do not).
 FIGURES: dict[str, str] = {
     "schedule": "paper_figures.schedule",
     "complexity": "paper_figures.complexity",
@@ -20,18 +22,6 @@ FIGURES: dict[str, str] = {
     "training": "paper_figures.training",
     "speedup": "paper_figures.speedup",
 }
-
-
-def accepts_sweep_options(module: ModuleType) -> bool:
-    """Whether the figure's ``write`` takes the sweep keywords ``jobs``, ``scheduler``, ``cache``.
-
-    Figures that simulate run their points through :func:`simulate.sweep.run_sweep` and accept
-    them; purely analytic figures (``schedule``, ``plan``) do not.
-    """
-    parameters = inspect.signature(module.write).parameters
-    return all(name in parameters for name in ("jobs", "scheduler", "cache")) or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
-    )
 
 
 def load_figure(name: str) -> ModuleType:

@@ -1,6 +1,7 @@
-"""``aimc-pipeline report``: one folder a person can read, with bounds, plan, verification, figures.
+"""The report: one folder a person can read, with bounds, plan, verification and figures.
 
-``aimc-pipeline report [--preset NAME] [--eps E] [--quick] [--out DIR]`` writes ``DIR/index.md``
+:func:`write_report` (the ``aimc-pipeline report`` command, :mod:`paper_figures.commands.report`)
+writes ``DIR/index.md``
 and ``DIR/index.html`` (self-contained; the figures are relative ``<img>`` links into
 ``DIR/figures/``) with four sections:
 
@@ -19,7 +20,6 @@ The last line printed says where to look.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import html
 import re
@@ -33,24 +33,14 @@ from bounds.models import load_model
 from bounds.params import ProblemParams, from_preset
 from bounds.plan_cli import format_plan
 from bounds.planner import PlanHardware, plan
-from simulate.sweep import add_sweep_arguments, sweep_options
 from simulate.verify import run_suite
 from theory.errors import check_range
 
 from . import plan as plan_figure
 from .common import output_dir
-from .registry import FIGURES, accepts_sweep_options, load_figure
+from .registry import FIGURES, load_figure
 
-__all__ = ["DESCRIPTION", "Section", "build_parser", "figure_caption", "render_html",
-           "render_markdown", "run", "write_report"]
-
-DESCRIPTION = (
-    "Write one folder (default report/) with index.md and index.html: the bound comparison for a "
-    "hardware preset, the plan for the default model, the verification table (simulation against "
-    "every checkable bound) and every figure with one sentence on what it shows. eps is the "
-    "target of the average squared gradient norm, in squared-gradient units (those of sigma2); "
-    "cycles are pipeline clock cycles."
-)
+__all__ = ["Section", "figure_caption", "render_html", "render_markdown", "write_report"]
 
 #: the verification suite the report runs
 VERIFY_SUITE = "quick"
@@ -193,7 +183,7 @@ def _figure_sections(out: Path, quick: bool, sweep: Mapping) -> list[Section]:
     sections = []
     for name in FIGURES:
         module = load_figure(name)
-        options = dict(sweep) if accepts_sweep_options(module) else {}
+        options = dict(sweep) if module.USES_SWEEP else {}
         paths = module.write(folder, quick=quick, **options)
         png, pdf, table, manifest = (p.relative_to(out).as_posix() for p in paths)
         links = (f"Files: [PDF]({pdf}), [CSV of the plotted numbers]({table}), "
@@ -301,25 +291,3 @@ def write_report(out: str | Path, preset: str = DEFAULT_PRESET, eps: float = DEF
     md.write_text(render_markdown(title, sections))
     page.write_text(render_html(title, sections))
     return md, page
-
-
-def build_parser(parser: argparse.ArgumentParser) -> None:
-    """Add the ``report`` options to ``parser``."""
-    parser.add_argument("--preset", default=DEFAULT_PRESET, metavar="NAME",
-                        help="hardware preset of the bounds and plan sections "
-                        "(aimc-pipeline bounds --list-presets)")
-    parser.add_argument("--eps", type=float, default=DEFAULT_EPS, metavar="E",
-                        help="target of the average squared gradient norm for the bounds table, "
-                        "squared-gradient units (those of sigma2)")
-    parser.add_argument("--quick", action="store_true",
-                        help="quick figures (fewer seeds and steps), for a preview")
-    parser.add_argument("--out", type=Path, default=Path("report"), metavar="DIR",
-                        help="output folder")
-    add_sweep_arguments(parser)
-
-
-def run(args: argparse.Namespace) -> int:
-    """Write the report and print where to look."""
-    md, page = write_report(args.out, args.preset, args.eps, args.quick, sweep_options(args))
-    print(f"report written: open {page} (Markdown: {md}; figures in {page.parent / 'figures'})")
-    return 0

@@ -23,6 +23,8 @@ __all__ = ["DESCRIPTION", "MICRO_BATCHES", "NAME", "STAGES", "compute", "plot", 
 
 NAME = "schedule"
 DESCRIPTION = "Gantt charts of the none, sync and async schedules (M = 4, B = N = 5)"
+#: whether compute/write take the sweep keywords jobs, scheduler, cache
+USES_SWEEP = False
 
 STAGES = 4  #: M
 MICRO_BATCHES = 5  #: B for none and sync, N for async

@@ -62,6 +62,8 @@ __all__ = [
 NAME = "speedup"
 DESCRIPTION = ("speedup over no pipeline vs stages (B = 8): throughput, and time to a target "
                "test accuracy on digits (residual MLP)")
+#: whether compute/write take the sweep keywords jobs, scheduler, cache
+USES_SWEEP = True
 
 VARIANTS = {"throughput": "throughput (cycles per sample)",
             "accuracy": "time to target test accuracy"}

@@ -39,6 +39,8 @@ __all__ = [
 
 NAME = "theory-vs-sim"
 DESCRIPTION = "bound and simulated avg ||grad f||^2 vs stages M, SP and AP, oracle quadratic"
+#: whether compute/write take the sweep keywords jobs, scheduler, cache
+USES_SWEEP = True
 
 #: panel -> registry entry
 BOUNDS = {"SP": "analog_sgd_sp", "AP": "analog_sgd_ap"}

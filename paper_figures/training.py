@@ -42,6 +42,8 @@ __all__ = [
 NAME = "training"
 DESCRIPTION = ("test accuracy and loss vs samples and vs clock cycles: digital, analog, "
                "sync and async pipelines (4, 8 stages), digits residual MLP")
+#: whether compute/write take the sweep keywords jobs, scheduler, cache
+USES_SWEEP = True
 
 #: bumped when the meaning of a cached digits run changes (part of every sweep point)
 RUN_FORMAT = 1

@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from tqdm import tqdm
 
 from simulate.sweep import add_sweep_arguments, sweep_options
+from theory.commands import command_main
 from theory.errors import ParameterError
 
-from .common import output_dir
-from .registry import FIGURES, accepts_sweep_options, load_figure
+from ..common import output_dir
+from ..registry import FIGURES, load_figure
 
-__all__ = ["DESCRIPTION", "build_parser", "run"]
+__all__ = ["DESCRIPTION", "build_parser", "main", "run"]
 
 DESCRIPTION = (
     "Regenerate the paper's figures: 'all', 'list' (names and descriptions) or one figure NAME. "
@@ -57,7 +59,12 @@ def run(args: argparse.Namespace) -> int:
     modules = [load_figure(name) for name in names]
     sweep = sweep_options(args)
     for module in tqdm(modules, desc="figures", unit="figure", disable=not sys.stderr.isatty()):
-        options = sweep if accepts_sweep_options(module) else {}
+        options = sweep if module.USES_SWEEP else {}
         for path in module.write(args.out, quick=args.quick, **options):
             print(path)
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``aimc-pipeline figures`` / ``python -m paper_figures``."""
+    return command_main("aimc-pipeline figures", DESCRIPTION, build_parser, run, argv)

@@ -1,0 +1,1 @@
+"""The ``paper_figures`` commands ``figures`` and ``report`` (argparse lives only here)."""

@@ -1,0 +1,54 @@
+"""``aimc-pipeline report``: write one folder with bounds, plan, verification and figures.
+
+``aimc-pipeline report [--preset NAME] [--eps E] [--quick] [--out DIR]``; see
+:func:`paper_figures.report.write_report` for what each section holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from bounds.cli import DEFAULT_EPS, DEFAULT_PRESET
+from simulate.sweep import add_sweep_arguments, sweep_options
+from theory.commands import command_main
+
+from ..report import write_report
+
+__all__ = ["DESCRIPTION", "build_parser", "main", "run"]
+
+DESCRIPTION = (
+    "Write one folder (default report/) with index.md and index.html: the bound comparison for a "
+    "hardware preset, the plan for the default model, the verification table (simulation against "
+    "every checkable bound) and every figure with one sentence on what it shows. eps is the "
+    "target of the average squared gradient norm, in squared-gradient units (those of sigma2); "
+    "cycles are pipeline clock cycles."
+)
+
+
+def build_parser(parser: argparse.ArgumentParser) -> None:
+    """Add the ``report`` options to ``parser``."""
+    parser.add_argument("--preset", default=DEFAULT_PRESET, metavar="NAME",
+                        help="hardware preset of the bounds and plan sections "
+                        "(aimc-pipeline bounds --list-presets)")
+    parser.add_argument("--eps", type=float, default=DEFAULT_EPS, metavar="E",
+                        help="target of the average squared gradient norm for the bounds table, "
+                        "squared-gradient units (those of sigma2)")
+    parser.add_argument("--quick", action="store_true",
+                        help="quick figures (fewer seeds and steps), for a preview")
+    parser.add_argument("--out", type=Path, default=Path("report"), metavar="DIR",
+                        help="output folder")
+    add_sweep_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the report and print where to look."""
+    md, page = write_report(args.out, args.preset, args.eps, args.quick, sweep_options(args))
+    print(f"report written: open {page} (Markdown: {md}; figures in {page.parent / 'figures'})")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``aimc-pipeline report``."""
+    return command_main("aimc-pipeline report", DESCRIPTION, build_parser, run, argv)
