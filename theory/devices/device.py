@@ -13,7 +13,7 @@ assumption A3 on a weight interval: :math:`q_{\min}`, :math:`q_{\max}` and
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, fields
-from functools import cache
+from functools import lru_cache
 from numbers import Real
 
 import numpy as np
@@ -135,11 +135,6 @@ class Device:
         """Upper end of the device range (from the response)."""
         return self.response.w_max
 
-    @property
-    def states(self) -> float:
-        """Number of steps across the range, :math:`(w_{\\max} - w_{\\min})/\\Delta w_{\\min}`."""
-        return (self.w_max - self.w_min) / self.dw_min
-
     # -- compiled responses -------------------------------------------------------------------
     def q_plus(self, x):
         """:math:`q_+(x)`, element-wise (numpy, compiled once)."""
@@ -206,7 +201,7 @@ class Device:
         )
 
 
-@cache
+@lru_cache(maxsize=256)
 def _constant_F(response: ResponseFamily) -> float | None:
     expr = response.F_expr
     return None if w in expr.free_symbols else float(expr)

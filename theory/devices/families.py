@@ -27,7 +27,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -140,7 +140,7 @@ class ResponseFamily(ABC):
         its values. Each function accepts a scalar or an array and returns a float or an array of
         the same shape (also for constant responses); outside the range the result may be NaN.
         """
-        return _compiled(self)
+        return _bound_responses(self)
 
     # -- symmetric point -----------------------------------------------------------------------
     @classmethod
@@ -484,7 +484,12 @@ class Responses(NamedTuple):
     saturation: Any
 
 
-@cache
+#: distinct device objects whose expressions / bound responses are kept (a sweep over tau makes
+#: many; an unbounded cache would keep a sympy tree alive for each)
+_INSTANCE_CACHE = 256
+
+
+@lru_cache(maxsize=_INSTANCE_CACHE)
 def expressions(response: ResponseFamily) -> Responses:
     """The sympy responses of one family object, parameters as exact rationals (cached)."""
     values = {name: _exact(v) for name, v in response.params().items()}
@@ -525,8 +530,8 @@ def _bind(fn: Callable, params: tuple[float, ...]) -> Callable:
     return response
 
 
-@cache
-def _compiled(response: ResponseFamily) -> Responses:
+@lru_cache(maxsize=_INSTANCE_CACHE)
+def _bound_responses(response: ResponseFamily) -> Responses:
     params = tuple(response.params().values())
     return Responses(*(_bind(fn, params) for fn in _family_compiled(type(response))))
 
