@@ -7,13 +7,19 @@ that the command-line tools can print ``str(error)`` and exit non-zero without a
 from __future__ import annotations
 
 import math
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 
-__all__ = ["ParameterError", "UnreachableTargetError", "IterationLimitError", "DivergenceError",
-           "check_array",
-           "check_range"]
+__all__ = [
+    "DivergenceError",
+    "IterationLimitError",
+    "ParameterError",
+    "UnreachableTargetError",
+    "check_array",
+    "check_range",
+    "show_value",
+]
 
 
 class ParameterError(ValueError):
@@ -87,15 +93,40 @@ def check_range(
     right = "inf" if high is None else f"{high:g}"
     rng = f"{lo}{left}, {right}{hi}"
     kind = "an integer" if integer else "a finite number"
-    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
-        raise ParameterError(f"{name}={value!r} is not {kind}; valid range {rng}")
+    shown = show_value(value)
+    # a Python int of any size is finite (math.isfinite would overflow converting it to float)
+    finite = isinstance(value, Integral) or (isinstance(value, Real) and math.isfinite(value))
+    if isinstance(value, bool) or not isinstance(value, Real) or not finite:
+        raise ParameterError(f"{name}={shown} is not {kind}; valid range {rng}")
     if integer and int(value) != value:
-        raise ParameterError(f"{name}={value!r} is not an integer; valid range {rng}")
+        raise ParameterError(f"{name}={shown} is not an integer; valid range {rng}")
     bad_low = low is not None and (value <= low if low_open else value < low)
     bad_high = high is not None and (value >= high if high_open else value > high)
     if bad_low or bad_high:
-        raise ParameterError(f"{name}={value!r} is out of range; valid range {rng}")
+        raise ParameterError(f"{name}={shown} is out of range; valid range {rng}")
     return int(value) if integer else value
+
+
+#: longest repr of a value an error message shows in full
+_SHOWN_CHARS = 40
+
+
+def show_value(value) -> str:
+    """``repr(value)`` for an error message, shortened when it is long (a 400-digit integer).
+
+    >>> show_value(10**400)
+    '1000000000...0000000000 (401 digits)'
+    """
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        digits = str(abs(int(value)))
+        if len(digits) > _SHOWN_CHARS:
+            sign = "-" if value < 0 else ""
+            return f"{sign}{digits[:10]}...{digits[-10:]} ({len(digits)} digits)"
+        return repr(int(value)) if type(value) is not int else repr(value)
+    text = repr(value)
+    if len(text) > _SHOWN_CHARS:
+        return f"{text[:_SHOWN_CHARS - 10]}... ({type(value).__name__} of {len(text)} characters)"
+    return text
 
 
 def check_array(
@@ -114,8 +145,16 @@ def check_array(
     """
     try:
         arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name}={value!r} is not a number or an array of numbers") from None
+    except OverflowError:  # an integer beyond the float range: check_range names it
+        check_range(name, value, low, high, low_open=low_open, high_open=high_open,
+                    integer=integer)
+        raise ParameterError(
+            f"{name}={show_value(value)} is beyond the float range (about 1.8e308)"
+        ) from None
+    except (TypeError, ValueError, RecursionError):
+        raise ParameterError(
+            f"{name}={show_value(value)} is not a number or an array of numbers"
+        ) from None
     ok = np.isfinite(arr)
     if low is not None:
         ok &= arr > low if low_open else arr >= low
