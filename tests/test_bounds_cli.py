@@ -118,10 +118,10 @@ def test_unreachable_eps_exits_nonzero_with_floor(capsys):
 @pytest.mark.parametrize(
     ("argv", "pattern"),
     [
-        (["--weight-bound", "1.0"], "weight_bound=1.0 is out of range; valid range (0, 1)"),
+        (["--weight-bound", "1.0"], "--weight-bound=1.0 is out of range; valid range (0, 1)"),
         (["--preset", "nope"], "preset='nope' is unknown; valid presets: "),
         (["--sigma2", "0"], "sigma2=0.0 is out of range; valid range (0, inf)"),
-        (["--delta", "-1"], "Delta=-1.0 is out of range"),
+        (["--delta", "-1"], "--delta=-1.0 is out of range"),
         (["--theta", "1"], "theta=1.0 is out of range; valid range (0, 1)"),
         (["--stages", "0"], "stages=0 is out of range; valid range [1, inf)"),
         (["--stages", "17"], "stages=17 is out of range; valid range [1, 16]"),

@@ -1,0 +1,168 @@
+"""Bad input, as a hostile but fair user gives it: every case fails cleanly, fast and small.
+
+A case table (one row per input, at least one per class of the robustness issue and per flag
+family). Each command-line row asserts the exit code, a single stderr line that names the parameter
+as the user typed it, and no traceback. Rows that could hang or allocate run in a child process
+that reports its own peak resident memory (``getrusage(RUSAGE_SELF)``) under a capped address
+space: the command must refuse *before* allocating. Hangs are caught by a generous timeout (a hang
+detector, not a timing assertion).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from paper_figures.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+#: peak RSS a refused command may reach (the package's imports alone take ~150 MB)
+MAX_RSS_MB = 400
+#: a command that has not answered by then is hanging
+HANG_S = 60
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad input: ``argv`` of ``aimc-pipeline``; ``names`` must all appear in the message."""
+
+    id: str
+    argv: tuple[str, ...]
+    names: tuple[str, ...]
+    status: int = 2
+    subprocess: bool = False  # run in a child process: memory measured, hangs caught
+    files: dict = field(default_factory=dict)  # file name -> content, created in tmp_path
+
+
+BIG = "1" + "0" * 400
+DEEP = "x = " + "[" * 2000 + "]" * 2000 + "\n"
+
+CASES = [
+    # 1. tracebacks
+    Case("bounds-huge-int-stages", ("bounds", "--stages", BIG), ("--stages", "401 digits")),
+    Case("bounds-toml-huge-int", ("bounds", "--config", "{tmp}/c.toml"), ("stages",),
+         files={"c.toml": f'preset = "softbounds-tau1"\n[pipeline]\nstages = {BIG}\n'}),
+    Case("bounds-eps-1e300", ("bounds", "--eps", "1e300"), ("--eps",)),
+    Case("plan-eps-1e300", ("plan", "--eps", "1e300"), ("--eps",)),
+    Case("device-family-list", ("bounds", "--config", "{tmp}/c.toml"), ("family",),
+         files={"c.toml": '[device]\nfamily = ["softbounds"]\n'}),
+    Case("toml-deep-nesting", ("bounds", "--config", "{tmp}/c.toml"), ("--config",),
+         files={"c.toml": DEEP}),
+    Case("model-rows-huge", ("plan", "--model", "{tmp}/m.toml"), ("rows",),
+         files={"m.toml": 'name = "m"\n[[blocks]]\nlayers = [{ name = "d", rows = '
+                          '1000000000000000000000000000000, cols = 4 }]\n'}),
+    Case("simulate-out-exists", ("simulate", "--steps", "5", "--out", "{tmp}/f"), ("--out",),
+         files={"f": "x"}),
+    Case("verify-out-exists", ("verify", "--suite", "quick", "--out", "{tmp}/f"), ("--out",),
+         files={"f": "x"}),
+    Case("verify-scheduler-unreachable",
+         ("verify", "--suite", "quick", "--scheduler", "tcp://127.0.0.1:1", "--no-cache"),
+         ("--scheduler",), subprocess=True),
+    # 2. hangs and memory
+    Case("schedule-huge-grid", ("schedule", "--stages", "100000", "--micro-batches", "100000",
+                                "--mode", "sync"), ("--stages",), subprocess=True),
+    Case("schedule-async-huge-samples", ("schedule", "--mode", "async", "--samples",
+                                         "1000000000"), ("--samples",), subprocess=True),
+    Case("simulate-huge-steps", ("simulate", "--steps", "1000000000000"), ("--steps",),
+         subprocess=True),
+    Case("simulate-huge-seeds", ("simulate", "--seeds", "1000000000"), ("--seeds",),
+         subprocess=True),
+    Case("simulate-huge-dim", ("simulate", "--dim", "1000000000"), ("--dim",), subprocess=True),
+    Case("simulate-digits-huge-batch", ("simulate", "--problem", "digits-mlp",
+                                        "--micro-batch-size", "100000000"),
+         ("--micro-batch-size",), subprocess=True),
+    Case("plan-huge-max-micro-batches", ("plan", "--max-micro-batches", "1000000000"),
+         ("--max-micro-batches",), subprocess=True),
+    Case("model-huge-repeat", ("plan", "--model", "{tmp}/m.toml"), ("repeat",),
+         subprocess=True,
+         files={"m.toml": 'name = "m"\n[[blocks]]\nrepeat = 100000000\n'
+                          'layers = [{ name = "d", rows = 4, cols = 4 }]\n'}),
+    Case("simulate-pulsed-huge-lr", ("simulate", "--update", "pulsed", "--lr", "1e4"),
+         ("--lr",), subprocess=True),
+    Case("report-eps-tiny", ("report", "--eps", "1e-300", "--quick", "--out", "{tmp}/r"),
+         ("--eps",), subprocess=True),
+    # 3. wrong numbers
+    Case("simulate-cycles-overflow", ("simulate", "--steps", "5", "--micro-batches",
+                                      "1000000000000000000", "--json"), ("--micro-batches",)),
+    Case("simulate-preset-ignores-tau", ("simulate", "--device", "reram-softbounds", "--tau",
+                                         "5"), ("--tau", "reram-softbounds")),
+    # 4. accepted without a signal
+    Case("digits-diverges", ("simulate", "--problem", "digits-mlp", "--lr", "1e4", "--steps",
+                             "40"), ("lr",)),
+    # 5. unclear messages
+    Case("config-missing-file", ("bounds", "--config", "{tmp}/missing.toml"), ("--config",)),
+    Case("model-missing-file", ("plan", "--model", "{tmp}/missing.toml"), ("--model",)),
+    Case("cache-dir-is-a-file", ("verify", "--suite", "quick", "--cache-dir", "{tmp}/f"),
+         ("--cache-dir",), files={"f": "x"}),
+    Case("simulate-tau-tiny", ("simulate", "--tau", "1e-6"), ("--tau",)),
+    Case("bounds-eps-tiny-no-warnings", ("bounds", "--eps", "1e-300"), ("--eps",)),
+    Case("bounds-sigma2-huge", ("bounds", "--sigma2", "1e308", "--eps", "1e-3"), ("eps",)),
+    Case("argparse-type-error", ("simulate", "--seeds", "1e9"), ("--seeds", "integer")),
+    Case("many-unknown-keys", ("bounds", "--config", "{tmp}/c.toml"), ("unknown",),
+         files={"c.toml": "".join(f"k{i} = 1\n" for i in range(20000))}),
+]
+
+
+def _materialise(case: Case, tmp_path: Path) -> list[str]:
+    for name, content in case.files.items():
+        (tmp_path / name).write_text(content)
+    return [arg.replace("{tmp}", str(tmp_path)) for arg in case.argv]
+
+
+#: the child runs main() and reports its own peak RSS (kB) on its last stdout line; its address
+#: space is capped so that a case that does allocate fails inside the child, not the machine
+_CHILD = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
+from paper_figures.cli import main
+try:
+    status = main(sys.argv[1:])
+finally:
+    print("\\nPEAK_RSS_KB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, flush=True)
+sys.exit(status)
+"""
+#: address-space cap of a child (bytes): far above what a refusal needs, far below the machine
+AS_LIMIT = 6 * 2**30
+
+
+def _run_child(argv: list[str]) -> tuple[int, str, str, float]:
+    """Run ``aimc-pipeline argv`` in a child; (status, stdout, stderr, peak RSS in MB)."""
+    code = _CHILD.replace("AS_LIMIT", str(AS_LIMIT))
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    try:
+        done = subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, env=env, text=True,
+                              capture_output=True, timeout=HANG_S)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"no answer within {HANG_S} s (hang): {argv}")
+    out, _, peak = done.stdout.rpartition("PEAK_RSS_KB")
+    assert peak, f"the child did not report its peak memory: {done.stderr[-2000:]}"
+    return done.returncode, out, done.stderr, int(peak) / 1024
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input_fails_cleanly(case, tmp_path, capsys):
+    argv = _materialise(case, tmp_path)
+    if case.subprocess:
+        status, out, err, rss_mb = _run_child(argv)
+        assert rss_mb < MAX_RSS_MB, f"peak RSS {rss_mb:.0f} MB: refuse before allocating"
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a numerical warning is noise the user sees
+            try:
+                status = main(argv)
+            except SystemExit as exit_:  # argparse
+                status = exit_.code
+        out, err = capsys.readouterr()
+    assert "Traceback" not in err, err
+    assert status == case.status, (status, err[-2000:])
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, f"expected one stderr line, got {len(lines)}:\n{err[-3000:]}"
+    assert len(lines[0]) < 400, f"message too long ({len(lines[0])} characters)"
+    for name in case.names:
+        assert name in lines[0], f"{name!r} not named in: {lines[0]}"
