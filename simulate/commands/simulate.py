@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         trace = run_simulation(config, progress=bar.update)
     finally:
         bar.close()
-    if args.out:
+    if args.out is not None:
         csv_path, json_path = trace.write(args.out)
         print(f"wrote {csv_path} and {json_path}", file=sys.stderr)
     if args.json:
