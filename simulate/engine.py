@@ -45,7 +45,7 @@ from theory.errors import ParameterError
 
 from . import networks
 from .analog import DeviceSpread, Updater
-from .config import NETWORK_PROBLEMS, SimConfig, device_from_config
+from .config import NETWORK_PROBLEMS, ORACLE_PROBLEMS, SimConfig, device_from_config
 from .problems import LeastSquares, OracleProblem, Quadratic
 from .rng import member_generators, problem_generator
 from .staleness import (
@@ -88,7 +88,7 @@ def make_problem(config: SimConfig, seed: int | None = None) -> OracleProblem:
     if config.problem == "least-squares":
         return LeastSquares.random(config.stages, rng, sigma2=config.sigma2, x_star_scale=scale)
     raise ParameterError(
-        f"problem={config.problem!r} is not an oracle problem; valid: quadratic, least-squares"
+        f"problem={config.problem!r} is not an oracle problem; valid: {', '.join(ORACLE_PROBLEMS)}"
     )
 
 
@@ -157,7 +157,7 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
     grad_norm2 = np.full_like(loss, np.nan)
     sum_grad_norm2 = np.zeros(n_members)
     w_lo, w_hi = w.min(axis=1), w.max(axis=1)
-    w_limit = divergence_limit(w)  # the gradient's limit comes from its value at W_0
+    w_limit = divergence_limit(w)  # limits relative to the start (the gradient's: at k = 0)
     g_limit = None
     t, reported = 0, 0
     for k in range(steps + 1):
@@ -215,7 +215,9 @@ def _stale_point(stale: StaleVersions, k: int, w: np.ndarray, blocks) -> tuple[n
     version each block was read from."""
     stale.push(k, [(w[:, b],) for b in blocks])
     w_hat = np.empty_like(w)
+    versions = []
     for s, b in enumerate(blocks):
         stored = stale.read(k, s)
         w_hat[:, b] = w[:, b] if stored is None else stored[0]
-    return w_hat, tuple(stale.version(k, s) for s in range(len(blocks)))
+        versions.append(stale.version(k, s))
+    return w_hat, tuple(versions)

@@ -27,6 +27,7 @@ relative to the run's start :math:`x_0`, so the rule does not depend on the scal
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from functools import cache
 
@@ -99,12 +100,14 @@ class StaleVersions:
         self.delays = tuple(int(d) for d in delays)
         if len(initial) != len(self.delays):
             raise ValueError(f"{len(initial)} stages of parameters for {len(self.delays)} delays")
-        self._rings = [
+        rings = [
             tuple(np.repeat(np.asarray(block)[None], d + 1, axis=0) for block in blocks)
-            if d else None
             for blocks, d in zip(initial, self.delays, strict=True)
         ]
-        self._versions = [np.zeros(d + 1, dtype=np.int64) if d else None for d in self.delays]
+        # per stage and slot, the stored blocks (views of the rings); per stage, each slot's version
+        self._slots = [[tuple(ring[j] for ring in stage) for j in range(d + 1)] if d else None
+                       for stage, d in zip(rings, self.delays, strict=True)]
+        self._versions = [[0] * (d + 1) if d else None for d in self.delays]
 
     @property
     def stale(self) -> bool:
@@ -119,16 +122,16 @@ class StaleVersions:
     def version(self, k: int, s: int) -> int:
         """The version stage ``s``'s forward reads at update ``k``, as recorded in its slot."""
         slot = self.slot(k, s)
-        return k if slot is None else int(self._versions[s][slot])
+        return k if slot is None else self._versions[s][slot]
 
     def stored(self, s: int, slot: int) -> tuple[np.ndarray, ...]:
         """The parameter blocks of stage ``s`` stored in ``slot`` (views of the buffer)."""
-        return tuple(ring[slot] for ring in self._rings[s])
+        return self._slots[s][slot]
 
     def read(self, k: int, s: int) -> tuple[np.ndarray, ...] | None:
         """The blocks stage ``s``'s forward reads at update ``k`` (``None``: the current ones)."""
-        slot = self.slot(k, s)
-        return None if slot is None else self.stored(s, slot)
+        d = self.delays[s]
+        return self._slots[s][max(0, k - d) % (d + 1)] if d else None
 
     def push(self, version: int, blocks: Sequence[Sequence[np.ndarray]]) -> None:
         """Store ``blocks`` (per stage, its current parameter blocks) as ``version``."""
@@ -136,9 +139,9 @@ class StaleVersions:
             if not d:
                 continue
             slot = version % (d + 1)
-            for ring, block in zip(self._rings[s], blocks[s], strict=True):
-                np.copyto(ring[slot], block)
-            self._versions[s][slot] = version
+            for stored, block in zip(self._slots[s][slot], blocks[s], strict=True):
+                np.copyto(stored, block)
+            self._versions[s][slot] = int(version)
 
 
 def divergence_limit(start, *, squared: bool = False) -> float:
@@ -159,8 +162,8 @@ def check_divergence(step: int, quantity: str, values, limit: float, lr: float) 
     largest in magnitude beyond the limit) and the learning rate.
     """
     magnitude = np.abs(values)
-    worst = magnitude.max()
-    if worst <= limit and np.isfinite(worst):  # False for nan
+    worst = float(magnitude.max())
+    if worst <= limit and math.isfinite(worst):  # False for nan
         return
     values = np.asarray(values)
     bad = values[~((magnitude <= limit) & np.isfinite(magnitude))]
