@@ -12,8 +12,9 @@ result depends on (seeds included), so that the result is a deterministic functi
   be able to import ``fn``; Dask's nannies already start workers with one BLAS thread).
 
 The three are one loop over an :class:`~concurrent.futures.Executor` with one failure rule: after a
-point fails (or its worker dies), no new point starts, the points not yet started are cancelled and
-the running ones finish (and are cached); then :class:`SweepError` names the failing point.
+point fails (or its worker dies), no new point starts and every unfinished point is cancelled where
+the executor can (a process pool cannot stop a running point: it finishes and is cached); then
+:class:`SweepError` names the failing point.
 
 Every finished point is written to the :class:`~simulate.cache.ResultCache` as soon as it arrives,
 so a sweep that is interrupted or killed keeps what it finished, and running it again computes only
@@ -198,8 +199,9 @@ def _drain(
     """Submit ``(slot, point)`` items and call ``on_result(slot, result)`` as each finishes.
 
     Returns ``None``, or ``(slot, exception)`` of the first failure (in slot order among the
-    points that finished together): then no new point is submitted, the points not yet started
-    are cancelled, and the running ones are waited for (their results are kept).
+    points that finished together): then no new point is submitted, the unfinished ones are
+    cancelled, and those that cannot be (running in a process pool) are waited for (their results
+    are kept).
     """
     queue = iter(items)
     slot_of: dict[Future, int] = {}
