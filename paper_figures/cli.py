@@ -16,10 +16,12 @@ __all__ = ["COMMANDS", "main"]
 
 #: command name -> (module, one-line summary)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "schedule": ("simulate.schedule_cli", "print a pipeline timeline (Gantt chart) and summary"),
+    "schedule": (
+        "simulate.commands.schedule", "print a pipeline timeline (Gantt chart) and summary"
+    ),
     "bounds": ("bounds.cli", "evaluate and compare the complexity bounds for given hardware"),
     "plan": ("bounds.plan_cli", "choose mode, stages and micro-batches for a model and hardware"),
-    "simulate": ("simulate.cli", "simulate digital/analog SGD through a pipeline"),
+    "simulate": ("simulate.commands.simulate", "simulate digital/analog SGD through a pipeline"),
     "verify": ("simulate.verify_cli", "check every bound against simulation on oracle problems"),
     "figures": ("paper_figures.commands.figures", "regenerate the paper's figures"),
     "report": ("paper_figures.commands.report", "one folder: bounds, plan, verification, figures"),

@@ -4,6 +4,8 @@
 - :mod:`simulate.analog`: digital, expected-analog and pulse-level updates;
 - :mod:`simulate.problems`, :mod:`simulate.networks`, :mod:`simulate.digits`: oracle problems and
   digits networks written stage by stage;
+- :mod:`simulate.staleness`: what the engine and the networks share (per-stage delays, cycles, the
+  ring buffer of stale weight versions, the divergence rule);
 - :mod:`simulate.engine`: ``run(config, seed) -> Trace`` for every mode, algorithm and problem;
 - :mod:`simulate.sweep`, :mod:`simulate.cache`: cached, resumable sweeps (local pool or Dask);
 - :mod:`simulate.verify`: every bound against simulation, as ``(empirical, bound)`` checks.
@@ -11,14 +13,15 @@
 
 from .analog import Updater, digital_update, expected_update, pulsed_update
 from .cache import ResultCache
-from .config import SimConfig
+from .config import SimConfig, device_from_config
 from .digits import DigitsData, load_digits_split
-from .engine import cycles_after, forward_delays, make_problem, run
+from .engine import make_problem, run
 from .networks import NetworkRun, NetworkSpec, run_network, train_network
 from .problems import LeastSquares, OracleProblem, Quadratic
-from .sweep import SweepError, SweepResult, add_sweep_arguments, run_sweep
+from .staleness import StaleVersions, cycles_after, forward_delays
+from .sweep import SweepError, SweepResult, run_sweep
 from .timeline import Event, Timeline, build_timeline
-from .trace import Trace
+from .trace import RunConstants, Trace
 from .verify import Check, check_bound, cycles_to_eps, empirical_floor, run_suite
 
 __all__ = [
@@ -31,17 +34,19 @@ __all__ = [
     "OracleProblem",
     "Quadratic",
     "ResultCache",
+    "RunConstants",
     "SimConfig",
+    "StaleVersions",
     "SweepError",
     "SweepResult",
     "Timeline",
     "Trace",
     "Updater",
-    "add_sweep_arguments",
     "build_timeline",
     "check_bound",
     "cycles_after",
     "cycles_to_eps",
+    "device_from_config",
     "digital_update",
     "empirical_floor",
     "expected_update",

@@ -2,6 +2,7 @@
 
 import sys
 
-from paper_figures.cli import run_command
+from .commands.simulate import main
 
-sys.exit(run_command("simulate"))
+if __name__ == "__main__":
+    sys.exit(main())

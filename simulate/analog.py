@@ -38,20 +38,19 @@ visible.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
-from theory import devices
 from theory.devices import Device
 from theory.errors import ParameterError
 
+from .config import device_from_config
+
 __all__ = [
-    "DEFAULT_DW_MIN",
     "UPDATE_KINDS",
     "DeviceSpread",
     "Updater",
-    "device_from_config",
     "digital_update",
     "draw_bound_scale",
     "draw_dw_min_scale",
@@ -297,32 +296,3 @@ class Updater:
             raise ParameterError("the pulsed update needs a random generator")
         spread = DeviceSpread() if spread is None else spread
         return pulsed_update(w, dw, self.device, rng, spread.dw_min_scale, spread.bound_scale)
-
-
-#: pulse granularity of a device named by its family alone (the paper's tau = 1 theory device)
-DEFAULT_DW_MIN = 0.001
-
-
-def device_from_config(config) -> Device:
-    """The :class:`theory.devices.Device` a :class:`~simulate.config.SimConfig` names.
-
-    ``config.device`` is a preset name (:func:`theory.devices.list_presets`) or a family of
-    :func:`theory.devices.make_device` (then built with ``dw_min =`` :data:`DEFAULT_DW_MIN` and no
-    pulse noise). ``config.tau`` (when not ``None``) sets the range ``tau`` of a family that has one
-    (soft bounds, power, exponential), also overriding a preset's; devices whose range is given by
-    ``w_min``/``w_max`` have no ``tau`` and keep their range.
-    """
-    if config.device in devices.list_presets():
-        device = devices.load_preset(config.device)
-        if config.tau is not None and "tau" in device.response.parameter_names():
-            device = replace(device, response=replace(device.response, tau=float(config.tau)))
-        return device
-    if config.device not in devices.FAMILIES:
-        raise ParameterError(
-            f"device={config.device!r} is unknown; valid presets: "
-            f"{', '.join(devices.list_presets())}; valid families: {', '.join(devices.FAMILIES)}"
-        )
-    params = {"dw_min": DEFAULT_DW_MIN}
-    if config.tau is not None and "tau" in devices.FAMILIES[config.device].parameter_names():
-        params["tau"] = float(config.tau)
-    return devices.make_device(config.device, **params)

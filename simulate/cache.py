@@ -28,18 +28,21 @@ import os
 import tempfile
 import tomllib
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
+
+from .jsonio import to_json_value
 
 __all__ = [
     "CACHE_ENV",
     "ResultCache",
+    "atomic_write",
     "cache_version",
     "canonical_json",
     "decode_result",
@@ -197,21 +200,49 @@ def normalize_result(value: Mapping) -> dict:
     A freshly computed result and a cached one are then equal in type and value.
     """
     data, arrays = encode_result(value)
-    return decode_result(json.loads(json.dumps(data)), arrays)
+    return decode_result(to_json_value(data, strict=False), arrays)
 
 
-def _atomic_write(path: Path, payload: bytes) -> None:
-    """Write ``payload`` to ``path`` through a fsynced temporary file and :func:`os.replace`."""
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: str | os.PathLike, payload: bytes | Callable[[BinaryIO], None]) -> Path:
+    """Write a file atomically: to a temporary file next to it, fsynced, then :func:`os.replace`.
+
+    Parameters
+    ----------
+    path : path-like
+        The file to write (its directory must exist).
+    payload : bytes or callable
+        The bytes to write, or ``write(handle)`` called with the binary temporary file.
+
+    A reader sees the old file or the complete new one, never a partial one; an exception leaves
+    no temporary file behind. The file gets the usual permissions (``0o666`` minus the umask).
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
+            if callable(payload):
+                payload(handle)
+            else:
+                handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return path
 
 
 @dataclass(frozen=True)
@@ -284,7 +315,7 @@ class ResultCache:
             np.savez(buffer, **arrays)
             blob = buffer.getvalue()
             digest = hashlib.sha256(blob).hexdigest()
-            _atomic_write(npz_path, blob)
+            atomic_write(npz_path, blob)
         record: dict[str, Any] = {
             "format": FORMAT,
             "key": key,
@@ -294,7 +325,7 @@ class ResultCache:
             "arrays_sha256": digest,
             "result": data,
         }
-        _atomic_write(json_path, json.dumps(record, default=_plain).encode())
+        atomic_write(json_path, json.dumps(record, default=_plain).encode())
         return json_path
 
     def entries(self) -> list[Path]:

@@ -13,52 +13,51 @@ with :math:`U` the digital, expected-analog or pulse-level update (:mod:`simulat
   gradients). The two modes draw the same numbers and produce the same iterates bit for bit; they
   differ only in the clock cycles counted, :math:`2MB` or :math:`2(B + M - 1)` per update;
 - ``async``: :math:`n = b` and block ``m`` of :math:`\hat W_k` is block ``m`` of
-  :math:`W_{\max(0,\, k - d_m)}`, :math:`d_m` = ``theory.schedules.evaluate("async",
-  "forward_delay", stage=m)`` :math:`= M - m`. Before the pipeline has filled (``k < d_m``) the
-  missing versions are the initial weights :math:`W_0` (the weights every stage held before the
-  first update). Each block keeps a ring buffer of its last :math:`d_m + 1` versions only. After
+  :math:`W_{\max(0,\, k - d_m)}`, :math:`d_m` = :func:`simulate.staleness.forward_delays`
+  :math:`= M - m`. Before the pipeline has filled (``k < d_m``) the missing versions are the
+  initial weights :math:`W_0` (the weights every stage held before the first update). Each block
+  keeps its last :math:`d_m + 1` versions only (:class:`simulate.staleness.StaleVersions`). After
   ``k`` updates, :math:`2(k + M - 1)` cycles have elapsed (0 before the first).
 
-Cycles come from :func:`theory.schedules.cycles_for_iterations`, compiled once.
+Cycles come from :func:`simulate.staleness.cycles_after` (the closed forms of
+:mod:`theory.schedules`).
 
 Randomness: member ``r`` of the ensemble draws from its own streams (:mod:`simulate.rng`), and all
 arithmetic is row-wise independent of the ensemble size, so a member reproduces the bits of the same
 member run alone.
 
-Divergence: the squared gradient norm at the current weights is checked at every iterate; a
-non-finite value, or one above :data:`DIVERGENCE_FACTOR` times ``max(1, ||grad f(W_0)||^2)``, raises
-:class:`theory.errors.DivergenceError` naming the step and the learning rate.
+Divergence: the squared gradient norm at the current weights and the weights are checked at every
+iterate with the rule of :mod:`simulate.staleness` (a non-finite value, or one beyond
+``DIVERGENCE_FACTOR`` times ``max(1, |value at the start|)``, squared for ``||grad f||^2``), which
+raises :class:`theory.errors.DivergenceError` naming the step and the learning rate.
+
+Networks (``digits-mlp``, ``digits-resmlp``) are trained by :mod:`simulate.networks`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from functools import cache
 
 import numpy as np
-import sympy as sp
 
-from theory import symbols
-from theory.errors import DivergenceError, ParameterError
-from theory.schedules import cycles_for_iterations, evaluate
+from theory.errors import ParameterError
 
-from .analog import DeviceSpread, Updater, device_from_config
-from .config import SimConfig
+from . import networks
+from .analog import DeviceSpread, Updater
+from .config import NETWORK_PROBLEMS, ORACLE_PROBLEMS, SimConfig, device_from_config
 from .problems import LeastSquares, OracleProblem, Quadratic
 from .rng import member_generators, problem_generator
-from .trace import Trace
+from .staleness import (
+    StaleVersions,
+    check_divergence,
+    cycles_after,
+    divergence_limit,
+    forward_delays,
+)
+from .trace import RunConstants, Trace, log_steps
 
-__all__ = [
-    "DIVERGENCE_FACTOR", "NETWORK_PROBLEMS", "W_STAR_SCALE", "cycles_after", "forward_delays",
-    "make_problem", "run",
-]
-
-#: problems delegated to :func:`simulate.networks.run_network`
-NETWORK_PROBLEMS = ("digits-mlp", "digits-resmlp")
-
-#: a run diverged when ||grad f||^2 exceeds this factor times max(1, its initial value)
-DIVERGENCE_FACTOR = 1e12
+__all__ = ["W_STAR_SCALE", "make_problem", "run"]
 
 #: the oracle minimiser is uniform in [-W_STAR_SCALE, W_STAR_SCALE]^d (weight units)
 W_STAR_SCALE = 0.3
@@ -89,61 +88,8 @@ def make_problem(config: SimConfig, seed: int | None = None) -> OracleProblem:
     if config.problem == "least-squares":
         return LeastSquares.random(config.stages, rng, sigma2=config.sigma2, x_star_scale=scale)
     raise ParameterError(
-        f"problem={config.problem!r} is not an oracle problem; valid: quadratic, least-squares"
+        f"problem={config.problem!r} is not an oracle problem; valid: {', '.join(ORACLE_PROBLEMS)}"
     )
-
-
-@cache
-def _cycles_fn(mode: str):
-    return sp.lambdify((symbols.K, symbols.M, symbols.B), cycles_for_iterations(mode), "numpy")
-
-
-def cycles_after(mode: str, stages: int, micro_batches: int, updates) -> np.ndarray:
-    """Clock cycles elapsed after ``updates`` updates (0 before the first).
-
-    :func:`theory.schedules.cycles_for_iterations` compiled once per mode: ``2MBK`` (none),
-    ``2(B + M - 1)K`` (sync), ``2(K + M - 1)`` (async).
-    """
-    updates = np.asarray(updates, dtype=np.int64)
-    value = np.broadcast_to(_cycles_fn(mode)(updates, stages, micro_batches), updates.shape)
-    return np.where(updates == 0, 0, np.rint(value)).astype(np.int64)
-
-
-@cache
-def forward_delays(mode: str, stages: int) -> tuple[int, ...]:
-    """Forward delay ``d_m`` of each stage ``m = 1..M`` (from ``theory.schedules``; cached)."""
-    delays = evaluate(mode, "forward_delay", stages=stages, stage=np.arange(1, stages + 1))
-    return tuple(int(d) for d in np.broadcast_to(delays, (stages,)))
-
-
-def _log_steps(steps: int, every: int) -> np.ndarray:
-    return np.unique(np.append(np.arange(0, steps + 1, every), steps))
-
-
-class _StaleView:
-    """Per-block ring buffers of the last ``d_m + 1`` weight versions and their iterate indices."""
-
-    def __init__(self, w0: np.ndarray, blocks, delays):
-        self.blocks, self.delays = blocks, delays
-        self.rings = [
-            np.repeat(w0[None, :, blk], d + 1, axis=0)
-            for blk, d in zip(blocks, delays, strict=True)
-        ]
-        self.versions = [np.zeros(d + 1, dtype=np.int64) for d in delays]
-
-    def push_and_read(self, k: int, w: np.ndarray) -> tuple[np.ndarray, tuple[int, ...]]:
-        """Store ``W_k`` and return the stale point (block m from version ``max(0, k - d_m)``)."""
-        w_hat = np.empty_like(w)
-        read = []
-        for blk, d, ring, ver in zip(
-            self.blocks, self.delays, self.rings, self.versions, strict=True
-        ):
-            ring[k % (d + 1)] = w[:, blk]
-            ver[k % (d + 1)] = k
-            slot = (k - d) % (d + 1)
-            w_hat[:, blk] = ring[slot]
-            read.append(int(ver[slot]))
-        return w_hat, tuple(read)
 
 
 def run(
@@ -172,7 +118,8 @@ def run(
         ``k``, where ``versions[m - 1]`` is the iterate index whose block ``m`` the signal read.
 
     Networks (``digits-mlp``, ``digits-resmlp``) are delegated to
-    :func:`simulate.networks.run_network` with ``members`` and ``progress``.
+    :func:`simulate.networks.run_network` (the default architecture) with ``members`` and
+    ``progress``.
 
     Raises
     ------
@@ -186,9 +133,9 @@ def run(
                 "record_versions is for the oracle problems; for networks use "
                 "simulate.networks.train_network(..., record_versions=True)"
             )
-        from .networks import run_network
-
-        return run_network(replace(config, seed=seed), seed, members=members, progress=progress)
+        return networks.run_network(
+            replace(config, seed=seed), seed, members=members, progress=progress
+        )
     problem = make_problem(config, seed)
     updater = Updater.from_config(config, device_from_config(config))
     members = list(range(config.seeds) if members is None else members)
@@ -202,23 +149,25 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
     noise_rngs, device_rngs = streams["noise"], streams["device"]
     w = np.tile(problem.w0, (n_members, 1))
     spread = DeviceSpread.draw(updater.device, w.shape, device_rngs) if updater.uses_dtod else None
-    delays = forward_delays(config.mode, config.stages)
-    stale = _StaleView(w, problem.blocks, delays) if max(delays) > 0 else None
+    blocks = problem.blocks
+    stale = StaleVersions(forward_delays(config.mode, config.stages), [(w[:, b],) for b in blocks])
 
-    log_steps = _log_steps(steps, config.log_every)
-    loss = np.full((n_members, len(log_steps)), np.nan)
+    logged = log_steps(steps, config.log_every)
+    loss = np.full((n_members, len(logged)), np.nan)
     grad_norm2 = np.full_like(loss, np.nan)
     sum_grad_norm2 = np.zeros(n_members)
     w_lo, w_hi = w.min(axis=1), w.max(axis=1)
-    limit = None
+    w_limit = divergence_limit(w)  # limits relative to the start (the gradient's: at k = 0)
+    g_limit = None
     t, reported = 0, 0
     for k in range(steps + 1):
         g = problem.grad(w)
         gn2 = np.einsum("ri,ri->r", g, g)
-        if limit is None:
-            limit = DIVERGENCE_FACTOR * max(1.0, float(gn2.max()))
-        _check(k, w, gn2, limit, config.lr)
-        if k == log_steps[t]:
+        if g_limit is None:
+            g_limit = divergence_limit(gn2, squared=True)
+        check_divergence(k, "||grad f(W)||^2", gn2, g_limit, config.lr)
+        check_divergence(k, "max |w|", np.abs(w).max(axis=1), w_limit, config.lr)
+        if k == logged[t]:
             loss[:, t], grad_norm2[:, t] = problem.loss(w), gn2
             t += 1
             if progress is not None and k > reported:
@@ -230,10 +179,10 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
         if k % _NOISE_CHUNK == 0:
             rows = min(_NOISE_CHUNK, steps - k)
             xi = np.stack([r.standard_normal((rows, dim)) for r in noise_rngs])
-        if stale is None:
+        if not stale.stale:
             w_hat, versions = w, (k,) * config.stages
         else:
-            w_hat, versions = stale.push_and_read(k, w)
+            w_hat, versions = _stale_point(stale, k, w, blocks)
             g = problem.grad(w_hat)
         if record_versions is not None:
             record_versions(k, versions)
@@ -241,33 +190,34 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
         w = updater(w, -config.lr * signal, device_rngs, spread)
         w_lo, w_hi = np.minimum(w_lo, w.min(axis=1)), np.maximum(w_hi, w.max(axis=1))
 
-    cfg = config.to_dict() | {
-        "seed": int(seed),
-        "members": members,
-        "constants": {
-            "L": problem.L, "Delta": problem.Delta, "sigma2": problem.sigma2,
-            "f_star": problem.f_star, "dim": dim, "samples_per_update": n,
-        },
-    }
+    constants = RunConstants(
+        L=problem.L, Delta=problem.Delta, sigma2=problem.sigma2, f_star=problem.f_star, dim=dim,
+        samples_per_update=n,
+    )
     return Trace(
-        step=log_steps,
-        samples=log_steps * n,
-        cycles=cycles_after(config.mode, config.stages, config.micro_batches, log_steps),
+        step=logged,
+        samples=logged * n,
+        cycles=cycles_after(config.mode, config.stages, config.micro_batches, logged),
         loss=loss,
         grad_norm2=grad_norm2,
         test_accuracy=np.full_like(loss, np.nan),
         max_abs_w=np.maximum(np.abs(w_lo), np.abs(w_hi)),
         w_min_visited=w_lo,
         w_max_visited=w_hi,
-        config=cfg,
+        config=config.to_dict() | {"seed": int(seed), "members": members},
         avg_grad_norm2=sum_grad_norm2 / steps,
+        constants=constants,
     )
 
 
-def _check(k: int, w: np.ndarray, gn2: np.ndarray, limit: float, lr: float) -> None:
-    """Raise :class:`DivergenceError` if the weights or the gradient norm blew up at iterate k."""
-    if not np.all(np.isfinite(w)):
-        raise DivergenceError(k, "max |w|", float(np.nanmax(np.abs(w))), lr)
-    worst = float(np.max(gn2))
-    if not np.isfinite(worst) or worst > limit:
-        raise DivergenceError(k, "||grad f(W)||^2", worst, lr)
+def _stale_point(stale: StaleVersions, k: int, w: np.ndarray, blocks) -> tuple[np.ndarray, tuple]:
+    """Store ``W_k`` and return the stale point (block m from version ``max(0, k - d_m)``) and the
+    version each block was read from."""
+    stale.push(k, [(w[:, b],) for b in blocks])
+    w_hat = np.empty_like(w)
+    versions = []
+    for s, b in enumerate(blocks):
+        stored = stale.read(k, s)
+        w_hat[:, b] = w[:, b] if stored is None else stored[0]
+        versions.append(stale.version(k, s))
+    return w_hat, tuple(versions)

@@ -40,7 +40,7 @@ output layer. The loss is the mean softmax cross-entropy
 
 Before the pipeline has filled (``k < d_m``) the forward reads ``W_0``. Only the versions that
 will be read are kept: a ring buffer of ``d_m + 1`` copies of stage m's block (none for
-``d_m = 0``).
+``d_m = 0``; :class:`simulate.staleness.StaleVersions`, the one the oracle engine uses too).
 ``none`` and ``sync`` compute the exact gradient of the whole mini-batch of ``B b`` samples in one
 pass, so their iterates are identical; they differ in the cycles counted.
 
@@ -65,8 +65,10 @@ cost a full-training-set backward pass per update, about 90 times the work of th
 its ``data`` stream, its pulses from its ``device`` stream (:mod:`simulate.rng`); all arithmetic is
 row-wise, so a member gives the same bits alone and inside an ensemble.
 
-**Divergence.** A non-finite weight or loss, or one above :data:`DIVERGENCE_LIMIT` in magnitude,
-raises :class:`theory.errors.DivergenceError` with the update index and the learning rate.
+**Divergence.** The training loss (at every logging point) and the weights (after every update)
+are checked with the rule of :mod:`simulate.staleness`: a non-finite value, or one beyond
+``DIVERGENCE_FACTOR`` times ``max(1, |value at the start|)``, raises
+:class:`theory.errors.DivergenceError` with the update index and the learning rate.
 """
 
 from __future__ import annotations
@@ -78,19 +80,24 @@ from typing import NamedTuple
 
 import numpy as np
 
-from theory.errors import DivergenceError, ParameterError, check_range
+from theory.errors import ParameterError, check_range
 
-from .analog import DeviceSpread, Updater, device_from_config
-from .config import SimConfig
+from .analog import DeviceSpread, Updater
+from .config import NETWORK_PROBLEMS, SimConfig, device_from_config
 from .digits import DigitsData, load_digits_split, sample_indices
-from .engine import NETWORK_PROBLEMS, _log_steps, cycles_after, forward_delays
 from .rng import member_generators
-from .trace import Trace
+from .staleness import (
+    StaleVersions,
+    check_divergence,
+    cycles_after,
+    divergence_limit,
+    forward_delays,
+)
+from .trace import Trace, log_steps
 
 __all__ = [
     "ACTIVATIONS",
-    "NETWORK_PROBLEMS",
-    "Layer",
+    "DenseLayer",
     "Network",
     "NetworkRun",
     "NetworkSpec",
@@ -101,8 +108,6 @@ __all__ = [
 ]
 
 ACTIVATIONS = ("tanh", "relu")
-#: a weight or loss beyond this magnitude is reported as a divergence
-DIVERGENCE_LIMIT = 1e6
 #: batches are drawn this many updates at a time (the bits do not depend on it)
 _BATCH_CHUNK = 256
 
@@ -142,8 +147,9 @@ class NetworkSpec:
 
 
 @dataclass(frozen=True)
-class Layer:
-    """One weight layer: its kind, shape and offsets into the flat parameter arrays.
+class DenseLayer:
+    """One weight layer (a dense matrix and a bias): its kind, shape and offsets into the flat
+    parameter arrays.
 
     Attributes
     ----------
@@ -177,12 +183,12 @@ class Network:
 
     Attributes
     ----------
-    stages : tuple of tuple of Layer
+    stages : tuple of tuple of DenseLayer
         The layers of each stage, input side first.
     activation : str
     """
 
-    stages: tuple[tuple[Layer, ...], ...]
+    stages: tuple[tuple[DenseLayer, ...], ...]
     activation: str
 
     @classmethod
@@ -211,7 +217,7 @@ class Network:
             layers, w_off, c_off = [], 0, 0
             for i in range(first, first + count):
                 fan_in, fan_out = shapes[i]
-                layers.append(Layer(kinds[i], fan_in, fan_out, w_off, c_off))
+                layers.append(DenseLayer(kinds[i], fan_in, fan_out, w_off, c_off))
                 w_off += fan_in * fan_out
                 c_off += fan_out
             built.append(tuple(layers))
@@ -224,7 +230,7 @@ class Network:
         return len(self.stages)
 
     @property
-    def layers(self) -> tuple[Layer, ...]:
+    def layers(self) -> tuple[DenseLayer, ...]:
         """All layers, input side first."""
         return tuple(layer for stage in self.stages for layer in stage)
 
@@ -465,57 +471,6 @@ class NetworkRun:
     backward_versions: np.ndarray | None = None
 
 
-class _StageBuffers:
-    """Ring buffers of the stale weight versions each stage's forward will still read.
-
-    Stage ``s`` with delay ``d > 0`` keeps ``d + 1`` slots; version ``j`` lives in slot
-    ``j mod (d + 1)``. At update ``k`` the forward reads version ``max(0, k - d)``; pushing version
-    ``k + 1`` overwrites version ``k - d``, the oldest, which is never read again. Stages with
-    ``d = 0`` read the current weights and keep no copy.
-    """
-
-    def __init__(self, network: Network, delays: Sequence[int], w: np.ndarray, c: np.ndarray):
-        self.delays = tuple(delays)
-        self.wsl, self.csl = network.weight_slices, network.bias_slices
-        self.current = network.views(w, c)
-        self.w_rings, self.c_rings, self.slot_views, self.versions = [], [], [], []
-        for s, d in enumerate(self.delays):
-            w_ring = np.empty((d + 1, *w[:, self.wsl[s]].shape)) if d else None
-            c_ring = np.empty((d + 1, *c[:, self.csl[s]].shape)) if d else None
-            self.w_rings.append(w_ring)
-            self.c_rings.append(c_ring)
-            self.slot_views.append(
-                [network.stage_view(s, w_ring[j], c_ring[j]) for j in range(d + 1)] if d else None
-            )
-            self.versions.append(np.full(d + 1, -1, dtype=np.int64) if d else None)
-        self.push(0, w, c)
-
-    def forward_views(self, k: int, record: np.ndarray | None) -> list[StageView]:
-        """The parameters each stage's forward reads at update ``k``."""
-        views = []
-        for s, d in enumerate(self.delays):
-            if d == 0:
-                views.append(self.current[s])
-                if record is not None:
-                    record[s] = k
-                continue
-            slot = max(0, k - d) % (d + 1)
-            views.append(self.slot_views[s][slot])
-            if record is not None:
-                record[s] = self.versions[s][slot]
-        return views
-
-    def push(self, version: int, w: np.ndarray, c: np.ndarray) -> None:
-        """Store weights ``w``, biases ``c`` (flat, current) as ``version`` of every stage."""
-        for s, d in enumerate(self.delays):
-            if d == 0:
-                continue
-            slot = version % (d + 1)
-            np.copyto(self.w_rings[s][slot], w[:, self.wsl[s]])
-            np.copyto(self.c_rings[s][slot], c[:, self.csl[s]])
-            self.versions[s][slot] = version
-
-
 def train_network(
     config: SimConfig,
     seed: int | None = None,
@@ -555,7 +510,8 @@ def train_network(
     ParameterError
         Not a network problem, or more stages than layers.
     DivergenceError
-        A weight or the training loss became non-finite or exceeded :data:`DIVERGENCE_LIMIT`.
+        A weight or the training loss became non-finite or left the limit of
+        :func:`simulate.staleness.divergence_limit` (relative to its initial value).
     """
     spec = NetworkSpec() if spec is None else spec
     seed = config.seed if seed is None else check_range("seed", seed, 0, None, integer=True)
@@ -572,21 +528,30 @@ def train_network(
     w, c = network.init(data_rngs, spec.init_fraction * device.w_min,
                         spec.init_fraction * device.w_max)
     spread = DeviceSpread.draw(device, w.shape, device_rngs) if update.uses_dtod else None
-    buffers = _StageBuffers(network, delays, w, c)  # its views of w, c stay valid: updates
-    backward = [view.weights for view in buffers.current]  # are written in place
+    # w and c are updated in place, so their stage blocks and views stay valid for the whole run
+    blocks = [(w[:, ws], c[:, cs])
+              for ws, cs in zip(network.weight_slices, network.bias_slices, strict=True)]
+    stale = StaleVersions(delays, blocks)
+    current = network.views(w, c)
+    slot_views = [[network.stage_view(s, *stale.stored(s, j)) for j in range(d + 1)] if d else None
+                  for s, d in enumerate(delays)]
+    backward = [view.weights for view in current]
     gw, gc = np.empty_like(w), np.empty_like(c)
     grads = network.views(gw, gc)
     w_min, w_max = w.min(axis=1), w.max(axis=1)
     fwd_rec = np.empty((steps, n_stages), dtype=np.int64) if record_versions else None
     bwd_rec = np.empty((steps, n_stages), dtype=np.int64) if record_versions else None
-    log_at = _log_steps(steps, config.log_every)
+    log_at = log_steps(steps, config.log_every)
     records, reported = [], 0
     batch = config.samples_per_update
+    w_limit, loss_limit = divergence_limit(w), None
 
     for k in range(steps + 1):
         if k == log_at[len(records)]:
             records.append(_measure(network, data, w, c, spec.grad_norm))
-            _check(k, "training loss", records[-1][0], config.lr)
+            if loss_limit is None:
+                loss_limit = divergence_limit(records[0][0])
+            check_divergence(k, "training loss", records[-1][0], loss_limit, config.lr)
             if progress is not None and k > reported:
                 progress(k - reported)
                 reported = k
@@ -596,8 +561,10 @@ def train_network(
             chunk = sample_indices(data_rngs, data.n_train, batch,
                                    batches=min(_BATCH_CHUNK, steps - k))
         idx = chunk[k % _BATCH_CHUNK]
-        forward = buffers.forward_views(k, None if fwd_rec is None else fwd_rec[k])
-        if bwd_rec is not None:
+        forward = [current[s] if d == 0 else slot_views[s][stale.slot(k, s)]
+                   for s, d in enumerate(delays)]
+        if fwd_rec is not None:
+            fwd_rec[k] = [stale.version(k, s) for s in range(n_stages)]
             bwd_rec[k] = k
         network.gradient(data.x_train[idx], data.y_train[idx], forward, backward, grads)
         gw *= -config.lr
@@ -606,9 +573,9 @@ def train_network(
         c -= gc
         np.minimum(w_min, w.min(axis=1), out=w_min)
         np.maximum(w_max, w.max(axis=1), out=w_max)
-        if not (-DIVERGENCE_LIMIT <= w_min.min() and w_max.max() <= DIVERGENCE_LIMIT):
-            _check(k + 1, "max |w|", np.maximum(-w_min, w_max), config.lr)
-        buffers.push(k + 1, w, c)
+        if not (-w_limit <= w_min.min() and w_max.max() <= w_limit):  # False for nan too
+            check_divergence(k + 1, "max |w|", np.maximum(-w_min, w_max), w_limit, config.lr)
+        stale.push(k + 1, blocks)
 
     loss, grad_norm2, accuracy = (np.stack(column, axis=1) for column in zip(*records, strict=True))
     step = np.asarray(log_at, dtype=np.int64)
@@ -654,14 +621,6 @@ def _measure(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray, g
     predicted = np.argmax(network.logits(w, c, data.x_test), axis=-1)
     accuracy = np.mean(predicted == data.y_test, axis=-1)
     return loss, norm2, accuracy
-
-
-def _check(step: int, quantity: str, values: np.ndarray, lr: float) -> None:
-    """Raise :class:`DivergenceError` if a value is non-finite or beyond ``DIVERGENCE_LIMIT``."""
-    if np.abs(values).max() <= DIVERGENCE_LIMIT:  # False for nan too
-        return
-    bad = values[~(np.abs(values) <= DIVERGENCE_LIMIT)]
-    raise DivergenceError(step, quantity, float(bad[0]), lr)
 
 
 def _slices(sizes: Sequence[int]) -> tuple[slice, ...]:

@@ -4,11 +4,17 @@
 top-level importable function and each point a JSON-serialisable dict that holds everything the
 result depends on (seeds included), so that the result is a deterministic function of the point:
 
-- ``jobs=1``: in this process, one point after another;
+- ``jobs=1``: in this process, one point after another (:class:`InlineExecutor`);
 - default: a :class:`concurrent.futures.ProcessPoolExecutor` with ``jobs`` workers (all usable cores
   by default), each limited to one BLAS/OpenMP thread so that ``jobs`` workers use ``jobs`` cores;
-- ``scheduler="tcp://HOST:PORT"``: the same function submitted to a Dask distributed cluster (its
-  workers must be able to import ``fn``; Dask's nannies already start workers with one BLAS thread).
+- ``scheduler="tcp://HOST:PORT"``: the same function submitted to a Dask distributed cluster through
+  its :class:`concurrent.futures.Executor` (``distributed.Client.get_executor()``; its workers must
+  be able to import ``fn``; Dask's nannies already start workers with one BLAS thread).
+
+The three are one loop over an :class:`~concurrent.futures.Executor` with one failure rule: after a
+point fails (or its worker dies), no new point starts and every unfinished point is cancelled where
+the executor can (a process pool cannot stop a running point: it finishes and is cached); then
+:class:`SweepError` names the failing point.
 
 Every finished point is written to the :class:`~simulate.cache.ResultCache` as soon as it arrives,
 so a sweep that is interrupted or killed keeps what it finished, and running it again computes only
@@ -18,31 +24,28 @@ the missing points. Results are returned exactly as the cache stores them
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
-import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
-from theory.errors import ParameterError, check_range
+from theory.errors import check_range
 
 from .cache import ResultCache, canonical_json, function_name, normalize_result
+from .progress import progress_bar
 
 __all__ = [
+    "InlineExecutor",
     "SweepError",
     "SweepResult",
-    "add_sweep_arguments",
     "default_jobs",
     "run_sweep",
-    "sweep_options",
 ]
 
 #: environment variables that cap the thread pools of BLAS / OpenMP libraries
@@ -125,70 +128,108 @@ def _init_worker(sys_path: list[str]) -> None:
     _thread_limits = threadpool_limits(limits=1)
 
 
-# A backend gets (slot, point) pairs and calls on_result(slot, result) as each finishes; it returns
-# None, or (slot, exception) for the first failure after it has stopped its workers.
-Failure = tuple[int, BaseException] | None
-OnResult = Callable[[int, dict], None]
+class InlineExecutor(Executor):
+    """An :class:`~concurrent.futures.Executor` that runs each call at once, in this process.
 
+    ``submit`` returns a finished future holding the result or the exception (``Exception``
+    subclasses only: an interrupt propagates).
+    """
 
-def _run_inline(fn, items, on_result: OnResult) -> Failure:
-    for slot, point in items:
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        """Run ``fn(*args, **kwargs)`` now; return its finished future."""
+        future: Future = Future()
+        future.set_running_or_notify_cancel()
         try:
-            result = fn(point)
+            result = fn(*args, **kwargs)
         except Exception as error:
-            return slot, error
-        on_result(slot, result)
-    return None
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+        return future
 
 
-def _run_pool(fn, items, jobs: int, on_result: OnResult) -> Failure:
-    """Local processes; after a failure, pending points are cancelled and running ones kept."""
-    failure: Failure = None
-    pool = ProcessPoolExecutor(
-        max_workers=min(jobs, len(items)), initializer=_init_worker, initargs=(list(sys.path),)
-    )
-    try:
-        futures = {pool.submit(fn, point): slot for slot, point in items}
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in sorted(done, key=futures.__getitem__):
-                if future.cancelled():
-                    continue
-                error = future.exception()
-                if error is None:
-                    on_result(futures[future], future.result())
-                elif failure is None:
-                    failure = futures[future], error
-                    for other in pending:
-                        other.cancel()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-    return failure
+@dataclass(frozen=True)
+class _Backend:
+    """An executor, the most points it may hold at once, and per-point ``submit`` keywords."""
+
+    executor: Executor
+    window: int | None
+    options: Callable[[Mapping], dict]
 
 
-def _run_dask(fn, items, scheduler, name: str, on_result: OnResult) -> Failure:
-    """A Dask cluster; after a failure, every unfinished point is cancelled."""
-    from distributed import Client, as_completed
+def _no_options(point: Mapping) -> dict:
+    return {}
 
-    own = not isinstance(scheduler, Client)
-    client = Client(scheduler) if own else scheduler
-    try:
-        futures = {}
-        for slot, point in items:
+
+@contextmanager
+def _backend(name: str, jobs: int, scheduler, count: int) -> Iterator[_Backend]:
+    """The executor of a sweep of ``count`` points, shut down (and stopped) on exit."""
+    if scheduler is not None:
+        from distributed import Client
+
+        own = not isinstance(scheduler, Client)
+        client = Client(scheduler) if own else scheduler
+        executor = client.get_executor()
+
+        def dask_key(point: Mapping) -> dict:
             digest = hashlib.sha256(canonical_json(point).encode()).hexdigest()[:20]
-            futures[client.submit(fn, point, key=f"{name}-{digest}")] = slot
-        for future in as_completed(list(futures)):
-            if future.status == "finished":
-                on_result(futures[future], future.result())
-            elif future.status == "error":
-                unfinished = [f for f in futures if f.status == "pending"]
-                client.cancel(unfinished)
-                return futures[future], future.exception()
-        return None
-    finally:
-        if own:
-            client.close()
+            return {"key": f"{name}-{digest}"}
+
+        try:
+            yield _Backend(executor, None, dask_key)
+        finally:
+            executor.shutdown(wait=False)  # cancels whatever is left on the cluster
+            if own:
+                client.close()
+    elif jobs == 1:
+        yield _Backend(InlineExecutor(), 1, _no_options)  # one at a time: nothing after a failure
+    else:
+        pool = ProcessPoolExecutor(
+            max_workers=min(jobs, count), initializer=_init_worker, initargs=(list(sys.path),)
+        )
+        try:
+            yield _Backend(pool, None, _no_options)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _drain(
+    backend: _Backend, fn, items: Iterable[tuple[int, dict]], on_result: Callable[[int, dict], None]
+) -> tuple[int, BaseException] | None:
+    """Submit ``(slot, point)`` items and call ``on_result(slot, result)`` as each finishes.
+
+    Returns ``None``, or ``(slot, exception)`` of the first failure (in slot order among the
+    points that finished together): then no new point is submitted, the unfinished ones are
+    cancelled, and those that cannot be (running in a process pool) are waited for (their results
+    are kept).
+    """
+    queue = iter(items)
+    slot_of: dict[Future, int] = {}
+    pending: set[Future] = set()
+    failure = None
+    while True:
+        while failure is None and (backend.window is None or len(pending) < backend.window):
+            item = next(queue, None)
+            if item is None:
+                break
+            slot, point = item
+            future = backend.executor.submit(fn, point, **backend.options(point))
+            slot_of[future] = slot
+            pending.add(future)
+        if not pending:
+            return failure
+        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        for future in sorted(done, key=slot_of.__getitem__):
+            if future.cancelled():
+                continue
+            error = future.exception()
+            if error is None:
+                on_result(slot_of[future], future.result())
+            elif failure is None:
+                failure = slot_of[future], error
+                for other in pending:
+                    other.cancel()
+                pending = {other for other in pending if not other.cancelled()}
 
 
 def _resolve_cache(cache) -> ResultCache | None:
@@ -289,9 +330,9 @@ def run_sweep(
         for index in where:
             results[index] = hit
 
-    show = sys.stderr.isatty() if progress is None else bool(progress)
-    bar = tqdm(
-        total=len(points), initial=cached, desc=desc, unit="pt", disable=not show, file=sys.stderr
+    bar = progress_bar(
+        len(points), initial=cached, desc=desc, unit="pt",
+        show=None if progress is None else bool(progress),
     )
 
     def on_result(slot: int, result: dict) -> None:
@@ -307,15 +348,11 @@ def run_sweep(
             results[index] = value
         bar.update(len(where))
 
+    failure = None
     try:
-        if not todo:
-            failure = None
-        elif scheduler is not None:
-            failure = _run_dask(fn, todo, scheduler, name, on_result)
-        elif jobs == 1:
-            failure = _run_inline(fn, todo, on_result)
-        else:
-            failure = _run_pool(fn, todo, jobs, on_result)
+        if todo:
+            with _backend(name, jobs, scheduler, len(todo)) as backend:
+                failure = _drain(backend, fn, todo, on_result)
     finally:
         bar.close()
     if failure is not None:
@@ -328,57 +365,3 @@ def run_sweep(
         cached=cached,
         elapsed_s=time.perf_counter() - start,
     )
-
-
-def add_sweep_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add ``--jobs``, ``--scheduler``, ``--cache-dir`` and ``--no-cache`` to a command's parser.
-
-    Pass the parsed namespace to :func:`sweep_options` to get :func:`run_sweep`'s keywords.
-    """
-    group = parser.add_argument_group(
-        "sweep execution", "where sweep points run; finished points are cached on disk and reused"
-    )
-    group.add_argument(
-        "--jobs", type=int, default=None, metavar="N",
-        help=f"local worker processes, one BLAS thread each (default: all cores, {default_jobs()} "
-        "here); 1 runs in this process",
-    )
-    group.add_argument(
-        "--scheduler", default=None, metavar="ADDR",
-        help="run the points on a Dask distributed cluster at ADDR (tcp://HOST:PORT) instead",
-    )
-    where = group.add_mutually_exclusive_group()
-    where.add_argument(
-        "--cache-dir", type=Path, default=None, metavar="DIR",
-        help="result cache directory (default: $AIMC_PIPELINE_CACHE or ./.cache/aimc-pipeline)",
-    )
-    where.add_argument(
-        "--no-cache", action="store_true", help="neither read nor write the result cache"
-    )
-    return parser
-
-
-#: a Dask scheduler address, SCHEME://HOST:PORT (HOST may be a bracketed IPv6 address)
-_ADDRESS = re.compile(r"[a-z][a-z0-9+.-]*://(\[[0-9a-fA-F:.]+\]|[^\s:/\[\]]+):\d{1,5}")
-
-
-def sweep_options(args: argparse.Namespace) -> dict:
-    """The keywords ``jobs``, ``scheduler`` and ``cache`` of :func:`run_sweep` from parsed args.
-
-    Checked before any point runs: ``--jobs`` must be >= 1 and ``--scheduler`` an address of the
-    form ``SCHEME://HOST:PORT`` (e.g. ``tcp://127.0.0.1:8786``).
-    """
-    if args.jobs is not None:
-        check_range("--jobs", args.jobs, 1, None, integer=True)
-    if args.scheduler is not None and not _ADDRESS.fullmatch(args.scheduler):
-        raise ParameterError(
-            f"--scheduler={args.scheduler!r} is not a scheduler address; valid: "
-            "SCHEME://HOST:PORT, e.g. tcp://127.0.0.1:8786"
-        )
-    if args.no_cache:
-        cache = False
-    elif args.cache_dir is not None:
-        cache = ResultCache(args.cache_dir)
-    else:
-        cache = True
-    return {"jobs": args.jobs, "scheduler": args.scheduler, "cache": cache}

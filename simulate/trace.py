@@ -1,20 +1,64 @@
-"""The result of a simulation run: per-logging-point arrays with a leading ensemble axis."""
+"""The result of a simulation run: per-logging-point arrays with a leading ensemble axis.
+
+- :class:`Trace`: what a run measured, with the problem constants that held in it
+  (:class:`RunConstants`, the checker's inputs);
+- :func:`log_steps`: the updates at which a run records its trace.
+"""
 
 from __future__ import annotations
 
 import csv
+import io
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Trace", "strict_json"]
+from .cache import atomic_write
+from .jsonio import strict_json
 
-#: the per-point arrays of a Trace, in CSV column order
-COLUMNS = (
-    "step", "samples", "cycles", "loss", "grad_norm2", "test_accuracy", "max_abs_w",
-)
+__all__ = ["RunConstants", "Trace", "log_steps"]
+
+
+def log_steps(steps: int, every: int) -> np.ndarray:
+    """The logging points of a run of ``steps`` updates: ``0, every, 2 every, ...`` and ``steps``.
+
+    Sorted, without repeats; the last update is always recorded.
+    """
+    return np.unique(np.append(np.arange(0, steps + 1, every), steps))
+
+
+@dataclass(frozen=True)
+class RunConstants:
+    """The constants of the theory that held exactly in an oracle run (measured by the problem).
+
+    Attributes
+    ----------
+    L : float
+        Smoothness constant of the objective (gradient units per weight unit).
+    Delta : float
+        Initial suboptimality ``f(W_0) - f*`` (loss units).
+    sigma2 : float
+        Per-sample gradient-noise variance.
+    f_star : float
+        Minimum of the objective (loss units).
+    dim : int
+        Number of weights.
+    samples_per_update : int
+        Samples one update consumes (``b`` for async, ``B b`` otherwise).
+    """
+
+    L: float  # noqa: N815 - the theory's symbol
+    Delta: float  # noqa: N815 - the theory's symbol
+    sigma2: float
+    f_star: float
+    dim: int
+    samples_per_update: int
+
+    def to_dict(self) -> dict:
+        """The constants by name (the ``config["constants"]`` of the trace's JSON)."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -41,10 +85,14 @@ class Trace:
     w_min_visited, w_max_visited : ndarray, shape (R,)
         Smallest / largest weight value visited (for asymmetric devices).
     config : dict
-        The run's configuration (JSON-serialisable), including the seed.
+        The run's configuration (JSON-serialisable), with the seed, the members computed and, for
+        networks, the architecture (``"network"``).
     avg_grad_norm2 : ndarray, shape (R,)
         Exact average of ``||grad f(W_k)||^2`` over **every** iterate ``k = 0..K-1`` (not only the
         logged ones), the left side of the theorems; empty where not computed.
+    constants : RunConstants or None
+        The problem constants of an oracle run (``None`` for networks). In JSON
+        (:meth:`as_dict`, :meth:`write`) they appear as ``config["constants"]``.
     """
 
     step: np.ndarray
@@ -58,6 +106,7 @@ class Trace:
     w_max_visited: np.ndarray
     config: dict = field(default_factory=dict)
     avg_grad_norm2: np.ndarray = field(default_factory=lambda: np.empty(0))
+    constants: RunConstants | None = None
 
     @property
     def seeds(self) -> int:
@@ -81,47 +130,40 @@ class Trace:
             rows.append(row)
         return rows
 
+    def json_config(self) -> dict:
+        """``config`` with the constants as ``config["constants"]`` (the JSON layout)."""
+        if self.constants is None:
+            return dict(self.config)
+        return {**self.config, "constants": self.constants.to_dict()}
+
     def write(self, out_dir: str | Path, stem: str = "trace") -> tuple[Path, Path]:
-        """Write ``stem.csv`` (rows of :meth:`to_rows`) and ``stem.json`` (config, summary)."""
+        """Write ``stem.csv`` (rows of :meth:`to_rows`) and ``stem.json`` (config, summary).
+
+        Both are written atomically (:func:`simulate.cache.atomic_write`).
+        """
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         rows = self.to_rows()
         csv_path, json_path = out / f"{stem}.csv", out / f"{stem}.json"
-        with csv_path.open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        text = io.StringIO()
+        writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+        atomic_write(csv_path, text.getvalue().encode())
         summary = {
-            "config": self.config,
+            "config": self.json_config(),
             "max_abs_w": self.max_abs_w.tolist(),
             "w_min_visited": self.w_min_visited.tolist(),
             "w_max_visited": self.w_max_visited.tolist(),
             "avg_grad_norm2": self.avg_grad_norm2.tolist(),
             "final": rows[-1],
         }
-        json_path.write_text(json.dumps(strict_json(summary), indent=2, allow_nan=False))
+        text = json.dumps(strict_json(summary), indent=2, allow_nan=False)
+        atomic_write(json_path, text.encode())
         return csv_path, json_path
 
     def as_dict(self) -> dict:
-        """Every field as plain Python (lists), for JSON."""
-        items = asdict(self).items()
-        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in items}
-
-
-def strict_json(value):
-    """``value`` with numpy scalars and arrays as Python objects and non-finite floats as ``None``.
-
-    NaN marks a quantity that was not computed (e.g. the test accuracy of an oracle problem);
-    ``null`` keeps the output strict JSON, which every parser reads.
-    """
-    if isinstance(value, dict):
-        return {k: strict_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [strict_json(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return strict_json(value.tolist())
-    if isinstance(value, np.generic):
-        return strict_json(value.item())
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value
+        """Every array as a list, and ``config`` as :meth:`json_config`, for JSON."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "constants"}
+        out["config"] = self.json_config()
+        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in out.items()}

@@ -57,9 +57,9 @@ from theory.symbols import alpha as ALPHA_SYM
 from theory.symbols import theta as THETA_SYM
 from theory.theorems import get_bound
 
-from .analog import device_from_config
-from .config import SimConfig
-from .engine import W_STAR_SCALE, cycles_after, forward_delays, make_problem, run
+from .config import SimConfig, device_from_config
+from .engine import W_STAR_SCALE, make_problem, run
+from .staleness import cycles_after, forward_delays
 from .sweep import run_sweep
 from .trace import Trace
 
@@ -281,8 +281,8 @@ def step_cap(name: str, config: SimConfig, w_lo: float, w_hi: float) -> float:
 
 
 def _constants_of_run(name: str, config: SimConfig, trace: Trace) -> dict:
-    consts = trace.config["constants"]
-    values = _base_constants(config, consts["L"], consts["Delta"], consts["sigma2"])
+    consts = trace.constants
+    values = _base_constants(config, consts.L, consts.Delta, consts.sigma2)
     w_lo, w_hi = float(np.min(trace.w_min_visited)), float(np.max(trace.w_max_visited))
     values |= {"w_lo": w_lo, "w_hi": w_hi}
     if config.algorithm == "analog":
@@ -444,7 +444,7 @@ def empirical_floor(config: SimConfig, *, tail: float = 0.5) -> FloorEstimate:
         config=config, per_seed=per_seed, mean=float(per_seed.mean()),
         stderr=float(per_seed.std(ddof=1) / math.sqrt(r)) if r > 1 else math.nan,
         w_lo=float(trace.w_min_visited.min()), w_hi=float(trace.w_max_visited.max()),
-        constants=dict(trace.config["constants"]),
+        constants=trace.constants.to_dict(),
     )
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .sweep import add_sweep_arguments, sweep_options
-from .trace import strict_json
+from .commands.options import add_sweep_arguments, sweep_options
+from .jsonio import strict_json
 from .verify import SUITES, Check, run_suite
 
 __all__ = [

@@ -10,14 +10,13 @@ from hypothesis import strategies as st
 from simulate.analog import (
     DeviceSpread,
     Updater,
-    device_from_config,
     digital_update,
     draw_bound_scale,
     draw_dw_min_scale,
     expected_update,
     pulsed_update,
 )
-from simulate.config import SimConfig
+from simulate.config import SimConfig, device_from_config
 from theory.devices import load_preset, make_device
 from theory.errors import ParameterError
 

@@ -128,7 +128,7 @@ def test_least_squares_converges():
     trace = run(_config(problem="least-squares", mode="sync", steps=300, log_every=50, lr=0.05,
                         sigma2=0.01, seeds=2))
     assert np.all(trace.loss[:, -1] < 0.1 * trace.loss[:, 0])
-    assert trace.config["constants"]["Delta"] == pytest.approx(trace.loss[0, 0])
+    assert trace.constants.Delta == pytest.approx(trace.loss[0, 0])
 
 
 def test_divergence_names_step_and_lr():

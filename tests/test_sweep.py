@@ -31,12 +31,11 @@ from simulate.cache import (
     package_version,
     source_fingerprint,
 )
+from simulate.commands.options import add_sweep_arguments, sweep_options
 from simulate.sweep import (
     BLAS_THREAD_VARS,
     SweepError,
-    add_sweep_arguments,
     run_sweep,
-    sweep_options,
 )
 from theory.errors import ParameterError
 

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 
+from theory.commands import command_main
 from theory.errors import ParameterError, check_range
 from theory.schedules import MODES
 
-from .timeline import Timeline, build_timeline
+from ..timeline import Timeline, build_timeline
+from .options import add_output_arguments
 
-__all__ = ["DESCRIPTION", "build_parser", "run", "summary_table"]
+__all__ = ["DESCRIPTION", "build_parser", "main", "run", "summary_table"]
 
 DESCRIPTION = (
     "Simulate one pipeline schedule and print its timeline (one row per stage, stage M on top) and "
@@ -52,8 +55,9 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
                         help="schedule: no pipeline, synchronous or asynchronous pipeline")
     parser.add_argument("--samples", type=int, metavar="N", default=argparse.SUPPRESS,
                         help="async only: micro-batches N in the run (>= 1; default: B)")
-    parser.add_argument("--json", action="store_true",
-                        help="print the summary as one JSON object instead of the chart and table")
+    add_output_arguments(
+        parser, json_help="print the summary as one JSON object instead of the chart and table"
+    )
 
 
 def _cell(value) -> str:
@@ -97,3 +101,8 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(summary_table(timeline))
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``aimc-pipeline schedule``."""
+    return command_main("aimc-pipeline schedule", DESCRIPTION, build_parser, run, argv)

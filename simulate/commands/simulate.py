@@ -1,0 +1,95 @@
+"""``aimc-pipeline simulate``: train with digital or analog SGD through a pipeline, print a summary.
+
+Prints a summary table (ensemble means over the ``--seeds`` runs) by default, the whole trace as
+JSON with ``--json``, and writes ``trace.csv`` and ``trace.json`` into ``--out``. A progress bar is
+shown on a terminal only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+from theory.commands import add_config_flags, command_main, config_from_args
+
+from ..config import SimConfig
+from ..engine import run as run_simulation
+from ..jsonio import strict_json
+from ..progress import progress_bar
+from ..trace import Trace
+from .options import add_output_arguments
+
+__all__ = ["DESCRIPTION", "build_parser", "main", "run", "summary_rows"]
+
+DESCRIPTION = (
+    "Simulate digital or analog SGD on an oracle problem (quadratic, least squares) or a network "
+    "(digits MLP / residual MLP) through no pipeline, the synchronous pipeline or the asynchronous "
+    "pipeline. Iterations are updates: none/sync use B*b samples per update, async b. Time is in "
+    "clock cycles (one stage doing one forward or backward of one micro-batch)."
+)
+
+
+def build_parser(parser: argparse.ArgumentParser) -> None:
+    """Add the ``simulate`` options to ``parser``: one flag per :class:`SimConfig` field, output."""
+    add_config_flags(parser, SimConfig)
+    add_output_arguments(
+        parser, out_help="directory for trace.csv and trace.json",
+        json_help="print the trace as JSON on stdout instead of a table",
+    )
+
+
+def summary_rows(trace: Trace) -> list[tuple[str, str]]:
+    """The summary table: (quantity, value) with ensemble mean +- std where it applies."""
+
+    def stat(values) -> str:
+        values = np.asarray(values, dtype=float)
+        if values.size == 0 or np.all(np.isnan(values)):
+            return "n/a"
+        if values.size == 1:
+            return f"{values[0]:.6g}"
+        return f"{np.mean(values):.6g} +- {np.std(values, ddof=1):.2g}"
+
+    return [
+        ("updates", str(int(trace.step[-1]))),
+        ("samples", str(int(trace.samples[-1]))),
+        ("cycles", str(int(trace.cycles[-1]))),
+        ("seeds", str(trace.seeds)),
+        ("final loss", stat(trace.loss[:, -1])),
+        ("final ||grad f||^2", stat(trace.grad_norm2[:, -1])),
+        ("mean ||grad f||^2 over iterates", stat(trace.avg_grad_norm2)),
+        ("final test accuracy", stat(trace.test_accuracy[:, -1])),
+        ("max |w| visited", stat(trace.max_abs_w)),
+    ]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the simulation of ``args``; print the summary (or JSON); write ``--out`` files."""
+    config = config_from_args(SimConfig, args)
+    bar = progress_bar(config.steps, unit="update")
+    try:
+        trace = run_simulation(config, progress=bar.update)
+    finally:
+        bar.close()
+    if args.out is not None:
+        csv_path, json_path = trace.write(args.out)
+        print(f"wrote {csv_path} and {json_path}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(strict_json(trace.as_dict()), allow_nan=False))
+        return 0
+    rows = summary_rows(trace)
+    width = max(len(name) for name, _ in rows)
+    print(f"{config.problem}, mode={config.mode}, algorithm={config.algorithm}, "
+          f"M={config.stages}, B={config.micro_batches}, b={config.micro_batch_size}, "
+          f"device={config.device}, lr={config.lr:g}")
+    for name, value in rows:
+        print(f"  {name:<{width}}  {value}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``aimc-pipeline simulate`` (and ``python -m simulate``)."""
+    return command_main("aimc-pipeline simulate", DESCRIPTION, build_parser, run, argv)
