@@ -20,7 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bounds": ("bounds.cli", "evaluate and compare the complexity bounds for given hardware"),
     "plan": ("bounds.plan_cli", "choose mode, stages and micro-batches for a model and hardware"),
     "simulate": ("simulate.cli", "simulate digital/analog SGD through a pipeline"),
-    "verify": ("simulate.verify_cli", "check every bound against simulation on oracle problems"),
+    "verify": ("simulate.commands.verify",
+               "check every bound against simulation on oracle problems"),
     "figures": ("paper_figures.figures_cli", "regenerate the paper's figures"),
     "report": ("paper_figures.report", "one folder with bounds, plan, verification and figures"),
 }

@@ -1,0 +1,1 @@
+"""The ``aimc-pipeline`` subcommands of :mod:`simulate`, one module per subcommand."""
