@@ -21,7 +21,7 @@ The theory's floor (Theorem 2, ``analog_sgd`` in :mod:`theory.theorems`)
 is drawn with the device constants on the weight interval the run visited
 (:meth:`theory.devices.Device.constants`) and the largest admissible :math:`\theta` for the step,
 :math:`\theta_{\max}`, the root of :math:`\alpha \cdot \mathrm{inv\_step\_cap}(\theta) = 1` (the
-smallest floor the theorem states at this step; solved symbolically from the registry once).
+smallest floor the theorem states at this step; :func:`theory.admissible.theta_max`).
 
 Left panel: against ``tau`` at step 3e-2; right panel: against the step at ``tau = 1``.
 Every run is one point of :func:`simulate.sweep.run_sweep` (function :func:`floor_run`).
@@ -32,19 +32,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from functools import cache
 from pathlib import Path
 
 import numpy as np
-import sympy as sp
 from matplotlib.figure import Figure
 
-from simulate.analog import device_from_config
-from simulate.config import SimConfig
+from simulate.config import SimConfig, device_from_config
 from simulate.sweep import run_sweep
 from simulate.verify import empirical_floor
+from theory.admissible import theta_max
+from theory.compiled import compile_expr
 from theory.errors import ParameterError, check_range
-from theory.symbols import alpha, theta
+from theory.symbols import theta
 from theory.theorems import get_bound
 
 from .common import new_figure, save_figure, use_style
@@ -145,22 +144,11 @@ def floor_run(point: Mapping) -> dict:
     }
 
 
-@cache
-def _compiled():
-    """``theta_max(alpha, ...)`` and ``floor(theta, ...)`` of :data:`BOUND`, compiled once."""
-    bound = get_bound(BOUND)
-    roots = sp.solve(sp.Eq(alpha * bound.inv_step_cap, 1), theta)
-    if len(roots) != 1:  # pragma: no cover - the registry's cap is linear in 1/(1 - theta)
-        raise RuntimeError(f"expected one root of alpha * inv_step_cap = 1, got {roots}")
-    root, floor = roots[0], bound.floor
-    root_args = tuple(sorted(root.free_symbols, key=lambda x: x.name))
-    floor_args = tuple(sorted(floor.free_symbols - {theta}, key=lambda x: x.name))
-    return (root_args, sp.lambdify(root_args, root, "numpy"),
-            floor_args, sp.lambdify((theta, *floor_args), floor, "numpy"))
-
-
 def theory_floor(lr: float, values: Mapping[str, float]) -> tuple[float, float]:
     r"""The registry floor at :math:`\theta_{\max}(\alpha)`; ``(nan, nan)`` if no theta admits it.
+
+    :math:`\theta_{\max}` is :func:`theory.admissible.theta_max` (the largest :math:`\theta`
+    with :math:`\alpha\,\mathrm{inv\_step\_cap}(\theta) \le 1`).
 
     Parameters
     ----------
@@ -173,12 +161,14 @@ def theory_floor(lr: float, values: Mapping[str, float]) -> tuple[float, float]:
     -------
     (theta_max, floor) : (float, float)
     """
-    root_args, root, floor_args, floor = _compiled()
-    given = {**values, "alpha": lr}
-    theta_max = float(root(*[given[s.name] for s in root_args]))
-    if not 0 < theta_max < 1:
+    try:
+        top = theta_max(BOUND, lr, values)
+    except ParameterError:  # no theta in (0, 1) admits the step
         return math.nan, math.nan
-    return theta_max, float(floor(theta_max, *[given[s.name] for s in floor_args]))
+    if not 0 < top < 1:
+        return math.nan, math.nan
+    floor = compile_expr(get_bound(BOUND).floor, leading=(theta,))
+    return top, float(floor(top, values))
 
 
 def compute(quick: bool = False, jobs: int | None = None, scheduler=None, cache=True) -> dict:

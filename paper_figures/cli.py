@@ -22,7 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bounds": ("bounds.cli", "evaluate and compare the complexity bounds for given hardware"),
     "plan": ("bounds.plan_cli", "choose mode, stages and micro-batches for a model and hardware"),
     "simulate": ("simulate.commands.simulate", "simulate digital/analog SGD through a pipeline"),
-    "verify": ("simulate.verify_cli", "check every bound against simulation on oracle problems"),
+    "verify": ("simulate.commands.verify",
+               "check every bound against simulation on oracle problems"),
     "figures": ("paper_figures.commands.figures", "regenerate the paper's figures"),
     "report": ("paper_figures.commands.report", "one folder: bounds, plan, verification, figures"),
 }

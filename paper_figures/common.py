@@ -21,9 +21,7 @@ import contextlib
 import csv
 import io
 import json
-import os
 import platform
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +31,7 @@ import matplotlib.style
 import numpy as np
 from matplotlib.figure import Figure
 
-from simulate.cache import package_version, source_fingerprint
+from simulate.cache import atomic_write, package_version, source_fingerprint
 from theory.errors import ParameterError
 
 __all__ = ["STYLE", "FigureOutput", "new_figure", "output_dir", "save_figure", "use_style",
@@ -118,26 +116,6 @@ def versions() -> dict[str, str]:
     }
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _atomic_write(path: Path, write) -> None:
-    """Call ``write(handle)`` on a binary temporary file next to ``path``, then move it in place."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def _csv_bytes(rows: Sequence[Mapping[str, object]]) -> bytes:
     if not rows:
         raise ValueError("a figure's CSV needs at least one row of plotted data")
@@ -181,9 +159,9 @@ def save_figure(
                           out / f"{name}.json")
     table = _csv_bytes(rows)  # fails on empty data before any file is written
     with use_style():
-        _atomic_write(result.png, lambda h: fig.savefig(h, format="png", metadata=_PNG_METADATA))
-        _atomic_write(result.pdf, lambda h: fig.savefig(h, format="pdf", metadata=_PDF_METADATA))
-    _atomic_write(result.csv, lambda h: h.write(table))
+        atomic_write(result.png, lambda h: fig.savefig(h, format="png", metadata=_PNG_METADATA))
+        atomic_write(result.pdf, lambda h: fig.savefig(h, format="pdf", metadata=_PDF_METADATA))
+    atomic_write(result.csv, lambda h: h.write(table))
     document = {
         "figure": name,
         **manifest,
@@ -191,5 +169,5 @@ def save_figure(
         "versions": versions(),
     }
     text = json.dumps(document, indent=2, sort_keys=True) + "\n"
-    _atomic_write(result.manifest, lambda h: h.write(text.encode()))
+    atomic_write(result.manifest, lambda h: h.write(text.encode()))
     return result

@@ -9,7 +9,7 @@ and ``DIR/index.html`` (self-contained; the figures are relative ``<img>`` links
    samples, clock cycles, seconds and speedup of every registry entry);
 2. the plan for the default model (:func:`bounds.planner.plan`; the ``plan`` figure's model and
    accelerator count, the preset's device and timing);
-3. the verification table (:func:`simulate.verify.run_suite` ``"quick"``: every checkable bound
+3. the verification table (:func:`simulate.suites.run_suite` ``"quick"``: every checkable bound
    against simulation on the oracle problems);
 4. every figure of :data:`paper_figures.registry.FIGURES`, each with one sentence computed from
    its CSV (the numbers it plots).
@@ -33,7 +33,7 @@ from bounds.models import load_model
 from bounds.params import ProblemParams, from_preset
 from bounds.plan_cli import format_plan
 from bounds.planner import PlanHardware, plan
-from simulate.verify import run_suite
+from simulate.suites import run_suite
 from theory.errors import check_range
 
 from . import plan as plan_figure

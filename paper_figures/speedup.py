@@ -45,8 +45,8 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from simulate.engine import cycles_after
 from simulate.networks import NetworkSpec
+from simulate.staleness import cycles_after
 from simulate.sweep import run_sweep
 from simulate.timeline import build_timeline
 from theory.errors import ParameterError, check_range
@@ -173,7 +173,7 @@ def accuracy_speedups(s: SpeedupSettings, none_runs: Sequence[Mapping],
 
 
 def _cycles(mode: str, stages: int, micro_batches: int, updates: np.ndarray) -> np.ndarray:
-    """Cycles after ``updates`` updates (:func:`simulate.engine.cycles_after`); nan stays nan."""
+    """Cycles after ``updates`` updates (:func:`simulate.staleness.cycles_after`); nan stays nan."""
     ok = np.isfinite(updates)
     out = np.full(updates.shape, np.nan)
     out[ok] = cycles_after(mode, stages, micro_batches, updates[ok].astype(np.int64))

@@ -13,8 +13,8 @@ Each point is :func:`simulate.verify.check_bound`: the average over seeds of
 standard errors) and the bound at ``K`` and the run's step with the constants that held (the
 visited weight interval for :math:`q_{\min}, q_{\max}, G_\infty`) and the tightest admissible
 :math:`\theta`. The step is half the admissible step cap of each configuration
-(:func:`simulate.verify.step_cap` on the region ``[-0.5, 0.5]``), so the AP step shrinks as
-:math:`1/D`. The sweep function is :func:`simulate.verify.check_point` (cached with the
+(:func:`simulate.suites.capped_step` on the region ``[-0.5, 0.5]``), so the AP step shrinks as
+:math:`1/D`. The sweep function is :func:`simulate.suites.check_point` (cached with the
 verification suites).
 """
 
@@ -26,8 +26,9 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from simulate.suites import VERIFY_FORMAT, capped_step, check_point
 from simulate.sweep import run_sweep
-from simulate.verify import VERIFY_FORMAT, Check, check_point, config_for, step_cap
+from simulate.verify import Check, config_for
 from theory.errors import ParameterError, check_range
 
 from .common import new_figure, save_figure, use_style
@@ -104,15 +105,15 @@ def configs(s: TheoryVsSimSettings) -> list[tuple[str, int, object]]:
     for panel, name in BOUNDS.items():
         for m in s.stages:
             extra = {"micro_batches": s.micro_batches} if panel == "SP" else {}
-            config = config_for(name, lr=1.0, stages=m, steps=s.steps, seeds=s.seeds,
-                                log_every=s.steps, dim=s.dim, **extra)
-            lr = float(f"{s.fraction * step_cap(name, config, *REGION):.4g}")
+            config = config_for(name, stages=m, steps=s.steps, seeds=s.seeds,
+                                log_every=s.steps, dim=s.dim, **extra)  # lr: set from the cap
+            lr = capped_step(name, config, s.fraction, REGION)
             out.append((panel, m, replace(config, lr=lr)))
     return out
 
 
 def compute(quick: bool = False, jobs: int | None = None, scheduler=None, cache=True) -> dict:
-    """Check every point (one cached sweep of :func:`simulate.verify.check_point`).
+    """Check every point (one cached sweep of :func:`simulate.suites.check_point`).
 
     Returns
     -------

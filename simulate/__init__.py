@@ -8,7 +8,8 @@
   ring buffer of stale weight versions, the divergence rule);
 - :mod:`simulate.engine`: ``run(config, seed) -> Trace`` for every mode, algorithm and problem;
 - :mod:`simulate.sweep`, :mod:`simulate.cache`: cached, resumable sweeps (local pool or Dask);
-- :mod:`simulate.verify`: every bound against simulation, as ``(empirical, bound)`` checks.
+- :mod:`simulate.verify`: every bound against simulation, as ``(empirical, bound)`` checks;
+- :mod:`simulate.suites`: the verification suites as case tables.
 """
 
 from .analog import Updater, digital_update, expected_update, pulsed_update
@@ -19,10 +20,11 @@ from .engine import make_problem, run
 from .networks import NetworkRun, NetworkSpec, run_network, train_network
 from .problems import LeastSquares, OracleProblem, Quadratic
 from .staleness import StaleVersions, cycles_after, forward_delays
+from .suites import run_suite
 from .sweep import SweepError, SweepResult, run_sweep
 from .timeline import Event, Timeline, build_timeline
 from .trace import RunConstants, Trace
-from .verify import Check, check_bound, cycles_to_eps, empirical_floor, run_suite
+from .verify import Check, check_bound, cycles_to_eps, empirical_floor
 
 __all__ = [
     "Check",

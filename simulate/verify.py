@@ -1,4 +1,4 @@
-r"""Check the registry's bounds against simulation on the oracle problems (issue 5).
+r"""Pair the registry's bounds with simulation on the oracle problems (issue 5).
 
 For a registry entry and a :class:`~simulate.config.SimConfig` on an oracle problem (quadratic or
 least squares, where A1-A4 hold exactly with :math:`L_s = L`), :func:`check_bound` runs the ``R``
@@ -20,187 +20,63 @@ the constants that held in the run:
   ``[min_r w_min_visited, max_r w_max_visited]`` the ensemble visited (assumption A3).
 
 **Choice of theta.** The theorems hold for every :math:`\theta \in (0, 1)` whose step cap admits
-the step: :math:`\alpha\,\mathrm{inv\_step\_cap}(\theta) \le 1`. ``inv_step_cap`` grows with
-:math:`\theta` (it carries :math:`1/(1 - \theta)`), so the admissible set is
-:math:`(0, \theta_{\max}]`, :math:`\theta_{\max}` the root of
-:math:`\alpha\,\mathrm{inv\_step\_cap}(\theta) = 1` (``brentq``); it is empty when
-:math:`\alpha\,\mathrm{inv\_step\_cap}(0^+) > 1` (then :class:`ParameterError`). The check
-uses the tightest admissible bound: a bounded Brent minimisation of the compiled bound over
-:math:`(0, \theta_{\max}]` (``scipy.optimize.minimize_scalar(method="bounded")``), compared
-with the value at :math:`\theta_{\max}` itself. Every admissible :math:`\theta` gives a valid
-bound, so the minimiser need not be exact to be valid. (For Theorem 2 and Corollary 3 the bound
-decreases in :math:`\theta`, so :math:`\theta_{\max}` is optimal; for Theorem 4 the floor
-:math:`\propto 1/\theta` and the staleness term :math:`\propto 1/(1-\theta)` make it interior.)
+the step; the check uses the tightest admissible bound, :func:`theory.admissible.tightest_theta`
+(a :class:`ParameterError` when no :math:`\theta` admits the step with the constants that held).
 
 The one-sided check passes when :math:`\hat e \le \mathrm{bound} + z\,\mathrm{se}` (``z = 4`` by
 default); ``ratio = bound / empirical`` measures tightness (>= 1: the bound holds on average).
 
 Also here: :func:`empirical_floor` (asymptotic error of a long run) and :func:`cycles_to_eps`
 (clock cycles until the running average of :math:`\lVert\nabla f\rVert^2` reaches ``eps``, with the
-prediction of :mod:`theory.complexity`), and the suites of :func:`run_suite`.
+prediction of :func:`theory.admissible.predicted_cycles`). The suites of checks are the case
+tables of :mod:`simulate.suites`.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from functools import cache
 
 import numpy as np
-import sympy as sp
-from scipy.optimize import brentq, minimize_scalar
 
-from theory.complexity import PARAMETER_RANGES, evaluate_complexity
-from theory.errors import ParameterError, UnreachableTargetError, check_range
-from theory.symbols import K as K_SYM
-from theory.symbols import alpha as ALPHA_SYM
-from theory.symbols import theta as THETA_SYM
-from theory.theorems import get_bound
+from theory.admissible import compiled_bound, predicted_cycles, step_cap, tightest_theta
+from theory.errors import ParameterError, check_range
+from theory.theorems import REGISTRY, bound_for, get_bound
 
-from .config import SimConfig, device_from_config
+from .config import ORACLE_PROBLEMS, SimConfig, device_from_config
 from .engine import W_STAR_SCALE, make_problem, run
 from .staleness import cycles_after, forward_delays
-from .sweep import run_sweep
 from .trace import Trace
 
 __all__ = [
-    "ALGORITHM_OF",
+    "CHECKABLE",
     "Check",
     "CyclesToEps",
     "FloorEstimate",
-    "ORACLE_PROBLEMS",
-    "SUITES",
-    "VERIFY_FORMAT",
     "check_bound",
-    "check_point",
     "config_for",
     "cycles_to_eps",
     "empirical_floor",
-    "predicted_cycles",
-    "run_suite",
-    "step_cap",
-    "suite_points",
-    "tightest_theta",
+    "region_step_cap",
 ]
 
-#: registry entries checkable on the oracle problems, and the algorithm each one describes
-#: (the pipeline mode is the entry's own ``Bound.mode``)
-ALGORITHM_OF = {
-    "digital_sgd": "digital",
-    "analog_sgd": "analog",
-    "analog_sgd_sp": "analog",
-    "analog_sgd_ap": "analog",
-}
-
-#: problems on which A1-A4 hold exactly and every constant is known
-ORACLE_PROBLEMS = ("quadratic", "least-squares")
-
-#: bumped when the meaning of a cached check changes (part of every sweep point)
-VERIFY_FORMAT = 1
+#: registry entries checkable on the oracle problems: the derived ones (their algorithm and
+#: pipeline mode are the entry's own ``Bound.algorithm`` and ``Bound.mode``)
+CHECKABLE: tuple[str, ...] = tuple(
+    name for name, bound in REGISTRY.items() if bound.provenance == "derived"
+)
 
 #: cycles_to_eps simulates this many updates first, doubling until every seed reaches eps
 _FIRST_STEPS = 512
 
-#: a theta this close to 0 stands for the limit theta -> 0+
-_THETA_TINY = 1e-12
-
-
-# ------------------------------------------------------------------------------------------------
-# the bound, compiled once per registry entry
-
-
-@dataclass(frozen=True)
-class _CompiledBound:
-    """Numpy evaluators of one registry entry: ``expr(theta, K, alpha, *params)``, ``inv_cap``."""
-
-    name: str
-    params: tuple[str, ...]
-    uses_theta: bool
-    expr: object
-    inv_cap: object
-
-
-@cache
-def _compiled(name: str) -> _CompiledBound:
-    bound = get_bound(name)
-    exprs = (bound.expr, bound.inv_step_cap)
-    free = set().union(*(sp.sympify(e).free_symbols for e in exprs))
-    params = tuple(sorted((s for s in free if s not in (THETA_SYM, K_SYM, ALPHA_SYM)),
-                          key=lambda s: s.name))
-    return _CompiledBound(
-        name=name,
-        params=tuple(s.name for s in params),
-        uses_theta=THETA_SYM in free,
-        expr=sp.lambdify((THETA_SYM, K_SYM, ALPHA_SYM, *params), bound.expr, "numpy"),
-        inv_cap=sp.lambdify((THETA_SYM, *params), bound.inv_step_cap, "numpy"),
-    )
-
 
 def _require_verifiable(name: str) -> None:
     get_bound(name)  # unknown names: ParameterError listing the registry
-    if name not in ALGORITHM_OF:
+    if name not in CHECKABLE:
         raise ParameterError(
             f"bound={name!r} cannot be checked on the oracle problems; valid: "
-            f"{', '.join(ALGORITHM_OF)}"
+            f"{', '.join(CHECKABLE)}"
         )
-
-
-def tightest_theta(name: str, lr: float, steps: int, constants: dict) -> tuple[float | None, float]:
-    r"""The admissible :math:`\theta` minimising bound ``name`` at ``K = steps``, ``alpha = lr``.
-
-    Parameters
-    ----------
-    name : str
-        A key of :data:`ALGORITHM_OF`.
-    lr : float
-        Step size :math:`\alpha` (> 0).
-    steps : int
-        Iterations ``K``.
-    constants : dict
-        Every parameter of the bound but ``theta`` (names of :mod:`theory.symbols`).
-
-    Returns
-    -------
-    (theta, bound) : (float or None, float)
-        ``theta`` is ``None`` for bounds without it (``digital_sgd``).
-
-    Raises
-    ------
-    ParameterError
-        If no :math:`\theta \in (0, 1)` admits ``lr`` (the message gives the supremum of the
-        admissible steps).
-    """
-    c = _compiled(name)
-    args = [constants[p] for p in c.params]
-
-    def inv_cap(theta):
-        return float(c.inv_cap(theta, *args))
-
-    def value(theta):
-        return float(c.expr(theta, steps, lr, *args))
-
-    sup_step = 1.0 / inv_cap(0.0)
-    if lr > sup_step:
-        raise ParameterError(
-            f"lr={lr:g} is inadmissible for {name}: no theta in (0, 1) admits it; valid range "
-            f"lr < {sup_step:.6g} (the step cap at theta -> 0 with the constants that held)"
-        )
-    if not c.uses_theta:
-        return None, value(0.0)
-    # alpha * inv_cap(theta) = 1 at theta_max; inv_cap grows like 1/(1 - theta)
-    h = lambda theta: lr * inv_cap(theta) - 1.0  # noqa: E731
-    hi = 1.0 - 1e-15
-    theta_max = hi if h(hi) <= 0 else brentq(h, 0.0, hi, xtol=1e-14, rtol=1e-14)
-    while h(theta_max) > 0:  # the root may sit a rounding error above the admissible set
-        theta_max = np.nextafter(theta_max, 0.0)
-    theta_max = max(theta_max, _THETA_TINY)
-    best = minimize_scalar(value, bounds=(_THETA_TINY, theta_max), method="bounded",
-                           options={"xatol": 1e-10 * theta_max})
-    candidates = [(value(theta_max), theta_max)]
-    if best.success and np.isfinite(best.fun):
-        candidates.append((float(best.fun), float(best.x)))
-    bound, theta = min(candidates)
-    return theta, bound
 
 
 # ------------------------------------------------------------------------------------------------
@@ -213,13 +89,15 @@ def config_for(name: str, **settings) -> SimConfig:
     ``update`` defaults to ``"expected"`` (the analog update the theorems analyse).
     """
     _require_verifiable(name)
+    bound = get_bound(name)
     settings.setdefault("update", "expected")
-    return SimConfig(algorithm=ALGORITHM_OF[name], mode=get_bound(name).mode, **settings)
+    return SimConfig(algorithm=bound.algorithm, mode=bound.mode, **settings)
 
 
 def _validate(name: str, config: SimConfig) -> None:
     _require_verifiable(name)
-    want = (ALGORITHM_OF[name], get_bound(name).mode)
+    bound = get_bound(name)
+    want = (bound.algorithm, bound.mode)
     if (config.algorithm, config.mode) != want:
         raise ParameterError(
             f"{name} describes algorithm={want[0]!r}, mode={want[1]!r}; the config has "
@@ -261,23 +139,25 @@ def _device_constants(config: SimConfig, w_lo: float, w_hi: float, *, visited: b
     return {"q_min": dc.q_min, "q_max": dc.q_max, "G_inf": dc.G_inf}
 
 
-def step_cap(name: str, config: SimConfig, w_lo: float, w_hi: float) -> float:
+def region_step_cap(name: str, config: SimConfig, w_lo: float, w_hi: float) -> float:
     r"""Supremum of the admissible steps of bound ``name`` if the weights stay in ``[w_lo, w_hi]``.
 
+    :func:`theory.admissible.step_cap`,
+
     .. math:: \sup_{\theta \in (0,1)} 1/\mathrm{inv\_step\_cap}(\theta)
-              = 1/\mathrm{inv\_step\_cap}(0^+)
+              = 1/\mathrm{inv\_step\_cap}(0^+),
 
     with the problem's exact ``L`` (and ``L_s = L``) and the device constants on the interval
-    (ignored by ``digital_sgd``). Use a fraction of it to draw an admissible ``lr``; the check
-    itself uses the region the run visited.
+    (ignored by ``digital_sgd``); ``config.lr`` is not read. Use a fraction of it to draw an
+    admissible ``lr`` (:class:`simulate.suites.Case`); the check itself uses the region the run
+    visited.
     """
     _validate(name, config)
     problem = make_problem(config)
     values = _base_constants(config, problem.L, problem.Delta, problem.sigma2)
     if config.algorithm == "analog":
         values |= _device_constants(config, w_lo, w_hi, visited=False)
-    c = _compiled(name)
-    return 1.0 / float(c.inv_cap(0.0, *[values[p] for p in c.params]))
+    return step_cap(name, values)
 
 
 def _constants_of_run(name: str, config: SimConfig, trace: Trace) -> dict:
@@ -381,7 +261,7 @@ def check_bound(name: str, config: SimConfig, *, z: float = 4.0) -> Check:
     stderr = float(per_seed.std(ddof=1) / math.sqrt(per_seed.size))
     values = _constants_of_run(name, config, trace)
     theta, bound = tightest_theta(name, config.lr, config.steps, values)
-    used = {p: values[p] for p in _compiled(name).params}
+    used = {p: values[p] for p in compiled_bound(name).parameters}
     constants = used | {
         "theta": theta, "K": config.steps, "alpha": config.lr,
         "w_lo": values["w_lo"], "w_hi": values["w_hi"],
@@ -500,57 +380,21 @@ class CyclesToEps:
         return float(np.log(np.max(self.cycles)) - np.log(np.min(self.cycles)))
 
 
-def _bound_of(config: SimConfig) -> str:
-    if config.algorithm == "digital":
-        if config.mode != "none":
-            raise ParameterError("digital runs are checked without a pipeline (mode='none')")
-        return "digital_sgd"
-    return {"none": "analog_sgd", "sync": "analog_sgd_sp", "async": "analog_sgd_ap"}[config.mode]
-
-
-def predicted_cycles(name: str, eps: float, constants: dict):
-    r"""The theory's cycles to ``eps`` (:func:`theory.complexity.evaluate_complexity`), best theta.
-
-    Any :math:`\theta \in (0, 1)` gives a valid prediction; the one of fewest cycles is chosen by a
-    bounded Brent minimisation of :math:`\log` cycles over :math:`\theta` (targets below a
-    theta's floor count as infinitely many cycles). Returns ``(result, theta)``.
-    """
-    required = set(get_bound(name).parameters)
-    values = {p: v for p, v in constants.items() if p in PARAMETER_RANGES}
-
-    def at(theta):
-        kwargs = values | ({"theta": theta} if theta is not None else {})
-        return evaluate_complexity(name, eps, **kwargs)
-
-    if "theta" not in required:
-        return at(None), None
-
-    def cost(theta):
-        try:
-            return math.log(float(at(theta).cycles))
-        except UnreachableTargetError:
-            return math.inf
-
-    best = minimize_scalar(cost, bounds=(1e-6, 1 - 1e-6), method="bounded",
-                           options={"xatol": 1e-6})
-    if not np.isfinite(best.fun):
-        raise UnreachableTargetError(name, eps, float(at(0.999999).floor))
-    return at(float(best.x)), float(best.x)
-
-
 def cycles_to_eps(
     config: SimConfig, eps: float, *, region: tuple[float, float] | None = None,
-    lr: str | float = "theory",
+    lr: float | None = None,
 ) -> CyclesToEps:
     r"""Cycles until the running average of :math:`\lVert\nabla f\rVert^2` reaches ``eps``.
 
     Empirical: for each seed the smallest ``K >= 1`` with
     :math:`\frac1K\sum_{k<K}\lVert\nabla f(W_k)\rVert^2 \le \epsilon`, converted to cycles with the
     schedule's closed form (:func:`simulate.engine.cycles_after`). Theory: the registry entry of the
-    configuration's mode (``analog_sgd``, ``analog_sgd_sp``, ``analog_sgd_ap``, ``digital_sgd``)
-    through :func:`predicted_cycles`, with the problem's exact constants and the device constants
-    on ``region`` (default :math:`[-2 W^*_{\mathrm{scale}}, 2 W^*_{\mathrm{scale}}]`, inside the
-    device range). The run must stay in ``region`` (checked) so that the constants hold.
+    configuration's mode and algorithm (:func:`theory.theorems.bound_for`: ``analog_sgd``,
+    ``analog_sgd_sp``, ``analog_sgd_ap``, ``digital_sgd``) through
+    :func:`theory.admissible.predicted_cycles`, with the problem's exact constants and the device
+    constants on ``region`` (default :math:`[-2 W^*_{\mathrm{scale}}, 2 W^*_{\mathrm{scale}}]`,
+    inside the device range). The run must stay in ``region`` (checked) so that the constants
+    hold.
 
     Parameters
     ----------
@@ -560,13 +404,13 @@ def cycles_to_eps(
         Target (squared-gradient units), above the bound's floor.
     region : (float, float), optional
         The weight interval the device constants are computed on.
-    lr : "theory" or float
-        ``"theory"``: simulate with the prediction's own step for ``steps =`` its
+    lr : float, optional
+        ``None`` (default): simulate with the prediction's own step for ``steps =`` its
         ``ceil(K(eps))`` iterations (so simulation and prediction describe the same algorithm);
         a number: simulate ``config`` with that step for ``config.steps``.
     """
     check_range("eps", eps, 0, None, low_open=True)
-    name = _bound_of(config)
+    name = bound_for(config.mode, config.algorithm).name
     _validate(name, config)
     problem = make_problem(config)
     values = _base_constants(config, problem.L, problem.Delta, problem.sigma2)
@@ -575,7 +419,7 @@ def cycles_to_eps(
     if config.algorithm == "analog":
         values |= _device_constants(config, *region, visited=False)
     result, theta = predicted_cycles(name, eps, values)
-    if lr == "theory":
+    if lr is None:
         config = replace(config, lr=float(result.step), steps=int(result.iterations_int))
     else:
         config = replace(config, lr=check_range("lr", lr, 0, None, low_open=True))
@@ -603,143 +447,3 @@ def cycles_to_eps(
         predicted_step=float(result.step), predicted_iterations=int(result.iterations_int),
         theta=theta, constants=values | {"w_lo": region[0], "w_hi": region[1]},
     )
-
-
-# ------------------------------------------------------------------------------------------------
-# suites
-
-
-def check_point(point: dict) -> dict:
-    """Sweep function: :func:`check_bound` of ``point["bound"]`` and ``point["config"]``.
-
-    ``point = {"bound": str, "config": SimConfig.to_dict(), "z": float, "format":
-    VERIFY_FORMAT}``; returns :meth:`Check.to_dict`.
-    """
-    check = check_bound(point["bound"], SimConfig(**point["config"]), z=point["z"])
-    return check.to_dict()
-
-
-#: the weight region an lr is drawn against (W* in [-0.3, 0.3], W_0 = 0; margin for the noise)
-_LR_REGION = 0.5
-
-
-def _suite_config(name: str, fraction: float, **settings) -> SimConfig:
-    """``config_for(name, **settings)`` with ``lr = fraction * step_cap`` on the region +-0.5.
-
-    For devices whose range is below +-0.5 the region is 90 % of the range.
-    """
-    config = config_for(name, lr=1.0, **settings)
-    device = device_from_config(config)
-    lo = max(-_LR_REGION, 0.9 * device.w_min)
-    hi = min(_LR_REGION, 0.9 * device.w_max)
-    return replace(config, lr=float(f"{fraction * step_cap(name, config, lo, hi):.4g}"))
-
-
-def _quick() -> list[tuple[str, SimConfig]]:
-    base = dict(steps=400, seeds=16, log_every=400)
-    return [
-        ("digital_sgd", _suite_config("digital_sgd", 0.5, **base)),
-        ("analog_sgd", _suite_config("analog_sgd", 0.5, **base)),
-        ("analog_sgd_sp", _suite_config("analog_sgd_sp", 0.5, stages=4, micro_batches=4, **base)),
-        ("analog_sgd_ap", _suite_config("analog_sgd_ap", 0.5, stages=4, **base)),
-        ("analog_sgd", _suite_config("analog_sgd", 0.5, problem="least-squares", **base)),
-    ]
-
-
-def _standard() -> list[tuple[str, SimConfig]]:
-    base = dict(steps=3000, seeds=48, log_every=3000)
-    out = []
-    for sigma2 in (0.1, 1.0, 4.0):
-        out.append(("digital_sgd", _suite_config("digital_sgd", 0.5, sigma2=sigma2, **base)))
-    out.append(("digital_sgd", _suite_config(
-        "digital_sgd", 0.9, problem="least-squares", micro_batch_size=4, **base)))
-    for tau, sigma2 in ((0.5, 1.0), (1.0, 0.1), (1.0, 1.0), (1.0, 4.0), (2.0, 1.0), (4.0, 4.0)):
-        fraction = 0.3 if sigma2 > 1 else 0.5  # larger excursions: stay inside the lr region
-        out.append(("analog_sgd", _suite_config(
-            "analog_sgd", fraction, tau=tau, sigma2=sigma2, **base)))
-    for device in ("ecram-linearstep", "capacitor-linearstep"):
-        out.append(("analog_sgd", _suite_config("analog_sgd", 0.2, device=device, tau=None,
-                                                **base)))
-    out.append(("analog_sgd", _suite_config("analog_sgd", 0.9, problem="least-squares", **base)))
-    for stages, mb, b, sigma2 in ((1, 1, 1, 1.0), (2, 2, 1, 0.1), (4, 1, 4, 1.0), (4, 4, 2, 4.0),
-                                  (8, 8, 1, 1.0), (16, 4, 1, 0.1)):
-        out.append(("analog_sgd_sp", _suite_config(
-            "analog_sgd_sp", 0.5, stages=stages, micro_batches=mb, micro_batch_size=b,
-            sigma2=sigma2, **base)))
-    out.append(("analog_sgd_sp", _suite_config(
-        "analog_sgd_sp", 0.9, stages=4, micro_batches=4, problem="least-squares", **base)))
-    for tau in (0.5, 2.0):
-        out.append(("analog_sgd_sp", _suite_config(
-            "analog_sgd_sp", 0.5, stages=4, micro_batches=4, tau=tau, **base)))
-    out.append(("analog_sgd_sp", _suite_config(
-        "analog_sgd_sp", 0.5, stages=4, micro_batches=4, device="ecram-linearstep", tau=None,
-        **base)))
-    for stages, b, sigma2 in ((1, 1, 1.0), (2, 1, 1.0), (2, 4, 1.0), (4, 1, 1.0), (4, 2, 0.1),
-                              (8, 1, 1.0), (16, 1, 1.0)):
-        out.append(("analog_sgd_ap", _suite_config(
-            "analog_sgd_ap", 0.5, stages=stages, micro_batch_size=b, sigma2=sigma2, **base)))
-    out.append(("analog_sgd_ap", _suite_config(
-        "analog_sgd_ap", 0.5, stages=8, micro_batch_size=1, sigma2=4.0, tau=4.0, **base)))
-    for fraction in (0.1, 0.9):
-        out.append(("analog_sgd_ap", _suite_config("analog_sgd_ap", fraction, stages=4, **base)))
-    for tau in (0.5, 2.0):
-        out.append(("analog_sgd_ap", _suite_config("analog_sgd_ap", 0.5, stages=4, tau=tau,
-                                                   **base)))
-    for device in ("ecram-linearstep", "capacitor-linearstep"):
-        out.append(("analog_sgd_ap", _suite_config(
-            "analog_sgd_ap", 0.2, stages=4, device=device, tau=None, **base)))
-    out.append(("analog_sgd_ap", _suite_config(
-        "analog_sgd_ap", 0.9, stages=4, problem="least-squares", **base)))
-    return out
-
-
-def _thorough() -> list[tuple[str, SimConfig]]:
-    base = dict(steps=3000, seeds=32, log_every=3000)
-    out = []
-    for seed in range(3):
-        for fraction in (0.2, 0.5, 0.9):
-            for sigma2 in (0.1, 1.0, 4.0):
-                out.append(("digital_sgd", _suite_config(
-                    "digital_sgd", fraction, sigma2=sigma2, seed=seed, **base)))
-                for tau in (0.5, 1.0, 2.0):
-                    out.append(("analog_sgd", _suite_config(
-                        "analog_sgd", fraction, tau=tau, sigma2=sigma2, seed=seed, **base)))
-                for stages, mb in ((2, 2), (4, 4), (8, 8)):
-                    out.append(("analog_sgd_sp", _suite_config(
-                        "analog_sgd_sp", fraction, stages=stages, micro_batches=mb,
-                        sigma2=sigma2, seed=seed, **base)))
-                for stages in (2, 4, 8):
-                    out.append(("analog_sgd_ap", _suite_config(
-                        "analog_sgd_ap", fraction, stages=stages, sigma2=sigma2, seed=seed,
-                        **base)))
-    return out
-
-
-#: suite name -> builder of its (bound, config) list
-SUITES = {"quick": _quick, "standard": _standard, "thorough": _thorough}
-
-
-def suite_points(suite: str, *, z: float = 4.0) -> list[dict]:
-    """The sweep points of ``suite`` (see :func:`check_point`)."""
-    if suite not in SUITES:
-        raise ParameterError(f"suite={suite!r} is unknown; valid: {', '.join(SUITES)}")
-    check_range("z", z, 0, None)  # before any check runs, not inside a sweep worker
-    return [
-        {"bound": name, "config": config.to_dict(), "z": float(z), "format": VERIFY_FORMAT}
-        for name, config in SUITES[suite]()
-    ]
-
-
-def run_suite(
-    name: str, jobs: int | None = None, scheduler=None, *, cache=True, z: float = 4.0,
-    progress: bool | None = None,
-) -> list[Check]:
-    """Run the checks of suite ``name`` (``quick``, ``standard``, ``thorough``) as a cached sweep.
-
-    ``jobs``, ``scheduler``, ``cache`` and ``progress`` are those of
-    :func:`simulate.sweep.run_sweep` (finished checks are cached and reused).
-    """
-    points = suite_points(name, z=z)
-    sweep = run_sweep(check_point, points, jobs=jobs, scheduler=scheduler, cache=cache,
-                      progress=progress, desc=f"verify {name}")
-    return [Check.from_dict(result) for result in sweep.results]

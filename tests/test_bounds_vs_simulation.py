@@ -29,7 +29,7 @@ from simulate.verify import (
     config_for,
     cycles_to_eps,
     empirical_floor,
-    step_cap,
+    region_step_cap,
 )
 from theory.errors import ParameterError
 
@@ -77,7 +77,7 @@ def admissible_configs(draw, name: str) -> SimConfig:
     lo, hi = -REGION, REGION
     if tau is not None:
         lo, hi = max(lo, -0.9 * tau), min(hi, 0.9 * tau)
-    return replace(config, lr=fraction * step_cap(name, config, lo, hi))
+    return replace(config, lr=fraction * region_step_cap(name, config, lo, hi))
 
 
 def _check_or_reject(name: str, config: SimConfig):
@@ -119,7 +119,7 @@ def test_async_one_stage_is_sync_one_micro_batch_bit_for_bit(b, device, sigma2, 
     sync = config_for("analog_sgd_sp", stages=1, micro_batches=1, micro_batch_size=b,
                       device=device, tau=tau, sigma2=sigma2, steps=steps, seeds=8, lr=1.0,
                       log_every=1, seed=seed)
-    sync = replace(sync, lr=fraction * step_cap("analog_sgd_sp", sync, -0.45, 0.45))
+    sync = replace(sync, lr=fraction * region_step_cap("analog_sgd_sp", sync, -0.45, 0.45))
     asyn = replace(sync, mode="async")
     a, s = run(asyn), run(sync)
     for field in ("loss", "grad_norm2", "avg_grad_norm2", "w_min_visited", "w_max_visited",
@@ -183,7 +183,7 @@ def test_cycles_to_eps_ordering_agrees_with_theory(eps):
     r"""Which pipeline reaches eps in fewer cycles agrees with theory where the gap is resolved.
 
     For each M of the grid, sync (B = 4) and async are simulated with the theory's own step for
-    ``eps`` (``cycles_to_eps(lr="theory")``), R = 12 seeds, soft bounds tau = 1, sigma2 = 0.01,
+    ``eps`` (``cycles_to_eps(lr=None)``), R = 12 seeds, soft bounds tau = 1, sigma2 = 0.01,
     device constants on [-0.4, 0.4] (the runs are checked to stay inside). The rule:
 
     - theory gap :math:`\Gamma = |\ln(C^{th}_{sync}/C^{th}_{async})|`;

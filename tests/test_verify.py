@@ -9,25 +9,23 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-import sympy as sp
 
 from paper_figures.cli import main
-from simulate import verify, verify_cli
-from simulate.analog import device_from_config
-from simulate.engine import cycles_after, run
+from simulate import verify
+from simulate.commands import verify as verify_cli
+from simulate.config import device_from_config
+from simulate.engine import run
+from simulate.staleness import cycles_after
+from simulate.suites import suite_points
 from simulate.verify import (
-    ALGORITHM_OF,
     Check,
     check_bound,
     config_for,
     cycles_to_eps,
     empirical_floor,
-    predicted_cycles,
-    run_suite,
-    step_cap,
-    suite_points,
-    tightest_theta,
+    region_step_cap,
 )
+from theory.admissible import predicted_cycles
 from theory.complexity import evaluate_complexity
 from theory.errors import ParameterError
 from theory.theorems import get_bound
@@ -40,58 +38,6 @@ def _symbolic(name: str, expr_attr: str, values: dict) -> float:
     expr = getattr(get_bound(name), expr_attr)
     subs = {s: values[s.name] for s in expr.free_symbols}
     return float(expr.subs(subs).evalf(30))
-
-
-# ------------------------------------------------------------------------------------------------
-# theta
-
-
-AP_CONSTANTS = dict(L=1.0, L_s=1.0, Delta=0.2, sigma2=1.0, b=1, D=3, q_min=0.6, q_max=1.4,
-                    G_inf=0.4)
-
-
-def test_tightest_theta_is_admissible_and_minimal_on_a_grid():
-    lr, steps = 0.004, 1000
-    theta, bound = tightest_theta("analog_sgd_ap", lr, steps, AP_CONSTANTS)
-    values = AP_CONSTANTS | {"theta": theta, "K": steps, "alpha": lr}
-    assert lr * _symbolic("analog_sgd_ap", "inv_step_cap", values) <= 1 + 1e-12
-    assert bound == pytest.approx(_symbolic("analog_sgd_ap", "expr", values), rel=1e-12)
-    theta_sym = next(s for s in get_bound("analog_sgd_ap").expr.free_symbols if s.name == "theta")
-
-    def univariate(attr):  # every constant substituted, then a function of theta alone
-        expr = getattr(get_bound("analog_sgd_ap"), attr)
-        expr = expr.subs({s: values[s.name] for s in expr.free_symbols if s.name != "theta"})
-        return sp.lambdify(theta_sym, expr, "numpy")
-
-    grid = np.linspace(1e-4, 1 - 1e-4, 4001)
-    cap, expr = univariate("inv_step_cap"), univariate("expr")
-    admissible = [t for t in grid if lr * cap(t) <= 1]
-    assert admissible, "the grid must contain admissible thetas"
-    brute = min(expr(t) for t in admissible)
-    assert bound <= brute * (1 + 1e-9)
-    assert 0 < theta < max(admissible) + 1e-3  # interior optimum for Theorem 4 here
-
-
-def test_tightest_theta_of_theorem_2_is_the_cap_root():
-    """Theorem 2's bound decreases in theta, so the best theta puts alpha exactly at the cap."""
-    constants = dict(L=1.0, Delta=0.2, sigma2=1.0, n=2, q_min=0.6, q_max=1.4, G_inf=0.4)
-    lr = 0.1
-    theta, _ = tightest_theta("analog_sgd", lr, 500, constants)
-    cap = _symbolic("analog_sgd", "inv_step_cap", constants | {"theta": theta})
-    assert lr * cap == pytest.approx(1.0, rel=1e-8)
-
-
-def test_inadmissible_step_raises_and_digital_has_no_theta():
-    constants = dict(L=1.0, Delta=0.2, sigma2=1.0, n=2, q_min=0.6, q_max=1.4, G_inf=0.4)
-    sup = 0.6 / 1.4**2  # q_min / (L q_max^2), the cap at theta -> 0
-    with pytest.raises(ParameterError, match="lr=0.31 is inadmissible for analog_sgd"):
-        tightest_theta("analog_sgd", 0.31, 500, constants)
-    assert sup < 0.31
-    theta, bound = tightest_theta("digital_sgd", 0.5, 100, dict(L=1.0, Delta=0.2, sigma2=1.0, n=2))
-    assert theta is None
-    assert bound == pytest.approx(2 * 0.2 / (0.5 * 100) + 0.5 / 2)
-    with pytest.raises(ParameterError, match="valid range lr < 1"):
-        tightest_theta("digital_sgd", 1.5, 100, dict(L=1.0, Delta=0.2, sigma2=1.0, n=2))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -110,8 +56,8 @@ def test_check_bound_plugs_in_the_constants_of_the_run():
     k = check.constants
     assert (k["q_min"], k["q_max"], k["G_inf"]) == (dc.q_min, dc.q_max, dc.G_inf)
     assert (k["w_lo"], k["w_hi"]) == (w_lo, w_hi)
-    assert k["L"] == k["L_s"] == trace.config["constants"]["L"]
-    assert k["Delta"] == trace.config["constants"]["Delta"]
+    assert k["L"] == k["L_s"] == trace.constants.L
+    assert k["Delta"] == trace.constants.Delta
     assert (k["b"], k["D"], k["K"], k["alpha"]) == (2, 2, 120, 0.004)
     assert check.bound == pytest.approx(_symbolic("analog_sgd_ap", "expr", k), rel=1e-12)
     assert check.ratio == pytest.approx(check.bound / check.empirical)
@@ -160,10 +106,10 @@ def test_check_bound_rejects_a_clipped_run():
 
 def test_step_cap_is_the_theta_zero_cap_on_the_region():
     config = config_for("analog_sgd_sp", micro_batches=2, tau=1.0, lr=0.01, **SMALL)
-    cap = step_cap("analog_sgd_sp", config, -0.5, 0.5)
+    cap = region_step_cap("analog_sgd_sp", config, -0.5, 0.5)
     assert cap == pytest.approx(0.5 / 1.5**2)  # q_min / (L q_max^2), soft bounds, L = 1
     with pytest.raises(ParameterError, match="W_max=1.2 must be < tau=1"):
-        step_cap("analog_sgd_sp", config, -1.2, 0.5)
+        region_step_cap("analog_sgd_sp", config, -1.2, 0.5)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -216,21 +162,7 @@ def test_cycles_to_eps_refuses_a_region_the_run_leaves():
 
 
 # ------------------------------------------------------------------------------------------------
-# suites and command line
-
-
-def test_suites_cover_every_checkable_bound():
-    quick = suite_points("quick")
-    standard = suite_points("standard")
-    assert {p["bound"] for p in quick} == set(ALGORITHM_OF)
-    assert 35 <= len(standard) <= 60
-    for name in ALGORITHM_OF:
-        assert sum(p["bound"] == name for p in standard) >= 4
-    for point in standard:
-        cfg = point["config"]
-        assert cfg["seeds"] >= 32 and cfg["update"] == "expected"
-    with pytest.raises(ParameterError, match="suite='huge' is unknown"):
-        suite_points("huge")
+# command line
 
 
 def test_a_negative_margin_is_refused_before_any_check_runs(capsys):
@@ -240,16 +172,6 @@ def test_a_negative_margin_is_refused_before_any_check_runs(capsys):
     assert main(["verify", "--no-cache", "--jobs", "1", "--z", "-1"]) == 2
     err = capsys.readouterr().err.strip()
     assert "z=-1.0" in err and "sweep" not in err and len(err.splitlines()) == 1
-
-
-def test_run_suite_quick_passes_and_equals_direct_checks(tmp_path):
-    checks = run_suite("quick", jobs=1, cache=tmp_path)
-    assert len(checks) == len(suite_points("quick"))
-    assert all(check.passed for check in checks)
-    assert all(check.ratio >= 1 for check in checks)
-    direct = check_bound(checks[0].bound_name, checks[0].config)
-    assert direct == checks[0]
-    assert run_suite("quick", jobs=1, cache=tmp_path) == checks  # from the cache
 
 
 def test_cli_writes_csv_and_json_and_prints_the_summary(tmp_path, capsys):

@@ -10,13 +10,11 @@ simulate run their points through :func:`simulate.sweep.run_sweep`: ``--jobs``, 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tqdm import tqdm
-
-from simulate.sweep import add_sweep_arguments, sweep_options
+from simulate.commands.options import add_sweep_arguments, sweep_options
+from simulate.progress import progress_bar
 from theory.commands import command_main
 from theory.errors import ParameterError
 
@@ -58,10 +56,12 @@ def run(args: argparse.Namespace) -> int:
     names = list(FIGURES) if args.target == "all" else [args.target]
     modules = [load_figure(name) for name in names]
     sweep = sweep_options(args)
-    for module in tqdm(modules, desc="figures", unit="figure", disable=not sys.stderr.isatty()):
-        options = sweep if module.USES_SWEEP else {}
-        for path in module.write(args.out, quick=args.quick, **options):
-            print(path)
+    with progress_bar(len(modules), desc="figures", unit="figure") as bar:
+        for module in modules:
+            options = sweep if module.USES_SWEEP else {}
+            for path in module.write(args.out, quick=args.quick, **options):
+                print(path)
+            bar.update()
     return 0
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bounds.cli import DEFAULT_EPS, DEFAULT_PRESET
-from simulate.sweep import add_sweep_arguments, sweep_options
+from simulate.commands.options import add_sweep_arguments, sweep_options
 from theory.commands import command_main
 
 from ..report import write_report

@@ -1,6 +1,7 @@
 """``aimc-pipeline verify``: check every bound against simulation on the oracle problems.
 
-Runs a suite of :func:`simulate.verify.check_bound` checks as a cached sweep, prints one row per
+Runs a case table of :mod:`simulate.suites` (:func:`simulate.suites.run_suite`: one
+:func:`simulate.verify.check_bound` per row) as a cached sweep, prints one row per
 check (bound, configuration, empirical mean +- standard error, bound value, ratio bound/empirical,
 pass) and a summary per registry entry (smallest and median ratio), writes ``verify.csv`` and
 ``verify.json`` into ``--out``, and exits 1 when a check fails (naming it on stderr).
@@ -17,9 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .commands.options import add_sweep_arguments, sweep_options
-from .jsonio import strict_json
-from .verify import SUITES, Check, run_suite
+from theory.commands import command_main
+
+from ..jsonio import strict_json
+from ..suites import SUITES, run_suite
+from ..verify import Check
+from .options import add_sweep_arguments, sweep_options
 
 __all__ = [
     "CSV_COLUMNS",
@@ -27,6 +31,7 @@ __all__ = [
     "RatioSummary",
     "build_parser",
     "config_label",
+    "main",
     "markdown_table",
     "ratio_summaries",
     "run",
@@ -201,3 +206,8 @@ def run(args: argparse.Namespace) -> int:
               f"> bound {check.bound:.6g} + {check.margin_z:g} * stderr {check.stderr:.3g}",
               file=sys.stderr)
     return 1 if failed else 0
+
+
+def main(argv=None) -> int:
+    """``aimc-pipeline verify`` with ``argv`` (default: ``sys.argv[1:]``); the exit status."""
+    return command_main("aimc-pipeline verify", DESCRIPTION, build_parser, run, argv)
