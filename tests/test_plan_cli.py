@@ -8,8 +8,8 @@ import json
 import pytest
 
 from bounds.models import load_model
-from bounds.params import ProblemParams, from_preset
-from bounds.planner import PlanHardware, PlanLimits, plan
+from bounds.params import PlanHardware, PlanLimits, ProblemParams, from_preset
+from bounds.planner import plan
 from paper_figures.cli import main
 
 SMALL = ["--max-micro-batches", "32", "--max-micro-batch-size", "32"]

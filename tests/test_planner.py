@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bounds.models import Layer, Model
-from bounds.params import ProblemParams, from_preset
+from bounds.params import PlanHardware, PlanLimits, ProblemParams, from_preset
 from bounds.partition import best_partition
-from bounds.planner import PlanHardware, PlanLimits, plan
+from bounds.planner import plan
 from bounds.relaxation import build_gp, rate_monomials, solve_relaxation
 from simulate.timeline import build_timeline
 from theory.complexity import evaluate_complexity
