@@ -17,8 +17,10 @@ __all__ = ["COMMANDS", "main"]
 #: command name -> (module, one-line summary)
 COMMANDS: dict[str, tuple[str, str]] = {
     "schedule": ("simulate.schedule_cli", "print a pipeline timeline (Gantt chart) and summary"),
-    "bounds": ("bounds.cli", "evaluate and compare the complexity bounds for given hardware"),
-    "plan": ("bounds.plan_cli", "choose mode, stages and micro-batches for a model and hardware"),
+    "bounds": ("bounds.commands.bounds",
+               "evaluate and compare the complexity bounds for given hardware"),
+    "plan": ("bounds.commands.plan",
+             "choose mode, stages and micro-batches for a model and hardware"),
     "simulate": ("simulate.cli", "simulate digital/analog SGD through a pipeline"),
     "verify": ("simulate.verify_cli", "check every bound against simulation on oracle problems"),
     "figures": ("paper_figures.figures_cli", "regenerate the paper's figures"),

@@ -1,0 +1,73 @@
+"""Flag groups shared by the ``bounds`` and ``plan`` commands, written once.
+
+Every flag here has no argparse default (``SUPPRESS``): a flag that is not given leaves the value
+of the configuration underneath (a ``--config`` file, or the dataclass default), and the help
+text states that default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from ..params import ProblemParams
+
+__all__ = ["PROBLEM_FLAGS", "add_problem_flags", "add_weight_bound_flag", "given",
+           "problem_from_args"]
+
+#: the :class:`~bounds.params.ProblemParams` fields that have a flag (the flags' ``dest``)
+PROBLEM_FLAGS = ("L", "L_s", "Delta", "sigma2", "theta")
+
+
+def add_problem_flags(parser: argparse.ArgumentParser) -> None:
+    """Add ``--L --L-s --delta --sigma2 --theta`` (the constants of :class:`ProblemParams`)."""
+    problem = ProblemParams()
+    parser.add_argument(
+        "--L", type=float, dest="L", default=argparse.SUPPRESS,
+        help=f"smoothness constant L of f (A1); default {problem.L:g}",
+    )
+    parser.add_argument(
+        "--L-s", type=float, dest="L_s", default=argparse.SUPPRESS,
+        help="Lipschitz constant L_s of the stale update signal (A4); default L",
+    )
+    parser.add_argument(
+        "--delta", type=float, dest="Delta", default=argparse.SUPPRESS,
+        help=f"initial gap Delta = f(W_0) - f* (A1); default {problem.Delta:g}",
+    )
+    parser.add_argument(
+        "--sigma2", type=float, default=argparse.SUPPRESS,
+        help=f"per-sample gradient variance sigma^2 (A2); default {problem.sigma2:g}",
+    )
+    parser.add_argument(
+        "--theta", type=float, default=argparse.SUPPRESS,
+        help=f"Young split theta of the analog bounds, in (0, 1); default {problem.theta:g}",
+    )
+
+
+def add_weight_bound_flag(parser: argparse.ArgumentParser) -> None:
+    """Add ``--weight-bound`` (W_max of :class:`~bounds.params.HardwareParams`)."""
+    parser.add_argument(
+        "--weight-bound", type=float, metavar="W", default=argparse.SUPPRESS,
+        help="W_max, half-width of the weight region around the device's symmetric point "
+        "(weight units of the device); default half the distance to the nearer device bound",
+    )
+
+
+def given(args: argparse.Namespace, names) -> dict:
+    """The options among ``names`` that were given on the command line (by ``dest``)."""
+    return {name: getattr(args, name) for name in names if hasattr(args, name)}
+
+
+def problem_from_args(args: argparse.Namespace, base: ProblemParams | None = None) -> ProblemParams:
+    """``base`` (default ``ProblemParams()``) with the problem flags that were given.
+
+    ``L_s`` follows a new ``--L`` unless ``--L-s`` is given or ``base`` sets an ``L_s`` of its own.
+    """
+    base = ProblemParams() if base is None else base
+    flags = given(args, PROBLEM_FLAGS)
+    if not flags:
+        return base
+    if "L" in flags and "L_s" not in flags and base.L_s == base.L:
+        flags["L_s"] = None  # L_s follows L unless set
+    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base) if f.init}
+    return ProblemParams(**{**fields, **flags})
