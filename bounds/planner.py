@@ -23,7 +23,7 @@ Constraints, for every stage :math:`j`:
 - **tiles**: the stage's tiles :math:`\le` tiles per accelerator (layers are not split);
 - **memory**: :math:`b \cdot h_j \cdot a_j \cdot \mathrm{bytes} \le` activation buffer, with
   :math:`a_j` the activation values the stage stores per sample and :math:`h_j` the micro-batches it
-  holds at once (:func:`bounds.partition.in_flight`, derived from the schedules);
+  holds at once (:func:`theory.schedules.in_flight`, derived from the schedules);
 - :math:`1 \le M \le \min(P, \ell)`, :math:`1 \le B \le B_{\max}`, :math:`1 \le b \le b_{\max}`
   (:class:`PlanLimits`); a target at or below a mode's floor for every allowed batch rules the mode
   out, with the reason.

@@ -169,6 +169,10 @@ def build_gp(mode: str, exponents: tuple, shifted: bool = False) -> GPModel:
 
     ``shifted`` adds the tighter cycle minorant with :math:`\\kappa = 1 - 1/M_\\mathrm{lo} > 0`
     (a zero :math:`\\kappa` is not a valid positive parameter, so it is a separate problem).
+
+    The cached problem is shared and mutable on purpose (the DPP idiom): every
+    :func:`solve_relaxation` overwrites its ``Parameter.value``s before solving, so the compiled
+    problem is reused and a new ``eps`` re-solves without recompiling.
     """
     v = {k: cp.Variable(pos=True, name=k) for k in ("M", "b", "K", "s", "tc")}
     count = cp.Variable(pos=True, name="B") if mode == "sync" else None
