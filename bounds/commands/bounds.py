@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -35,7 +34,13 @@ from ..params import (
     from_preset,
     load_config,
 )
-from .options import add_problem_flags, add_weight_bound_flag, given, problem_from_args
+from .options import (
+    add_problem_flags,
+    add_weight_bound_flag,
+    given,
+    init_fields,
+    problem_from_args,
+)
 
 __all__ = [
     "DESCRIPTION", "TABLE_MARKERS", "bounds_config_from_args", "build_parser", "main",
@@ -123,7 +128,7 @@ def bounds_config_from_args(args: argparse.Namespace) -> BoundsConfig:
         base = load_config(args.config)
         hardware = base.hardware
         if hardware_flags:
-            hardware = HardwareParams(**{**_fields(hardware), **hardware_flags})
+            hardware = HardwareParams(**{**init_fields(hardware), **hardware_flags})
         problem, pipeline, eps, preset = base.problem, base.pipeline, base.eps, base.preset
     else:
         preset = getattr(args, "preset", DEFAULT_PRESET)
@@ -132,14 +137,10 @@ def bounds_config_from_args(args: argparse.Namespace) -> BoundsConfig:
     problem = problem_from_args(args, problem)
     pipeline_flags = given(args, _PIPELINE_FLAGS)
     if pipeline_flags:
-        pipeline = PipelineConfig(**{**_fields(pipeline), **pipeline_flags})
+        pipeline = PipelineConfig(**{**init_fields(pipeline), **pipeline_flags})
     eps = getattr(args, "eps", eps if eps is not None else DEFAULT_EPS)
     return BoundsConfig(hardware=hardware, problem=problem, pipeline=pipeline, eps=eps,
                         preset=preset)
-
-
-def _fields(obj) -> dict:
-    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.init}
 
 
 def _list_presets() -> str:

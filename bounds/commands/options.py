@@ -13,7 +13,7 @@ import dataclasses
 from ..params import ProblemParams
 
 __all__ = ["PROBLEM_FLAGS", "add_problem_flags", "add_weight_bound_flag", "given",
-           "problem_from_args"]
+           "init_fields", "problem_from_args"]
 
 #: the :class:`~bounds.params.ProblemParams` fields that have a flag (the flags' ``dest``)
 PROBLEM_FLAGS = ("L", "L_s", "Delta", "sigma2", "theta")
@@ -53,6 +53,11 @@ def add_weight_bound_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def init_fields(obj) -> dict:
+    """The constructor fields of dataclass instance ``obj`` (to rebuild it with overrides)."""
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.init}
+
+
 def given(args: argparse.Namespace, names) -> dict:
     """The options among ``names`` that were given on the command line (by ``dest``)."""
     return {name: getattr(args, name) for name in names if hasattr(args, name)}
@@ -69,5 +74,4 @@ def problem_from_args(args: argparse.Namespace, base: ProblemParams | None = Non
         return base
     if "L" in flags and "L_s" not in flags and base.L_s == base.L:
         flags["L_s"] = None  # L_s follows L unless set
-    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base) if f.init}
-    return ProblemParams(**{**fields, **flags})
+    return ProblemParams(**{**init_fields(base), **flags})

@@ -27,7 +27,7 @@ __all__ = [
     "preset_table",
 ]
 
-#: the top-level tables of a preset file
+#: the top-level tables of a preset file (``timing`` is read and validated by :mod:`bounds`)
 PRESET_TABLES = ("device", "timing")
 
 
