@@ -35,6 +35,7 @@ from ..params import (
     load_config,
 )
 from .options import (
+    add_flags,
     add_problem_flags,
     add_weight_bound_flag,
     given,
@@ -76,24 +77,18 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
         f"squared-gradient units (those of sigma2); default {DEFAULT_EPS:g}",
     )
     pipe = PipelineConfig()
-    parser.add_argument(
-        "--stages", type=int, metavar="M", default=argparse.SUPPRESS,
-        help=f"pipeline stages M (accelerators); default {pipe.stages}",
-    )
-    parser.add_argument(
-        "--micro-batches", type=int, metavar="B", default=argparse.SUPPRESS,
-        help="micro-batches per mini-batch B (synchronous pipeline, and the mini-batch B*b of the "
-        f"non-pipelined baselines); default {pipe.micro_batches}",
-    )
-    parser.add_argument(
-        "--micro-batch-size", type=int, metavar="b", default=argparse.SUPPRESS,
-        help=f"samples per micro-batch b; default {pipe.micro_batch_size}",
-    )
+    add_flags(parser, (
+        ("--stages", "stages", int, "M",
+         f"pipeline stages M (accelerators); default {pipe.stages}"),
+        ("--micro-batches", "micro_batches", int, "B",
+         "micro-batches per mini-batch B (synchronous pipeline, and the mini-batch B*b of the "
+         f"non-pipelined baselines); default {pipe.micro_batches}"),
+        ("--micro-batch-size", "micro_batch_size", int, "b",
+         f"samples per micro-batch b; default {pipe.micro_batch_size}"),
+    ))
     add_weight_bound_flag(parser)
-    parser.add_argument(
-        "--layers", type=int, metavar="N", default=argparse.SUPPRESS,
-        help="analog layers of the model (timing model); default 16",
-    )
+    add_flags(parser, [("--layers", "layers", int, "N",
+                        "analog layers of the model (timing model); default 16")])
     add_problem_flags(parser)
     output = parser.add_mutually_exclusive_group()
     output.add_argument(

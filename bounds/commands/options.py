@@ -9,48 +9,50 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Sequence
 
 from ..params import ProblemParams
 
-__all__ = ["PROBLEM_FLAGS", "add_problem_flags", "add_weight_bound_flag", "given",
+__all__ = ["PROBLEM_FLAGS", "add_flags", "add_problem_flags", "add_weight_bound_flag", "given",
            "init_fields", "problem_from_args"]
 
 #: the :class:`~bounds.params.ProblemParams` fields that have a flag (the flags' ``dest``)
 PROBLEM_FLAGS = ("L", "L_s", "Delta", "sigma2", "theta")
 
 
+def add_flags(parser: argparse.ArgumentParser, rows: Sequence[tuple]) -> None:
+    """Add one flag without an argparse default per row ``(flag, dest, type, metavar, help)``.
+
+    ``metavar`` None keeps argparse's (the upper-case ``dest``).
+    """
+    for flag, dest, kind, metavar, help_text in rows:
+        parser.add_argument(flag, type=kind, dest=dest, metavar=metavar,
+                            default=argparse.SUPPRESS, help=help_text)
+
+
 def add_problem_flags(parser: argparse.ArgumentParser) -> None:
     """Add ``--L --L-s --delta --sigma2 --theta`` (the constants of :class:`ProblemParams`)."""
     problem = ProblemParams()
-    parser.add_argument(
-        "--L", type=float, dest="L", default=argparse.SUPPRESS,
-        help=f"smoothness constant L of f (A1); default {problem.L:g}",
-    )
-    parser.add_argument(
-        "--L-s", type=float, dest="L_s", default=argparse.SUPPRESS,
-        help="Lipschitz constant L_s of the stale update signal (A4); default L",
-    )
-    parser.add_argument(
-        "--delta", type=float, dest="Delta", default=argparse.SUPPRESS,
-        help=f"initial gap Delta = f(W_0) - f* (A1); default {problem.Delta:g}",
-    )
-    parser.add_argument(
-        "--sigma2", type=float, default=argparse.SUPPRESS,
-        help=f"per-sample gradient variance sigma^2 (A2); default {problem.sigma2:g}",
-    )
-    parser.add_argument(
-        "--theta", type=float, default=argparse.SUPPRESS,
-        help=f"Young split theta of the analog bounds, in (0, 1); default {problem.theta:g}",
-    )
+    add_flags(parser, (
+        ("--L", "L", float, None, f"smoothness constant L of f (A1); default {problem.L:g}"),
+        ("--L-s", "L_s", float, None,
+         "Lipschitz constant L_s of the stale update signal (A4); default L"),
+        ("--delta", "Delta", float, None,
+         f"initial gap Delta = f(W_0) - f* (A1); default {problem.Delta:g}"),
+        ("--sigma2", "sigma2", float, None,
+         f"per-sample gradient variance sigma^2 (A2); default {problem.sigma2:g}"),
+        ("--theta", "theta", float, None,
+         f"Young split theta of the analog bounds, in (0, 1); default {problem.theta:g}"),
+    ))
 
 
 def add_weight_bound_flag(parser: argparse.ArgumentParser) -> None:
     """Add ``--weight-bound`` (W_max of :class:`~bounds.params.HardwareParams`)."""
-    parser.add_argument(
-        "--weight-bound", type=float, metavar="W", default=argparse.SUPPRESS,
-        help="W_max, half-width of the weight region around the device's symmetric point "
-        "(weight units of the device); default half the distance to the nearer device bound",
-    )
+    add_flags(parser, [(
+        "--weight-bound", "weight_bound", float, "W",
+        "W_max, half-width of the weight region around the device's symmetric point (weight "
+        "units of the device); default half the distance to the nearer device bound",
+    )])
 
 
 def init_fields(obj) -> dict:
