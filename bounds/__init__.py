@@ -3,7 +3,9 @@
 - :mod:`bounds.params`: ``HardwareParams``, ``ProblemParams``, ``PipelineConfig``, presets, TOML;
 - :mod:`bounds.timing`: the one timing model turning clock cycles into seconds;
 - :mod:`bounds.evaluate`: ``evaluate`` one bound, ``compare`` all of them side by side;
-- :mod:`bounds.models`, :mod:`bounds.partition`, :mod:`bounds.planner`: the planner.
+- :mod:`bounds.models`, :mod:`bounds.partition`, :mod:`bounds.relaxation`, :mod:`bounds.planner`:
+  the planner;
+- :mod:`bounds.commands`: the ``aimc-pipeline bounds`` and ``plan`` commands (argparse only there).
 """
 
 from theory.schedules import in_flight
@@ -14,13 +16,16 @@ from .params import (
     BoundsConfig,
     HardwareParams,
     PipelineConfig,
+    PlanHardware,
+    PlanLimits,
     ProblemParams,
     dump_config,
     from_preset,
     load_config,
 )
 from .partition import Partition, best_partition
-from .planner import Candidate, Plan, PlanHardware, PlanLimits, Relaxed, plan, time_grid
+from .planner import Candidate, Plan, RateTerms, SolveTimes, plan, time_grid
+from .relaxation import Relaxed
 from .timing import TimingModel
 
 __all__ = [
@@ -37,7 +42,9 @@ __all__ = [
     "PlanHardware",
     "PlanLimits",
     "ProblemParams",
+    "RateTerms",
     "Relaxed",
+    "SolveTimes",
     "TimingModel",
     "best_partition",
     "compare",

@@ -2,7 +2,7 @@
 
 import sys
 
-from paper_figures.cli import run_command
+from .commands.bounds import main
 
 if __name__ == "__main__":
-    sys.exit(run_command("bounds"))
+    sys.exit(main())

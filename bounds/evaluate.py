@@ -30,13 +30,14 @@ more iterations than an int64 holds, gives a row with the floor and the reason i
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
-import sympy as sp
 
 from theory import complexity, theorems
+from theory.compiled import compile_expr
 from theory.devices import SoftBounds
 from theory.errors import IterationLimitError, UnreachableTargetError, check_range
 from theory.symbols import K, alpha
@@ -44,7 +45,8 @@ from theory.symbols import K, alpha
 from .params import HardwareParams, PipelineConfig, ProblemParams
 
 __all__ = [
-    "BASELINE", "TOO_MANY", "BoundResult", "Comparison", "compare", "evaluate", "theory_values",
+    "BASELINE", "TOO_MANY", "BoundResult", "Comparison", "compare", "evaluate", "finite_or_none",
+    "theory_values",
 ]
 
 #: the entry speedups are measured against: analog SGD without pipeline, mini-batch B*b
@@ -121,35 +123,27 @@ class BoundResult:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
-def _compile(expr: sp.Expr, leading: tuple = ()):
-    """``expr`` as ``f(*leading, values)`` with ``values`` a dict by symbol name (lambdify once)."""
-    free = sorted(sp.sympify(expr).free_symbols - set(leading), key=lambda s: s.name)
-    fn = sp.lambdify((*leading, *free), expr, "numpy")
-    names = tuple(s.name for s in free)
-
-    def evaluate_at(*args):
-        *head, values = args
-        return fn(*head, *(values[p] for p in names))
-
-    return evaluate_at
-
-
 @cache
 def _bound_value(name: str):
     """The registry bound ``expr`` as a function of ``(K, alpha, values)``, compiled once."""
-    return _compile(theorems.get_bound(name).expr, (K, alpha))
+    return compile_expr(theorems.get_bound(name).expr, (K, alpha))
 
 
 @cache
 def _floor(name: str):
     """The registry ``floor`` as a function of ``values``, compiled once."""
-    return _compile(theorems.get_bound(name).floor)
+    return compile_expr(theorems.get_bound(name).floor)
 
 
 @cache
 def _batch(name: str):
     """The registry ``batch`` (samples per iteration) as a function of ``values``."""
-    return _compile(theorems.get_bound(name).batch)
+    return compile_expr(theorems.get_bound(name).batch)
+
+
+def finite_or_none(value):
+    """``value``, or ``None`` if it is a non-finite float (JSON has no NaN or infinity)."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def theory_values(hardware: HardwareParams, problem: ProblemParams) -> dict[str, float]:

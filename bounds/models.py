@@ -46,7 +46,7 @@ import numpy as np
 
 from theory.errors import ParameterError, check_range
 
-from .params import _check_keys, read_text
+from .params import check_keys, read_text
 
 __all__ = ["Layer", "Model", "list_models", "load_model", "model_from_table"]
 
@@ -181,7 +181,7 @@ def _frozen(values) -> np.ndarray:
 
 
 def _layer(where: str, table: dict, parameters: dict, name: str) -> Layer:
-    _check_keys(where, table, _LAYER_KEYS)
+    check_keys(where, table, _LAYER_KEYS)
     for key in ("rows", "cols"):
         if key not in table:
             raise ParameterError(f"{where}: missing key {key!r}; required: rows, cols")
@@ -207,7 +207,7 @@ def model_from_table(table: dict, **parameters) -> Model:
         Overrides of its ``[parameters]`` entries (e.g. ``sequence_length=512``); a name the
         description does not define is an error.
     """
-    _check_keys("model description", table, _TOP_KEYS)
+    check_keys("model description", table, _TOP_KEYS)
     name = table.get("name", "model")
     declared = table.get("parameters", {})
     if not isinstance(declared, dict):
@@ -229,7 +229,7 @@ def model_from_table(table: dict, **parameters) -> Model:
     layers = []
     for i, block in enumerate(blocks, 1):
         where = f"block {i} of model {name!r}"
-        _check_keys(where, block, _BLOCK_KEYS)
+        check_keys(where, block, _BLOCK_KEYS)
         repeat = check_range(f"{where}: repeat", block.get("repeat", 1), 1, integer=True)
         prefix = block.get("name")
         entries = block.get("layers", [])

@@ -29,7 +29,13 @@ and ``[timing]`` tables of ``theory/presets/NAME.toml``) or from a user TOML fil
     stages = 8
 
 Unknown keys, an unknown preset or a value out of range raise :class:`theory.errors.ParameterError`
-naming the parameter and the valid range (or the valid keys / presets).
+naming the parameter and the valid range (or the valid keys / presets). The ``[timing]`` keys are
+known here (:data:`TIMING_KEYS`; a preset's :data:`PRESET_TIMING_KEYS`, checked by
+:func:`validate_timing`): :mod:`theory.devices` reads only ``[device]``.
+
+The planner's hardware and search range (:class:`PlanHardware`, :class:`PlanLimits`) and the
+defaults of the commands (:data:`DEFAULT_PRESET`, :data:`DEFAULT_EPS`) are parameters too and
+live here.
 """
 
 from __future__ import annotations
@@ -38,28 +44,48 @@ import dataclasses
 import math
 import tomllib
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from theory import devices
 from theory.errors import ParameterError, check_range
+from theory.schedules import max_delay
 
 from .timing import TimingModel
 
 __all__ = [
     "BoundsConfig",
+    "DEFAULT_EPS",
+    "DEFAULT_PRESET",
     "HardwareParams",
+    "PLAN_MODES",
+    "PRESET_TIMING_KEYS",
     "PipelineConfig",
+    "PlanHardware",
+    "PlanLimits",
     "ProblemParams",
+    "TIMING_KEYS",
+    "check_keys",
     "dump_config",
     "from_preset",
     "load_config",
+    "read_text",
+    "validate_timing",
 ]
 
+#: preset used when neither a preset nor a config file is given (``bounds``, ``plan``, the report)
+DEFAULT_PRESET = "softbounds-tau1"
+#: target used when neither ``--eps`` nor the config file gives one
+DEFAULT_EPS = 1.0
+#: the keys a preset's ``[timing]`` table may hold (units in the name)
+PRESET_TIMING_KEYS = (
+    "clock_hz", "read_time_s", "pulse_width_s", "bit_length", "tile_rows", "tile_cols",
+)
 #: timing fields of HardwareParams (the keys of a user ``[timing]`` table): a preset's timing keys
 #: plus the model's number of analog layers
-TIMING_KEYS = ("layers", *devices.TIMING_KEYS)
+TIMING_KEYS = ("layers", *PRESET_TIMING_KEYS)
+#: the pipeline modes the planner chooses between
+PLAN_MODES = ("sync", "async")
 
 
 @dataclass(frozen=True)
@@ -107,6 +133,7 @@ class HardwareParams:
     bit_length: int = 10
     tile_rows: int = 128
     tile_cols: int = 128
+    _timing: TimingModel = field(init=False, repr=False, compare=False)
     _constants: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -117,7 +144,7 @@ class HardwareParams:
             )
         for name in ("tile_rows", "tile_cols"):
             object.__setattr__(self, name, check_range(name, getattr(self, name), 1, integer=True))
-        self.timing  # noqa: B018 - validates the timing fields
+        object.__setattr__(self, "_timing", self._timing_model())  # validates the timing fields
         centre, reach = self.centre, self.reach
         if self.weight_bound is None:
             object.__setattr__(self, "weight_bound", reach / 2)
@@ -136,13 +163,16 @@ class HardwareParams:
             raise ParameterError(f"weight_bound={self.weight_bound!r}: {error}") from None
         object.__setattr__(self, "_constants", constants)
 
-    @cached_property
-    def timing(self) -> TimingModel:
-        """The :class:`~bounds.timing.TimingModel` of these timing fields."""
+    def _timing_model(self) -> TimingModel:
         return TimingModel(
             layers=self.layers, read_time_s=self.read_time_s, pulse_width_s=self.pulse_width_s,
             bit_length=self.bit_length, clock_hz=self.clock_hz,
         )
+
+    @property
+    def timing(self) -> TimingModel:
+        """The :class:`~bounds.timing.TimingModel` of these timing fields."""
+        return self._timing
 
     @property
     def centre(self) -> float:
@@ -239,8 +269,78 @@ class PipelineConfig:
 
     @property
     def max_delay(self) -> int:
-        """Largest staleness of the asynchronous pipeline, :math:`D = M - 1`."""
-        return self.stages - 1
+        """Largest staleness of the asynchronous pipeline, :math:`D = M - 1`
+        (:func:`theory.schedules.max_delay`)."""
+        return int(max_delay(self.stages))
+
+
+@dataclass(frozen=True)
+class PlanHardware:
+    r"""The accelerators available to the planner.
+
+    Parameters
+    ----------
+    hardware : HardwareParams
+        Device, visited weight region, timing (MVM read time, pulse width, bit length, clock) and
+        tile size (``tile_rows x tile_cols``). Its ``layers`` field is not used: the model gives the
+        layers.
+    accelerators : int
+        :math:`P`, accelerators available (>= 1); a pipeline of :math:`M \le P` stages uses
+        :math:`M` of them. Default 8.
+    tiles_per_accelerator : int
+        Crossbar tiles of one accelerator (>= 1). Default 1024 (16.8 M weights of 128 x 128 tiles).
+    activation_buffer_bytes : float
+        Bytes of activation memory per accelerator (> 0). Default 2**30 (1 GiB).
+    bytes_per_activation : int
+        Bytes per stored activation value (>= 1). Default 2 (16-bit).
+    """
+
+    hardware: HardwareParams
+    accelerators: int = 8
+    tiles_per_accelerator: int = 1024
+    activation_buffer_bytes: float = float(2**30)
+    bytes_per_activation: int = 2
+
+    def __post_init__(self):
+        if not isinstance(self.hardware, HardwareParams):
+            raise ParameterError(f"hardware={self.hardware!r} is not a bounds.HardwareParams")
+        for key in ("accelerators", "tiles_per_accelerator", "bytes_per_activation"):
+            object.__setattr__(self, key, check_range(key, getattr(self, key), 1, integer=True))
+        check_range("activation_buffer_bytes", self.activation_buffer_bytes, 0, low_open=True)
+
+    @property
+    def timing(self) -> TimingModel:
+        """The :class:`~bounds.timing.TimingModel` of the hardware."""
+        return self.hardware.timing
+
+
+@dataclass(frozen=True)
+class PlanLimits:
+    """The bounded integer range the planner searches (and relaxes).
+
+    Parameters
+    ----------
+    max_micro_batches : int
+        :math:`B_{\\max}` for ``sync`` (>= 1). Default 512.
+    max_micro_batch_size : int
+        :math:`b_{\\max}` (>= 1). Default 512.
+    modes : tuple of str
+        Modes to consider, a non-empty subset of :data:`PLAN_MODES` (``("sync", "async")``).
+    """
+
+    max_micro_batches: int = 512
+    max_micro_batch_size: int = 512
+    modes: tuple[str, ...] = PLAN_MODES
+
+    def __post_init__(self):
+        for key in ("max_micro_batches", "max_micro_batch_size"):
+            object.__setattr__(self, key, check_range(key, getattr(self, key), 1, integer=True))
+        modes = tuple(self.modes)
+        bad = [mode for mode in modes if mode not in PLAN_MODES]
+        if bad or not modes:
+            raise ParameterError(f"modes={modes!r} is invalid; valid: a non-empty subset of "
+                                 f"{', '.join(PLAN_MODES)}")
+        object.__setattr__(self, "modes", tuple(dict.fromkeys(modes)))
 
 
 @dataclass(frozen=True)
@@ -273,7 +373,7 @@ def _field_names(cls) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls) if f.init)
 
 
-def _check_keys(where: str, table: dict, valid) -> None:
+def check_keys(where: str, table: dict, valid) -> None:
     """Raise a ParameterError listing ``valid`` if ``table`` is not a dict or has other keys."""
     if not isinstance(table, dict):
         raise ParameterError(f"{where} must be a TOML table, got {table!r}")
@@ -283,6 +383,18 @@ def _check_keys(where: str, table: dict, valid) -> None:
             f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} in "
             f"{where}; valid keys: {', '.join(valid)}"
         )
+
+
+def validate_timing(table: dict[str, Any]) -> dict[str, Any]:
+    """Check that a preset's ``[timing]`` table has only known keys (:data:`PRESET_TIMING_KEYS`).
+
+    Returns the table; raises a ParameterError listing the valid keys otherwise.
+    """
+    unknown = sorted(set(table) - set(PRESET_TIMING_KEYS))
+    if unknown:
+        raise ParameterError(f"unknown timing key(s) {', '.join(unknown)}; valid keys: "
+                             f"{', '.join(PRESET_TIMING_KEYS)}")
+    return table
 
 
 def _check_preset(name: str) -> None:
@@ -302,9 +414,8 @@ def from_preset(name: str, **overrides) -> HardwareParams:
         Fields of :class:`HardwareParams` (e.g. ``weight_bound``, ``layers``).
     """
     _check_preset(name)
-    _check_keys("from_preset overrides", overrides, _field_names(HardwareParams)[1:])
-    timing = dict(devices.preset_table(name).get("timing", {}))
-    _check_keys(f"[timing] of preset {name!r}", timing, TIMING_KEYS)
+    check_keys("from_preset overrides", overrides, _field_names(HardwareParams)[1:])
+    timing = validate_timing(dict(devices.preset_table(name).get("timing", {})))
     return HardwareParams(device=devices.load_preset(name), **{**timing, **overrides})
 
 
@@ -355,13 +466,13 @@ def load_config(path) -> BoundsConfig:
         doc = tomllib.loads(read_text("config", path))
     except tomllib.TOMLDecodeError as error:
         raise ParameterError(f"{path}: not valid TOML ({error})") from None
-    _check_keys(str(path), doc, _TOP_KEYS)
+    check_keys(str(path), doc, _TOP_KEYS)
     timing = _table(doc, "timing")
     problem = _table(doc, "problem")
     pipeline = _table(doc, "pipeline")
-    _check_keys(f"[timing] of {path}", timing, TIMING_KEYS)
-    _check_keys(f"[problem] of {path}", problem, _field_names(ProblemParams))
-    _check_keys(f"[pipeline] of {path}", pipeline, _field_names(PipelineConfig))
+    check_keys(f"[timing] of {path}", timing, TIMING_KEYS)
+    check_keys(f"[problem] of {path}", problem, _field_names(ProblemParams))
+    check_keys(f"[pipeline] of {path}", pipeline, _field_names(PipelineConfig))
     extra = {"weight_bound": doc["weight_bound"]} if "weight_bound" in doc else {}
     preset = doc.get("preset")
     if (preset is None) == ("device" not in doc):

@@ -13,7 +13,7 @@ samples per micro-batch :math:`b` that minimise the **predicted wall-clock time 
 where :math:`K(\epsilon)` is the exact iteration count of the registry entry ``analog_sgd_sp``
 (``sync``) or ``analog_sgd_ap`` (``async``) from :func:`theory.complexity.evaluate_complexity`
 (whole iterations), :math:`C(K)` its clock cycles (``sync`` :math:`2(B+M-1)K`, ``async``
-:math:`2(K+M-1)`, from :func:`theory.schedules.cycles_for_iterations`), and
+:math:`2(K+M-1)`, from :func:`theory.schedules.cycles_after`), and
 :math:`t_\mathrm{cycle}` the cycle time of the slowest stage (:meth:`bounds.timing.TimingModel.
 stage_time_s` of its MVMs per micro-batch, :math:`b` times the stage's MVMs per sample
 :math:`W_{\max}`). Nothing here restates a formula of the theory.
@@ -23,7 +23,7 @@ Constraints, for every stage :math:`j`:
 - **tiles**: the stage's tiles :math:`\le` tiles per accelerator (layers are not split);
 - **memory**: :math:`b \cdot h_j \cdot a_j \cdot \mathrm{bytes} \le` activation buffer, with
   :math:`a_j` the activation values the stage stores per sample and :math:`h_j` the micro-batches it
-  holds at once (:func:`bounds.partition.in_flight`, derived from the schedules);
+  holds at once (:func:`theory.schedules.in_flight`, derived from the schedules);
 - :math:`1 \le M \le \min(P, \ell)`, :math:`1 \le B \le B_{\max}`, :math:`1 \le b \le b_{\max}`
   (:class:`PlanLimits`); a target at or below a mode's floor for every allowed batch rules the mode
   out, with the reason.
@@ -33,112 +33,47 @@ constraint comes from the dynamic program of :func:`bounds.partition.best_partit
 lower bound of :math:`T` on the whole :math:`(B, b)` grid (vectorised), exact wherever that
 partition also fits the memory. Elsewhere the memory-constrained DP is solved lazily in increasing
 order of the lower bound (branch and bound), so the returned plan is the exact integer optimum
-over the grid. **Relaxation.** :mod:`bounds.relaxation` solves the continuous geometric program in
-:math:`(M, B, b)`, whose optimum is a lower bound; the plan reports it and the gap.
+over the grid; :func:`theory.complexity.evaluate_complexity` gives the whole iterations on each
+grid with a per-point status, so a point at or below its floor, or beyond int64 iterations, is
+simply unreachable (``inf``). **Relaxation.** :mod:`bounds.relaxation` solves the continuous
+geometric program in :math:`(M, B, b)`, whose optimum is a lower bound; the plan reports it and
+the gap, or the relaxation's status and message when it failed.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
-from functools import cache
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
-import sympy as sp
 
 from theory.compiled import compile_expr
-from theory.complexity import evaluate_complexity
-from theory.errors import IterationLimitError, ParameterError, UnreachableTargetError, check_range
-from theory.schedules import cycles_for_iterations, in_flight_expr
-from theory.symbols import B as B_SYM
-from theory.symbols import K as K_SYM
-from theory.symbols import M as M_SYM
-from theory.theorems import get_bound
+from theory.complexity import REACHABLE, evaluate_complexity
+from theory.errors import ParameterError, UnreachableTargetError, check_range
+from theory.schedules import cycles_after, in_flight_expr
+from theory.theorems import bound_for
 
-from .evaluate import theory_values
+from .evaluate import finite_or_none, theory_values
 from .models import Model
-from .params import HardwareParams, ProblemParams
+from .params import PLAN_MODES, PlanHardware, PlanLimits, ProblemParams
 from .partition import Partition, best_partition
+from .relaxation import SKIPPED, Relaxed, solve_relaxation
 
 __all__ = [
-    "ALGORITHMS", "Candidate", "Plan", "PlanHardware", "PlanLimits", "Relaxed", "plan",
-    "theory_values", "time_grid",
+    "OPTIMAL", "RELAXATION_FAILED", "TERMS", "Candidate", "Grid", "Plan", "RateTerms",
+    "SolveTimes", "plan", "time_grid",
 ]
 
-#: the registry entry whose iteration complexity each planner mode uses
-ALGORITHMS = {"sync": "analog_sgd_sp", "async": "analog_sgd_ap"}
 #: names of the three terms of the rate form a/sqrt(K) + c/K + floor
 TERMS = ("a/sqrt(K)", "c/K", "floor")
-
-
-@dataclass(frozen=True)
-class PlanHardware:
-    r"""The accelerators available to the planner.
-
-    Parameters
-    ----------
-    hardware : HardwareParams
-        Device, visited weight region, timing (MVM read time, pulse width, bit length, clock) and
-        tile size (``tile_rows x tile_cols``). Its ``layers`` field is not used: the model gives the
-        layers.
-    accelerators : int
-        :math:`P`, accelerators available (>= 1); a pipeline of :math:`M \le P` stages uses
-        :math:`M` of them. Default 8.
-    tiles_per_accelerator : int
-        Crossbar tiles of one accelerator (>= 1). Default 1024 (16.8 M weights of 128 x 128 tiles).
-    activation_buffer_bytes : float
-        Bytes of activation memory per accelerator (> 0). Default 2**30 (1 GiB).
-    bytes_per_activation : int
-        Bytes per stored activation value (>= 1). Default 2 (16-bit).
-    """
-
-    hardware: HardwareParams
-    accelerators: int = 8
-    tiles_per_accelerator: int = 1024
-    activation_buffer_bytes: float = float(2**30)
-    bytes_per_activation: int = 2
-
-    def __post_init__(self):
-        if not isinstance(self.hardware, HardwareParams):
-            raise ParameterError(f"hardware={self.hardware!r} is not a bounds.HardwareParams")
-        for key in ("accelerators", "tiles_per_accelerator", "bytes_per_activation"):
-            object.__setattr__(self, key, check_range(key, getattr(self, key), 1, integer=True))
-        check_range("activation_buffer_bytes", self.activation_buffer_bytes, 0, low_open=True)
-
-    @property
-    def timing(self):
-        """The :class:`~bounds.timing.TimingModel` of the hardware."""
-        return self.hardware.timing
-
-
-@dataclass(frozen=True)
-class PlanLimits:
-    """The bounded integer range the planner searches (and relaxes).
-
-    Parameters
-    ----------
-    max_micro_batches : int
-        :math:`B_{\\max}` for ``sync`` (>= 1). Default 512.
-    max_micro_batch_size : int
-        :math:`b_{\\max}` (>= 1). Default 512.
-    modes : tuple of str
-        Modes to consider, a non-empty subset of ``("sync", "async")``.
-    """
-
-    max_micro_batches: int = 512
-    max_micro_batch_size: int = 512
-    modes: tuple[str, ...] = ("sync", "async")
-
-    def __post_init__(self):
-        for key in ("max_micro_batches", "max_micro_batch_size"):
-            object.__setattr__(self, key, check_range(key, getattr(self, key), 1, integer=True))
-        modes = tuple(self.modes)
-        bad = [mode for mode in modes if mode not in ALGORITHMS]
-        if bad or not modes:
-            raise ParameterError(f"modes={modes!r} is invalid; valid: a non-empty subset of "
-                                 f"{', '.join(ALGORITHMS)}")
-        object.__setattr__(self, "modes", tuple(dict.fromkeys(modes)))
+#: :attr:`Plan.status`: the exact optimum, with the relaxation solved (or not asked for)
+OPTIMAL = "optimal"
+#: :attr:`Plan.status`: the exact optimum, but the relaxation failed (no lower bound, no gap)
+RELAXATION_FAILED = "relaxation_failed"
 
 
 @dataclass(frozen=True)
@@ -198,32 +133,95 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class Relaxed:
-    """The optimum of the continuous relaxation (a lower bound of the integer optimum).
+class RateTerms(Mapping):
+    """The three terms of the rate form at a plan's whole iteration count ``K``.
+
+    A read-only mapping by the names of :data:`TERMS` (``a/sqrt(K)``, ``c/K``, ``floor``), in the
+    squared-gradient units of ``eps``.
 
     Attributes
     ----------
-    value : float
-        Relaxed optimal time, seconds (``inf`` if every mode was ruled out, ``nan`` if the
-        relaxation was not solved).
-    mode : str
-    stages, micro_batches, micro_batch_size, iterations : float
-        The relaxed optimum's ``M``, ``B`` (1 for async), ``b`` and ``K``.
-    solve_time_s : float
-        Seconds spent solving (all modes).
+    a_over_sqrt_k : float
+        :math:`a/\\sqrt{K}`.
+    c_over_k : float
+        :math:`c/K`.
+    floor : float
+        The asymptotic floor.
     """
 
-    value: float
-    mode: str
-    stages: float
-    micro_batches: float
-    micro_batch_size: float
-    iterations: float
-    solve_time_s: float
+    a_over_sqrt_k: float
+    c_over_k: float
+    floor: float
+
+    def _values(self) -> tuple[float, float, float]:
+        return (self.a_over_sqrt_k, self.c_over_k, self.floor)
+
+    def __getitem__(self, key: str) -> float:
+        return dict(zip(TERMS, self._values(), strict=True))[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(TERMS)
+
+    def __len__(self) -> int:
+        return len(TERMS)
+
+    @property
+    def dominant(self) -> str:
+        """The name of the largest term."""
+        return max(self, key=self.__getitem__)
+
+    def to_dict(self) -> dict[str, float]:
+        """``{name: value}`` in the order of :data:`TERMS`."""
+        return dict(zip(TERMS, self._values(), strict=True))
+
+
+@dataclass(frozen=True)
+class SolveTimes:
+    """Where the planner spent its time.
+
+    Attributes
+    ----------
+    exact_s : float
+        Seconds of the exact search (grids and partitions).
+    relaxation_s : float
+        Seconds solving the relaxation (0 when skipped).
+    partition_solves : int
+        Number of partition DPs solved.
+    """
+
+    exact_s: float
+    relaxation_s: float
+    partition_solves: int
 
     def to_dict(self) -> dict:
-        """JSON-ready fields; a non-finite number (no relaxation solved) is ``None``."""
-        return {key: _finite_or_none(value) for key, value in self.__dict__.items()}
+        """JSON fields ``exact``, ``relaxation``, ``partition_solves``."""
+        return {"exact": self.exact_s, "relaxation": self.relaxation_s,
+                "partition_solves": self.partition_solves}
+
+
+class Grid(NamedTuple):
+    """The lower-bound grid of one (mode, M) over ``(B, b)``, shape ``(len(counts), b_max)``.
+
+    Attributes
+    ----------
+    stages : int
+        ``M``.
+    counts : ndarray of int
+        The micro-batch counts ``B`` of the rows (``[1]`` for async).
+    iterations : ndarray of float
+        Whole iterations to eps (``inf`` where unreachable).
+    seconds : ndarray of float
+        Predicted seconds with the memory-free partition (a lower bound; ``inf`` where
+        unreachable).
+    exact : ndarray of bool
+        Where that partition also fits the activation memory (``seconds`` is exact there).
+    """
+
+    stages: int
+    counts: np.ndarray
+    iterations: np.ndarray
+    seconds: np.ndarray
+    exact: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -239,33 +237,39 @@ class Plan:
     best : Candidate
         The chosen plan; ``mode``, ``stages``, ``partition``, ``micro_batches``,
         ``micro_batch_size``, ``iterations``, ``cycles`` and ``seconds`` are shortcuts to it.
-    terms : dict
+    terms : RateTerms
         The three terms of the rate form at the plan, ``a/sqrt(K)``, ``c/K``, ``floor``.
     dominant : str
         The largest of :attr:`terms`.
     relaxed : Relaxed
-        The continuous relaxation's optimum.
+        The continuous relaxation's optimum, or its status and message when it failed.
     gap : float
         Relative gap ``seconds / relaxed.value - 1`` (>= 0; ``nan`` without a relaxation).
     alternatives : tuple of Candidate
         The best plans of the three next-best (mode, M) pairs, fastest first.
     ruled_out : tuple of (str, str)
         Modes excluded, with the reason.
-    solve_times : dict
-        Seconds: ``relaxation``, ``exact`` (grid search and partitions), ``partition_solves``
-        (number of DP solves).
+    solve_times : SolveTimes
+        Seconds of the exact search and of the relaxation, and the number of partition DPs.
+    status : str
+        :data:`OPTIMAL` (the exact optimum; the relaxation solved or skipped) or
+        :data:`RELAXATION_FAILED` (the exact optimum; the relaxation failed, see ``relaxed``).
+    message : str
+        One line on the outcome.
     """
 
     model: str
     eps: float
     best: Candidate
-    terms: dict
+    terms: RateTerms
     dominant: str
     relaxed: Relaxed
     gap: float
     alternatives: tuple[Candidate, ...]
     ruled_out: tuple[tuple[str, str], ...]
-    solve_times: dict = field(default_factory=dict)
+    solve_times: SolveTimes
+    status: str
+    message: str
 
     mode = property(lambda self: self.best.mode, doc="Pipeline mode of the plan.")
     stages = property(lambda self: self.best.stages, doc="Stages M.")
@@ -280,48 +284,89 @@ class Plan:
         """JSON-ready fields of the plan, its alternatives and the relaxation.
 
         Strict JSON: the relaxation's fields and ``gap`` are ``None`` when no relaxation was
-        solved (``relax=False``), never NaN.
+        solved (``relax=False`` or a failed GP), never NaN.
         """
         return {
             "model": self.model, "eps": self.eps, **self.best.to_dict(),
-            "terms": dict(self.terms), "dominant": self.dominant,
-            "relaxed": self.relaxed.to_dict(), "gap": _finite_or_none(self.gap),
+            "terms": self.terms.to_dict(), "dominant": self.dominant,
+            "relaxed": self.relaxed.to_dict(), "gap": finite_or_none(self.gap),
             "alternatives": [c.to_dict() for c in self.alternatives],
             "ruled_out": [{"mode": m, "reason": r} for m, r in self.ruled_out],
-            "solve_times": dict(self.solve_times),
+            "solve_times": self.solve_times.to_dict(),
+            "status": self.status, "message": self.message,
         }
 
+    def table(self) -> str:
+        """The human-readable report of the plan (what ``aimc-pipeline plan`` prints)."""
+        best = self.best
+        sizes = best.partition.sizes
+        lines = [
+            f"plan for model {self.model!r} at eps = {self.eps:g}",
+            f"  mode                 {best.mode}",
+            f"  stages M             {best.stages}",
+            f"  partition            {_partition_summary(sizes)}",
+            f"  slowest stage        {best.partition.bottleneck} MVMs per sample, "
+            f"{best.cycle_time_s:.4g} s per cycle",
+            f"  micro-batches B      {best.micro_batches}" + ("  (async: one per update)"
+                                                              if best.mode == "async" else ""),
+            f"  micro-batch size b   {best.micro_batch_size}",
+            f"  iterations           {best.iterations:,d}  ({best.samples:,d} samples)",
+            f"  clock cycles         {best.cycles:,d}",
+            f"  predicted time       {_seconds(best.seconds)}",
+            f"  peak stage memory    {max(best.memory_bytes):,d} bytes",
+            "  dominant term        " + self.dominant + "  ("
+            + ", ".join(f"{k} = {v:.4g}" for k, v in self.terms.items()) + ")",
+        ]
+        r = self.relaxed
+        if r.success:
+            lines.append(
+                f"  relaxation (GP)      {_seconds(r.value)} at {r.mode}, M = {r.stages:.3g}, "
+                f"B = {r.micro_batches:.3g}, b = {r.micro_batch_size:.3g}; gap "
+                f"{100 * self.gap:.3g}%"
+            )
+        elif r.status != SKIPPED:
+            lines.append(f"  relaxation (GP)      not solved ({r.status}): {r.message}")
+        times = self.solve_times
+        lines.append(
+            f"  solve times          exact search {times.exact_s:.3g} s "
+            f"({times.partition_solves} partition DPs), relaxation {times.relaxation_s:.3g} s"
+        )
+        if self.alternatives:
+            lines.append("alternatives (best of the next (mode, M) pairs):")
+            lines.append(f"  {'mode':<6} {'M':>4} {'B':>5} {'b':>5} {'iterations':>12} "
+                         f"{'cycles':>14} {'seconds':>12}")
+            for c in self.alternatives:
+                lines.append(f"  {c.mode:<6} {c.stages:>4} {c.micro_batches:>5} "
+                             f"{c.micro_batch_size:>5} {c.iterations:>12,d} {c.cycles:>14,d} "
+                             f"{c.seconds:>12.4g}")
+        for mode, reason in self.ruled_out:
+            lines.append(f"ruled out: {mode}: {reason}")
+        return "\n".join(lines)
 
-def _finite_or_none(value):
-    """``value``, or ``None`` if it is a non-finite float (JSON has no NaN or infinity)."""
-    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+def _partition_summary(sizes) -> str:
+    """Layers per stage: the list for up to 16 stages, else counts (e.g. ``56 stages x 4``)."""
+    if len(sizes) <= _LISTED_STAGES:
+        return f"layers per stage {list(sizes)}"
+    counts = Counter(sizes)
+    return "layers per stage: " + ", ".join(
+        f"{n} stages x {size}" for size, n in sorted(counts.items(), key=lambda kv: -kv[1])
+    )
 
 
-@cache
-def _cycles_fn(mode: str):
-    """Cycles for ``K`` iterations, compiled from :func:`theory.schedules.cycles_for_iterations`."""
-    return sp.lambdify((K_SYM, M_SYM, B_SYM), cycles_for_iterations(mode), "numpy")
+#: up to this many stages the plan table lists the layers of every stage
+_LISTED_STAGES = 16
 
 
-@cache
-def _floor_fn(name: str):
-    bound = get_bound(name)
-    symbols = tuple(sorted(bound.floor.free_symbols, key=lambda s: s.name))
-    return symbols, sp.lambdify(symbols, bound.floor, "numpy")
-
-
-def _floor(name: str, values: dict) -> np.ndarray:
-    """The bound's floor at ``values`` (arrays broadcast); ``D`` from ``M`` if needed."""
-    symbols, fn = _floor_fn(name)
-    if "D" in [s.name for s in symbols] and "D" not in values:
-        values = {**values, "D": np.asarray(values["M"]) - 1}
-    return np.asarray(fn(*(values[s.name] for s in symbols)), dtype=float)
+def _seconds(value: float) -> str:
+    return f"{value:.4g} s"
 
 
 class _Search:
     """The exact search over (mode, M, B, b, partition): lower-bound grids and lazy DPs."""
 
-    def __init__(self, model, hw: PlanHardware, problem, eps, limits: PlanLimits):
+    def __init__(self, model: Model, hw: PlanHardware, problem: ProblemParams, eps: float,
+                 limits: PlanLimits):
         self.model, self.hw, self.eps, self.limits = model, hw, eps, limits
         self.values = theory_values(hw.hardware, problem)
         h = hw.hardware
@@ -336,7 +381,7 @@ class _Search:
         self.stage_range = self._stage_range()
         self.free = {}
         for stages in self.stage_range:
-            part = self._dp(stages, None)
+            part = self.partition(stages, None)
             if part is not None:
                 self.free[stages] = part
         if not self.free:
@@ -369,7 +414,7 @@ class _Search:
         low = max(1, math.ceil(int(self.tiles.sum()) / self.hw.tiles_per_accelerator))
         return range(low, min(self.hw.accelerators, len(self.work)) + 1)
 
-    def _dp(self, stages, held, b=1):
+    def partition(self, stages, held, b=1) -> Partition | None:
         """The DP partition for ``held`` micro-batches per stage (``None``: no memory limit)."""
         key = (stages, held, b)
         if key not in self._dp_cache:
@@ -393,12 +438,12 @@ class _Search:
         )
 
     # -- per-mode grids ---------------------------------------------------------------------
-    def grids(self, mode):
-        """Yield ``(stages, micro_batches, iterations, seconds_lb, exact_mask)`` per M.
+    def grids(self, mode: str) -> Iterator[Grid]:
+        """Yield the :class:`Grid` of every memory-free feasible ``M`` of ``mode``.
 
-        Grids have shape ``(len(micro_batches), b_max)``; unreachable points are ``inf``.
+        Grids have shape ``(len(counts), b_max)``; unreachable points are ``inf``.
         """
-        name = ALGORITHMS[mode]
+        name = bound_for(mode).name
         b = self.b[None, :]
         if mode == "sync":
             count = np.arange(1, self.limits.max_micro_batches + 1)[:, None]
@@ -411,62 +456,49 @@ class _Search:
             if mode == "async":
                 iterations = iterations_all[i : i + 1]
             part = self.free[stages]
-            cycles = _cycles_fn(mode)(iterations, stages, count)
+            cycles = cycles_after(mode, iterations, stages, count)
             cycle_time = self.hw.timing.stage_time_s(b * part.bottleneck)
             seconds = np.asarray(cycles * cycle_time, dtype=float)
             held = self.held(mode, stages, count.ravel())
             need = (held * np.asarray(part.activations)[None, :]).max(axis=1)[:, None]
             exact = b * need * self.bytes <= self.buffer
-            yield stages, count.ravel(), iterations, seconds, exact
+            yield Grid(stages=stages, counts=count.ravel(), iterations=iterations,
+                       seconds=seconds, exact=exact)
 
-    def _iterations(self, name, grid) -> np.ndarray:
-        """Whole iterations on a broadcast grid; ``inf`` where ``eps <= floor``."""
-        shape = np.broadcast_shapes(*(np.shape(v) for v in grid.values()))
-        full = {k: np.broadcast_to(v, shape) for k, v in grid.items()}
-        floor = np.broadcast_to(_floor(name, {**self.values, **full}), shape)
-        reach = self.eps > floor
-        out = np.full(shape, np.inf)
-        if reach.any():
-            out[reach] = self._whole_iterations(name, {k: v[reach] for k, v in full.items()})
-        return out
+    def _iterations(self, name: str, grid: dict) -> np.ndarray:
+        """Whole iterations on a broadcast grid; ``inf`` where unreachable.
 
-    def _whole_iterations(self, name, points) -> np.ndarray:
-        """Whole iterations at reachable ``points`` (1-D arrays); ``inf`` beyond int64.
-
-        A point just above its floor can need more iterations than an int64 holds, which
-        :func:`theory.complexity.evaluate_complexity` refuses for the whole call; such points are
-        isolated by bisection and count as unreachable, so they cannot abort the search.
+        Unreachable: ``eps`` at or below the floor, or more iterations than an int64 holds (a
+        point just above its floor), per point from
+        :func:`theory.complexity.evaluate_complexity`, so no point can abort the search.
         """
-        try:
-            result = evaluate_complexity(name, self.eps, **self.values, **points)
-            return np.asarray(result.iterations_int, dtype=float)
-        except IterationLimitError:
-            size = len(next(iter(points.values())))
-            if size == 1:
-                return np.array([np.inf])
-            half = size // 2
-            return np.concatenate([
-                self._whole_iterations(name, {k: v[:half] for k, v in points.items()}),
-                self._whole_iterations(name, {k: v[half:] for k, v in points.items()}),
-            ])
+        result = evaluate_complexity(name, self.eps, on_unreachable="status", **self.values,
+                                     **grid)
+        whole = np.asarray(result.iterations_int, dtype=float)
+        return np.where(result.status == REACHABLE, whole, np.inf)
 
-    def min_floor(self, mode) -> float:
-        name = ALGORITHMS[mode]
+    def min_floor(self, mode: str) -> float:
+        """The smallest floor of ``mode`` over the stages, at the largest batch."""
         n_max = {"B": self.limits.max_micro_batches, "b": self.limits.max_micro_batch_size}
         stages = np.array(list(self.free))
-        return float(np.min(_floor(name, {**self.values, **n_max, "M": stages})))
+        result = evaluate_complexity(bound_for(mode).name, self.eps, on_unreachable="status",
+                                     **self.values, **n_max, M=stages)
+        return float(np.min(result.floor))
 
     def candidate(self, mode, stages, count, b, iterations, partition) -> Candidate:
-        cycles = int(_cycles_fn(mode)(iterations, stages, count))
+        cycles = int(cycles_after(mode, iterations, stages, count))
         cycle_time = float(self.hw.timing.stage_time_s(b * partition.bottleneck))
         held = self.held(mode, stages, [count])[0]
         return Candidate(
-            mode, int(stages), int(count), int(b), int(iterations), cycles, cycle_time,
-            cycles * cycle_time, partition, self.memory(partition, held, b),
+            mode=mode, stages=int(stages), micro_batches=int(count), micro_batch_size=int(b),
+            iterations=int(iterations), cycles=cycles, cycle_time_s=cycle_time,
+            seconds=cycles * cycle_time, partition=partition,
+            memory_bytes=self.memory(partition, held, b),
         )
 
-    def best_for(self, mode, stages, counts, iterations, seconds, exact, threshold):
+    def best_for(self, mode: str, grid: Grid, threshold: float) -> Candidate | None:
         """Exact best of one (mode, M) (branch and bound below ``threshold``), or None."""
+        stages, counts, iterations, seconds, exact = grid
         exact_seconds = np.where(exact, seconds, np.inf)
         flat = int(np.argmin(exact_seconds))
         best_val = float(exact_seconds.flat[flat])
@@ -486,12 +518,12 @@ class _Search:
             i, j = np.unravel_index(flat, seconds.shape)
             alive[i, j] = False
             count, b = counts[i], int(self.b[j])
-            part = self._dp(stages, tuple(int(x) for x in held_rows[i]), b)
+            part = self.partition(stages, tuple(int(x) for x in held_rows[i]), b)
             if part is None:
                 # caps only shrink with b: no larger b of this in-flight pattern is feasible
                 alive[np.ix_(group == group[i], self.b >= b)] = False
                 continue
-            cycles = _cycles_fn(mode)(iterations[i, j], stages, count)
+            cycles = cycles_after(mode, iterations[i, j], stages, count)
             value = float(cycles * self.hw.timing.stage_time_s(b * part.bottleneck))
             if value < best_val or (value == best_val and best is not None
                                     and (count, b) < (best[1], best[2])):
@@ -534,7 +566,8 @@ def plan(
     -------
     Plan
         The exact integer optimum over the search range (see module docstring), the three
-        next-best (mode, M) pairs, the relaxed optimum and the gap.
+        next-best (mode, M) pairs, the relaxed optimum and the gap (or the relaxation's status
+        and message when it failed: :attr:`Plan.status` is then :data:`RELAXATION_FAILED`).
 
     Raises
     ------
@@ -549,10 +582,11 @@ def plan(
     eps = check_range("eps", eps, 0, low_open=True)
     start = time.perf_counter()
     search = _Search(model, hardware, problem, eps, limits)
-    pairs, ruled_out, floors = [], [], {}
+    pairs: list[tuple[str, Grid]] = []
+    ruled_out, floors = [], {}
     for mode in limits.modes:
         grids = list(search.grids(mode))
-        if not any(np.isfinite(g[3]).any() for g in grids):
+        if not any(np.isfinite(g.seconds).any() for g in grids):
             floor = search.min_floor(mode)
             count = limits.max_micro_batches if mode == "sync" else 1
             largest = f"at the largest batch: B={count}, b={limits.max_micro_batch_size}"
@@ -564,32 +598,31 @@ def plan(
                 continue
             floors[mode] = floor
             ruled_out.append((mode, (
-                f"eps={eps:g} is at or below the floor of {ALGORITHMS[mode]} for every allowed "
-                f"batch (smallest floor {floor:.6g}, {largest})"
+                f"eps={eps:g} is at or below the floor of {bound_for(mode).name} for every "
+                f"allowed batch (smallest floor {floor:.6g}, {largest})"
             )))
             continue
-        pairs += [(mode, *g) for g in grids]
+        pairs += [(mode, g) for g in grids]
     found: list[Candidate] = []
     produced, pruned = set(), set()
-    for mode, stages, counts, iterations, seconds, exact in sorted(
-        pairs, key=lambda p: (float(np.min(p[4])), p[0], p[1])
-    ):
+    for mode, grid in sorted(pairs, key=lambda p: (float(np.min(p[1].seconds)), p[0],
+                                                   p[1].stages)):
         threshold = found[3].seconds if len(found) >= 4 else np.inf
-        if float(np.min(seconds)) >= threshold:
+        if float(np.min(grid.seconds)) >= threshold:
             pruned.add(mode)
             continue
-        cand = search.best_for(mode, stages, counts, iterations, seconds, exact, threshold)
+        cand = search.best_for(mode, grid, threshold)
         if cand is not None:
             produced.add(mode)
             found = sorted([*found, cand], key=lambda c: (c.seconds, c.mode, c.stages))[:4]
         elif np.isfinite(threshold):
             pruned.add(mode)  # best_for stops at the threshold: the pair may be feasible
-    for mode in sorted({p[0] for p in pairs} - produced - pruned):
+    for mode in sorted({m for m, _ in pairs} - produced - pruned):
         ruled_out.append((mode, _memory_reason(search, mode, pairs, hardware)))
     if not found:
         if floors and len(floors) == len(limits.modes):
             mode = min(floors, key=floors.get)
-            raise UnreachableTargetError(ALGORITHMS[mode], eps, floors[mode])
+            raise UnreachableTargetError(bound_for(mode).name, eps, floors[mode])
         raise ParameterError("; ".join(f"{m}: {r}" for m, r in ruled_out) or "no feasible plan")
     exact_time = time.perf_counter() - start
     best = found[0]
@@ -597,16 +630,25 @@ def plan(
     relaxed = _relaxed(model, hardware, problem, eps, limits, search, ruled_out, relax)
     gap = best.seconds / relaxed.value - 1 if relaxed.value > 0 and math.isfinite(relaxed.value) \
         else math.nan
+    if relaxed.success or relaxed.status == SKIPPED:
+        status = OPTIMAL
+        message = f"exact integer optimum over the search range; relaxation {relaxed.message}"
+    else:
+        status = RELAXATION_FAILED
+        message = (f"exact integer optimum over the search range; the relaxation failed "
+                   f"({relaxed.status}): {relaxed.message}")
     return Plan(
-        model=model.name, eps=float(eps), best=best, terms=terms,
-        dominant=max(terms, key=terms.get), relaxed=relaxed, gap=float(gap),
-        alternatives=tuple(found[1:]), ruled_out=tuple(sorted(ruled_out)),
-        solve_times={"exact": exact_time, "relaxation": relaxed.solve_time_s,
-                     "partition_solves": search.dp_solves},
+        model=model.name, eps=float(eps), best=best, terms=terms, dominant=terms.dominant,
+        relaxed=relaxed, gap=float(gap), alternatives=tuple(found[1:]),
+        ruled_out=tuple(sorted(ruled_out)),
+        solve_times=SolveTimes(exact_s=exact_time, relaxation_s=relaxed.solve_time_s,
+                               partition_solves=search.dp_solves),
+        status=status, message=message,
     )
 
 
-def _memory_reason(search: _Search, mode: str, pairs, hardware: PlanHardware) -> str:
+def _memory_reason(search: _Search, mode: str, pairs: list[tuple[str, Grid]],
+                   hardware: PlanHardware) -> str:
     """Why no (M, B, b) of ``mode`` is feasible although some reach eps (the memory limit).
 
     ``B = b = 1`` holds the fewest activations (in-flight counts grow with ``B``), so if no
@@ -614,33 +656,31 @@ def _memory_reason(search: _Search, mode: str, pairs, hardware: PlanHardware) ->
     reach eps above the floor.
     """
     buffer = f"activation_buffer_bytes={hardware.activation_buffer_bytes:g}"
-    for p in pairs:
-        if p[0] == mode:
-            held = tuple(int(x) for x in search.held(mode, p[1], [1])[0])
-            if search._dp(p[1], held, 1) is not None:
+    for grid_mode, grid in pairs:
+        if grid_mode == mode:
+            held = tuple(int(x) for x in search.held(mode, grid.stages, [1])[0])
+            if search.partition(grid.stages, held, 1) is not None:
                 return (f"the batches that fit {buffer} are too small to reach eps="
-                        f"{search.eps:g} above the floor of {ALGORITHMS[mode]}")
+                        f"{search.eps:g} above the floor of {bound_for(mode).name}")
     return (f"no partition fits {buffer} even at b=1 ({hardware.bytes_per_activation} bytes per "
             "activation)")
 
 
-def _terms(search: _Search, cand: Candidate) -> dict:
+def _terms(search: _Search, cand: Candidate) -> RateTerms:
     """The rate-form terms a/sqrt(K), c/K and floor at the candidate's whole iteration count."""
-    name = ALGORITHMS[cand.mode]
     grid = {"b": cand.micro_batch_size, "M": cand.stages}
     if cand.mode == "sync":
         grid["B"] = cand.micro_batches
-    r = evaluate_complexity(name, search.eps, **search.values, **grid)
+    r = evaluate_complexity(bound_for(cand.mode).name, search.eps, **search.values, **grid)
     k = float(cand.iterations)
-    values = (float(r.rate_a) / math.sqrt(k), float(r.rate_c) / k, float(r.floor))
-    return dict(zip(TERMS, values, strict=True))
+    return RateTerms(a_over_sqrt_k=float(r.rate_a) / math.sqrt(k), c_over_k=float(r.rate_c) / k,
+                     floor=float(r.floor))
 
 
-def _relaxed(model, hardware, problem, eps, limits, search, ruled_out, relax) -> Relaxed:
+def _relaxed(model: Model, hardware: PlanHardware, problem: ProblemParams, eps: float,
+             limits: PlanLimits, search: _Search, ruled_out: list, relax: bool) -> Relaxed:
     if not relax:
-        return Relaxed(math.nan, "", math.nan, math.nan, math.nan, math.nan, 0.0)
-    from .relaxation import solve_relaxation
-
+        return Relaxed.empty(SKIPPED, "skipped (relax=False)", value=math.nan)
     excluded = {m for m, _ in ruled_out}
     modes = tuple(m for m in limits.modes if m not in excluded)
     return solve_relaxation(model, hardware, problem, eps, limits, modes,
@@ -664,14 +704,14 @@ def time_grid(
     problem = ProblemParams() if problem is None else problem
     limits = PlanLimits() if limits is None else limits
     eps = check_range("eps", eps, 0, low_open=True)
-    if mode not in ALGORITHMS:
-        raise ParameterError(f"mode={mode!r} is unknown; valid: {', '.join(ALGORITHMS)}")
+    if mode not in PLAN_MODES:
+        raise ParameterError(f"mode={mode!r} is unknown; valid: {', '.join(PLAN_MODES)}")
     search = _Search(model, hardware, problem, eps, limits)
     out = {}
-    for stages, counts, iterations, seconds, exact in search.grids(mode):
-        for i, count in enumerate(counts):
+    for grid in search.grids(mode):
+        for i, count in enumerate(grid.counts):
             row = slice(i, i + 1)
-            out[int(stages), int(count)] = search.best_for(
-                mode, stages, counts[row], iterations[row], seconds[row], exact[row], np.inf
-            )
+            one = Grid(stages=grid.stages, counts=grid.counts[row], iterations=grid.iterations[row],
+                       seconds=grid.seconds[row], exact=grid.exact[row])
+            out[int(grid.stages), int(count)] = search.best_for(mode, one, np.inf)
     return out

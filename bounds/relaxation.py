@@ -49,11 +49,14 @@ The eps-dependent and hardware coefficients are ``cp.Parameter`` objects, so a s
 (or the timing) re-solves the cached, compiled problem (``problem.is_dgp(dpp=True)`` holds); a
 problem is compiled once per mode and set of exponents. Continuous ``B`` and ``M`` are relaxed as
 well (the GP never uses ``integer=True``).
+
+The answer is a :class:`Relaxed` with a ``status`` and a ``message`` (as scipy's
+``OptimizeResult``): a GP that fails (a solver error, or a status other than optimal) says so
+instead of vanishing.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -63,14 +66,43 @@ import cvxpy as cp
 import numpy as np
 import sympy as sp
 
+from theory.compiled import compile_expr
 from theory.errors import ParameterError
+from theory.schedules import max_delay
 from theory.symbols import B as B_SYM
 from theory.symbols import b as b_SYM
-from theory.theorems import get_bound
+from theory.theorems import bound_for, get_bound
 
-__all__ = ["GPModel", "rate_monomials", "solve_relaxation"]
+from .evaluate import finite_or_none, theory_values
+from .models import Model
+from .params import PlanHardware, PlanLimits, ProblemParams
+
+__all__ = [
+    "FAILED", "INFEASIBLE", "NO_MODE", "OPTIMAL", "OPTIMAL_INACCURATE", "SKIPPED", "SOLVED",
+    "SOLVER_ERROR", "GPModel", "Relaxed", "build_gp", "rate_monomials", "solve_relaxation",
+]
+
+#: :attr:`Relaxed.status`: the GP of the returned mode was solved to optimality
+OPTIMAL = "optimal"
+#: solved, but the solver reports reduced accuracy (cvxpy's ``optimal_inaccurate``)
+OPTIMAL_INACCURATE = "optimal_inaccurate"
+#: no mode solved: the solver raised (``cvxpy.error.SolverError``)
+SOLVER_ERROR = "solver_error"
+#: no mode solved: the solver ended infeasible, unbounded or at a limit (its status in the message)
+INFEASIBLE = "infeasible"
+#: no mode to relax (every mode was ruled out)
+NO_MODE = "no_mode"
+#: not asked for (``plan(..., relax=False)``)
+SKIPPED = "skipped"
+#: the statuses with a relaxed optimum
+SOLVED = (OPTIMAL, OPTIMAL_INACCURATE)
+#: the statuses of a relaxation that was asked for and has no optimum
+FAILED = (SOLVER_ERROR, INFEASIBLE, NO_MODE)
 
 _TERMS = ("rate_a", "rate_c", "floor")
+#: lower limit of the activation coefficients: a model without activations would give a zero
+#: parameter, which a GP does not accept (its memory constraints then hold for every b)
+_TINY = 1e-12
 _K_POWER = {"rate_a": -0.5, "rate_c": -1.0, "floor": 0.0}
 
 
@@ -94,18 +126,11 @@ def _exponents(name: str) -> dict[str, tuple[float, float]]:
     return out
 
 
-@cache
-def _term_fn(name: str, term: str):
-    expr = getattr(get_bound(name), term)
-    symbols = tuple(sorted(expr.free_symbols, key=lambda s: s.name))
-    return symbols, sp.lambdify(symbols, expr, "numpy")
-
-
 def _term_values(name: str, term: str, values: dict, stages: np.ndarray) -> np.ndarray:
-    """The term at ``B = b = 1`` for each ``M`` in ``stages`` (``D = M - 1``)."""
-    symbols, fn = _term_fn(name, term)
-    env = {**values, "B": 1, "b": 1, "M": stages, "D": stages - 1}
-    return np.broadcast_to(np.asarray(fn(*(env[s.name] for s in symbols)), float), stages.shape)
+    """The term at ``B = b = 1`` for each ``M`` in ``stages`` (``D`` the schedule's ``M - 1``)."""
+    env = {**values, "B": 1, "b": 1, "M": stages, "D": max_delay(stages)}
+    term_at = compile_expr(getattr(get_bound(name), term))
+    return np.broadcast_to(np.asarray(term_at(env), float), stages.shape)
 
 
 def rate_monomials(name: str, values: dict, max_stages: int) -> dict[str, tuple]:
@@ -144,6 +169,10 @@ def build_gp(mode: str, exponents: tuple, shifted: bool = False) -> GPModel:
 
     ``shifted`` adds the tighter cycle minorant with :math:`\\kappa = 1 - 1/M_\\mathrm{lo} > 0`
     (a zero :math:`\\kappa` is not a valid positive parameter, so it is a separate problem).
+
+    The cached problem is shared and mutable on purpose (the DPP idiom): every
+    :func:`solve_relaxation` overwrites its ``Parameter.value``s before solving, so the compiled
+    problem is reused and a new ``eps`` re-solves without recompiling.
     """
     v = {k: cp.Variable(pos=True, name=k) for k in ("M", "b", "K", "s", "tc")}
     count = cp.Variable(pos=True, name="B") if mode == "sync" else None
@@ -187,33 +216,111 @@ def build_gp(mode: str, exponents: tuple, shifted: bool = False) -> GPModel:
     return GPModel(mode, problem, v, p)
 
 
-def solve_relaxation(model, hardware, problem, eps, limits, modes, stage_range=None):
-    """Solve the relaxation for each mode in ``modes``; return the best as a ``Relaxed``.
+@dataclass(frozen=True)
+class Relaxed:
+    """The optimum of the continuous relaxation (a lower bound of the integer optimum).
+
+    Attributes
+    ----------
+    value : float
+        Relaxed optimal time, seconds (``inf`` if no mode was solved, ``nan`` if the relaxation
+        was skipped).
+    mode : str
+        The mode of the relaxed optimum (``""`` without one).
+    stages, micro_batches, micro_batch_size, iterations : float
+        The relaxed optimum's ``M``, ``B`` (1 for async), ``b`` and ``K`` (``nan`` without one).
+    solve_time_s : float
+        Seconds spent solving (all modes).
+    status : str
+        :data:`OPTIMAL` or :data:`OPTIMAL_INACCURATE` (the returned mode's GP), or why there is no
+        optimum: :data:`SOLVER_ERROR`, :data:`INFEASIBLE`, :data:`NO_MODE`, :data:`SKIPPED`.
+    message : str
+        One line on the outcome, naming every mode whose GP failed and why.
+    """
+
+    value: float
+    mode: str
+    stages: float
+    micro_batches: float
+    micro_batch_size: float
+    iterations: float
+    solve_time_s: float
+    status: str
+    message: str
+
+    @classmethod
+    def empty(cls, status: str, message: str, *, value: float = math.inf,
+              solve_time_s: float = 0.0) -> Relaxed:
+        """A relaxation without an optimum (``status`` says why)."""
+        return cls(value=value, mode="", stages=math.nan, micro_batches=math.nan,
+                   micro_batch_size=math.nan, iterations=math.nan, solve_time_s=solve_time_s,
+                   status=status, message=message)
+
+    @property
+    def success(self) -> bool:
+        """Whether a relaxed optimum was found (``status`` in :data:`SOLVED`)."""
+        return self.status in SOLVED
+
+    def to_dict(self) -> dict:
+        """JSON-ready fields; a non-finite number (no relaxation solved) is ``None``."""
+        return {key: finite_or_none(value) for key, value in self.__dict__.items()}
+
+
+def _failure(mode: str, gp: GPModel) -> tuple[str, str] | None:
+    """Solve ``gp``; ``None`` on success, else ``(status, reason)`` of the failed mode."""
+    try:
+        value = gp.problem.solve(gp=True, solver=cp.CLARABEL)
+    except cp.error.SolverError as error:
+        return SOLVER_ERROR, f"{mode}: the solver failed ({error})"
+    status = gp.problem.status
+    if status not in SOLVED or value is None:
+        return INFEASIBLE, f"{mode}: the solver ended with status {status!r}"
+    return None
+
+
+def solve_relaxation(
+    model: Model,
+    hardware: PlanHardware,
+    problem: ProblemParams,
+    eps: float,
+    limits: PlanLimits,
+    modes: tuple[str, ...],
+    stage_range: range | None = None,
+) -> Relaxed:
+    """Solve the relaxation for each mode in ``modes``; return the best as a :class:`Relaxed`.
 
     Parameters
     ----------
     model : bounds.models.Model
-    hardware : bounds.planner.PlanHardware
+    hardware : bounds.params.PlanHardware
     problem : bounds.params.ProblemParams
     eps : float
-    limits : bounds.planner.PlanLimits
+    limits : bounds.params.PlanLimits
     modes : tuple of str
-        Modes not ruled out.
+        Modes not ruled out (the bound of each from :func:`theory.theorems.bound_for`).
     stage_range : range, optional
         Integer ``M`` range (default ``1 .. min(P, layers)``).
-    """
-    from .planner import ALGORITHMS, Relaxed, theory_values
 
+    Returns
+    -------
+    Relaxed
+        The fastest solved mode (status :data:`OPTIMAL` or :data:`OPTIMAL_INACCURATE`; the message
+        names any other mode that failed), or, if none was solved, ``value = inf`` with status
+        :data:`NO_MODE` (``modes`` empty), :data:`SOLVER_ERROR` (a mode's solver raised) or
+        :data:`INFEASIBLE` (every GP ended with another status), and the reasons in the message.
+    """
     start = time.perf_counter()
+    if not modes:
+        return Relaxed.empty(NO_MODE, "no mode to relax: every mode was ruled out")
     h = hardware.hardware
     if stage_range is None:
         stage_range = range(1, min(hardware.accelerators, len(model)) + 1)
     values = theory_values(h, problem)
     buffer = hardware.activation_buffer_bytes / hardware.bytes_per_activation
-    best = Relaxed(math.inf, "", math.nan, math.nan, math.nan, math.nan, 0.0)
+    best: dict | None = None
+    failures: list[tuple[str, str]] = []
     for mode in modes:
-        name = ALGORITHMS[mode]
-        mono = rate_monomials(name, values, stage_range.stop - 1)
+        mono = rate_monomials(bound_for(mode).name, values, stage_range.stop - 1)
         exps = tuple(
             (mono[t][1], mono[t][2], mono[t][3]) if mono[t][0] > 0 else None for t in _TERMS
         )
@@ -226,24 +333,32 @@ def solve_relaxation(model, hardware, problem, eps, limits, modes, stage_range=N
             "work": float(np.sum(model.work)), "work_max": float(np.max(model.work)),
             "m_lo": float(stage_range.start), "m_hi": float(stage_range.stop - 1),
             "B_max": float(limits.max_micro_batches), "b_max": float(limits.max_micro_batch_size),
-            "act_max": max(float(np.max(model.activations)), 1e-12) / buffer,
-            "act_total": max(float(np.sum(model.activations)), 1e-12) / buffer,
+            "act_max": max(float(np.max(model.activations)), _TINY) / buffer,
+            "act_total": max(float(np.sum(model.activations)), _TINY) / buffer,
             "kappa": kappa,
         }
         for key, value in settings.items():
             if value > 0:  # zero rate terms are left out of the compiled problem
                 par[key].value = float(value)
-        try:
-            value = gp.problem.solve(gp=True, solver=cp.CLARABEL)
-        except cp.error.SolverError:
+        failure = _failure(mode, gp)
+        if failure is not None:
+            failures.append(failure)
             continue
-        if gp.problem.status not in ("optimal", "optimal_inaccurate") or value is None:
-            continue
-        if value < best.value:
+        value = float(gp.problem.value)
+        if value < (math.inf if best is None else best["value"]):
             var = gp.variables
-            best = Relaxed(
-                float(value), mode, float(var["M"].value),
-                float(var["B"].value) if "B" in var else 1.0, float(var["b"].value),
-                float(var["K"].value), 0.0,
+            best = dict(
+                value=value, mode=mode, stages=float(var["M"].value),
+                micro_batches=float(var["B"].value) if "B" in var else 1.0,
+                micro_batch_size=float(var["b"].value), iterations=float(var["K"].value),
+                status=gp.problem.status,
             )
-    return dataclasses.replace(best, solve_time_s=time.perf_counter() - start)
+    elapsed = time.perf_counter() - start
+    reasons = "; ".join(reason for _, reason in failures)
+    if best is None:
+        status = SOLVER_ERROR if any(s == SOLVER_ERROR for s, _ in failures) else INFEASIBLE
+        return Relaxed.empty(status, f"no mode solved: {reasons}", solve_time_s=elapsed)
+    message = f"solved ({best['status']}) at {best['mode']}"
+    if failures:
+        message += f"; not solved: {reasons}"
+    return Relaxed(**best, solve_time_s=elapsed, message=message)

@@ -16,11 +16,12 @@ __all__ = ["COMMANDS", "main"]
 
 #: command name -> (module, one-line summary)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "schedule": (
-        "simulate.commands.schedule", "print a pipeline timeline (Gantt chart) and summary"
-    ),
-    "bounds": ("bounds.cli", "evaluate and compare the complexity bounds for given hardware"),
-    "plan": ("bounds.plan_cli", "choose mode, stages and micro-batches for a model and hardware"),
+    "schedule": ("simulate.commands.schedule",
+                 "print a pipeline timeline (Gantt chart) and summary"),
+    "bounds": ("bounds.commands.bounds",
+               "evaluate and compare the complexity bounds for given hardware"),
+    "plan": ("bounds.commands.plan",
+             "choose mode, stages and micro-batches for a model and hardware"),
     "simulate": ("simulate.commands.simulate", "simulate digital/analog SGD through a pipeline"),
     "verify": ("simulate.commands.verify",
                "check every bound against simulation on oracle problems"),

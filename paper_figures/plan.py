@@ -18,8 +18,8 @@ from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
 from bounds.models import load_model
-from bounds.params import ProblemParams, from_preset
-from bounds.planner import PlanHardware, PlanLimits, plan, time_grid
+from bounds.params import DEFAULT_PRESET, PlanHardware, PlanLimits, ProblemParams, from_preset
+from bounds.planner import plan, time_grid
 
 from .common import new_figure, save_figure, use_style
 
@@ -31,7 +31,7 @@ DESCRIPTION = "predicted time to eps over stages M and micro-batches B, planner 
 USES_SWEEP = False
 
 MODEL = "digits-mlp"
-PRESET = "softbounds-tau1"
+PRESET = DEFAULT_PRESET
 ACCELERATORS = 16
 EPS = 0.5
 

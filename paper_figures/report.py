@@ -27,12 +27,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bounds.cli import DEFAULT_EPS, DEFAULT_PRESET
 from bounds.evaluate import compare
 from bounds.models import load_model
-from bounds.params import ProblemParams, from_preset
-from bounds.plan_cli import format_plan
-from bounds.planner import PlanHardware, plan
+from bounds.params import DEFAULT_EPS, DEFAULT_PRESET, PlanHardware, ProblemParams, from_preset
+from bounds.planner import plan
 from simulate.suites import run_suite
 from theory.errors import check_range
 
@@ -155,7 +153,7 @@ def _plan_section(preset: str) -> Section:
              f"b = {result.micro_batch_size}, {result.seconds:.3g} s predicted "
              f"(aimc-pipeline plan --model {plan_figure.MODEL} --accelerators "
              f"{plan_figure.ACCELERATORS} --eps {plan_figure.EPS:g} --preset {preset}).")
-    return Section("Plan", (("p", intro), ("pre", format_plan(result))))
+    return Section("Plan", (("p", intro), ("pre", result.table())))
 
 
 def _verify_section(sweep: Mapping) -> Section:

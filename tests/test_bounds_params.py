@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bounds.params import (
+    PRESET_TIMING_KEYS,
     TIMING_KEYS,
     BoundsConfig,
     HardwareParams,
@@ -20,6 +21,7 @@ from bounds.params import (
     dump_config,
     from_preset,
     load_config,
+    validate_timing,
 )
 from bounds.timing import TimingModel
 from theory import devices
@@ -52,6 +54,18 @@ def test_preset_loads_with_its_timing_and_default_region(name):
     c = hw.device_constants()
     assert (c.w_lo, c.w_hi) == pytest.approx((hw.centre - reach / 2, hw.centre + reach / 2))
     assert 0 < c.q_min <= c.q_max and c.G_inf >= 0
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_preset_timing_table_has_every_key(name):  # moved from test_devices.test_presets_load
+    table = devices.preset_table(name)
+    assert set(table["timing"]) == set(PRESET_TIMING_KEYS)
+
+
+def test_validate_timing_rejects_unknown_keys():  # moved from test_devices
+    assert validate_timing({"clock_hz": 2e9}) == {"clock_hz": 2e9}
+    with pytest.raises(ParameterError, match="clock_ghz.*valid keys: clock_hz"):
+        validate_timing({"clock_ghz": 2.0})
 
 
 @given(tau=st.floats(0.1, 10), fraction=st.floats(0.01, 0.99))

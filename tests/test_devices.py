@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from theory import symbols
 from theory.devices import (
     FAMILIES,
-    TIMING_KEYS,
     AsymmetricSoftBounds,
     ConstantStep,
     Device,
@@ -29,7 +28,6 @@ from theory.devices import (
     make_device,
     preset_table,
     soft_bounds_constants,
-    validate_timing,
     w,
 )
 from theory.errors import ParameterError
@@ -185,7 +183,6 @@ def test_presets_load(name):
     table = preset_table(name)
     assert dev.name == name == table["device"]["name"]
     assert dev.family == table["device"]["family"]
-    assert set(table["timing"]) == set(TIMING_KEYS)
     assert device_from_table(table["device"]) == dev
 
 
@@ -367,12 +364,6 @@ def test_device_from_table_round_trip_and_errors():
         device_from_table({"family": "softbounds", "tau": 1.0})
     with pytest.raises(ParameterError, match="needs pow_gamma"):
         device_from_table({"family": "power", "tau": 1.0, "dw_min": 0.01})
-
-
-def test_validate_timing_rejects_unknown_keys():
-    assert validate_timing({"clock_hz": 2e9}) == {"clock_hz": 2e9}
-    with pytest.raises(ParameterError, match="clock_ghz.*valid keys: clock_hz"):
-        validate_timing({"clock_ghz": 2.0})
 
 
 @pytest.mark.parametrize(("factory", "param"), [

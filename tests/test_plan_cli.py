@@ -8,8 +8,8 @@ import json
 import pytest
 
 from bounds.models import load_model
-from bounds.params import ProblemParams, from_preset
-from bounds.planner import PlanHardware, PlanLimits, plan
+from bounds.params import PlanHardware, PlanLimits, ProblemParams, from_preset
+from bounds.planner import plan
 from paper_figures.cli import main
 
 SMALL = ["--max-micro-batches", "32", "--max-micro-batch-size", "32"]
@@ -121,3 +121,20 @@ def test_help_shows_no_meaningless_default(capsys):
     with pytest.raises(SystemExit):
         main(["plan", "--help"])
     assert "default: None" not in capsys.readouterr().out
+
+
+def test_a_failed_relaxation_is_printed_with_its_status(monkeypatch, capsys):
+    import cvxpy as cp
+
+    def fail(self, *args, **kwargs):
+        raise cp.error.SolverError("no convergence")
+
+    monkeypatch.setattr(cp.Problem, "solve", fail)
+    argv = ["plan", "--model", "digits-mlp", "--accelerators", "4", *SMALL]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "relaxation (GP)      not solved (solver_error): " in out and "no convergence" in out
+    assert main([*argv, "--json"]) == 0
+    data = _strict_json(capsys.readouterr().out)
+    assert data["status"] == "relaxation_failed" and data["relaxed"]["status"] == "solver_error"
+    assert data["gap"] is None and data["relaxed"]["value"] is None

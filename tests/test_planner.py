@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from functools import cache
 
@@ -12,10 +13,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bounds.models import Layer, Model
-from bounds.params import ProblemParams, from_preset
+from bounds.params import PlanHardware, PlanLimits, ProblemParams, from_preset
 from bounds.partition import best_partition
-from bounds.planner import PlanHardware, PlanLimits, plan
-from bounds.relaxation import build_gp, rate_monomials, solve_relaxation
+from bounds.planner import OPTIMAL, RELAXATION_FAILED, plan
+from bounds.relaxation import (
+    NO_MODE,
+    SKIPPED,
+    SOLVER_ERROR,
+    build_gp,
+    rate_monomials,
+    solve_relaxation,
+)
 from simulate.timeline import build_timeline
 from theory.complexity import evaluate_complexity
 from theory.errors import ParameterError, UnreachableTargetError
@@ -336,3 +344,41 @@ def test_target_beyond_int64_iterations_everywhere_is_not_called_below_the_floor
     with pytest.raises(ParameterError, match="int64") as info:
         plan(model, hw, eps=1e-10, limits=PlanLimits(2, 2))
     assert not isinstance(info.value, UnreachableTargetError)
+
+
+def test_relaxation_without_a_mode_says_so():
+    model = Model("m", (Layer("a", 8, 8),))
+    relaxed = solve_relaxation(model, _small_hardware(), ProblemParams(), 1.0, PlanLimits(2, 2),
+                               ())
+    assert relaxed.status == NO_MODE and not relaxed.success
+    assert relaxed.value == math.inf and relaxed.mode == "" and "ruled out" in relaxed.message
+
+
+def test_a_failed_relaxation_is_reported_not_dropped(monkeypatch):
+    import cvxpy as cp
+
+    def fail(self, *args, **kwargs):
+        raise cp.error.SolverError("no convergence")
+
+    monkeypatch.setattr(cp.Problem, "solve", fail)
+    model = Model("m", (Layer("a", 8, 8), Layer("b", 8, 8)))
+    result = plan(model, _small_hardware(accelerators=2), eps=0.8, limits=PlanLimits(4, 4))
+    assert result.relaxed.status == SOLVER_ERROR and not result.relaxed.success
+    assert "no convergence" in result.relaxed.message and "sync" in result.relaxed.message
+    assert result.status == RELAXATION_FAILED and math.isnan(result.gap)
+    assert "relaxation (GP)      not solved (solver_error)" in result.table()
+    data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert data["relaxed"]["status"] == "solver_error" and data["gap"] is None
+
+
+def test_plan_status_when_the_relaxation_is_solved_or_skipped():
+    model = Model("m", (Layer("a", 8, 8), Layer("b", 8, 8)))
+    hw, limits = _small_hardware(accelerators=2), PlanLimits(4, 4)
+    solved = plan(model, hw, eps=0.8, limits=limits)
+    assert solved.status == OPTIMAL and solved.relaxed.success
+    assert solved.relaxed.status in ("optimal", "optimal_inaccurate")
+    assert solved.relaxed.mode in solved.relaxed.message
+    skipped = plan(model, hw, eps=0.8, limits=limits, relax=False)
+    assert skipped.status == OPTIMAL and skipped.relaxed.status == SKIPPED
+    assert "relaxation (GP)" not in skipped.table()
+    assert (skipped.best, skipped.terms) == (solved.best, solved.terms)

@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from bounds.cli import DEFAULT_EPS, DEFAULT_PRESET
+from bounds.params import DEFAULT_EPS, DEFAULT_PRESET
 from simulate.commands.options import add_sweep_arguments, sweep_options
 from theory.commands import command_main
 

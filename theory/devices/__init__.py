@@ -25,13 +25,11 @@ from .families import (
     w,
 )
 from .presets import (
-    TIMING_KEYS,
     device_from_table,
     device_to_table,
     list_presets,
     load_preset,
     preset_table,
-    validate_timing,
 )
 
 __all__ = [
@@ -46,7 +44,6 @@ __all__ = [
     "PowerStep",
     "ResponseFamily",
     "SoftBounds",
-    "TIMING_KEYS",
     "device_from_table",
     "device_to_table",
     "list_presets",
@@ -54,6 +51,5 @@ __all__ = [
     "make_device",
     "preset_table",
     "soft_bounds_constants",
-    "validate_timing",
     "w",
 ]

@@ -2,7 +2,8 @@
 
 Each file has a ``[device]`` table (``name``, ``family``, the family's parameters and the pulse
 fields of :class:`~theory.devices.Device`) and a ``[timing]`` table (hardware timing defaults that
-:mod:`bounds` interprets; here only its keys are validated). Sources are cited in each file.
+:mod:`bounds` interprets and validates, :func:`bounds.params.validate_timing`; theory reads only
+``[device]``). Sources are cited in each file.
 User TOML files use the same ``[device]`` layout through :func:`device_from_table`.
 """
 
@@ -19,18 +20,14 @@ from .families import FAMILIES
 
 __all__ = [
     "PRESET_TABLES",
-    "TIMING_KEYS",
     "device_from_table",
     "device_to_table",
     "list_presets",
     "load_preset",
     "preset_table",
-    "validate_timing",
 ]
 
-#: the keys a ``[timing]`` table may hold (units in the name; read by :mod:`bounds`)
-TIMING_KEYS = ("clock_hz", "read_time_s", "pulse_width_s", "bit_length", "tile_rows", "tile_cols")
-#: the top-level tables of a preset file
+#: the top-level tables of a preset file (``timing`` is read and validated by :mod:`bounds`)
 PRESET_TABLES = ("device", "timing")
 
 
@@ -54,7 +51,6 @@ def _read(name: str) -> dict[str, Any]:
     if unknown:
         raise ParameterError(f"preset {name!r}: unknown table(s) {', '.join(unknown)}; "
                              f"valid: {', '.join(PRESET_TABLES)}")
-    validate_timing(table.get("timing", {}))
     return table
 
 
@@ -72,15 +68,6 @@ def preset_table(name: str) -> dict[str, Any]:
 def load_preset(name: str) -> Device:
     """The :class:`~theory.devices.Device` of a named preset (see :func:`list_presets`)."""
     return device_from_table(_read(name)["device"])
-
-
-def validate_timing(table: dict[str, Any]) -> dict[str, Any]:
-    """Check that a ``[timing]`` table has only known keys (:data:`TIMING_KEYS`); return it."""
-    unknown = sorted(set(table) - set(TIMING_KEYS))
-    if unknown:
-        raise ParameterError(f"unknown timing key(s) {', '.join(unknown)}; valid keys: "
-                             f"{', '.join(TIMING_KEYS)}")
-    return table
 
 
 def device_from_table(table: dict[str, Any]) -> Device:

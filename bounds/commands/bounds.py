@@ -5,25 +5,28 @@ entry needs (digital SGD, analog SGD without pipeline, the synchronous and async
 the literature rows), with the speedups over analog SGD without pipeline. Hardware comes from a
 preset (``--preset``) or a TOML file (``--config``, layout in :mod:`bounds.params`); flags override
 single values. ``--json`` / ``--csv FILE`` give machine-readable rows, ``--list-presets`` the
-presets, ``--latex`` every registry entry as LaTeX.
+presets, ``--latex`` every registry entry as LaTeX. ``python -m bounds`` runs this command.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import dataclasses
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from theory import devices
+from theory.commands import command_main
 from theory.complexity import latex_table
 from theory.errors import ParameterError, UnreachableTargetError
 from theory.theorems import REGISTRY
 
-from .evaluate import compare
-from .params import (
+from ..evaluate import compare, finite_or_none
+from ..params import (
+    DEFAULT_EPS,
+    DEFAULT_PRESET,
     BoundsConfig,
     HardwareParams,
     PipelineConfig,
@@ -31,10 +34,18 @@ from .params import (
     from_preset,
     load_config,
 )
+from .options import (
+    add_flags,
+    add_problem_flags,
+    add_weight_bound_flag,
+    given,
+    init_fields,
+    problem_from_args,
+)
 
 __all__ = [
-    "DEFAULT_EPS", "DEFAULT_PRESET", "DESCRIPTION", "TABLE_MARKERS", "build_parser",
-    "config_from_args", "readme_table", "run",
+    "DESCRIPTION", "TABLE_MARKERS", "bounds_config_from_args", "build_parser", "main",
+    "readme_table", "run",
 ]
 
 DESCRIPTION = (
@@ -47,11 +58,6 @@ DESCRIPTION = (
     "at or below an entry's asymptotic floor gives that row the floor instead of numbers; if no "
     "analog entry can reach it the command fails with the floor in the message."
 )
-
-#: preset used when neither --preset nor --config is given
-DEFAULT_PRESET = "softbounds-tau1"
-#: target used when neither --eps nor the config file gives one
-DEFAULT_EPS = 1.0
 
 
 def build_parser(parser: argparse.ArgumentParser) -> None:
@@ -71,49 +77,19 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
         f"squared-gradient units (those of sigma2); default {DEFAULT_EPS:g}",
     )
     pipe = PipelineConfig()
-    parser.add_argument(
-        "--stages", type=int, metavar="M", default=argparse.SUPPRESS,
-        help=f"pipeline stages M (accelerators); default {pipe.stages}",
-    )
-    parser.add_argument(
-        "--micro-batches", type=int, metavar="B", default=argparse.SUPPRESS,
-        help="micro-batches per mini-batch B (synchronous pipeline, and the mini-batch B*b of the "
-        f"non-pipelined baselines); default {pipe.micro_batches}",
-    )
-    parser.add_argument(
-        "--micro-batch-size", type=int, metavar="b", default=argparse.SUPPRESS,
-        help=f"samples per micro-batch b; default {pipe.micro_batch_size}",
-    )
-    parser.add_argument(
-        "--weight-bound", type=float, metavar="W", default=argparse.SUPPRESS,
-        help="W_max, half-width of the weight region around the device's symmetric point "
-        "(weight units of the device); default half the distance to the nearer device bound",
-    )
-    parser.add_argument(
-        "--layers", type=int, metavar="N", default=argparse.SUPPRESS,
-        help="analog layers of the model (timing model); default 16",
-    )
-    problem = ProblemParams()
-    parser.add_argument(
-        "--L", type=float, dest="L", default=argparse.SUPPRESS,
-        help=f"smoothness constant L of f (A1); default {problem.L:g}",
-    )
-    parser.add_argument(
-        "--L-s", type=float, dest="L_s", default=argparse.SUPPRESS,
-        help="Lipschitz constant L_s of the stale update signal (A4); default L",
-    )
-    parser.add_argument(
-        "--delta", type=float, dest="Delta", default=argparse.SUPPRESS,
-        help=f"initial gap Delta = f(W_0) - f* (A1); default {problem.Delta:g}",
-    )
-    parser.add_argument(
-        "--sigma2", type=float, default=argparse.SUPPRESS,
-        help=f"per-sample gradient variance sigma^2 (A2); default {problem.sigma2:g}",
-    )
-    parser.add_argument(
-        "--theta", type=float, default=argparse.SUPPRESS,
-        help=f"Young split theta of the analog bounds, in (0, 1); default {problem.theta:g}",
-    )
+    add_flags(parser, (
+        ("--stages", "stages", int, "M",
+         f"pipeline stages M (accelerators); default {pipe.stages}"),
+        ("--micro-batches", "micro_batches", int, "B",
+         "micro-batches per mini-batch B (synchronous pipeline, and the mini-batch B*b of the "
+         f"non-pipelined baselines); default {pipe.micro_batches}"),
+        ("--micro-batch-size", "micro_batch_size", int, "b",
+         f"samples per micro-batch b; default {pipe.micro_batch_size}"),
+    ))
+    add_weight_bound_flag(parser)
+    add_flags(parser, [("--layers", "layers", int, "N",
+                        "analog layers of the model (timing model); default 16")])
+    add_problem_flags(parser)
     output = parser.add_mutually_exclusive_group()
     output.add_argument(
         "--json", action="store_true",
@@ -136,44 +112,30 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
-_PROBLEM_FLAGS = ("L", "L_s", "Delta", "sigma2", "theta")
-_PIPELINE_FLAGS = {"stages": "stages", "micro_batches": "micro_batches",
-                   "micro_batch_size": "micro_batch_size"}
+_PIPELINE_FLAGS = ("stages", "micro_batches", "micro_batch_size")
 _HARDWARE_FLAGS = ("weight_bound", "layers")
 
 
-def _given(args: argparse.Namespace, names) -> dict:
-    return {name: getattr(args, name) for name in names if hasattr(args, name)}
-
-
-def config_from_args(args: argparse.Namespace) -> BoundsConfig:
+def bounds_config_from_args(args: argparse.Namespace) -> BoundsConfig:
     """The :class:`~bounds.params.BoundsConfig` of the parsed options (file, then flags)."""
-    hardware_flags = _given(args, _HARDWARE_FLAGS)
+    hardware_flags = given(args, _HARDWARE_FLAGS)
     if hasattr(args, "config"):
         base = load_config(args.config)
         hardware = base.hardware
         if hardware_flags:
-            hardware = HardwareParams(**{**_fields(hardware), **hardware_flags})
+            hardware = HardwareParams(**{**init_fields(hardware), **hardware_flags})
         problem, pipeline, eps, preset = base.problem, base.pipeline, base.eps, base.preset
     else:
         preset = getattr(args, "preset", DEFAULT_PRESET)
         hardware = from_preset(preset, **hardware_flags)
         problem, pipeline, eps = ProblemParams(), PipelineConfig(), None
-    problem_flags = _given(args, _PROBLEM_FLAGS)
-    if problem_flags:
-        if "L" in problem_flags and "L_s" not in problem_flags and problem.L_s == problem.L:
-            problem_flags["L_s"] = None  # L_s follows L unless set
-        problem = ProblemParams(**{**_fields(problem), **problem_flags})
-    pipeline_flags = _given(args, _PIPELINE_FLAGS)
+    problem = problem_from_args(args, problem)
+    pipeline_flags = given(args, _PIPELINE_FLAGS)
     if pipeline_flags:
-        pipeline = PipelineConfig(**{**_fields(pipeline), **pipeline_flags})
+        pipeline = PipelineConfig(**{**init_fields(pipeline), **pipeline_flags})
     eps = getattr(args, "eps", eps if eps is not None else DEFAULT_EPS)
     return BoundsConfig(hardware=hardware, problem=problem, pipeline=pipeline, eps=eps,
                         preset=preset)
-
-
-def _fields(obj) -> dict:
-    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.init}
 
 
 def _list_presets() -> str:
@@ -215,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
     if args.readme_table:
         print(readme_table())
         return 0
-    config = config_from_args(args)
+    config = bounds_config_from_args(args)
     comparison = compare(config.eps, config.hardware, config.problem, config.pipeline)
     analog = comparison.analog_results
     if not any(r.reachable for r in analog):
@@ -225,7 +187,8 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError(next(r.reason for r in analog if r.limiting != "floor"))
     rows = comparison.to_rows()
     if args.json:
-        json.dump(rows, sys.stdout, indent=2)
+        strict = [{key: finite_or_none(value) for key, value in row.items()} for row in rows]
+        json.dump(strict, sys.stdout, indent=2, allow_nan=False)
         print()
     else:
         print(comparison.table())
@@ -239,3 +202,8 @@ def run(args: argparse.Namespace) -> int:
             raise ParameterError(f"csv={str(args.csv)!r} cannot be written: {error.strerror}") \
                 from None
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``aimc-pipeline bounds`` and ``python -m bounds``."""
+    return command_main("aimc-pipeline bounds", DESCRIPTION, build_parser, run, argv)
