@@ -30,7 +30,6 @@ more iterations than an int64 holds, gives a row with the floor and the reason i
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import cache
 
@@ -45,7 +44,7 @@ from theory.symbols import K, alpha
 from .params import HardwareParams, PipelineConfig, ProblemParams
 
 __all__ = [
-    "BASELINE", "TOO_MANY", "BoundResult", "Comparison", "compare", "evaluate", "finite_or_none",
+    "BASELINE", "TOO_MANY", "BoundResult", "Comparison", "compare", "evaluate",
     "theory_values",
 ]
 
@@ -139,11 +138,6 @@ def _floor(name: str):
 def _batch(name: str):
     """The registry ``batch`` (samples per iteration) as a function of ``values``."""
     return compile_expr(theorems.get_bound(name).batch)
-
-
-def finite_or_none(value):
-    """``value``, or ``None`` if it is a non-finite float (JSON has no NaN or infinity)."""
-    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def theory_values(hardware: HardwareParams, problem: ProblemParams) -> dict[str, float]:

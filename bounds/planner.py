@@ -54,10 +54,11 @@ import numpy as np
 from theory.compiled import compile_expr
 from theory.complexity import REACHABLE, evaluate_complexity
 from theory.errors import ParameterError, UnreachableTargetError, check_range
+from theory.fileio import strict_json
 from theory.schedules import cycles_after, in_flight_expr
 from theory.theorems import bound_for
 
-from .evaluate import finite_or_none, theory_values
+from .evaluate import theory_values
 from .models import Model
 from .params import PLAN_MODES, PlanHardware, PlanLimits, ProblemParams
 from .partition import Partition, best_partition
@@ -289,7 +290,7 @@ class Plan:
         return {
             "model": self.model, "eps": self.eps, **self.best.to_dict(),
             "terms": self.terms.to_dict(), "dominant": self.dominant,
-            "relaxed": self.relaxed.to_dict(), "gap": finite_or_none(self.gap),
+            "relaxed": self.relaxed.to_dict(), "gap": strict_json(self.gap),
             "alternatives": [c.to_dict() for c in self.alternatives],
             "ruled_out": [{"mode": m, "reason": r} for m, r in self.ruled_out],
             "solve_times": self.solve_times.to_dict(),

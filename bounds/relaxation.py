@@ -68,12 +68,13 @@ import sympy as sp
 
 from theory.compiled import compile_expr
 from theory.errors import ParameterError
+from theory.fileio import strict_json
 from theory.schedules import max_delay
 from theory.symbols import B as B_SYM
 from theory.symbols import b as b_SYM
 from theory.theorems import bound_for, get_bound
 
-from .evaluate import finite_or_none, theory_values
+from .evaluate import theory_values
 from .models import Model
 from .params import PlanHardware, PlanLimits, ProblemParams
 
@@ -263,7 +264,7 @@ class Relaxed:
 
     def to_dict(self) -> dict:
         """JSON-ready fields; a non-finite number (no relaxation solved) is ``None``."""
-        return {key: finite_or_none(value) for key, value in self.__dict__.items()}
+        return {key: strict_json(value) for key, value in self.__dict__.items()}
 
 
 def _failure(mode: str, gp: GPModel) -> tuple[str, str] | None:

@@ -31,8 +31,9 @@ import matplotlib.style
 import numpy as np
 from matplotlib.figure import Figure
 
-from simulate.cache import atomic_write, package_version, source_fingerprint
+from simulate.cache import package_version, source_fingerprint
 from theory.errors import ParameterError
+from theory.fileio import atomic_write
 
 __all__ = ["STYLE", "FigureOutput", "new_figure", "output_dir", "save_figure", "use_style",
            "versions"]

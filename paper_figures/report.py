@@ -33,6 +33,7 @@ from bounds.params import DEFAULT_EPS, DEFAULT_PRESET, PlanHardware, ProblemPara
 from bounds.planner import plan
 from simulate.suites import run_suite
 from theory.errors import check_range
+from theory.fileio import atomic_write
 
 from . import plan as plan_figure
 from .common import output_dir
@@ -286,6 +287,6 @@ def write_report(out: str | Path, preset: str = DEFAULT_PRESET, eps: float = DEF
                 *_figure_sections(out, quick, sweep)]
     title = f"aimc-pipeline report: preset {preset}" + (" (quick)" if quick else "")
     md, page = out / "index.md", out / "index.html"
-    md.write_text(render_markdown(title, sections))
-    page.write_text(render_html(title, sections))
+    atomic_write(md, render_markdown(title, sections).encode())
+    atomic_write(page, render_html(title, sections).encode())
     return md, page

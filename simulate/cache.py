@@ -25,24 +25,22 @@ import hashlib
 import io
 import json
 import os
-import tempfile
 import tomllib
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 
-from .jsonio import to_json_value
+from theory.fileio import atomic_write, to_json_value
 
 __all__ = [
     "CACHE_ENV",
     "ResultCache",
-    "atomic_write",
     "cache_version",
     "canonical_json",
     "decode_result",
@@ -201,48 +199,6 @@ def normalize_result(value: Mapping) -> dict:
     """
     data, arrays = encode_result(value)
     return decode_result(to_json_value(data, strict=False), arrays)
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write(path: str | os.PathLike, payload: bytes | Callable[[BinaryIO], None]) -> Path:
-    """Write a file atomically: to a temporary file next to it, fsynced, then :func:`os.replace`.
-
-    Parameters
-    ----------
-    path : path-like
-        The file to write (its directory must exist).
-    payload : bytes or callable
-        The bytes to write, or ``write(handle)`` called with the binary temporary file.
-
-    A reader sees the old file or the complete new one, never a partial one; an exception leaves
-    no temporary file behind. The file gets the usual permissions (``0o666`` minus the umask).
-
-    Returns
-    -------
-    Path
-        ``path``.
-    """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            if callable(payload):
-                payload(handle)
-            else:
-                handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ output layer. The loss is the mean softmax cross-entropy
 :math:`L = \frac1n \sum_i (\log\sum_j e^{z_{ij}} - z_{i y_i})`.
 
 **Pipeline semantics, no weight stashing.** Update ``k`` (0-based) trains on micro-batch ``k``. Let
-``W_j^(m)`` be stage m's weights after ``j`` updates and ``d_m`` the forward delay of
-:func:`theory.schedules.evaluate` (``M - m`` for ``async``, 0 for ``none`` and ``sync``). Then
+``W_j^(m)`` be stage m's weights after ``j`` updates and ``d_m`` the forward delay of the schedule
+(:func:`theory.schedules.evaluate_schedule`: ``M - m`` for ``async``, 0 otherwise). Then
 
 - the forward at stage m reads ``W^(m)_{max(0, k - d_m)}`` (weights and biases); it stores its input
   ``h`` and its activation ``phi(z)`` computed with those stale weights;

@@ -56,7 +56,7 @@ def forward_delays(mode: str, stages: int) -> tuple[int, ...]:
     ``M - m`` for ``async`` (at most :func:`theory.schedules.max_delay`), 0 for ``none`` and
     ``sync``; cached.
     """
-    delays = schedules.evaluate(
+    delays = schedules.evaluate_schedule(
         mode, "forward_delay", stages=stages, stage=np.arange(1, stages + 1)
     )
     return tuple(int(d) for d in np.broadcast_to(delays, (stages,)))

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cache import atomic_write
-from .jsonio import strict_json
+from theory.fileio import atomic_write, strict_json
 
 __all__ = ["RunConstants", "Trace", "log_steps"]
 
@@ -139,7 +138,7 @@ class Trace:
     def write(self, out_dir: str | Path, stem: str = "trace") -> tuple[Path, Path]:
         """Write ``stem.csv`` (rows of :meth:`to_rows`) and ``stem.json`` (config, summary).
 
-        Both are written atomically (:func:`simulate.cache.atomic_write`).
+        Both are written atomically (:func:`theory.fileio.atomic_write`).
         """
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)

@@ -31,8 +31,8 @@ def _schedule_cycles(mode: str, K: int, pipe: PipelineConfig) -> int:
     """Cycles of K updates from the schedule closed forms (not through theory.complexity)."""
     M, B = pipe.stages, pipe.micro_batches
     if mode == "async":  # one update per micro-batch: K micro-batches, no flush
-        return int(schedules.evaluate("async", "total_cycles", stages=M, micro_batches=K))
-    return K * int(schedules.evaluate(mode, "total_cycles", stages=M, micro_batches=B))
+        return int(schedules.evaluate_schedule("async", "total_cycles", stages=M, micro_batches=K))
+    return K * int(schedules.evaluate_schedule(mode, "total_cycles", stages=M, micro_batches=B))
 
 
 @given(
@@ -146,7 +146,7 @@ def test_compare_order_and_speedups(preset, pipe, slack):
     # SP runs the iterates of analog SGD with the same mini-batch: its speedup is the schedule's
     sp_row = comparison.result("analog_sgd_sp")
     assert sp_row.iterations == base.iterations
-    throughput = float(schedules.evaluate("sync", "speedup", stages=pipe.stages,
+    throughput = float(schedules.evaluate_schedule("sync", "speedup", stages=pipe.stages,
                                           micro_batches=pipe.micro_batches))
     assert comparison.speedups["analog_sgd_sp"][0] == pytest.approx(throughput, rel=1e-12)
     rows = comparison.to_rows()

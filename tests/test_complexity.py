@@ -175,14 +175,16 @@ def test_cycles_come_from_the_schedules(name):
     k = int(result.iterations_int)
     m = BASE["M"]
     if bound.mode == "async":
-        expected = schedules.evaluate("async", "total_cycles", stages=m, micro_batches=k)
+        expected = schedules.evaluate_schedule("async", "total_cycles", stages=m, micro_batches=k)
         assert expected == 2 * (k + m - 1)
     elif bound.mode == "sync":
-        expected = k * schedules.evaluate("sync", "total_cycles", stages=m,
+        expected = k * schedules.evaluate_schedule("sync", "total_cycles", stages=m,
                                           micro_batches=BASE["B"])
     else:  # none: a step of n samples runs n/b micro-batches
         micro = BASE["n"] // BASE["b"]
-        expected = k * schedules.evaluate("none", "total_cycles", stages=m, micro_batches=micro)
+        expected = k * schedules.evaluate_schedule(
+            "none", "total_cycles", stages=m, micro_batches=micro
+        )
     assert result.cycles == expected
     batch = {"none": BASE["n"], "sync": BASE["B"] * BASE["b"], "async": BASE["b"]}[bound.mode]
     assert result.samples == batch * k

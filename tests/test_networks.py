@@ -16,7 +16,7 @@ from simulate.networks import (
 )
 from simulate.rng import member_generators
 from theory.errors import DivergenceError, ParameterError
-from theory.schedules import evaluate
+from theory.schedules import evaluate_schedule
 
 SMALL = NetworkSpec(layers=4, width=8, grad_norm=False)
 PROBLEMS = ("digits-mlp", "digits-resmlp")
@@ -200,7 +200,7 @@ def test_async_reads_the_predicted_weight_versions():
                         record_versions=True)
     k = np.arange(steps)[:, None]
     m = np.arange(1, stages + 1)[None, :]
-    delay = np.array([evaluate("async", "forward_delay", stages=stages, stage=j)
+    delay = np.array([evaluate_schedule("async", "forward_delay", stages=stages, stage=j)
                       for j in range(1, stages + 1)])
     np.testing.assert_array_equal(delay, stages - np.arange(1, stages + 1))
     np.testing.assert_array_equal(run.forward_versions, np.maximum(0, k - (stages - m)))
@@ -293,7 +293,7 @@ def test_trace_bookkeeping():
     trace = train_network(cfg, spec=replace(SMALL, grad_norm=True)).trace
     np.testing.assert_array_equal(trace.step, [0, 3, 6, 7])
     np.testing.assert_array_equal(trace.samples, trace.step * 6)
-    per_update = evaluate("sync", "total_cycles", stages=2, micro_batches=2)
+    per_update = evaluate_schedule("sync", "total_cycles", stages=2, micro_batches=2)
     np.testing.assert_array_equal(trace.cycles, per_update * trace.step)
     assert trace.loss.shape == trace.grad_norm2.shape == trace.test_accuracy.shape == (2, 4)
     assert np.all(trace.grad_norm2 > 0) and np.all(np.isfinite(trace.grad_norm2))

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from simulate.timeline import Event, Timeline, build_timeline
 from theory.errors import ParameterError
-from theory.schedules import cycles_for_iterations, evaluate, schedule
+from theory.schedules import cycles_for_iterations, evaluate_schedule, schedule
 from theory.symbols import B, K, M, N
 
 stages = st.integers(1, 32)
@@ -51,7 +51,7 @@ def test_action_cycles_equal_closed_form(M_, mode_count):
     tl = timeline(mode, M_, count)
     m_idx, b_idx = grid_indices(M_, count)
     for kind, quantity in (("F", "forward_cycle"), ("B", "backward_cycle")):
-        expected = evaluate(mode, quantity, stages=M_, micro_batches=count,
+        expected = evaluate_schedule(mode, quantity, stages=M_, micro_batches=count,
                             stage=m_idx, micro_batch=b_idx)
         np.testing.assert_array_equal(tl.action_cycles(kind), expected)
 
@@ -101,8 +101,8 @@ def test_measured_delays(M_, mode_count):
     mode, count = mode_count
     tl = timeline(mode, M_, count)
     m_idx, b_idx = grid_indices(M_, count)
-    fwd = evaluate(mode, "forward_delay", stages=M_, micro_batches=count, stage=m_idx)
-    bwd = evaluate(mode, "backward_delay", stages=M_, micro_batches=count, stage=m_idx)
+    fwd = evaluate_schedule(mode, "forward_delay", stages=M_, micro_batches=count, stage=m_idx)
+    bwd = evaluate_schedule(mode, "backward_delay", stages=M_, micro_batches=count, stage=m_idx)
     filled = b_idx > M_ - m_idx  # the micro-batch entered after the stage's first update
     if mode != "async":
         filled = np.ones_like(filled)

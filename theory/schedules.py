@@ -37,7 +37,7 @@ __all__ = [
     "Schedule",
     "cycles_after",
     "cycles_for_iterations",
-    "evaluate",
+    "evaluate_schedule",
     "in_flight",
     "in_flight_expr",
     "max_delay",
@@ -46,7 +46,7 @@ __all__ = [
 
 MODES = ("none", "sync", "async")
 
-#: the closed forms of a :class:`Schedule` by name (the quantities :func:`evaluate` accepts)
+#: the closed forms of a :class:`Schedule` by name (what :func:`evaluate_schedule` accepts)
 QUANTITIES = (
     "forward_cycle", "backward_cycle", "total_cycles", "busy_cycles", "idle_cycles", "density",
     "bubble_rate", "bubble_fraction", "cycles_per_micro_batch", "speedup", "forward_delay",
@@ -124,7 +124,7 @@ class Schedule:
         return self.forward_delay.subs(m, 1)
 
     def quantities(self) -> dict[str, sp.Expr]:
-        """Every closed form by name (the names :func:`evaluate` accepts)."""
+        """Every closed form by name (the names :func:`evaluate_schedule` accepts)."""
         return {name: sp.sympify(getattr(self, name)) for name in QUANTITIES}
 
     def latex(self) -> dict[str, str]:
@@ -234,7 +234,7 @@ def _quantity(mode: str, quantity: str) -> sp.Expr:
     return sp.sympify(getattr(schedule(mode), quantity))
 
 
-def evaluate(mode: str, quantity: str, *, stages, micro_batches=1, stage=1, micro_batch=1):
+def evaluate_schedule(mode: str, quantity: str, *, stages, micro_batches=1, stage=1, micro_batch=1):
     """Evaluate a closed form numerically (compiled once by :func:`theory.compiled.compile_expr`).
 
     Parameters

@@ -21,9 +21,10 @@ from theory import devices
 from theory.commands import command_main
 from theory.complexity import latex_table
 from theory.errors import ParameterError, UnreachableTargetError
+from theory.fileio import strict_json
 from theory.theorems import REGISTRY
 
-from ..evaluate import compare, finite_or_none
+from ..evaluate import compare
 from ..params import (
     DEFAULT_EPS,
     DEFAULT_PRESET,
@@ -187,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError(next(r.reason for r in analog if r.limiting != "floor"))
     rows = comparison.to_rows()
     if args.json:
-        strict = [{key: finite_or_none(value) for key, value in row.items()} for row in rows]
+        strict = strict_json(rows)
         json.dump(strict, sys.stdout, indent=2, allow_nan=False)
         print()
     else:

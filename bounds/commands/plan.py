@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from theory.commands import command_main
 from theory.errors import ParameterError
+from theory.fileio import atomic_write
 
 from ..models import list_models, load_model
 from ..params import DEFAULT_EPS, DEFAULT_PRESET, PLAN_MODES, PlanHardware, PlanLimits, from_preset
@@ -114,13 +116,14 @@ def _json(result: Plan) -> str:
 
 def _write_out(result: Plan, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "plan.json").write_text(_json(result) + "\n")
+    atomic_write(out / "plan.json", (_json(result) + "\n").encode())
     rows = [{"rank": i, **c.to_dict()} for i, c in enumerate((result.best, *result.alternatives))]
-    with (out / "plan_alternatives.csv").open("w", newline="") as handle:
-        fields = [k for k in rows[0] if not isinstance(rows[0][k], list)]
-        writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
+    table = io.StringIO(newline="")
+    fields = [k for k in rows[0] if not isinstance(rows[0][k], list)]
+    writer = csv.DictWriter(table, fieldnames=fields, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write(out / "plan_alternatives.csv", table.getvalue().encode())
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from theory.commands import add_config_flags, command_main, config_from_args
+from theory.fileio import strict_json
 
 from ..config import SimConfig
 from ..engine import run as run_simulation
-from ..jsonio import strict_json
 from ..progress import progress_bar
 from ..trace import Trace
 from .options import add_output_arguments

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from theory.commands import command_main
+from theory.fileio import strict_json
 
-from ..jsonio import strict_json
 from ..suites import SUITES, run_suite
 from ..verify import Check
 from .options import add_sweep_arguments, sweep_options

@@ -1,4 +1,6 @@
-"""The one converter of results to plain JSON values (numpy scalars and arrays, tuples, NaN).
+"""Files every package writes: the one atomic writer and the one converter to plain JSON values.
+
+:func:`atomic_write` writes a file so that a reader sees the old file or the complete new one.
 
 :func:`to_json_value` walks dicts, lists, tuples and numpy arrays and returns plain Python: numpy
 scalars become Python numbers, tuples and arrays lists, and booleans, integers, floats and strings
@@ -12,10 +14,15 @@ marks a quantity that was not computed, e.g. the test accuracy of an oracle prob
 from __future__ import annotations
 
 import math
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
-__all__ = ["strict_json", "to_json_value"]
+__all__ = ["atomic_write", "strict_json", "to_json_value"]
 
 
 def to_json_value(value, *, strict: bool = True):
@@ -46,3 +53,45 @@ def strict_json(value):
     ``null`` keeps the output strict JSON, which every parser reads.
     """
     return to_json_value(value, strict=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: str | os.PathLike, payload: bytes | Callable[[BinaryIO], None]) -> Path:
+    """Write a file atomically: to a temporary file next to it, fsynced, then :func:`os.replace`.
+
+    Parameters
+    ----------
+    path : path-like
+        The file to write (its directory must exist).
+    payload : bytes or callable
+        The bytes to write, or ``write(handle)`` called with the binary temporary file.
+
+    A reader sees the old file or the complete new one, never a partial one; an exception leaves
+    no temporary file behind. The file gets the usual permissions (``0o666`` minus the umask).
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            if callable(payload):
+                payload(handle)
+            else:
+                handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
