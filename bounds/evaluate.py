@@ -40,6 +40,7 @@ from theory.compiled import compile_expr
 from theory.devices import SoftBounds
 from theory.errors import IterationLimitError, UnreachableTargetError, check_range
 from theory.symbols import K, alpha
+from theory.tables import text_table
 
 from .params import HardwareParams, PipelineConfig, ProblemParams
 
@@ -329,10 +330,7 @@ class Comparison:
             else:
                 short = "unreachable (eps <= floor)" if r.limiting == "floor" else r.limiting
                 body.append((r.algorithm, r.provenance, floor, short, "", "", "", "", ""))
-        widths = [max(len(str(row[i])) for row in (columns, *body)) for i in range(len(columns))]
-        lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
-                 for row in (columns, *body)]
-        lines.insert(1, "  ".join("-" * w for w in widths))
+        lines = text_table(columns, body).split("\n")
         notes = [f"note: {r.algorithm}: {r.reason}" for r in self.results if not r.reachable]
         speed_note = f"speedup: cycles of {BASELINE} (no pipeline, mini-batch B*b) / cycles"
         return "\n".join([*head, *lines, "", speed_note, *notes])

@@ -34,6 +34,7 @@ from bounds.planner import plan
 from simulate.suites import run_suite
 from theory.errors import check_range
 from theory.fileio import atomic_write
+from theory.tables import markdown_table
 
 from . import plan as plan_figure
 from .common import output_dir
@@ -210,11 +211,7 @@ def render_markdown(title: str, sections: Sequence[Section]) -> str:
             elif kind == "pre":
                 lines += ["```", content, "```", ""]
             elif kind == "table":
-                header, rows = content
-                lines.append("| " + " | ".join(header) + " |")
-                lines.append("|" + "|".join("---" for _ in header) + "|")
-                lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
-                lines.append("")
+                lines += [markdown_table(*content), ""]
             elif kind == "img":
                 src, alt = content
                 lines += [f"![{alt}]({src})", ""]

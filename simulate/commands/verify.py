@@ -20,6 +20,8 @@ import numpy as np
 
 from theory.commands import command_main
 from theory.fileio import strict_json
+from theory.tables import markdown_table as md_table
+from theory.tables import text_table
 
 from ..suites import SUITES, run_suite
 from ..verify import Check
@@ -153,32 +155,19 @@ def _table_rows(checks: list[Check]) -> list[tuple[str, ...]]:
 _HEADER = ("bound", "config", "empirical +- stderr", "bound value", "ratio", "pass")
 
 
-def _text_table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> str:
-    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
-             for r in (header, *rows)]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 def markdown_table(checks: list[Check]) -> str:
     """The checks and the per-entry summary as Markdown tables."""
-    def md(header, rows):
-        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
-        return "\n".join(lines)
-
     rows = [(f"`{r[0]}`", *r[1:]) for r in _table_rows(checks)]
     summary = [(f"`{s.bound_name}`", str(s.checks), str(s.passed), f"{s.min_ratio:.3g}",
                 f"{s.median_ratio:.3g}") for s in ratio_summaries(checks)]
-    return (md(_HEADER, rows) + "\n\n"
-            + md(("bound", "checks", "passed", "smallest ratio", "median ratio"), summary) + "\n")
+    summary_header = ("bound", "checks", "passed", "smallest ratio", "median ratio")
+    return md_table(_HEADER, rows) + "\n\n" + md_table(summary_header, summary) + "\n"
 
 
 def _summary_text(checks: list[Check]) -> str:
     rows = [(s.bound_name, f"{s.passed}/{s.checks}", f"{s.min_ratio:.3g}", f"{s.median_ratio:.3g}")
             for s in ratio_summaries(checks)]
-    return _text_table(rows, ("bound", "passed", "smallest ratio", "median ratio"))
+    return text_table(("bound", "passed", "smallest ratio", "median ratio"), rows)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -197,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.markdown:
         print(markdown_table(checks), end="")
     else:
-        print(_text_table(_table_rows(checks), _HEADER))
+        print(text_table(_HEADER, _table_rows(checks)))
         print()
         print(_summary_text(checks))
     failed = [check for check in checks if not check.passed]
