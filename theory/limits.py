@@ -1,0 +1,79 @@
+"""Resource limits: what any entry point refuses before it allocates or loops (the one place).
+
+Every command and every public constructor estimates the memory and work an input asks for
+*before* starting, and refuses beyond these documented limits with a one-line
+:class:`~theory.errors.ParameterError` that names the parameter (the README's reliability section
+lists them). The limits are far above any run a 24 GiB, 2-core machine finishes in a day, and far
+below what would exhaust it; where the work can be streamed instead (a schedule summary from the
+closed forms), it is streamed and no limit applies.
+
+>>> check_size("steps", 10**12, need=10**12, limit=MAX_UPDATES, what="updates")
+Traceback (most recent call last):
+...
+theory.errors.ParameterError: steps=1000000000000 asks for 1e+12 updates, more than the limit 1e+09 ...
+"""
+
+from __future__ import annotations
+
+from .errors import ParameterError, show_value
+
+__all__ = [
+    "MAX_ARRAY_BYTES",
+    "MAX_COUNT",
+    "MAX_GRID_POINTS",
+    "MAX_MODEL_LAYERS",
+    "MAX_PULSES_PER_UPDATE",
+    "MAX_TIMELINE_CELLS",
+    "MAX_TOML_DEPTH",
+    "MAX_UPDATES",
+    "check_size",
+]
+
+#: bytes of any one array a run may allocate (ensemble state, trace, weight versions, batches)
+MAX_ARRAY_BYTES = 2 * 2**30
+#: updates (iterations) of one simulated run
+MAX_UPDATES = 10**9
+#: cells (stages x cycles) of a discrete-event timeline that is built event by event
+MAX_TIMELINE_CELLS = 2 * 10**7
+#: pulses one analog update may fire on one device (|dW| / dw_min); beyond, lower the step
+MAX_PULSES_PER_UPDATE = 10**5
+#: points of a planner grid (micro-batch counts x micro-batch sizes x stage counts)
+MAX_GRID_POINTS = 5 * 10**7
+#: layers of a model description after its blocks are repeated
+MAX_MODEL_LAYERS = 10**6
+#: nesting depth of a TOML value
+MAX_TOML_DEPTH = 32
+#: largest count (samples, cycles, iterations) an int64 holds: counts beyond are refused, not wrapped
+MAX_COUNT = 2**63 - 1
+
+
+def check_size(name: str, value, *, need: float, limit: float, what: str,
+               hint: str = "") -> None:
+    """Refuse ``value`` of parameter ``name`` if the work or memory it needs exceeds ``limit``.
+
+    Parameters
+    ----------
+    name : str
+        The parameter (a config field; the commands show it as the flag the user typed).
+    value : object
+        Its value, shown in the message.
+    need : float
+        What the input asks for, in the unit ``what`` (an estimate made before any work).
+    limit : float
+        The documented limit, in the same unit.
+    what : str
+        The unit, e.g. ``"bytes of ensemble state"`` or ``"updates"``.
+    hint : str, optional
+        What to do instead (appended after a semicolon).
+
+    Raises
+    ------
+    ParameterError
+        ``"{name}={value} asks for {need} {what}, more than the limit {limit}; {hint}"``.
+    """
+    if need > limit:
+        tail = f"; {hint}" if hint else ""
+        raise ParameterError(
+            f"{name}={show_value(value)} asks for {need:.3g} {what}, more than the limit "
+            f"{limit:.3g}{tail}"
+        )
