@@ -10,7 +10,7 @@ closed forms), it is streamed and no limit applies.
 >>> check_size("steps", 10**12, need=10**12, limit=MAX_UPDATES, what="updates")
 Traceback (most recent call last):
 ...
-theory.errors.ParameterError: steps=1000000000000 asks for 1e+12 updates, more than the limit 1e+09 ...
+theory.errors.ParameterError: steps=1000000000000 asks for 1e+12 updates, more than the limit 1e+09
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ MAX_GRID_POINTS = 5 * 10**7
 MAX_MODEL_LAYERS = 10**6
 #: nesting depth of a TOML value
 MAX_TOML_DEPTH = 32
-#: largest count (samples, cycles, iterations) an int64 holds: counts beyond are refused, not wrapped
+#: largest count (samples, cycles, iterations) an int64 holds; beyond: refused, never wrapped
 MAX_COUNT = 2**63 - 1
 
 
