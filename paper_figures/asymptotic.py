@@ -30,6 +30,7 @@ Every run is one point of :func:`simulate.sweep.run_sweep` (function :func:`floo
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -46,11 +47,11 @@ from theory.errors import ParameterError, check_range
 from theory.symbols import theta
 from theory.theorems import get_bound
 
-from .common import new_figure, save_figure, use_style
+from .common import new_figure, use_style, write_figure
 
 __all__ = [
-    "DESCRIPTION", "FLOOR_FORMAT", "NAME", "AsymptoticSettings", "caption", "compute",
-    "floor_run", "plot", "settings", "table", "theory_floor", "write",
+    "AsymptoticSettings", "DESCRIPTION", "FLOOR_FORMAT", "NAME", "caption", "compute",
+    "floor_run", "manifest", "plot", "settings", "table", "theory_floor", "write",
 ]
 
 NAME = "asymptotic"
@@ -271,14 +272,17 @@ def caption(rows: Sequence[Mapping]) -> str:
             f"step); the theory's floor at tau = {float(lo['tau']):g} {theory}.")
 
 
-def write(out_dir: str | Path, quick: bool = False, jobs: int | None = None, scheduler=None,
-          cache=True) -> list[Path]:
-    """Compute, plot and save the figure; return the paths written (PNG, PDF, CSV, manifest)."""
-    data = compute(quick, jobs=jobs, scheduler=scheduler, cache=cache)
-    manifest = {
+def manifest(data: dict, quick: bool) -> dict:
+    """The figure's JSON manifest: configuration and seeds (``write_figure`` adds the rest)."""
+    return {
         "config": {**asdict(data["settings"]), "quick": quick, "problem": "least-squares",
                    "rows": 100, "cols": 40, "update": "expected", "bound": BOUND},
         "seed": 0,
-        "description": DESCRIPTION,
     }
-    return save_figure(plot(data), out_dir, NAME, table(data), manifest).paths
+
+
+def write(out_dir: str | Path, quick: bool = False, jobs: int | None = None, scheduler=None,
+          cache=True) -> list[Path]:
+    """Compute, plot and save the figure; return the paths written (PNG, PDF, CSV, manifest)."""
+    return write_figure(sys.modules[__name__], out_dir, quick, jobs=jobs, scheduler=scheduler,
+                        cache=cache)

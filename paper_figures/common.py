@@ -25,6 +25,7 @@ import platform
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import matplotlib
 import matplotlib.style
@@ -172,3 +173,16 @@ def save_figure(
     text = json.dumps(document, indent=2, sort_keys=True) + "\n"
     atomic_write(result.manifest, lambda h: h.write(text.encode()))
     return result
+
+
+def write_figure(module: ModuleType, out_dir: str | Path, quick: bool = False,
+                 **sweep) -> list[Path]:
+    """Compute, plot and save the figure of ``module``; return the paths written.
+
+    The one ``write`` of every figure module: ``module.compute(quick, **sweep)``, then
+    :func:`save_figure` with ``module.plot``, ``module.table`` and the manifest
+    ``module.manifest(data, quick)`` plus the figure's ``DESCRIPTION``.
+    """
+    data = module.compute(quick, **sweep)
+    manifest = {"description": module.DESCRIPTION, **module.manifest(data, quick)}
+    return save_figure(module.plot(data), out_dir, module.NAME, module.table(data), manifest).paths

@@ -15,6 +15,7 @@ simulation, no seed.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -28,12 +29,11 @@ from bounds.params import HardwareParams, PipelineConfig, ProblemParams, from_pr
 from theory.errors import check_range
 from theory.theorems import REGISTRY
 
-from .common import new_figure, save_figure, use_style
+from .common import new_figure, use_style, write_figure
 
 __all__ = [
-    "DESCRIPTION", "NAME", "ComplexitySettings", "caption", "coinciding", "compute", "eps_grid",
-    "plot",
-    "settings", "table", "write",
+    "ComplexitySettings", "DESCRIPTION", "NAME", "caption", "coinciding", "compute", "eps_grid",
+    "manifest", "plot", "settings", "table", "write",
 ]
 
 NAME = "complexity"
@@ -202,16 +202,18 @@ def caption(rows: Sequence[Mapping]) -> str:
             f"{floors.get('analog_sgd_ap', float('nan')):.3g} (AP).")
 
 
-def write(out_dir: str | Path, quick: bool = False) -> list[Path]:
-    """Compute, plot and save the figure; return the paths written (PNG, PDF, CSV, manifest)."""
-    data = compute(quick)
-    manifest = {
+def manifest(data: dict, quick: bool) -> dict:
+    """The figure's JSON manifest: configuration and seeds (``write_figure`` adds the rest)."""
+    return {
         "config": {**asdict(data["settings"]), "quick": quick,
                    "problem": asdict(data["problem"]), "pipeline": asdict(data["pipeline"]),
                    "weight_bound": data["hardware"].weight_bound,
                    "not_applicable": {name: c["reason"] for name, c in data["curves"].items()
                                       if c["reason"]}},
         "seed": None,
-        "description": DESCRIPTION,
     }
-    return save_figure(plot(data), out_dir, NAME, table(data), manifest).paths
+
+
+def write(out_dir: str | Path, quick: bool = False) -> list[Path]:
+    """Compute, plot and save the figure; return the paths written (PNG, PDF, CSV, manifest)."""
+    return write_figure(sys.modules[__name__], out_dir, quick)

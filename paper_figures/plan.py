@@ -11,6 +11,7 @@ The CSV holds every plotted cell: mode, M, B, best b, iterations, cycles and sec
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,9 +22,9 @@ from bounds.models import load_model
 from bounds.params import DEFAULT_PRESET, PlanHardware, PlanLimits, ProblemParams, from_preset
 from bounds.planner import plan, time_grid
 
-from .common import new_figure, save_figure, use_style
+from .common import new_figure, use_style, write_figure
 
-__all__ = ["DESCRIPTION", "NAME", "compute", "plot", "table", "write"]
+__all__ = ["DESCRIPTION", "NAME", "compute", "manifest", "plot", "table", "write"]
 
 NAME = "plan"
 DESCRIPTION = "predicted time to eps over stages M and micro-batches B, planner optimum marked"
@@ -112,9 +113,11 @@ def plot(data: dict) -> Figure:
     return fig
 
 
+def manifest(data: dict, quick: bool) -> dict:
+    """The figure's JSON manifest: configuration and seeds (``write_figure`` adds the rest)."""
+    return {"config": data["config"], "seed": None, "plan": data["plan"].best.to_dict()}
+
+
 def write(out_dir: str | Path, quick: bool = False) -> list[Path]:
     """Compute, plot and save the figure; return the paths written (PNG, PDF, CSV, manifest)."""
-    data = compute(quick)
-    manifest = {"config": data["config"], "seed": None, "description": DESCRIPTION,
-                "plan": data["plan"].best.to_dict()}
-    return save_figure(plot(data), out_dir, NAME, table(data), manifest).paths
+    return write_figure(sys.modules[__name__], out_dir, quick)

@@ -9,6 +9,7 @@ from the simulated timelines of :mod:`simulate.timeline`; the CSV holds every ce
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from matplotlib.figure import Figure
@@ -17,9 +18,12 @@ from matplotlib.patches import Patch
 
 from simulate.timeline import Timeline, build_timeline
 
-from .common import new_figure, save_figure, use_style
+from .common import new_figure, use_style, write_figure
 
-__all__ = ["DESCRIPTION", "MICRO_BATCHES", "NAME", "STAGES", "compute", "plot", "table", "write"]
+__all__ = [
+    "DESCRIPTION", "MICRO_BATCHES", "NAME", "STAGES", "compute", "manifest", "plot", "table",
+    "write",
+]
 
 NAME = "schedule"
 DESCRIPTION = "Gantt charts of the none, sync and async schedules (M = 4, B = N = 5)"
@@ -98,13 +102,15 @@ def plot(data: dict[str, Timeline]) -> Figure:
     return fig
 
 
-def write(out_dir: str | Path, quick: bool = False) -> list[Path]:
-    """Compute, plot and save the figure; return the paths written (PNG, PDF, CSV, manifest)."""
-    data = compute(quick)
-    manifest = {
+def manifest(data: dict, quick: bool) -> dict:
+    """The figure's JSON manifest: configuration and seeds (``write_figure`` adds the rest)."""
+    return {
         "config": {"stages": STAGES, "micro_batches": MICRO_BATCHES, "modes": list(data),
                    "quick": quick},
         "seed": None,
-        "description": DESCRIPTION,
     }
-    return save_figure(plot(data), out_dir, NAME, table(data), manifest).paths
+
+
+def write(out_dir: str | Path, quick: bool = False) -> list[Path]:
+    """Compute, plot and save the figure; return the paths written (PNG, PDF, CSV, manifest)."""
+    return write_figure(sys.modules[__name__], out_dir, quick)

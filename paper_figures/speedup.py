@@ -38,6 +38,7 @@ The CSV holds every plotted bar: variant, mode, stages, speedup, spread, seeds r
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -51,12 +52,12 @@ from simulate.sweep import run_sweep
 from simulate.timeline import build_timeline
 from theory.errors import ParameterError, check_range
 
-from .common import new_figure, save_figure, use_style
+from .common import new_figure, use_style, write_figure
 from .training import DigitsSettings, digits_point, digits_run
 
 __all__ = [
     "DESCRIPTION", "NAME", "SpeedupSettings", "accuracy_speedups", "caption", "compute",
-    "first_hit", "plot", "settings", "table", "throughput_speedup", "write",
+    "first_hit", "manifest", "plot", "settings", "table", "throughput_speedup", "write",
 ]
 
 NAME = "speedup"
@@ -286,12 +287,10 @@ def caption(rows: Sequence[Mapping]) -> str:
             f"and {value('accuracy', 'async'):.2f}x (async), against linear {stages}x.")
 
 
-def write(out_dir: str | Path, quick: bool = False, jobs: int | None = None, scheduler=None,
-          cache=True) -> list[Path]:
-    """Compute, plot and save the figure; return the paths written (PNG, PDF, CSV, manifest)."""
-    data = compute(quick, jobs=jobs, scheduler=scheduler, cache=cache)
+def manifest(data: dict, quick: bool) -> dict:
+    """The figure's JSON manifest: configuration and seeds (``write_figure`` adds the rest)."""
     s = data["settings"]
-    manifest = {
+    return {
         "config": {**asdict(s), "quick": quick, "async_lr": s.digits.async_lr,
                    "async_updates": s.digits.async_updates,
                    "network": asdict(NetworkSpec(grad_norm=False))},
@@ -301,6 +300,11 @@ def write(out_dir: str | Path, quick: bool = False, jobs: int | None = None, sch
                    for k in data["updates_to_target"][mode]]
             for mode, per in (("none", s.digits.mini_batch),
                               ("async", s.digits.micro_batch_size))},
-        "description": DESCRIPTION,
     }
-    return save_figure(plot(data), out_dir, NAME, table(data), manifest).paths
+
+
+def write(out_dir: str | Path, quick: bool = False, jobs: int | None = None, scheduler=None,
+          cache=True) -> list[Path]:
+    """Compute, plot and save the figure; return the paths written (PNG, PDF, CSV, manifest)."""
+    return write_figure(sys.modules[__name__], out_dir, quick, jobs=jobs, scheduler=scheduler,
+                        cache=cache)

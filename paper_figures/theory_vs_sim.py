@@ -20,6 +20,7 @@ verification suites).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -31,11 +32,11 @@ from simulate.sweep import run_sweep
 from simulate.verify import Check, config_for
 from theory.errors import ParameterError, check_range
 
-from .common import new_figure, save_figure, use_style
+from .common import new_figure, use_style, write_figure
 
 __all__ = [
     "BOUNDS", "DESCRIPTION", "NAME", "TheoryVsSimSettings", "caption", "compute", "configs",
-    "plot", "settings", "table", "write",
+    "manifest", "plot", "settings", "table", "write",
 ]
 
 NAME = "theory-vs-sim"
@@ -181,15 +182,18 @@ def caption(rows: Sequence[Mapping]) -> str:
             f"ranges from {min(ratios):.3g} to {max(ratios):.3g}.")
 
 
-def write(out_dir: str | Path, quick: bool = False, jobs: int | None = None, scheduler=None,
-          cache=True) -> list[Path]:
-    """Compute, plot and save the figure; return the paths written (PNG, PDF, CSV, manifest)."""
-    data = compute(quick, jobs=jobs, scheduler=scheduler, cache=cache)
-    manifest = {
+def manifest(data: dict, quick: bool) -> dict:
+    """The figure's JSON manifest: configuration and seeds (``write_figure`` adds the rest)."""
+    return {
         "config": {**asdict(data["settings"]), "quick": quick, "problem": "quadratic",
                    "device": "softbounds", "tau": 1.0, "bounds": BOUNDS,
                    "step_cap_region": list(REGION)},
         "seed": 0,
-        "description": DESCRIPTION,
     }
-    return save_figure(plot(data), out_dir, NAME, table(data), manifest).paths
+
+
+def write(out_dir: str | Path, quick: bool = False, jobs: int | None = None, scheduler=None,
+          cache=True) -> list[Path]:
+    """Compute, plot and save the figure; return the paths written (PNG, PDF, CSV, manifest)."""
+    return write_figure(sys.modules[__name__], out_dir, quick, jobs=jobs, scheduler=scheduler,
+                        cache=cache)

@@ -20,6 +20,7 @@ the result cache apply. The CSV holds every plotted point.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -32,11 +33,11 @@ from simulate.networks import NetworkSpec, train_network
 from simulate.sweep import run_sweep
 from theory.errors import ParameterError, check_range
 
-from .common import new_figure, save_figure, use_style
+from .common import new_figure, use_style, write_figure
 
 __all__ = [
-    "DESCRIPTION", "NAME", "RUN_FORMAT", "DigitsSettings", "Run", "caption", "compute",
-    "digits_point", "digits_run", "plot", "runs", "settings", "table", "write",
+    "DESCRIPTION", "DigitsSettings", "NAME", "RUN_FORMAT", "Run", "caption", "compute",
+    "digits_point", "digits_run", "manifest", "plot", "runs", "settings", "table", "write",
 ]
 
 NAME = "training"
@@ -283,17 +284,20 @@ def caption(rows: Sequence[Mapping]) -> str:
             f"final accuracy: {parts}.")
 
 
-def write(out_dir: str | Path, quick: bool = False, jobs: int | None = None, scheduler=None,
-          cache=True) -> list[Path]:
-    """Compute, plot and save the figure; return the paths written (PNG, PDF, CSV, manifest)."""
-    data = compute(quick, jobs=jobs, scheduler=scheduler, cache=cache)
+def manifest(data: dict, quick: bool) -> dict:
+    """The figure's JSON manifest: configuration and seeds (``write_figure`` adds the rest)."""
     s = data["settings"]
-    manifest = {
+    return {
         "config": {**asdict(s), "quick": quick, "async_lr": s.async_lr,
                    "async_updates": s.async_updates,
                    "network": asdict(NetworkSpec(grad_norm=False)),
                    "runs": [asdict(run) for run in runs()]},
         "seed": list(range(s.seeds)),
-        "description": DESCRIPTION,
     }
-    return save_figure(plot(data), out_dir, NAME, table(data), manifest).paths
+
+
+def write(out_dir: str | Path, quick: bool = False, jobs: int | None = None, scheduler=None,
+          cache=True) -> list[Path]:
+    """Compute, plot and save the figure; return the paths written (PNG, PDF, CSV, manifest)."""
+    return write_figure(sys.modules[__name__], out_dir, quick, jobs=jobs, scheduler=scheduler,
+                        cache=cache)
