@@ -129,20 +129,17 @@ def show_value(value) -> str:
     return text
 
 
-def check_array(
-    name: str,
-    value,
-    low: float | None = None,
-    high: float | None = None,
-    *,
-    low_open: bool = False,
-    high_open: bool = False,
-    integer: bool = False,
-) -> np.ndarray:
+def check_array(name: str, value, low: float | None = None, high: float | None = None,
+                **interval: bool) -> np.ndarray:
     """:func:`check_range` element-wise: ``value`` as a float array, every element checked.
 
+    ``interval`` holds :func:`check_range`'s keywords ``low_open``, ``high_open``, ``integer``.
     The error names the first offending element, as :func:`check_range` would for it alone.
     """
+    low_open, high_open, integer = (interval.pop(k, False)
+                                    for k in ("low_open", "high_open", "integer"))
+    if interval:
+        raise TypeError(f"check_array() got unexpected keywords {sorted(interval)}")
     try:
         arr = np.asarray(value, dtype=float)
     except OverflowError:  # an integer beyond the float range: check_range names it
