@@ -60,23 +60,20 @@ FloatOrArray = float | np.ndarray
 IntOrArray = int | np.ndarray
 StrOrArray = str | np.ndarray
 
-#: valid range of every parameter: (low, high, low_open, high_open, integer)
+#: the kinds of range a parameter has: (low, high, low_open, high_open, integer)
+_POSITIVE = (0.0, None, True, False, False)
+_NONNEGATIVE = (0.0, None, False, False, False)
+_UNIT_OPEN = (0.0, 1.0, True, True, False)
+_COUNT = (1, None, False, False, True)
+_COUNT_FROM_ZERO = (0, None, False, False, True)
+
+#: valid range of every parameter (a kind above)
 PARAMETER_RANGES: dict[str, tuple] = {
-    "L": (0.0, None, True, False, False),
-    "L_s": (0.0, None, True, False, False),
-    "Delta": (0.0, None, True, False, False),
-    "sigma2": (0.0, None, True, False, False),
-    "q_min": (0.0, None, True, False, False),
-    "q_max": (0.0, None, True, False, False),
-    "G_inf": (0.0, None, False, False, False),
-    "theta": (0.0, 1.0, True, True, False),
-    "tau": (0.0, None, True, False, False),
-    "W_max": (0.0, None, True, False, False),
-    "n": (1, None, False, False, True),
-    "b": (1, None, False, False, True),
-    "B": (1, None, False, False, True),
-    "M": (1, None, False, False, True),
-    "D": (0, None, False, False, True),
+    **dict.fromkeys(("L", "L_s", "Delta", "sigma2", "q_min", "q_max", "tau", "W_max"), _POSITIVE),
+    "G_inf": _NONNEGATIVE,
+    "theta": _UNIT_OPEN,
+    **dict.fromkeys(("n", "b", "B", "M"), _COUNT),
+    "D": _COUNT_FROM_ZERO,
 }
 
 
