@@ -17,7 +17,7 @@ import sympy as sp
 
 from theory.compiled import compile_expr
 from theory.symbols import D, L, L_s, q_max, q_min, theta
-from theory.theorems import REGISTRY, ap_inv_step_cap, ap_kappa
+from theory.theorems import REGISTRY, ap_inv_step_cap, ap_kappa, ap_root
 
 ASYNC = [name for name, bound in REGISTRY.items() if bound.mode == "async"]
 DELAYS = np.arange(1, 65)
@@ -70,7 +70,7 @@ def test_theorem_4prime_cap_at_most_quarter_of_the_limit_symbolic():
     enc = {theta: s / (1 + s), q_max: q_min * (1 + v), L_s: L * (1 + ell), D: 1 + d}
     kappa = ap_kappa().subs(enc)
     assert sp.factor(sp.together(8 * kappa / (1 - theta.subs(enc)) - 4)).is_nonnegative
-    root = sp.sqrt(8 * ap_kappa() / (1 - theta))
+    root = ap_root()
     normalised = (ap_inv_step_cap() / (L * q_max)).subs(root, 2 + sp.Symbol("y", nonnegative=True))
     gap = sp.factor(sp.together(sp.expand(normalised.subs(enc) - (2 + 2 * (1 + d)))))
     assert gap.is_nonnegative, gap

@@ -33,7 +33,7 @@ from theory.symbols import (
     sigma2,
     theta,
 )
-from theory.theorems import REGISTRY, ap_b_floor_factor, ap_inv_step_cap, ap_kappa
+from theory.theorems import REGISTRY, ap_b_floor_factor, ap_inv_step_cap, ap_kappa, ap_root
 
 s = sp.Symbol("s", positive=True)  # theta = s/(1 + s)
 v = sp.Symbol("v", nonnegative=True)  # q_max = q_min (1 + v)
@@ -375,6 +375,12 @@ def test_step5_cap_is_the_registry_cap():
     assert is_zero(ap_inv_step_cap().subs(D, 0) - L * q_max**2 / ((1 - theta) * q_min))
 
 
+def test_root_is_sqrt_of_8_kappa_over_1_minus_theta():
+    """ap_root() = sqrt(8 kappa/(1 - theta)) on theta in (0, 1), q_max >= q_min."""
+    assert is_zero(enc(ap_root() ** 2 - 8 * ap_kappa() / (1 - theta), delay=False))
+    assert enc(ap_root(), delay=False).is_positive
+
+
 # ---- Step 6: the lambda split -----------------------------------------------------------------
 
 def test_step6_lambda_split():
@@ -446,7 +452,7 @@ def test_variant_b_inequality_under_the_cap():
     """alpha <= alpha_AP implies L_s^2 D^2 alpha^2 <= (1 - theta)/(8 kappa q_max^2), hence the bias
     part is at most theta (1 - theta)/r^2 of the floor (and that is at most 1/4)."""
     kappa = ap_kappa()
-    root = sp.sqrt(8 * kappa / (1 - theta))
+    root = ap_root()
     # (1 - theta)/(8 kappa q_max^2) = 1/(root q_max)^2, 1/alpha >= 1/alpha_AP >= L_s D q_max root
     assert is_zero((1 - theta) / (8 * kappa * q_max**2) - 1 / (root * q_max) ** 2)
     rest = ap_inv_step_cap() - L_s * D * q_max * root

@@ -47,6 +47,7 @@ from theory.theorems import (
     Bound,
     ap_inv_step_cap,
     ap_kappa,
+    ap_root,
     bound_for,
     bounds_for,
     get_bound,
@@ -105,7 +106,7 @@ def delay_cases(bound: Bound) -> list:
 
 def opaque_root(expr):
     """Replace ``sqrt(8 kappa/(1 - theta))`` by a positive symbol (a claim for every value)."""
-    return sp.sympify(expr).subs(sp.sqrt(8 * ap_kappa() / (1 - theta)), k_root)
+    return sp.sympify(expr).subs(ap_root(), k_root)
 
 
 # ---- registry structure --------------------------------------------------------------------------
@@ -484,7 +485,7 @@ def test_ap_eps1_coefficient_growth_in_delay():
     """
     kappa, r = ap_kappa(), q_max / q_min
     g = G_inf / q_max
-    root = sp.sqrt(8 * kappa / (1 - theta))
+    root = ap_root()  # = sqrt(8 kappa/(1 - theta)) (tests/test_theorem4prime.py)
     lead = 4 * Delta * L * r**2 / (1 - theta) + 2 * Delta * L_s * r * D * root
     window = D + 2 * g * D**sp.Rational(3, 2) + g**2 * D**2
     explicit = lead + 8 * kappa * L_s**2 * Delta / L * window

@@ -56,7 +56,7 @@ from .symbols import (
 
 __all__ = [
     "ALGORITHMS", "LATEX_NAMES", "PROVENANCES", "REGISTRY", "Bound", "ap_b_floor_factor",
-    "ap_inv_step_cap", "ap_kappa", "bound_for", "bounds_for", "get_bound",
+    "ap_inv_step_cap", "ap_kappa", "ap_root", "bound_for", "bounds_for", "get_bound",
 ]
 
 PROVENANCES = ("paper", "companion", "derived", "literature")
@@ -252,7 +252,17 @@ def ap_kappa() -> sp.Expr:
     It bounds the exact Lemma A constant :math:`\kappa_3` (a ``max`` of two branches) from above;
     the registry uses :math:`\kappa` so that sympy can decide signs.
     """
-    return (1 + theta**2) / (2 * (1 - theta)) + (q_max / q_min - 1) / 4
+    # one fraction, so that sympy keeps kappa together in products (readable LaTeX)
+    return ((1 + theta**2) / 2 + (q_max / q_min - 1) * (1 - theta) / 4) / (1 - theta)
+
+
+def ap_root() -> sp.Expr:
+    r""":math:`\sqrt{8\kappa/(1-\theta)}`, the factor of ``L_s D q_max`` in :func:`ap_inv_step_cap`.
+
+    Written as :math:`\sqrt{2(2(1+\theta^2) + (r - 1)(1-\theta))}/(1-\theta)` (equal for
+    ``theta < 1``) so that the LaTeX stays readable.
+    """
+    return sp.sqrt(2 * (2 * (1 + theta**2) + (q_max / q_min - 1) * (1 - theta))) / (1 - theta)
 
 
 def ap_inv_step_cap() -> sp.Expr:
@@ -268,7 +278,7 @@ def ap_inv_step_cap() -> sp.Expr:
     """
     return (
         q_max**2 * L * (1 + sp.Min(D, 1)) / ((1 - theta) * q_min)
-        + L_s * D * q_max * sp.sqrt(8 * ap_kappa() / (1 - theta))
+        + L_s * D * q_max * ap_root()
     )
 
 
