@@ -17,6 +17,7 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bench.theorem4_constants import COMMON, DEVICES, constants
 from theory.compiled import compile_expr
 from theory.symbols import (
     B,
@@ -472,3 +473,28 @@ def test_staleness_term_vanishes_at_zero_delay(name):
     bound = REGISTRY[name]
     sp_one = REGISTRY["analog_sgd_sp"].expr.subs(B, 1)
     assert is_zero(bound.expr.subs(D, 0) - sp_one)
+
+
+# ---- the numbers of the note (theory-async-sharper.md), from the registry ---------------------
+
+NOTE_TABLE = {
+    # device key, D: (old cap, 4' cap, old c, 4' c), as rounded in the note
+    ("q_min 0.5, q_max 1.5, G_inf 0.4", 1): (0.00982, 0.0386, 983, 126),
+    ("q_min 0.5, q_max 1.5, G_inf 0.4", 3): (0.00327, 0.0239, 6406, 257),
+    ("q_min 0.5, q_max 1.5, G_inf 0.4", 7): (0.00140, 0.0136, 31075, 579),
+    ("q_min 0.5, q_max 1.5, G_inf 0.4", 15): (0.000655, 0.0073, 135710, 1416),
+    ("ideal (q = 1, G_inf = 0)", 1): (0.0442, 0.118, 109, 27),
+    ("ideal (q = 1, G_inf = 0)", 15): (0.00295, 0.0141, 15080, 292),
+}
+
+
+@pytest.mark.parametrize(("key", "expected"), list(NOTE_TABLE.items()))
+def test_note_table_is_reproduced_by_the_registry(key, expected):
+    device, delay = key
+    got = constants({**COMMON, **DEVICES[device], "D": delay})
+    old_cap, new_cap, old_c, new_c = expected
+    assert got["Theorem 4 (old)"][0] == pytest.approx(old_cap, rel=6e-3)
+    assert got["Theorem 4'"][0] == pytest.approx(new_cap, rel=6e-3)
+    assert got["Theorem 4 (old)"][1] == pytest.approx(old_c, rel=6e-3)
+    assert got["Theorem 4'"][1] == pytest.approx(new_c, rel=6e-3)
+    assert got["Theorem 4'B"][0] == got["Theorem 4'"][0]  # same cap
