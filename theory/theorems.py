@@ -252,7 +252,7 @@ def ap_kappa() -> sp.Expr:
     It bounds the exact Lemma A constant :math:`\kappa_3` (a ``max`` of two branches) from above;
     the registry uses :math:`\kappa` so that sympy can decide signs.
     """
-    # one fraction, so that sympy keeps kappa together in products (readable LaTeX)
+    # written over the single denominator 1 - theta so that sympy keeps kappa together in products
     return ((1 + theta**2) / 2 + (q_max / q_min - 1) * (1 - theta) / 4) / (1 - theta)
 
 
