@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from bench.theorem4_constants import COMMON, DEVICES, constants
@@ -169,7 +169,7 @@ def test_kappa_3_at_most_kappa():
 @st.composite
 def lemma_a_points(draw):
     qmin = draw(st.floats(0.05, 2.0))
-    r = draw(st.floats(1.0, 5.0))
+    r = draw(st.one_of(st.floats(1.0, 5.0), st.floats(5.0, 200.0)))  # kappa's slack shrinks in r
     th = draw(st.floats(0.01, 0.99))
     k2 = (1 - th) / 2 * draw(st.floats(0.01, 0.99))
     mu = draw(st.floats(0.0, 1.0))
@@ -179,6 +179,8 @@ def lemma_a_points(draw):
     return qmin, r, th, k2, mu, a, e, recommended
 
 
+@example(point=(1.0, 200.0, 0.5, 0.125, 1.0, 1.0, 1.0, True))  # s = p at a large r: least slack
+@example(point=(0.3, 1.0, 0.99, 0.004, 0.0, 1.0, -1.0, True))  # s = q = p, theta near 1
 @given(point=lemma_a_points())
 def test_lemma_a_property_over_slopes_and_reals(point):
     """s a (a + e) >= c1 a^2 + c2 (a + e)^2 - c3 e^2 for s in [q, p] (general and kappa forms)."""
@@ -193,9 +195,13 @@ def test_lemma_a_property_over_slopes_and_reals(point):
     s_val = qmin * ((1 - mu) + mu * r)
     x = a + e
     lhs = s_val * a * x
-    rhs = qmin * (1 + th) / 2 * a**2 + k2 * qmin * x**2 - k3 * qmin * e**2
+    c1, c2, c3 = qmin * (1 + th) / 2, k2 * qmin, k3 * qmin
+    rhs = c1 * a**2 + c2 * x**2 - c3 * e**2
     scale = qmin * k3 * (a * a + e * e) + 1e-300
     assert lhs - rhs >= -1e-9 * scale
+    # and in the worst direction (a, e): the form's matrix is positive semidefinite at this s
+    matrix = np.array([[s_val - c1 - c2, (s_val - 2 * c2) / 2], [(s_val - 2 * c2) / 2, c3 - c2]])
+    assert np.linalg.eigvalsh(matrix)[0] >= -1e-9 * (1 + np.abs(matrix).max())
 
 
 # ---- Lemma 0 and Step 0 (property tests over random responses) --------------------------------
