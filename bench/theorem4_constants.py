@@ -5,8 +5,10 @@ Run ``python -m bench.theorem4_constants`` from the repository root. It prints, 
 ``q_max = 1.5``, ``G_inf = 0.4``, and the ideal ``q = 1``, ``G_inf = 0``) and ``D = 1, 3, 7, 15``:
 the step cap and ``c`` (``rate_c``) of the retired Theorem 4 (its formulas, kept here and in the
 remark of docs/theory.md for comparison), of Theorem 4' (``analog_sgd_ap``) and of Theorem 4'B
-(``analog_sgd_ap_b``), both from the registry, and the stability limit ``2 sin(pi/(4D + 2))/(L
-q_max)`` of the delayed recursion ``x_{k+1} = x_k - a x_{k-D}``. Every number is computed with
+(``analog_sgd_ap_b``), both from the registry, the stability limit ``2 sin(pi/(4D + 2))/(L
+q_max)`` of the delayed recursion ``x_{k+1} = x_k - a x_{k-D}``, and the ``c`` of Theorem 4''s
+general form (:func:`theory.theorems.ap_general_parts`) with ``kappa_2``, ``lambda`` optimised on a
+grid. Every number is computed with
 :func:`theory.compiled.compile_expr`; nothing is typed in.
 """
 
@@ -15,11 +17,12 @@ from __future__ import annotations
 import argparse
 import math
 
+import numpy as np
 import sympy as sp
 
 from theory.compiled import compile_expr
 from theory.symbols import D, Delta, L, L_s, q_max, q_min, theta
-from theory.theorems import get_bound
+from theory.theorems import ap_general_parts, get_bound
 
 #: the retired Theorem 4 (commit 07a7a73): 1/alpha_AP and c, for the comparison column
 OLD_INV_CAP = q_max**2 / ((1 - theta) * q_min) * sp.Max(L * (1 + 2 * D), 8 * sp.sqrt(2) * L_s * D)
@@ -47,6 +50,19 @@ def constants(values: dict) -> dict[str, tuple[float, float]]:
     }
 
 
+def optimised_general(values: dict, points: int = 120) -> tuple[float, float, float]:
+    """``(c, kappa_2, lambda)``: the smallest ``c`` of Theorem 4's general form on a grid.
+
+    ``kappa_2`` over ``(0, (1 - theta)/2)``, ``lambda`` over ``(0, 1)``, ``theta`` as given.
+    """
+    half = (1 - values["theta"]) / 2
+    k2, lam = np.meshgrid(np.linspace(half / points, half * (1 - 1 / points), points),
+                          np.linspace(1 / points, 1 - 1 / points, points))
+    c = compile_expr(ap_general_parts()["rate_c"])({**values, "kappa_2": k2, "lam": lam})
+    best = int(np.argmin(c))
+    return float(c.flat[best]), float(k2.flat[best]), float(lam.flat[best])
+
+
 def stability_limit(delay: int, values: dict) -> float:
     """Largest stable step of ``w_{k+1} = w_k - alpha L q_max w_{k-D}``.
 
@@ -70,6 +86,20 @@ def table() -> str:
             lines.append(
                 f"| {device} | {delay} | {caps} | {stability_limit(delay, values):.3g} | {cs} |"
             )
+    lines += [
+        "",
+        "Theorem 4' general form, c minimised over kappa_2 and lambda (theta fixed):",
+        "",
+        "| device | D | c at (1 - theta)/4, 1/2 (kappa_3 exact) | best c | kappa_2 | lambda |",
+        "|---|---|---|---|---|---|",
+    ]
+    for device, dev in DEVICES.items():
+        for delay in DELAYS:
+            values = {**COMMON, **dev, "D": delay}
+            instance = {**values, "kappa_2": (1 - values["theta"]) / 4, "lam": 0.5}
+            at = float(compile_expr(ap_general_parts()["rate_c"])(instance))
+            c, k2, lam = optimised_general(values)
+            lines.append(f"| {device} | {delay} | {at:,.0f} | {c:,.0f} | {k2:.3g} | {lam:.3g} |")
     return "\n".join(lines)
 
 

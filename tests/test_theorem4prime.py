@@ -34,7 +34,17 @@ from theory.symbols import (
     sigma2,
     theta,
 )
-from theory.theorems import REGISTRY, ap_b_floor_factor, ap_inv_step_cap, ap_kappa, ap_root
+from theory.symbols import kappa_2 as kappa_2_sym
+from theory.symbols import lam as lam_sym
+from theory.theorems import (
+    REGISTRY,
+    ap_b_floor_factor,
+    ap_general_parts,
+    ap_inv_step_cap,
+    ap_kappa,
+    ap_kappa_3,
+    ap_root,
+)
 
 s = sp.Symbol("s", positive=True)  # theta = s/(1 + s)
 v = sp.Symbol("v", nonnegative=True)  # q_max = q_min (1 + v)
@@ -120,6 +130,8 @@ def test_lemma_a_form_is_the_stated_quadratic_form():
 def test_lemma_a_general_kappa_3_closes_both_discriminants():
     """kappa_3 = kappa_2 + max(branches)/4: each branch makes its discriminant exactly 0, the
     diagonals are positive, and the discriminant increases in c_3, so the max makes both >= 0."""
+    stored = ap_kappa_3()  # the general form's constant is this max
+    assert stored == kappa_2_sym + sp.Max(*branches(theta, q_max / q_min, kappa_2_sym)) / 4
     r = 1 + v
     k2 = (1 - TH) / 2 * t / (1 + t)
     c1, c2 = q_min * (1 + TH) / 2, k2 * q_min
@@ -504,3 +516,44 @@ def test_note_table_is_reproduced_by_the_registry(key, expected):
     assert got["Theorem 4 (old)"][1] == pytest.approx(old_c, rel=6e-3)
     assert got["Theorem 4'"][1] == pytest.approx(new_c, rel=6e-3)
     assert got["Theorem 4'B"][0] == got["Theorem 4'"][0]  # same cap
+
+
+# ---- the general form (kappa_2, lambda free), for numeric optimisation of the proof parameters --
+
+def test_general_form_at_the_recommended_instance_is_the_registry_entry():
+    general = ap_general_parts(kappa_3=ap_kappa())
+    instance = {kappa_2_sym: (1 - theta) / 4, lam_sym: sp.Rational(1, 2)}
+    ap = REGISTRY["analog_sgd_ap"]
+    assert is_zero(enc(general["expr"].subs(instance) - ap.expr))
+    # the cap: compare the root parts squared (radicals); c: its part beyond 2 Delta/(q alpha_AP)
+    inv = general["inv_step_cap"].subs(instance)
+    lead = L * q_max**2 / (2 * (1 - theta) / 4 * q_min)
+    assert is_zero(enc((inv - lead) ** 2 - (ap.inv_step_cap - lead) ** 2))
+    rest = general["rate_c"].subs(instance) - 2 * Delta * inv / q_min
+    assert is_zero(enc(rest - (ap.rate_c - 2 * Delta * ap.inv_step_cap / q_min)))
+    for key in ("rate_a", "floor", "noise_step"):
+        assert is_zero(general[key] - getattr(ap, key)), key
+
+
+def test_general_form_rate_coefficients_follow_proposition_5a():
+    general = ap_general_parts()
+    poly = sp.Poly(sp.expand(general["expr"] * alpha * K), alpha)
+    coeffs = dict(zip((m[0] for m in poly.monoms()), poly.coeffs(), strict=True))
+    p_, q_, r_ = coeffs[0], coeffs[2] / K, coeffs[3] / K
+    assert is_zero(general["floor"] - coeffs[1] / K)
+    assert is_zero(general["rate_c"] - (p_ * general["inv_step_cap"] + r_ * p_ / q_))
+
+
+@settings(max_examples=40)
+@given(qmin=st.floats(0.05, 2.0), r=st.floats(1.0, 20.0), th=st.floats(0.01, 0.99),
+       g=st.floats(0.0, 1.0), delay=st.integers(1, 64))
+def test_general_form_at_the_instance_is_at_most_the_registry_entry(qmin, r, th, g, delay):
+    """kappa_3 <= kappa numerically: the general form's cap is larger, its c smaller."""
+    general = ap_general_parts()
+    values = {"L": 1.0, "L_s": 1.3, "Delta": 1.0, "sigma2": 1.0, "b": 1, "q_min": qmin,
+              "q_max": qmin * r, "G_inf": g, "theta": th, "D": delay,
+              "kappa_2": (1 - th) / 4, "lam": 0.5}
+    ap = REGISTRY["analog_sgd_ap"]
+    for key in ("inv_step_cap", "rate_c"):
+        got = float(compile_expr(general[key])(values))
+        assert got <= float(compile_expr(getattr(ap, key))(values)) * (1 + 1e-12), key

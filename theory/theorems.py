@@ -46,6 +46,8 @@ from .symbols import (
     W_max,
     alpha,
     b,
+    kappa_2,
+    lam,
     n,
     q_max,
     q_min,
@@ -56,7 +58,8 @@ from .symbols import (
 
 __all__ = [
     "ALGORITHMS", "LATEX_NAMES", "PROVENANCES", "REGISTRY", "Bound", "ap_b_floor_factor",
-    "ap_inv_step_cap", "ap_kappa", "ap_root", "bound_for", "bounds_for", "get_bound",
+    "ap_general_parts", "ap_inv_step_cap", "ap_kappa", "ap_kappa_3", "ap_root", "bound_for",
+    "bounds_for", "get_bound",
 ]
 
 PROVENANCES = ("paper", "companion", "derived", "literature")
@@ -66,7 +69,7 @@ ALGORITHMS = ("digital", "analog")
 #: LaTeX names of the symbols (sympy would print ``sigma2`` as :math:`\\sigma_2`)
 LATEX_NAMES = {
     sigma2: r"\sigma^2", G_inf: r"G_\infty", q_min: r"q_{\min}", q_max: r"q_{\max}",
-    W_max: r"W_{\max}", L_s: "L_s",
+    W_max: r"W_{\max}", L_s: "L_s", kappa_2: r"\kappa_2", lam: r"\lambda",
 }
 
 #: the left-hand side every bound bounds (LaTeX; no ``|`` so it can sit inside a Markdown table)
@@ -303,6 +306,60 @@ def _analog_ap() -> dict[str, sp.Expr]:
     return dict(
         base,
         expr=base["expr"] + stale,
+        inv_step_cap=inv_cap,
+        rate_c=2 * Delta * inv_cap / q_min + stale_c,
+    )
+
+
+def ap_kappa_3() -> sp.Expr:
+    r"""The exact Lemma A constant :math:`\kappa_3(\kappa_2, \theta, r)` of Theorem 4' (Step 2).
+
+    .. math::
+
+        \kappa_3 = \kappa_2 + \frac14\max\Bigl(\frac{(1 - 2\kappa_2)^2}{(1-\theta)/2 - \kappa_2},
+        \frac{(r - 2\kappa_2)^2}{r - (1+\theta)/2 - \kappa_2}\Bigr),
+        \qquad 0 < \kappa_2 < (1-\theta)/2 .
+    """
+    r = q_max / q_min
+    return kappa_2 + sp.Max(
+        (1 - 2 * kappa_2) ** 2 / ((1 - theta) / 2 - kappa_2),
+        (r - 2 * kappa_2) ** 2 / (r - (1 + theta) / 2 - kappa_2),
+    ) / 4
+
+
+def ap_general_parts(kappa_3: sp.Expr | None = None) -> dict[str, sp.Expr]:
+    r"""Theorem 4' in its general form, for ``D >= 1``: free proof parameters ``kappa_2``, ``lam``.
+
+    Not a registry entry (the ``max`` in :func:`ap_kappa_3` is slow for the symbolic tests); for a
+    numeric optimisation of the proof parameters, like ``theta``: every
+    :math:`\theta \in (0,1)`, :math:`\kappa_2 \in (0, (1-\theta)/2)`, :math:`\lambda \in (0,1)`
+    gives a valid bound. Keys ``expr``, ``inv_step_cap``, ``rate_a``, ``rate_c``, ``floor``,
+    ``noise_step`` as in :class:`Bound`; at ``kappa_2 = (1 - theta)/4``, ``lam = 1/2`` it is at
+    most ``analog_sgd_ap`` (equal with :math:`\kappa_3` replaced by :math:`\kappa`).
+
+    Parameters
+    ----------
+    kappa_3 : sympy.Expr, optional
+        Lemma A's constant, :func:`ap_kappa_3` by default; any upper bound of it is valid too.
+
+    .. math::
+
+        \frac{1}{\alpha_{AP}} = \frac{L q_{\max}^2}{2\kappa_2 q_{\min}}
+        + L_s D q_{\max}\sqrt{\frac{\kappa_3}{\lambda\kappa_2}}, \qquad
+        \text{extra term} = \frac{2\kappa_3}{1-\lambda} L_s^2\alpha^2
+        (q_{\max}\sqrt D + G_\infty D)^2\sigma^2/b .
+    """
+    base = _analog(b)
+    kappa_3 = ap_kappa_3() if kappa_3 is None else kappa_3
+    inv_cap = L * q_max**2 / (2 * kappa_2 * q_min) + L_s * D * q_max * sp.sqrt(
+        kappa_3 / (lam * kappa_2))
+    window = (q_max * sp.sqrt(D) + G_inf * D) ** 2
+    coefficient = 2 * kappa_3 / (1 - lam) * L_s**2 * window
+    stale_c = coefficient * 2 * Delta / (L * q_max**2)  # R P/Q with P = 2 Delta/q, Q = L p^2/q
+    parts = {key: base[key] for key in ("rate_a", "floor", "noise_step")}
+    return dict(
+        parts,
+        expr=base["expr"] + coefficient * alpha**2 * sigma2 / b,
         inv_step_cap=inv_cap,
         rate_c=2 * Delta * inv_cap / q_min + stale_c,
     )
