@@ -1,7 +1,9 @@
 """Symbolic checks of the theorem registry and of the proofs in docs/theory.md.
 
 Positivity is proved with sympy's assumptions. ``theta in (0, 1)`` is encoded as ``s/(1+s)`` with
-``s > 0``; ``D >= 1`` as ``1 + d`` with ``d >= 0``; a step ``alpha <= cap`` as ``cap/(1 + w)``.
+``s > 0``; ``q_max >= q_min`` as ``q_min (1 + v)`` with ``v >= 0``; ``D >= 1`` as ``1 + d`` with
+``d >= 0``; a step ``alpha <= cap`` as ``cap/(1 + w)``. The proof steps of Theorem 4' and 4'B are
+checked in ``tests/test_theorem4prime.py``.
 Where sympy cannot decide, a hypothesis check at drawn points stands in.
 """
 
@@ -39,7 +41,17 @@ from theory.symbols import (
     tau,
     theta,
 )
-from theory.theorems import PROVENANCES, REGISTRY, Bound, bound_for, bounds_for, get_bound
+from theory.theorems import (
+    PROVENANCES,
+    REGISTRY,
+    Bound,
+    ap_inv_step_cap,
+    ap_kappa,
+    ap_root,
+    bound_for,
+    bounds_for,
+    get_bound,
+)
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "theory.md"
 
@@ -48,13 +60,16 @@ w = sp.Symbol("w", nonnegative=True)
 z = sp.Symbol("z", nonnegative=True)
 d = sp.Symbol("d", nonnegative=True)
 u = sp.Symbol("u", positive=True)
+v = sp.Symbol("v", nonnegative=True)  # q_max = q_min (1 + v)
 g_pos = sp.Symbol("g_pos", positive=True)  # a strictly positive G_inf
 gap = sp.Symbol("gap", positive=True)  # eps - floor
 a_ = sp.Symbol("a", positive=True)
 c_pos = sp.Symbol("c_pos", positive=True)
 c_nn = sp.Symbol("c", nonnegative=True)
 THETA01 = {theta: s / (1 + s)}
-DERIVED_ANALOG = ("analog_sgd", "analog_sgd_sp", "analog_sgd_ap")
+k_root = sp.Symbol("k_root", positive=True)  # stands for sqrt(8 kappa/(1 - theta)) of Theorem 4'
+DERIVED_ANALOG = ("analog_sgd", "analog_sgd_sp", "analog_sgd_ap", "analog_sgd_ap_b")
+ASYNC_ANALOG = ("analog_sgd_ap", "analog_sgd_ap_b")
 FIELDS = ("expr", "inv_step_cap", "rate_a", "rate_c", "floor", "best_step", "noise_step")
 
 
@@ -71,12 +86,27 @@ def nonneg(expr) -> bool | None:
 
 
 def domain(expr):
-    """Substitute the domain encodings (theta in (0,1), W_max < tau) into ``expr``."""
-    return sp.sympify(expr).subs(THETA01).subs(tau, W_max + u)
+    """Substitute the domain encodings (theta in (0,1), W_max < tau, q_max >= q_min)."""
+    return sp.sympify(expr).subs(THETA01).subs(tau, W_max + u).subs(q_max, q_min * (1 + v))
 
 
 def rate(bound: Bound, k=K):
     return bound.rate_a / sp.sqrt(k) + bound.rate_c / k + bound.floor
+
+
+def delay_cases(bound: Bound) -> list:
+    """The substitutions that split the domain of ``D``: ``[{}]`` or ``D = 0`` and ``D = 1 + d``.
+
+    ``min(D, 1)`` in the asynchronous entries is 0 or 1 on these two cases, so sympy can decide.
+    """
+    if D not in bound.expr.free_symbols | bound.inv_step_cap.free_symbols:
+        return [{}]
+    return [{D: 0}, {D: 1 + d}]
+
+
+def opaque_root(expr):
+    """Replace ``sqrt(8 kappa/(1 - theta))`` by a positive symbol (a claim for every value)."""
+    return sp.sympify(expr).subs(ap_root(), k_root)
 
 
 # ---- registry structure --------------------------------------------------------------------------
@@ -84,7 +114,7 @@ def rate(bound: Bound, k=K):
 def test_registry_names_and_order():
     assert list(REGISTRY) == [
         "digital_sgd", "analog_sgd_companion", "analog_sgd", "analog_sgd_sp", "analog_sgd_ap",
-        "literature_sgd", "literature_delay_fixed", "literature_delay_arbitrary",
+        "analog_sgd_ap_b", "literature_sgd", "literature_delay_fixed", "literature_delay_arbitrary",
         "literature_async_sgd",
     ]
     for name, bound in REGISTRY.items():
@@ -98,6 +128,7 @@ def test_batches_and_modes():
     expected = {
         "digital_sgd": (n, "none"), "analog_sgd_companion": (n, "none"),
         "analog_sgd": (n, "none"), "analog_sgd_sp": (B * b, "sync"), "analog_sgd_ap": (b, "async"),
+        "analog_sgd_ap_b": (b, "async"),
     }
     for name, (batch, mode) in expected.items():
         assert is_zero(REGISTRY[name].batch - batch)
@@ -152,6 +183,8 @@ def test_bound_for_maps_every_schedule_to_its_theorem():
     assert bound_for("none").proof == "Theorem 2"
     assert bound_for("sync").proof == "Corollary 3"
     assert bound_for("async").name == "analog_sgd_ap"
+    assert bound_for("async").proof == "Theorem 4'"
+    assert [bd.name for bd in bounds_for("async")] == list(ASYNC_ANALOG)
     for bound in REGISTRY.values():
         if bound.provenance == "derived":
             assert bound in bounds_for(bound.mode, bound.algorithm)
@@ -161,8 +194,9 @@ def test_bound_for_maps_every_schedule_to_its_theorem():
 
 # ---- reductions (theory-spec identities) ---------------------------------------------------------
 
-def test_ap_at_zero_delay_equals_sp_at_one_micro_batch():
-    ap, sp_ = REGISTRY["analog_sgd_ap"], REGISTRY["analog_sgd_sp"]
+@pytest.mark.parametrize("name", ASYNC_ANALOG)
+def test_ap_at_zero_delay_equals_sp_at_one_micro_batch(name):
+    ap, sp_ = REGISTRY[name], REGISTRY["analog_sgd_sp"]
     for field_name in FIELDS:
         assert is_zero(getattr(ap, field_name).subs(D, 0) - getattr(sp_, field_name).subs(B, 1)), (
             field_name
@@ -184,8 +218,18 @@ def test_sp_is_analog_with_mini_batch():
 
 
 def test_ap_eps2_coefficient_equals_sp_at_one_micro_batch_for_every_delay():
-    assert is_zero(REGISTRY["analog_sgd_ap"].rate_a - REGISTRY["analog_sgd_sp"].rate_a.subs(B, 1))
-    assert is_zero(REGISTRY["analog_sgd_ap"].floor - REGISTRY["analog_sgd_sp"].floor.subs(B, 1))
+    sp_ = REGISTRY["analog_sgd_sp"]
+    for name in ASYNC_ANALOG:
+        assert is_zero(REGISTRY[name].rate_a - sp_.rate_a.subs(B, 1)), name
+    assert is_zero(REGISTRY["analog_sgd_ap"].floor - sp_.floor.subs(B, 1))
+    # variant B pays at most theta (1 - theta)/r^2 <= 1/4 of the floor for D >= 1
+    ratio = sp.simplify(REGISTRY["analog_sgd_ap_b"].floor / sp_.floor.subs(B, 1))
+    assert is_zero(ratio.subs(D, 0) - 1)
+    assert is_zero(ratio.subs(D, 1 + d) - 1 - theta * (1 - theta) * q_min**2 / q_max**2)
+    # 1/4 - s/((1+s)^2 (1+v)^2) = [(1+s)^2 ((1+v)^2 - 1) + (1-s)^2] / (4 (1+s)^2 (1+v)^2)
+    slack = domain(sp.Rational(5, 4) - ratio.subs(D, 1 + d))
+    sos = ((1 + s) ** 2 * (v**2 + 2 * v) + (1 - s) ** 2) / (4 * (1 + s) ** 2 * (1 + v) ** 2)
+    assert is_zero(slack - sos) and sos.is_nonnegative
 
 
 # ---- the rate form: structure and domination at the best step ------------------------------------
@@ -228,15 +272,19 @@ def test_proposition_5a_generic_algebra():
 @pytest.mark.parametrize("name", ["digital_sgd", *DERIVED_ANALOG])
 def test_rate_form_dominates_expr_at_best_step_symbolic(name):
     bound = REGISTRY[name]
-    # case 1: alpha = noise step (<= cap)
-    rem = sp.factor(sp.simplify(domain(rate(bound) - bound.expr.subs(alpha, bound.noise_step))))
-    assert rem.is_nonnegative, rem
-    # case 2: alpha = cap (<= noise step): K = K*/(1+z)^2, where the two steps meet at K*
-    cap = 1 / bound.inv_step_cap
-    k_small = K * (bound.noise_step / cap) ** 2 / (1 + z) ** 2
-    rem = rate(bound) - bound.expr.subs(alpha, cap)
-    rem = sp.factor(sp.simplify(domain(rem.subs(K, k_small))))
-    assert rem.is_nonnegative, rem
+    for case in delay_cases(bound):
+        def on(expr, case=case):
+            return domain(opaque_root(expr).subs(case))
+
+        # case 1: alpha = noise step (<= cap)
+        rem = sp.factor(sp.simplify(on(rate(bound) - bound.expr.subs(alpha, bound.noise_step))))
+        assert rem.is_nonnegative, (case, rem)
+        # case 2: alpha = cap (<= noise step): K = K*/(1+z)^2, where the two steps meet at K*
+        cap = 1 / bound.inv_step_cap
+        k_small = K * (bound.noise_step / cap) ** 2 / (1 + z) ** 2
+        rem = rate(bound) - bound.expr.subs(alpha, cap)
+        rem = sp.factor(sp.simplify(on(rem.subs(K, k_small))))
+        assert rem.is_nonnegative, (case, rem)
 
 
 def test_rate_form_equals_expr_for_step_free_rows():
@@ -288,66 +336,13 @@ def test_rate_form_dominates_expr_numerically(values, log_k):
         assert lhs <= upper(*point) * (1 + 1e-12), bound.name
 
 
-# ---- Theorem 2 and Theorem 4: the proof arithmetic -----------------------------------------------
+# ---- Theorem 2: the proof arithmetic (Theorem 4' and 4'B: tests/test_theorem4prime.py) ------
 
 def test_theorem2_step5_coefficient():
     th = s / (1 + s)
     step = (1 - th) * q_min / (L * q_max**2) / (1 + w)  # any alpha <= cap
     bracket = q_min * (1 - th / 2) - L * step * q_max**2 / 2
     assert nonneg(bracket - q_min / 2)
-
-
-def test_theorem4_step5_coefficients():
-    th = s / (1 + s)
-    rho, beta = (1 - th) / 4, sp.Rational(1, 2)
-    delay = 1 + d  # D >= 1
-    qmax = q_min * (1 + u)  # q_max >= q_min
-    cap1 = (1 - th) * q_min / (L * qmax**2 * (1 + 2 * delay))
-    cap2 = (1 - th) * q_min / (8 * sp.sqrt(2) * L_s * delay * qmax**2)
-    # (a) with alpha = cap1/(1+w): A >= alpha q_min (5 - theta)/8
-    a1 = cap1 / (1 + w)
-    coef_a = a1 * q_min * (1 - th / 2 - rho / 2) - L * a1**2 * qmax**2 * (1 + beta) / 2
-    assert nonneg(coef_a - a1 * q_min * (5 - th) / 8)
-    # the 1 + 2D cap: (1-theta)(3/2)/(1+2D) <= (1-theta)/2 for D >= 1
-    assert nonneg((1 - th) / 2 - (1 - th) * beta * 3 / (1 + 2 * delay))
-    # (b) E <= 4 alpha q_max^2/((1-theta) q_min) under alpha <= cap1
-    coef_e = a1 * qmax**2 / (2 * rho * q_min) + L * a1**2 * qmax**2 * (1 + 1 / beta) / 2
-    assert nonneg(4 * a1 * qmax**2 / ((1 - th) * q_min) - coef_e)
-    # (c) under alpha <= cap2: 2 c_e <= 1/2 and 4 c_e E_bound <= alpha q_min (1-theta)/8
-    a2 = cap2 / (1 + w)
-    c_e = L_s**2 * delay**2 * a2**2 * qmax**2
-    assert nonneg(sp.Rational(1, 2) - 2 * c_e)
-    e_bound = 4 * a2 * qmax**2 / ((1 - th) * q_min)
-    assert nonneg(a2 * q_min * (1 - th) / 8 - 4 * c_e * e_bound)
-    # (d) the net coefficient
-    assert is_zero(alpha * q_min * (5 - th) / 8 - alpha * q_min * (1 - th) / 8 - alpha * q_min / 2)
-
-
-def test_theorem4_step6_gives_the_registry_expression():
-    """(Delta + K const + 2 c_e E_bound K sigma2/b) / (alpha q_min K / 2) is the stored bound."""
-    c_e = L_s**2 * D**2 * alpha**2 * q_max**2
-    e_bound = 4 * alpha * q_max**2 / ((1 - theta) * q_min)
-    const = (
-        alpha * G_inf**2 * sigma2 / (2 * theta * q_min * b)
-        + L * alpha**2 * q_max**2 * sigma2 / (2 * b)
-    )
-    rhs = (Delta + K * const + 2 * c_e * e_bound * K * sigma2 / b) / (alpha * q_min * K / 2)
-    assert is_zero(rhs - REGISTRY["analog_sgd_ap"].expr)
-
-
-def test_theorem4_cap_is_min_of_the_two_caps():
-    th = s / (1 + s)
-    cap1 = (1 - th) * q_min / (L * q_max**2 * (1 + 2 * D))
-    cap2 = (1 - th) * q_min / (8 * sp.sqrt(2) * L_s * D * q_max**2)
-    inv = REGISTRY["analog_sgd_ap"].inv_step_cap.subs(THETA01)
-    (the_max,) = inv.atoms(sp.Max)
-    prefactor = sp.simplify(inv / the_max)
-    assert prefactor.is_positive  # so prefactor * Max(x, y) = Max(prefactor x, prefactor y)
-    branches = sorted(
-        (sp.simplify(prefactor * arg) for arg in the_max.args), key=sp.default_sort_key
-    )
-    expected = sorted((sp.simplify(1 / cap1), sp.simplify(1 / cap2)), key=sp.default_sort_key)
-    assert all(is_zero(x - y) for x, y in zip(branches, expected, strict=True))
 
 
 # ---- Proposition 5: exact iterations -------------------------------------------------------------
@@ -413,6 +408,7 @@ INCREASING = {
     "analog_sgd": (sigma2, L, Delta, G_inf),
     "analog_sgd_sp": (sigma2, L, Delta, G_inf),
     "analog_sgd_ap": (sigma2, L, Delta, G_inf, D, L_s),
+    "analog_sgd_ap_b": (sigma2, L, Delta, G_inf, D, L_s),
     "literature_sgd": (sigma2, L, Delta),
     "literature_delay_fixed": (sigma2, L, Delta, D),
     "literature_delay_arbitrary": (sigma2, L, Delta, D),
@@ -429,7 +425,12 @@ def test_bound_increasing_in_problem_constants(name):
     bound = REGISTRY[name]
     for var in INCREASING[name]:
         target = g_pos if var is G_inf else var
-        derivative = sp.factor(domain(sp.diff(_positive_g(bound.expr), target)))
+        expr = _positive_g(bound.expr)
+        if var is D and delay_cases(bound) != [{}]:
+            # min(D, 1): the step D = 0 -> 1, then the derivative in d on D = 1 + d
+            assert sp.factor(domain(expr.subs(D, 1) - expr.subs(D, 0))).is_positive, name
+            expr, target = expr.subs(D, 1 + d), d
+        derivative = sp.factor(domain(sp.diff(expr, target)))
         if var in (D, L_s):  # D = 0 is in the domain (no staleness); strict for D > 0
             derivative = derivative.subs(D, 1 + d)
         assert derivative.is_positive, (name, var)
@@ -458,28 +459,43 @@ def test_iterations_decreasing_in_eps(name):
 
 
 @pytest.mark.parametrize(
-    "name", ["analog_sgd_ap", "literature_delay_fixed", "literature_delay_arbitrary"]
+    "name", [*ASYNC_ANALOG, "literature_delay_fixed", "literature_delay_arbitrary"]
 )
 def test_iterations_increasing_in_delay(name):
     bound = REGISTRY[name]
     k_gap = domain(solve_rate(bound.rate_a, bound.rate_c, gap))
-    derivative = sp.diff(k_gap, D).subs(D, d)
-    decided = derivative.is_positive
-    if decided is None:  # Max(L (1 + 2D), 8 sqrt2 L_s D): check on both branches and numerically
-        for branch in sp.Max(L * (1 + 2 * D), 8 * sp.sqrt(2) * L_s * D).args:
-            k_branch = k_gap.replace(sp.Max, lambda *args, br=branch: br)
-            assert sp.diff(k_branch, D).subs(D, d).is_positive
-        assert _nonneg_numeric(derivative.subs(s, 1))
-    else:
-        assert decided
+    if delay_cases(bound) == [{}] or bound.provenance == "literature":
+        assert sp.diff(k_gap, D).subs(D, d).is_positive
+        return
+    # min(D, 1): K grows from D = 0 to D = 1 (c grows, a unchanged; floor grows for B), then in d
+    # on D = 1 + d. K(eps) increases in c and in the floor, so compare those.
+    c0, c1 = (domain(bound.rate_c.subs(D, x)) for x in (0, 1))
+    assert sp.factor(sp.simplify(c1 - c0)).is_positive
+    f0, f1 = (domain(bound.floor.subs(D, x)) for x in (0, 1))
+    assert sp.factor(sp.simplify(f1 - f0)).is_nonnegative
+    assert sp.diff(k_gap.subs(D, 1 + d), d).is_positive
 
 
 def test_ap_eps1_coefficient_growth_in_delay():
-    """c(D) = 2 Delta q_max^2/((1-theta) q_min^2) [max(L(1+2D), 8 sqrt2 L_s D) + 16 L_s^2 D^2/L]."""
-    c = REGISTRY["analog_sgd_ap"].rate_c
-    pref = 2 * Delta * q_max**2 / ((1 - theta) * q_min**2)
-    explicit = pref * (sp.Max(L * (1 + 2 * D), 8 * sp.sqrt(2) * L_s * D) + 16 * L_s**2 * D**2 / L)
-    assert is_zero(c - explicit)
-    # oracle problems (L_s = L): the L_s cap binds for every D >= 1
-    cap_gap = (8 * sp.sqrt(2) * L * D - L * (1 + 2 * D)).subs(D, 1 + d)
-    assert sp.simplify(cap_gap).is_positive
+    r"""c(D) of Theorem 4' and 4'B (Proposition 5, the c(D) paragraph), for D >= 1.
+
+    4': 4 Delta L r^2/(1-theta) + 2 Delta L_s r D sqrt(8 kappa/(1-theta))
+        + 8 kappa (L_s^2 Delta/L)(D + 2 (G/p) D^{3/2} + (G/p)^2 D^2);
+    4'B: the same first two terms + 16 kappa L_s^2 Delta D/L.
+    """
+    kappa, r = ap_kappa(), q_max / q_min
+    g = G_inf / q_max
+    root = ap_root()  # = sqrt(8 kappa/(1 - theta)) (tests/test_theorem4prime.py)
+    lead = 4 * Delta * L * r**2 / (1 - theta) + 2 * Delta * L_s * r * D * root
+    window = D + 2 * g * D**sp.Rational(3, 2) + g**2 * D**2
+    explicit = lead + 8 * kappa * L_s**2 * Delta / L * window
+    assert is_zero((REGISTRY["analog_sgd_ap"].rate_c - explicit).subs(D, 1 + d))
+    explicit_b = lead + 16 * kappa * L_s**2 * Delta * D / L
+    assert is_zero((REGISTRY["analog_sgd_ap_b"].rate_c - explicit_b).subs(D, 1 + d))
+    # at G_inf = 0 4' is linear in D and B pays twice its last term (lambda_3 = 1/4, not 1/2)
+    diff_c = REGISTRY["analog_sgd_ap_b"].rate_c - REGISTRY["analog_sgd_ap"].rate_c
+    assert is_zero(diff_c.subs({G_inf: 0, D: 1 + d}) - 8 * kappa * L_s**2 * Delta * (1 + d) / L)
+    assert sp.diff(explicit.subs(D, 1 + d), d, 2).subs(G_inf, 0) == 0
+    # the cap is the one stored for both entries
+    for name in ASYNC_ANALOG:
+        assert is_zero(REGISTRY[name].inv_step_cap - ap_inv_step_cap())

@@ -12,8 +12,8 @@ from __future__ import annotations
 import sympy as sp
 
 __all__ = [
-    "B", "D", "Delta", "G_inf", "K", "L", "L_s", "M", "N", "W_max", "alpha", "b", "eps", "m",
-    "mb", "n", "q_max", "q_min", "sigma2", "tau", "theta",
+    "B", "D", "Delta", "G_inf", "K", "L", "L_s", "M", "N", "W_max", "alpha", "b", "eps", "kappa_2",
+    "lam", "m", "mb", "n", "q_max", "q_min", "sigma2", "tau", "theta",
 ]
 
 # problem (A1, A2)
@@ -37,6 +37,10 @@ K = sp.Symbol("K", positive=True)  #: iterations (updates); positive real for th
 alpha = sp.Symbol("alpha", positive=True)  #: step size (learning rate)
 eps = sp.Symbol("epsilon", positive=True)  #: target for (1/K) sum_k E||grad f(W_k)||^2
 theta = sp.Symbol("theta", positive=True)  #: Young's-inequality split, in (0, 1)
+#: Lemma A's weight of ||x_k||^2 in Theorem 4' (general form), in (0, (1 - theta)/2)
+kappa_2 = sp.Symbol("kappa_2", positive=True)
+#: Theorem 4''s weight lambda_1 of the gradient part of the staleness (general form), in (0, 1)
+lam = sp.Symbol("lam", positive=True)
 
 # device (A3)
 q_min = sp.Symbol("q_min", positive=True)  #: lower bound of the response functions

@@ -46,6 +46,8 @@ from .symbols import (
     W_max,
     alpha,
     b,
+    kappa_2,
+    lam,
     n,
     q_max,
     q_min,
@@ -55,8 +57,9 @@ from .symbols import (
 )
 
 __all__ = [
-    "ALGORITHMS", "LATEX_NAMES", "PROVENANCES", "REGISTRY", "Bound", "ap_inv_step_cap",
-    "bound_for", "bounds_for", "get_bound",
+    "ALGORITHMS", "LATEX_NAMES", "PROVENANCES", "REGISTRY", "Bound", "ap_b_floor_factor",
+    "ap_general_parts", "ap_inv_step_cap", "ap_kappa", "ap_kappa_3", "ap_root", "bound_for",
+    "bounds_for", "get_bound",
 ]
 
 PROVENANCES = ("paper", "companion", "derived", "literature")
@@ -66,7 +69,7 @@ ALGORITHMS = ("digital", "analog")
 #: LaTeX names of the symbols (sympy would print ``sigma2`` as :math:`\\sigma_2`)
 LATEX_NAMES = {
     sigma2: r"\sigma^2", G_inf: r"G_\infty", q_min: r"q_{\min}", q_max: r"q_{\max}",
-    W_max: r"W_{\max}", L_s: "L_s",
+    W_max: r"W_{\max}", L_s: "L_s", kappa_2: r"\kappa_2", lam: r"\lambda",
 }
 
 #: the left-hand side every bound bounds (LaTeX; no ``|`` so it can sit inside a Markdown table)
@@ -86,7 +89,7 @@ class Bound:
     reference : str
         Citation (paper, section) or the docs/theory.md theorem.
     proof : str or None
-        Heading of the proof in ``docs/theory.md`` (e.g. ``"Theorem 4"``); required for ``derived``.
+        Heading of the proof in ``docs/theory.md`` (e.g. ``"Theorem 2"``); required for ``derived``.
     expr : sympy.Expr
         Bound on :math:`\frac1K\sum_{k<K}\mathbb{E}\lVert\nabla f(W_k)\rVert^2` in ``K``,
         ``alpha`` and the constants.
@@ -241,34 +244,155 @@ def _companion() -> dict[str, sp.Expr]:
     )
 
 
-def ap_inv_step_cap() -> sp.Expr:
-    r""":math:`1/\alpha_{AP}` of Theorem 4, in the Max form that substitutes cleanly at ``D = 0``.
+def ap_kappa() -> sp.Expr:
+    r"""The constant :math:`\kappa` of Theorem 4' (Step 2 at :math:`\kappa_2 = (1-\theta)/4`).
 
     .. math::
 
-        \frac{1}{\alpha_{AP}} = \frac{q_{\max}^2}{(1-\theta) q_{\min}}
-        \max\bigl(L(1 + 2D),\; 8\sqrt{2}\,L_s D\bigr).
+        \kappa = \frac{1 + \theta^2}{2(1 - \theta)} + \frac{r - 1}{4}, \qquad
+        r = \frac{q_{\max}}{q_{\min}} \ge 1 .
+
+    It bounds the exact Lemma A constant :math:`\kappa_3` (a ``max`` of two branches) from above;
+    the registry uses :math:`\kappa` so that sympy can decide signs.
     """
-    return q_max**2 / ((1 - theta) * q_min) * sp.Max(L * (1 + 2 * D), 8 * sp.sqrt(2) * L_s * D)
+    # written over the single denominator 1 - theta so that sympy keeps kappa together in products
+    return ((1 + theta**2) / 2 + (q_max / q_min - 1) * (1 - theta) / 4) / (1 - theta)
+
+
+def ap_root() -> sp.Expr:
+    r""":math:`\sqrt{8\kappa/(1-\theta)}`, the factor of ``L_s D q_max`` in :func:`ap_inv_step_cap`.
+
+    Written as :math:`\sqrt{2(2(1+\theta^2) + (r - 1)(1-\theta))}/(1-\theta)` (equal for
+    ``theta < 1``) so that the LaTeX stays readable.
+    """
+    return sp.sqrt(2 * (2 * (1 + theta**2) + (q_max / q_min - 1) * (1 - theta))) / (1 - theta)
+
+
+def ap_inv_step_cap() -> sp.Expr:
+    r""":math:`1/\alpha_{AP}` of Theorem 4', in a form that substitutes cleanly at ``D = 0``.
+
+    .. math::
+
+        \frac{1}{\alpha_{AP}} = \frac{q_{\max}^2 L}{(1-\theta) q_{\min}}\,(1 + \min(D, 1))
+        + L_s D q_{\max}\sqrt{\frac{8\kappa}{1 - \theta}}
+        \quad (\kappa = \text{:func:`ap_kappa`}).
+
+    At ``D = 0`` it is Theorem 2's (Corollary 3's) :math:`L q_{\max}^2/((1-\theta)q_{\min})`.
+    """
+    return (
+        q_max**2 * L * (1 + sp.Min(D, 1)) / ((1 - theta) * q_min)
+        + L_s * D * q_max * ap_root()
+    )
 
 
 def _analog_ap() -> dict[str, sp.Expr]:
-    """Theorem 4 of docs/theory.md: asynchronous pipeline, micro-batch ``b``, maximal delay ``D``.
+    r"""Theorem 4' of docs/theory.md: asynchronous pipeline, micro-batch ``b``, maximal delay ``D``.
 
-    Case ``D = 0`` is Theorem 2 with ``n = b``; ``D >= 1`` is Steps 1-6 there (Step 5 fixes
-    ``rho = (1 - theta)/4``, ``beta = 1/2`` and the two step caps). Rate form by Proposition 5 (a):
-    ``a`` as Corollary 3 at ``B = 1``; ``c = 2 Delta/(alpha_AP q_min) + 32 L_s^2 D^2 q_max^2
-    Delta/((1 - theta) L q_min^2)`` (the ``alpha^2`` term bounded at ``alpha_opt``).
+    ``D = 0`` is Theorem 2 with ``n = b``; ``D >= 1`` is Steps 0-6 there (``kappa_2 =
+    (1 - theta)/4``, ``lambda = 1/2``). The staleness term (Steps 4 and 6) is
+
+    .. math:: 4\kappa L_s^2\alpha^2 (q_{\max}\sqrt D + G_\infty D)^2 \sigma^2/b ,
+
+    zero at ``D = 0``. Rate form by Proposition 5 (a): ``a`` and the floor as Corollary 3 at
+    ``B = 1``; ``c = 2 Delta/(alpha_AP q_min)
+    + 8 kappa (L_s^2 Delta/L)(sqrt(D) + (G_inf/q_max) D)^2``.
     """
     base = _analog(b)
     inv_cap = ap_inv_step_cap()
-    stale = 16 * L_s**2 * D**2 * alpha**2 * q_max**4 * sigma2 / ((1 - theta) * b * q_min**2)
-    stale_c = 32 * L_s**2 * D**2 * q_max**2 * Delta / ((1 - theta) * L * q_min**2)
+    kappa = ap_kappa()
+    window = (q_max * sp.sqrt(D) + G_inf * D) ** 2  # Step 6: (sqrt(Y) + sqrt(X))^2, Y noise, X bias
+    stale = 4 * kappa * L_s**2 * alpha**2 * window * sigma2 / b
+    stale_c = 8 * kappa * L_s**2 * Delta * window / (L * q_max**2)
     return dict(
         base,
         expr=base["expr"] + stale,
         inv_step_cap=inv_cap,
         rate_c=2 * Delta * inv_cap / q_min + stale_c,
+    )
+
+
+def ap_kappa_3() -> sp.Expr:
+    r"""The exact Lemma A constant :math:`\kappa_3(\kappa_2, \theta, r)` of Theorem 4' (Step 2).
+
+    .. math::
+
+        \kappa_3 = \kappa_2 + \frac14\max\Bigl(\frac{(1 - 2\kappa_2)^2}{(1-\theta)/2 - \kappa_2},
+        \frac{(r - 2\kappa_2)^2}{r - (1+\theta)/2 - \kappa_2}\Bigr),
+        \qquad 0 < \kappa_2 < (1-\theta)/2 .
+    """
+    r = q_max / q_min
+    return kappa_2 + sp.Max(
+        (1 - 2 * kappa_2) ** 2 / ((1 - theta) / 2 - kappa_2),
+        (r - 2 * kappa_2) ** 2 / (r - (1 + theta) / 2 - kappa_2),
+    ) / 4
+
+
+def ap_general_parts(kappa_3: sp.Expr | None = None) -> dict[str, sp.Expr]:
+    r"""Theorem 4' in its general form, for ``D >= 1``: free proof parameters ``kappa_2``, ``lam``.
+
+    Not a registry entry (the ``max`` in :func:`ap_kappa_3` is slow for the symbolic tests); for a
+    numeric optimisation of the proof parameters, like ``theta``: every
+    :math:`\theta \in (0,1)`, :math:`\kappa_2 \in (0, (1-\theta)/2)`, :math:`\lambda \in (0,1)`
+    gives a valid bound. Keys ``expr``, ``inv_step_cap``, ``rate_a``, ``rate_c``, ``floor``,
+    ``noise_step`` as in :class:`Bound`; at ``kappa_2 = (1 - theta)/4``, ``lam = 1/2`` it is at
+    most ``analog_sgd_ap`` (equal with :math:`\kappa_3` replaced by :math:`\kappa`).
+
+    Parameters
+    ----------
+    kappa_3 : sympy.Expr, optional
+        Lemma A's constant, :func:`ap_kappa_3` by default; any upper bound of it is valid too.
+
+    .. math::
+
+        \frac{1}{\alpha_{AP}} = \frac{L q_{\max}^2}{2\kappa_2 q_{\min}}
+        + L_s D q_{\max}\sqrt{\frac{\kappa_3}{\lambda\kappa_2}}, \qquad
+        \text{extra term} = \frac{2\kappa_3}{1-\lambda} L_s^2\alpha^2
+        (q_{\max}\sqrt D + G_\infty D)^2\sigma^2/b .
+    """
+    base = _analog(b)
+    kappa_3 = ap_kappa_3() if kappa_3 is None else kappa_3
+    inv_cap = L * q_max**2 / (2 * kappa_2 * q_min) + L_s * D * q_max * sp.sqrt(
+        kappa_3 / (lam * kappa_2))
+    window = (q_max * sp.sqrt(D) + G_inf * D) ** 2
+    coefficient = 2 * kappa_3 / (1 - lam) * L_s**2 * window
+    stale_c = coefficient * 2 * Delta / (L * q_max**2)  # R P/Q with P = 2 Delta/q, Q = L p^2/q
+    parts = {key: base[key] for key in ("rate_a", "floor", "noise_step")}
+    return dict(
+        parts,
+        expr=base["expr"] + coefficient * alpha**2 * sigma2 / b,
+        inv_step_cap=inv_cap,
+        rate_c=2 * Delta * inv_cap / q_min + stale_c,
+    )
+
+
+def ap_b_floor_factor() -> sp.Expr:
+    r"""Factor of Corollary 3's floor in variant B: :math:`1 + \min(D,1)\,\theta(1-\theta)/r^2`.
+
+    It is at most ``5/4`` and exactly 1 at ``D = 0`` (no staleness, nothing charged).
+    """
+    return 1 + sp.Min(D, 1) * theta * (1 - theta) * q_min**2 / q_max**2
+
+
+def _analog_ap_b() -> dict[str, sp.Expr]:
+    r"""Theorem 4'B of docs/theory.md: Theorem 4' with the staleness bias charged to the floor.
+
+    Same cap as Theorem 4'; weights ``lambda = (1/2, 1/4, 1/4)``; the bias part is at most
+    :math:`\theta(1-\theta)/r^2` times the floor, the rest is strictly linear in ``D``:
+
+    .. math:: 8\kappa L_s^2\alpha^2 D q_{\max}^2\sigma^2/b, \qquad
+        c_B = \frac{2\Delta}{q_{\min}\alpha_{AP}} + \frac{16\kappa L_s^2\Delta D}{L}.
+    """
+    base = _analog(b)
+    inv_cap = ap_inv_step_cap()
+    kappa = ap_kappa()
+    floor = ap_b_floor_factor() * base["floor"]
+    stale = 8 * kappa * L_s**2 * alpha**2 * D * q_max**2 * sigma2 / b
+    return dict(
+        base,
+        expr=base["expr"] - base["floor"] + floor + stale,
+        inv_step_cap=inv_cap,
+        rate_c=2 * Delta * inv_cap / q_min + 16 * kappa * L_s**2 * Delta * D / L,
+        floor=floor,
     )
 
 
@@ -304,6 +428,14 @@ _A4 = (
     "(exact for the oracle problems with L_s = L; an assumption for networks)"
 )
 _THETA = "0 < theta < 1 (free Young split)"
+_AP_CONDITIONS = (
+    _A1, _A2, _A3, _A4, _THETA, "D = M - 1 (maximal stage delay)",
+    "kappa = (1 + theta^2)/(2 (1 - theta)) + (q_max/q_min - 1)/4",
+)
+_AP_CAP = (
+    "alpha <= 1/(L q_max^2 (1 + min(D, 1))/((1 - theta) q_min) "
+    "+ L_s D q_max sqrt(8 kappa/(1 - theta)))"
+)
 _ORDER = "order only: the unknown constants of the published rate are set to 1"
 
 
@@ -354,13 +486,20 @@ def _build_registry() -> dict[str, Bound]:
             parts=_analog(B * b),
         ),
         _make(
-            "analog_sgd_ap", provenance="derived", proof="Theorem 4",
-            reference="Theorem 4 of docs/theory.md", mode="async", algorithm="analog",
+            "analog_sgd_ap", provenance="derived", proof="Theorem 4'",
+            reference="Theorem 4' of docs/theory.md", mode="async", algorithm="analog",
+            conditions=[*_AP_CONDITIONS, _AP_CAP], parts=_analog_ap(),
+        ),
+        _make(
+            "analog_sgd_ap_b", provenance="derived", proof="Theorem 4'B",
+            reference="Theorem 4'B of docs/theory.md (Theorem 4' with the bias charged to the "
+            "floor)",
+            mode="async", algorithm="analog",
             conditions=[
-                _A1, _A2, _A3, _A4, _THETA, "D = M - 1 (maximal stage delay)",
-                "alpha <= (1 - theta) q_min/(q_max^2 max(L (1 + 2D), 8 sqrt(2) L_s D))",
+                *_AP_CONDITIONS, _AP_CAP,
+                "floor factor 1 + theta (1 - theta) q_min^2/q_max^2 for D >= 1 (1 at D = 0)",
             ],
-            parts=_analog_ap(),
+            parts=_analog_ap_b(),
         ),
         _make(
             "literature_sgd", provenance="literature",
@@ -449,6 +588,6 @@ def bound_for(mode: str, algorithm: str = "analog") -> Bound:
     """The registry's primary ``derived`` bound for ``algorithm`` under the ``mode`` schedule.
 
     ``("digital", "none")`` is Theorem 1, ``("analog", "none")`` Theorem 2, ``("analog", "sync")``
-    Corollary 3 and ``("analog", "async")`` Theorem 4.
+    Corollary 3 and ``("analog", "async")`` Theorem 4' (``bounds_for`` adds Theorem 4'B).
     """
     return bounds_for(mode, algorithm)[0]

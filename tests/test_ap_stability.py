@@ -1,0 +1,79 @@
+"""The asynchronous step caps against the stability limit of the delayed recursion.
+
+On ``f = (L/2) w^2`` with a constant response ``q_+ = q_- = q_max`` (admissible under A3 with
+``G = 0``) and a block of delay ``D``, the asynchronous update is ``w_{k+1} = w_k - a w_{k-D}``
+with ``a = alpha L q_max``, and A4 holds with ``L_s = L``. It is stable iff
+``0 < a < 2 sin(pi/(4D + 2))`` (docs/theory.md, Theorem 4', remark on the cap). A bound valid for
+``alpha`` must therefore have ``alpha L q_max`` below that limit whenever ``L_s >= L``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from theory.compiled import compile_expr
+from theory.symbols import D, L, L_s, q_max, q_min, theta
+from theory.theorems import REGISTRY, ap_inv_step_cap, ap_kappa, ap_root
+
+ASYNC = [name for name, bound in REGISTRY.items() if bound.mode == "async"]
+DELAYS = np.arange(1, 65)
+#: device and problem constant sets (L_s >= L: the quadratic instance needs L_s = L at least)
+CONSTANT_SETS = [
+    {"L": 1.0, "L_s": 1.0, "q_min": 1.0, "q_max": 1.0, "G_inf": 0.0, "theta": 1e-6},
+    {"L": 1.0, "L_s": 1.0, "q_min": 0.5, "q_max": 1.5, "G_inf": 0.4, "theta": 0.5},
+    {"L": 3.0, "L_s": 3.0, "q_min": 0.9, "q_max": 1.1, "G_inf": 0.1, "theta": 0.05},
+    {"L": 0.2, "L_s": 0.5, "q_min": 0.2, "q_max": 1.8, "G_inf": 0.8, "theta": 0.9},
+    {"L": 10.0, "L_s": 10.0, "q_min": 0.999, "q_max": 1.0, "G_inf": 0.0, "theta": 0.01},
+]
+
+
+def stability_limit(delay):
+    return 2 * np.sin(np.pi / (4 * np.asarray(delay, dtype=float) + 2))
+
+
+def spectral_radius(a: float, delay: int) -> float:
+    """Largest root modulus of z^{D+1} - z^D + a (companion matrix of the recursion)."""
+    companion = np.zeros((delay + 1, delay + 1))
+    companion[0, 0] = 1.0
+    companion[0, delay] -= a
+    companion[1:, :-1] += np.eye(delay)
+    return float(np.max(np.abs(np.linalg.eigvals(companion))))
+
+
+@pytest.mark.parametrize("delay", range(1, 17))
+def test_delayed_recursion_stability_limit(delay):
+    limit = 2 * math.sin(math.pi / (4 * delay + 2))
+    assert spectral_radius(limit * (1 - 1e-3), delay) < 1
+    assert spectral_radius(limit * (1 + 1e-3), delay) > 1
+    assert spectral_radius(limit, delay) == pytest.approx(1.0, abs=1e-9)
+
+
+@pytest.mark.parametrize("name", ASYNC)
+@pytest.mark.parametrize("values", CONSTANT_SETS)
+def test_async_caps_below_the_stability_limit(name, values):
+    bound = REGISTRY[name]
+    point = {**values, "D": DELAYS, "M": DELAYS + 1, "b": 1}
+    cap = 1.0 / compile_expr(bound.inv_step_cap)(point)
+    # digital rows update exactly: the recursion's a is alpha L
+    gain = values["q_max"] if bound.algorithm == "analog" else 1.0
+    assert np.all(cap * values["L"] * gain < stability_limit(DELAYS)), name
+
+
+def test_theorem_4prime_cap_at_most_quarter_of_the_limit_symbolic():
+    """For L_s >= L: 1/(alpha_AP L q_max) >= 2 + 2D, and 2/(2D + 1) > 1/(2 + 2D) lies below the
+    limit (sin x >= 2x/pi on [0, pi/2]): the cap is at least ~pi x below the limit."""
+    s, v, ell, d = sp.symbols("s v ell d", nonnegative=True)
+    enc = {theta: s / (1 + s), q_max: q_min * (1 + v), L_s: L * (1 + ell), D: 1 + d}
+    kappa = ap_kappa().subs(enc)
+    assert sp.factor(sp.together(8 * kappa / (1 - theta.subs(enc)) - 4)).is_nonnegative
+    root = ap_root()
+    normalised = (ap_inv_step_cap() / (L * q_max)).subs(root, 2 + sp.Symbol("y", nonnegative=True))
+    gap = sp.factor(sp.together(sp.expand(normalised.subs(enc) - (2 + 2 * (1 + d)))))
+    assert gap.is_nonnegative, gap
+    delays = np.arange(1, 10_000)
+    assert np.all(1 / (2 + 2 * delays) < 2 / (2 * delays + 1))
+    assert np.all(2 / (2 * delays + 1) <= stability_limit(delays))
