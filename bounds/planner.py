@@ -52,11 +52,11 @@ from typing import NamedTuple
 import numpy as np
 
 from theory.compiled import compile_expr
-from theory.complexity import REACHABLE, evaluate_complexity
+from theory.complexity import REACHABLE, evaluate_complexity, evaluate_guarantee
 from theory.errors import ParameterError, UnreachableTargetError, check_range
 from theory.fileio import strict_json
 from theory.schedules import cycles_after, in_flight_expr
-from theory.theorems import bound_for
+from theory.theorems import bound_for, get_bound
 
 from .evaluate import theory_values
 from .models import Model
@@ -102,6 +102,10 @@ class Candidate:
         The layer partition (stage 1 first).
     memory_bytes : tuple of int
         Peak activation memory of each stage, bytes.
+    bound : str
+        The registry entry whose iteration count this is: of the proved bounds of ``mode``
+        (:func:`theory.theorems.bounds_for`), the one needing the fewest iterations here
+        (:func:`theory.complexity.evaluate_guarantee`; for ``async`` Theorem 4' or 4'B).
     """
 
     mode: str
@@ -114,6 +118,7 @@ class Candidate:
     seconds: float
     partition: Partition
     memory_bytes: tuple[int, ...]
+    bound: str
 
     @property
     def samples(self) -> int:
@@ -127,7 +132,7 @@ class Candidate:
             "mode": self.mode, "stages": self.stages, "micro_batches": self.micro_batches,
             "micro_batch_size": self.micro_batch_size, "iterations": self.iterations,
             "samples": self.samples, "cycles": self.cycles, "cycle_time_s": self.cycle_time_s,
-            "seconds": self.seconds, "partition": list(p.sizes),
+            "seconds": self.seconds, "bound": self.bound, "partition": list(p.sizes),
             "stage_mvms_per_sample": list(p.work), "stage_tiles": list(p.tiles),
             "stage_memory_bytes": list(self.memory_bytes),
         }
@@ -312,6 +317,7 @@ class Plan:
                                                               if best.mode == "async" else ""),
             f"  micro-batch size b   {best.micro_batch_size}",
             f"  iterations           {best.iterations:,d}  ({best.samples:,d} samples)",
+            f"  guarantee            {best.bound} ({get_bound(best.bound).proof})",
             f"  clock cycles         {best.cycles:,d}",
             f"  predicted time       {_seconds(best.seconds)}",
             f"  peak stage memory    {max(best.memory_bytes):,d} bytes",
@@ -444,15 +450,14 @@ class _Search:
 
         Grids have shape ``(len(counts), b_max)``; unreachable points are ``inf``.
         """
-        name = bound_for(mode).name
         b = self.b[None, :]
         if mode == "sync":
             count = np.arange(1, self.limits.max_micro_batches + 1)[:, None]
-            iterations = self._iterations(name, {"B": count, "b": b, "M": 1})
+            iterations = self._iterations(mode, {"B": count, "b": b, "M": 1})
         else:
             count = np.ones((1, 1), dtype=np.int64)
             stages = np.array(list(self.free))[:, None]
-            iterations_all = self._iterations(name, {"b": b, "M": stages})
+            iterations_all = self._iterations(mode, {"b": b, "M": stages})
         for i, stages in enumerate(self.free):
             if mode == "async":
                 iterations = iterations_all[i : i + 1]
@@ -466,15 +471,19 @@ class _Search:
             yield Grid(stages=stages, counts=count.ravel(), iterations=iterations,
                        seconds=seconds, exact=exact)
 
-    def _iterations(self, name: str, grid: dict) -> np.ndarray:
+    def _guarantee(self, mode: str, grid: dict, on_unreachable: str = "status"):
+        """The proved complexity of ``mode`` on ``grid``: the fewest iterations over its bounds."""
+        return evaluate_guarantee(mode, self.eps, on_unreachable=on_unreachable, **self.values,
+                                  **grid)
+
+    def _iterations(self, mode: str, grid: dict) -> np.ndarray:
         """Whole iterations on a broadcast grid; ``inf`` where unreachable.
 
         Unreachable: ``eps`` at or below the floor, or more iterations than an int64 holds (a
         point just above its floor), per point from
-        :func:`theory.complexity.evaluate_complexity`, so no point can abort the search.
+        :func:`theory.complexity.evaluate_guarantee`, so no point can abort the search.
         """
-        result = evaluate_complexity(name, self.eps, on_unreachable="status", **self.values,
-                                     **grid)
+        result = self._guarantee(mode, grid)
         whole = np.asarray(result.iterations_int, dtype=float)
         return np.where(result.status == REACHABLE, whole, np.inf)
 
@@ -490,11 +499,13 @@ class _Search:
         cycles = int(cycles_after(mode, iterations, stages, count))
         cycle_time = float(self.hw.timing.stage_time_s(b * partition.bottleneck))
         held = self.held(mode, stages, [count])[0]
+        point = {"b": int(b), "M": int(stages)} | ({"B": int(count)} if mode == "sync" else {})
         return Candidate(
             mode=mode, stages=int(stages), micro_batches=int(count), micro_batch_size=int(b),
             iterations=int(iterations), cycles=cycles, cycle_time_s=cycle_time,
             seconds=cycles * cycle_time, partition=partition,
             memory_bytes=self.memory(partition, held, b),
+            bound=str(self._guarantee(mode, point, "raise").algorithm),
         )
 
     def best_for(self, mode: str, grid: Grid, threshold: float) -> Candidate | None:
@@ -672,7 +683,7 @@ def _terms(search: _Search, cand: Candidate) -> RateTerms:
     grid = {"b": cand.micro_batch_size, "M": cand.stages}
     if cand.mode == "sync":
         grid["B"] = cand.micro_batches
-    r = evaluate_complexity(bound_for(cand.mode).name, search.eps, **search.values, **grid)
+    r = evaluate_complexity(cand.bound, search.eps, **search.values, **grid)
     k = float(cand.iterations)
     return RateTerms(a_over_sqrt_k=float(r.rate_a) / math.sqrt(k), c_over_k=float(r.rate_c) / k,
                      floor=float(r.floor))

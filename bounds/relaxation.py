@@ -72,7 +72,7 @@ from theory.fileio import strict_json
 from theory.schedules import max_delay
 from theory.symbols import B as B_SYM
 from theory.symbols import b as b_SYM
-from theory.theorems import bound_for, get_bound
+from theory.theorems import bounds_for, get_bound
 
 from .evaluate import theory_values
 from .models import Model
@@ -298,7 +298,7 @@ def solve_relaxation(
     eps : float
     limits : bounds.params.PlanLimits
     modes : tuple of str
-        Modes not ruled out (the bound of each from :func:`theory.theorems.bound_for`).
+        Modes not ruled out (each relaxed with every bound of :func:`theory.theorems.bounds_for`).
     stage_range : range, optional
         Integer ``M`` range (default ``1 .. min(P, layers)``).
 
@@ -320,8 +320,10 @@ def solve_relaxation(
     buffer = hardware.activation_buffer_bytes / hardware.bytes_per_activation
     best: dict | None = None
     failures: list[tuple[str, str]] = []
-    for mode in modes:
-        mono = rate_monomials(bound_for(mode).name, values, stage_range.stop - 1)
+    # every proved bound of a mode is a guarantee; the relaxation of their minimum is the
+    # minimum of their relaxations, so each is solved and the smallest value kept
+    for mode, bound in ((m, b.name) for m in modes for b in bounds_for(m)):
+        mono = rate_monomials(bound, values, stage_range.stop - 1)
         exps = tuple(
             (mono[t][1], mono[t][2], mono[t][3]) if mono[t][0] > 0 else None for t in _TERMS
         )
@@ -341,7 +343,7 @@ def solve_relaxation(
         for key, value in settings.items():
             if value > 0:  # zero rate terms are left out of the compiled problem
                 par[key].value = float(value)
-        failure = _failure(mode, gp)
+        failure = _failure(f"{mode} ({bound})", gp)
         if failure is not None:
             failures.append(failure)
             continue
@@ -349,7 +351,7 @@ def solve_relaxation(
         if value < (math.inf if best is None else best["value"]):
             var = gp.variables
             best = dict(
-                value=value, mode=mode, stages=float(var["M"].value),
+                value=value, mode=mode, bound=bound, stages=float(var["M"].value),
                 micro_batches=float(var["B"].value) if "B" in var else 1.0,
                 micro_batch_size=float(var["b"].value), iterations=float(var["K"].value),
                 status=gp.problem.status,
@@ -359,7 +361,7 @@ def solve_relaxation(
     if best is None:
         status = SOLVER_ERROR if any(s == SOLVER_ERROR for s, _ in failures) else INFEASIBLE
         return Relaxed.empty(status, f"no mode solved: {reasons}", solve_time_s=elapsed)
-    message = f"solved ({best['status']}) at {best['mode']}"
+    message = f"solved ({best['status']}) at {best['mode']} ({best.pop('bound')})"
     if failures:
         message += f"; not solved: {reasons}"
     return Relaxed(**best, solve_time_s=elapsed, message=message)

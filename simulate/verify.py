@@ -28,7 +28,7 @@ default); ``ratio = bound / empirical`` measures tightness (>= 1: the bound hold
 
 Also here: :func:`empirical_floor` (asymptotic error of a long run) and :func:`cycles_to_eps`
 (clock cycles until the running average of :math:`\lVert\nabla f\rVert^2` reaches ``eps``, with the
-prediction of :func:`theory.admissible.predicted_cycles`). The suites of checks are the case
+prediction of :func:`theory.admissible.predicted_guarantee`). The suites of checks are the case
 tables of :mod:`simulate.suites`.
 """
 
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from theory.admissible import compiled_bound, predicted_cycles, step_cap, tightest_theta
+from theory.admissible import compiled_bound, predicted_guarantee, step_cap, tightest_theta
 from theory.errors import ParameterError, check_range
 from theory.theorems import REGISTRY, bound_for, get_bound
 
@@ -335,7 +335,8 @@ class CyclesToEps:
     Attributes
     ----------
     bound_name : str
-        The registry entry of the configuration's mode.
+        The registry entry whose prediction is used: of the proved bounds of the configuration's
+        mode and algorithm, the one of fewest predicted cycles.
     config : SimConfig
         The simulated run (its ``lr`` and ``steps``).
     eps : float
@@ -388,11 +389,11 @@ def cycles_to_eps(
 
     Empirical: for each seed the smallest ``K >= 1`` with
     :math:`\frac1K\sum_{k<K}\lVert\nabla f(W_k)\rVert^2 \le \epsilon`, converted to cycles with the
-    schedule's closed form (:func:`simulate.engine.cycles_after`). Theory: the registry entry of the
-    configuration's mode and algorithm (:func:`theory.theorems.bound_for`: ``analog_sgd``,
-    ``analog_sgd_sp``, ``analog_sgd_ap``, ``digital_sgd``) through
-    :func:`theory.admissible.predicted_cycles`, with the problem's exact constants and the device
-    constants on ``region`` (default :math:`[-2 W^*_{\mathrm{scale}}, 2 W^*_{\mathrm{scale}}]`,
+    schedule's closed form (:func:`simulate.staleness.cycles_after`). Theory: of the proved
+    bounds of the configuration's mode and algorithm, the one of fewest predicted cycles
+    (:func:`theory.admissible.predicted_guarantee`; for ``async`` Theorem 4' or 4'B), with the
+    problem's exact constants and the device constants on ``region`` (default
+    :math:`[-2 W^*_{\mathrm{scale}}, 2 W^*_{\mathrm{scale}}]`,
     inside the device range). The run must stay in ``region`` (checked) so that the constants
     hold.
 
@@ -418,7 +419,7 @@ def cycles_to_eps(
         region = (-2 * W_STAR_SCALE, 2 * W_STAR_SCALE)
     if config.algorithm == "analog":
         values |= _device_constants(config, *region, visited=False)
-    result, theta = predicted_cycles(name, eps, values)
+    name, result, theta = predicted_guarantee(config.mode, eps, values, config.algorithm)
     if lr is None:
         config = replace(config, lr=float(result.step), steps=int(result.iterations_int))
     else:

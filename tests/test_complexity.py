@@ -306,3 +306,30 @@ def test_iteration_count_beyond_int64_is_an_error_not_garbage(name):
         evaluate_complexity(name, target, **BASE)
     with pytest.raises(IterationLimitError, match="int64"):
         evaluate_complexity(name, np.array([1.0 + floor, target]), **BASE)
+
+
+def test_guarantee_is_the_fewest_iterations_of_the_proved_bounds():
+    """evaluate_guarantee picks, per point, the proved entry of fewest whole iterations."""
+    from theory.complexity import evaluate_guarantee
+    from theory.theorems import bounds_for
+
+    values = dict(L=1.0, L_s=1.0, Delta=1.0, sigma2=1.0, theta=0.5, q_min=0.5, q_max=1.5,
+                  G_inf=0.4, b=4)
+    stages = np.array([[1], [2], [4], [8], [16]])
+    eps_grid = np.array([0.5, 1.0, 3.0])
+    got = evaluate_guarantee("async", eps_grid, M=stages, **values)
+    names = [b.name for b in bounds_for("async")]
+    each = [evaluate_complexity(n, eps_grid, M=stages, **values) for n in names]
+    iters = np.stack([np.asarray(r.iterations_int) for r in each])
+    np.testing.assert_array_equal(got.iterations_int, iters.min(axis=0))
+    np.testing.assert_array_equal(got.algorithm, np.array(names)[iters.argmin(axis=0)])
+    for field in ("cycles", "floor", "step", "rate_c"):
+        stacked = np.stack([np.asarray(getattr(r, field)) for r in each])
+        np.testing.assert_array_equal(
+            getattr(got, field), np.take_along_axis(stacked, iters.argmin(axis=0)[None], 0)[0]
+        )
+    assert set(np.unique(got.algorithm)) == set(names)  # both theorems win somewhere here
+    with pytest.raises(UnreachableTargetError):
+        evaluate_guarantee("async", 1e-3, M=4, **values)
+    status = evaluate_guarantee("async", 1e-3, M=4, on_unreachable="status", **values)
+    assert status.status == "below floor" and np.isinf(status.iterations)

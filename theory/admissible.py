@@ -44,7 +44,7 @@ from .compiled import CompiledExpr, compile_expr
 from .complexity import PARAMETER_RANGES, ComplexityResult, evaluate_complexity
 from .errors import ParameterError, UnreachableTargetError
 from .symbols import K, alpha, theta
-from .theorems import get_bound
+from .theorems import bounds_for, get_bound
 
 __all__ = [
     "CompiledBound",
@@ -55,6 +55,7 @@ __all__ = [
     "THETA_XATOL",
     "compiled_bound",
     "predicted_cycles",
+    "predicted_guarantee",
     "step_cap",
     "theta_max",
     "tightest_theta",
@@ -299,3 +300,35 @@ def predicted_cycles(
     if not np.isfinite(best.fun):
         raise UnreachableTargetError(name, eps, float(at(1 - margin).floor))
     return at(float(best.x)), float(best.x)
+
+
+def predicted_guarantee(
+    mode: str, eps: float, constants: Mapping[str, float], algorithm: str = "analog",
+) -> tuple[str, ComplexityResult, float | None]:
+    r"""The fewest predicted cycles to ``eps`` over the proved bounds of ``(algorithm, mode)``.
+
+    Each entry of :func:`theory.theorems.bounds_for` is a valid guarantee (for ``async``: Theorem
+    4' and 4'B); each is evaluated by :func:`predicted_cycles` (best theta) and the one of fewest
+    cycles is returned with its name.
+
+    Returns
+    -------
+    (name, result, theta) : (str, ComplexityResult, float or None)
+
+    Raises
+    ------
+    UnreachableTargetError
+        If no entry reaches ``eps`` (the first entry's floor is named).
+    """
+    found, first_error = [], None
+    for bound in bounds_for(mode, algorithm):
+        try:
+            result, theta = predicted_cycles(bound.name, eps, constants)
+        except UnreachableTargetError as error:
+            first_error = first_error or error
+            continue
+        found.append((float(result.cycles), bound.name, result, theta))
+    if not found:
+        raise first_error
+    _, name, result, theta = min(found, key=lambda item: item[0])
+    return name, result, theta

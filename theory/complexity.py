@@ -30,6 +30,7 @@ Conventions (the same in ``docs/theory.md``):
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cache
 
@@ -40,7 +41,7 @@ from .compiled import compile_expr
 from .errors import IterationLimitError, ParameterError, UnreachableTargetError, check_array
 from .schedules import cycles_for_iterations, max_delay
 from .symbols import B, K, b, eps
-from .theorems import REGISTRY, Bound, get_bound
+from .theorems import REGISTRY, Bound, bounds_for, get_bound
 
 __all__ = [
     "BELOW_FLOOR",
@@ -50,6 +51,7 @@ __all__ = [
     "TOO_MANY",
     "cycles_expr",
     "evaluate_complexity",
+    "evaluate_guarantee",
     "iterations_expr",
     "latex_table",
     "samples_expr",
@@ -131,8 +133,8 @@ class ComplexityResult:
 
     Attributes
     ----------
-    algorithm : str
-        Registry name.
+    algorithm : str or ndarray of str
+        Registry name (per point for :func:`evaluate_guarantee`).
     eps, floor : float or ndarray
         Target and asymptotic floor (``eps > floor``), squared-gradient units.
     rate_a, rate_c : float or ndarray
@@ -155,7 +157,7 @@ class ComplexityResult:
         :data:`REACHABLE` unless ``on_unreachable="status"``).
     """
 
-    algorithm: str
+    algorithm: StrOrArray
     eps: FloatOrArray
     floor: FloatOrArray
     rate_a: FloatOrArray
@@ -330,6 +332,52 @@ def evaluate_complexity(name: str, eps, *, on_unreachable: str = "raise", **valu
         step_limited_by=_scalar(np.where(cap <= noise, "step cap", "noise balance")),
         status=_scalar(status),
     )
+
+
+def evaluate_guarantee(mode: str, eps, *, algorithm: str = "analog",
+                       on_unreachable: str = "raise", **values) -> ComplexityResult:
+    r"""The proved complexity of ``algorithm`` under ``mode``: the smallest K(eps) of its theorems.
+
+    Every ``derived`` entry of :func:`theory.theorems.bounds_for` ``(mode, algorithm)`` is a valid
+    guarantee (for ``async``: Theorem 4' and its floor-charged variant 4'B), so the smallest
+    iteration count among them is one too. Per point, the result holds the fields of the entry
+    that gives the fewest whole iterations, and ``algorithm`` names it (a string, or an array of
+    names for array inputs); where no entry reaches ``eps`` the first entry's values (floor,
+    status) are reported.
+
+    Parameters
+    ----------
+    mode : {"none", "sync", "async"}
+    eps, on_unreachable, **values
+        As for :func:`evaluate_complexity`.
+    algorithm : {"digital", "analog"}
+
+    Raises
+    ------
+    UnreachableTargetError, ParameterError
+        As :func:`evaluate_complexity` with ``on_unreachable="raise"``, for the first entry, when
+        no entry reaches ``eps`` at some point.
+    """
+    entries = bounds_for(mode, algorithm)
+    results = [evaluate_complexity(b.name, eps, on_unreachable="status", **values)
+               for b in entries]
+    whole = np.stack([np.where(np.asarray(r.status) == REACHABLE,
+                               np.asarray(r.iterations_int, dtype=float), np.inf)
+                      for r in results])
+    shape = np.broadcast_shapes(*(np.shape(r.iterations) for r in results))
+    best = np.argmin(whole.reshape(len(results), *shape), axis=0)  # ties: the first entry
+    if on_unreachable == "raise" and np.any(~np.isfinite(whole.min(axis=0))):
+        evaluate_complexity(entries[0].name, eps, **values)  # raises, naming the first failure
+
+    def pick(field: str):
+        stacked = np.stack([np.broadcast_to(np.asarray(getattr(r, field)), shape)
+                            for r in results])
+        return _scalar(np.take_along_axis(stacked, best[None], axis=0)[0])
+
+    names = np.array([b.name for b in entries])[best]
+    fields = {f.name: pick(f.name) for f in dataclasses.fields(ComplexityResult)
+              if f.name != "algorithm"}
+    return ComplexityResult(algorithm=_scalar(names), **fields)
 
 
 def latex_table() -> str:
