@@ -179,38 +179,27 @@ ORDERING_GRID = (1, 2, 4, 8)
 
 
 @pytest.mark.parametrize("eps", [0.05, 0.02])
-def test_cycles_to_eps_ordering_agrees_with_theory(eps):
-    r"""Which pipeline reaches eps in fewer cycles agrees with theory where the gap is resolved.
+def test_cycles_to_eps_stay_within_the_guarantee(eps):
+    r"""Simulated at the theory's own step, every seed of both pipelines reaches ``eps`` within the
+    cycles the proved bounds predict (Corollary 3 for sync, the smaller of Theorem 4' and 4'B for
+    async), at every M of the grid.
 
-    For each M of the grid, sync (B = 4) and async are simulated with the theory's own step for
-    ``eps`` (``cycles_to_eps(lr=None)``), R = 12 seeds, soft bounds tau = 1, sigma2 = 0.01,
-    device constants on [-0.4, 0.4] (the runs are checked to stay inside). The rule:
-
-    - theory gap :math:`\Gamma = |\ln(C^{th}_{sync}/C^{th}_{async})|`;
-    - simulation spread :math:`S = \sum_{p} (\ln\max_r C_{p,r} - \ln\min_r C_{p,r})` over the
-      two pipelines (full seed ranges of the empirical cycles);
-    - wherever :math:`\Gamma > S`, every seed must reach eps and the sign of
-      :math:`\overline{\ln C_{sync}} - \overline{\ln C_{async}}` must equal the sign of
-      :math:`\ln C^{th}_{sync} - \ln C^{th}_{async}`; at least 3 of the 4 grid points must qualify.
+    sync (B = 4) and async, R = 12 seeds, soft bounds tau = 1, sigma2 = 0.01, device constants on
+    [-0.4, 0.4] (the runs are checked to stay inside). This replaces an earlier test that the
+    theory and the simulation *rank* the two pipelines alike: with Theorem 4' they do not at
+    M = 2 and 4 (theory ranks sync cheaper, simulation async; docs/verification.md, "Ranking"),
+    which is a finding about the bounds' constants, not a failed guarantee.
     """
     region = (-0.4, 0.4)
     common = dict(tau=1.0, sigma2=0.01, seeds=12, seed=seed_of("ordering", eps))
-    resolved = 0
     for stages in ORDERING_GRID:
-        sync = cycles_to_eps(config_for("analog_sgd_sp", stages=stages, micro_batches=4,
-                                        **common), eps, region=region)
-        asyn = cycles_to_eps(config_for("analog_sgd_ap", stages=stages, **common), eps,
-                             region=region)
-        gap = math.log(sync.predicted / asyn.predicted)
-        spread = sync.log_range + asyn.log_range
-        if not abs(gap) > spread:
-            continue
-        resolved += 1
-        assert sync.reached == asyn.reached == common["seeds"], (stages, sync.reached, asyn.reached)
-        empirical = sync.log_mean - asyn.log_mean
-        assert np.sign(empirical) == np.sign(gap), (
-            f"M={stages}: theory predicts sync {sync.predicted:.0f} vs async {asyn.predicted:.0f} "
-            f"cycles; simulation: sync {np.exp(sync.log_mean):.0f}, async "
-            f"{np.exp(asyn.log_mean):.0f}"
-        )
-    assert resolved >= 3, f"only {resolved} grid points resolved"
+        for result in (
+            cycles_to_eps(config_for("analog_sgd_sp", stages=stages, micro_batches=4, **common),
+                          eps, region=region),
+            cycles_to_eps(config_for("analog_sgd_ap", stages=stages, **common), eps,
+                          region=region),
+        ):
+            where = f"M={stages}, {result.bound_name}"
+            assert result.reached == common["seeds"], (where, result.reached)
+            assert np.max(result.cycles) <= result.predicted, (where, result.cycles.max(),
+                                                                result.predicted)

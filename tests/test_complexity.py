@@ -40,12 +40,15 @@ def floor_of(name, **values):
 @st.composite
 def point(draw):
     qmin = draw(st.floats(0.1, 1.0))
+    qmax = qmin * draw(st.floats(1.0, 3.0))
     return dict(
         L=draw(st.floats(1e-2, 1e2)), L_s=draw(st.floats(1e-2, 1e2)),
         Delta=draw(st.floats(1e-2, 1e2)), sigma2=draw(st.floats(1e-2, 1e2)),
         n=draw(st.integers(1, 512)), b=draw(st.integers(1, 64)), B=draw(st.integers(1, 32)),
-        M=draw(st.integers(1, 16)), q_min=qmin, q_max=qmin * draw(st.floats(1.0, 3.0)),
-        G_inf=draw(st.floats(0.0, 0.9)), theta=draw(st.floats(0.05, 0.95)), tau=1.0,
+        M=draw(st.integers(1, 16)), q_min=qmin, q_max=qmax,
+        # A3: |G| <= (q_max - q_min)/2 (evaluate_complexity refuses the rest)
+        G_inf=draw(st.floats(0.0, 1.0)) * (qmax - qmin) / 2, theta=draw(st.floats(0.05, 0.95)),
+        tau=1.0,
         W_max=draw(st.floats(0.01, 0.9)),
     )
 
@@ -333,3 +336,13 @@ def test_guarantee_is_the_fewest_iterations_of_the_proved_bounds():
         evaluate_guarantee("async", 1e-3, M=4, **values)
     status = evaluate_guarantee("async", 1e-3, M=4, on_unreachable="status", **values)
     assert status.status == "below floor" and np.isinf(status.iterations)
+
+
+def test_device_constants_that_contradict_a3_are_refused():
+    """|G| = |q_- - q_+|/2 <= (q_max - q_min)/2 whenever both responses lie in [q_min, q_max]."""
+    values = dict(L=1.0, L_s=1.0, Delta=1.0, sigma2=1.0, theta=0.5, q_min=0.5, q_max=1.5, b=1, M=4)
+    evaluate_complexity("analog_sgd_ap", 10.0, G_inf=0.5, **values)  # the edge is allowed
+    with pytest.raises(ParameterError, match=r"G_inf=0.6 is out of range.*\(q_max - q_min\)/2"):
+        evaluate_complexity("analog_sgd_ap", 10.0, G_inf=0.6, **values)
+    with pytest.raises(ParameterError, match="G_inf=0.1 is out of range"):
+        evaluate_complexity("analog_sgd", 10.0, n=1, **{**values, "q_max": 0.5, "G_inf": 0.1})

@@ -204,8 +204,12 @@ def _as_array(name: str, value) -> np.ndarray:
     )
 
 
+#: relative rounding slack of the A3 relation (constants computed from a device in floats)
+_A3_SLACK = 1e-12
+
+
 def _check_relations(values: dict[str, np.ndarray]) -> None:
-    """Cross-parameter ranges: ``q_min <= q_max`` and ``W_max < tau``."""
+    """Cross-parameter ranges: ``q_min <= q_max``, ``W_max < tau``, ``G_inf <= (q_max-q_min)/2``."""
     pairs = (("q_min", "q_max", np.greater), ("W_max", "tau", np.greater_equal))
     for low_name, high_name, bad_if in pairs:
         if low_name in values and high_name in values:
@@ -219,6 +223,18 @@ def _check_relations(values: dict[str, np.ndarray]) -> None:
                     f"{low_name}={lo_v:g} is out of range; valid range: {low_name} {op} "
                     f"{high_name} = {hi_v:g}"
                 )
+    if {"G_inf", "q_min", "q_max"} <= set(values):
+        # A3: G = (q_- - q_+)/2 with q_+, q_- in [q_min, q_max], so |G| <= (q_max - q_min)/2
+        g, lo, hi = np.broadcast_arrays(values["G_inf"], values["q_min"], values["q_max"])
+        limit = (hi - lo) / 2
+        bad = g > limit * (1 + _A3_SLACK) + _A3_SLACK * hi
+        if bad.any():
+            i = np.flatnonzero(bad)[0]
+            raise ParameterError(
+                f"G_inf={g.flat[i].item():g} is out of range; valid range: G_inf <= "
+                f"(q_max - q_min)/2 = {limit.flat[i].item():g} (A3: the responses lie in "
+                "[q_min, q_max])"
+            )
 
 
 def _scalar(x):
