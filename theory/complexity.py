@@ -30,6 +30,7 @@ Conventions (the same in ``docs/theory.md``):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cache
 
@@ -187,6 +188,7 @@ class _Compiled:
         )
         everything = (self.floor, self.rate_a, self.rate_c, self.iterations, self.batch,
                       self.cycles, self.step_cap, self.noise_step)
+        self.min_iterations = compile_expr(sp.sympify(bound.min_iterations), eps)
         self.parameters = tuple(sorted(set().union(*(f.parameters for f in everything))))
 
 
@@ -220,6 +222,38 @@ def _check_relations(values: dict[str, np.ndarray]) -> None:
                     f"{low_name}={lo_v:g} is out of range; valid range: {low_name} {op} "
                     f"{high_name} = {hi_v:g}"
                 )
+
+
+def _scaled_iterations(compiled: _Compiled, eps_arr, arrays, floor, shape) -> np.ndarray:
+    r""":math:`K(\epsilon)` from the rate form, scaled so no intermediate leaves the float range.
+
+    With :math:`g = \epsilon - \mathrm{floor}`, :math:`p = a/(2g)` and :math:`q = c/g`,
+    :math:`\sqrt{K} = p + \sqrt{p^2 + q}` (``hypot``: no overflow of :math:`p^2`); the same root
+    as :func:`solve_rate`. Used only where the compiled closed form over- or underflowed; an
+    overflow here means :math:`K` itself is beyond the float range. ``min_iterations`` applies.
+    """
+    gap = np.broadcast_to(eps_arr, shape) - floor
+    a = np.broadcast_to(compiled.rate_a(eps_arr, arrays), shape)
+    c = np.broadcast_to(compiled.rate_c(eps_arr, arrays), shape)
+    p = a / (2 * gap)
+    root = p + np.hypot(p, np.sqrt(c / gap))
+    k_eps = root * root
+    return np.maximum(k_eps, np.broadcast_to(compiled.min_iterations(eps_arr, arrays), shape))
+
+
+def _check_finite(name: str, what: str, value: np.ndarray, eps_b, arrays) -> None:
+    """Refuse constants whose ``what`` (the floor) leaves the float range (inf or nan)."""
+    bad = ~np.isfinite(value)
+    if not bad.any():
+        return
+    i = np.flatnonzero(bad)[0]
+    shown = {p: np.broadcast_to(v, value.shape).flat[i].item() for p, v in arrays.items()}
+    largest = max(shown, key=lambda p: abs(math.log10(abs(shown[p]) or 1.0)))
+    others = ", ".join(f"{p}={v:g}" for p, v in shown.items() if p != largest)
+    raise ParameterError(
+        f"{largest}={shown[largest]:g} puts the {what} of {name} beyond the float range "
+        f"(with {others}, eps={eps_b.flat[i].item():g}); rescale the problem constants"
+    )
 
 
 def _scalar(x):
@@ -295,8 +329,15 @@ def evaluate_complexity(name: str, eps, *, on_unreachable: str = "raise", **valu
 
     with np.errstate(all="ignore"):  # unreachable points give nan/inf here; they are masked below
         floor = full(compiled.floor(eps_arr, arrays))
+        _check_finite(name, "floor", floor, eps_b, arrays)
         below = eps_b <= floor
         iterations = full(compiled.iterations(eps_arr, arrays)).astype(float)
+        # where the closed form's intermediates over- or underflow (a huge eps - floor squares
+        # beyond the float range), the scaled root of the quadratic gives the same K
+        lost = ~below & ~((iterations > 0) & np.isfinite(iterations))
+        if lost.any():
+            iterations = np.where(lost, _scaled_iterations(compiled, eps_arr, arrays, floor, shape),
+                                  iterations)
         iterations = np.where(below, np.inf, iterations)
         too_many = ~below & ~(iterations < _MAX_ITERATIONS)  # also inf when eps - floor underflows
     if on_unreachable == "raise":
@@ -312,7 +353,8 @@ def evaluate_complexity(name: str, eps, *, on_unreachable: str = "raise", **valu
             )
     ok = ~(below | too_many)
     iterations = np.where(ok, iterations, np.inf)
-    k_int = np.where(ok, np.ceil(np.where(ok, iterations, 1.0)), 1.0)
+    # at least one whole iteration: a K(eps) below 1 (or one that underflowed to 0) needs one
+    k_int = np.where(ok, np.maximum(np.ceil(np.where(ok, iterations, 1.0)), 1.0), 1.0)
     with np.errstate(all="ignore"):
         cap = full(compiled.step_cap(k_int, arrays))
         noise = full(compiled.noise_step(k_int, arrays))
