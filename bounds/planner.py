@@ -55,6 +55,7 @@ from theory.compiled import compile_expr
 from theory.complexity import REACHABLE, evaluate_complexity
 from theory.errors import ParameterError, UnreachableTargetError, check_range
 from theory.fileio import strict_json
+from theory.limits import MAX_GRID_POINTS, check_size
 from theory.schedules import cycles_after, in_flight_expr
 from theory.theorems import bound_for
 
@@ -380,6 +381,11 @@ class _Search:
         self._dp_cache: dict = {}
         self._check_capacity()
         self.stage_range = self._stage_range()
+        b_max = limits.max_micro_batch_size
+        check_size("max_micro_batch_size", b_max, need=len(self.stage_range) * b_max,
+                   limit=MAX_GRID_POINTS,
+                   what="planner grid points (stages x max_micro_batch_size)",
+                   hint="lower accelerators or max_micro_batch_size")
         self.free = {}
         for stages in self.stage_range:
             part = self.partition(stages, None)

@@ -123,7 +123,7 @@ def test_unreachable_eps_exits_nonzero_with_floor(capsys):
         (["--sigma2", "0"], "sigma2=0.0 is out of range; valid range (0, inf)"),
         (["--delta", "-1"], "--delta=-1.0 is out of range"),
         (["--theta", "1"], "theta=1.0 is out of range; valid range (0, 1)"),
-        (["--stages", "0"], "stages=0 is out of range; valid range [1, inf)"),
+        (["--stages", "0"], "stages=0 is out of range; valid range [1, 1e+06]"),
         (["--stages", "17"], "stages=17 is out of range; valid range [1, 16]"),
         (["--eps", "0"], "eps=0.0 is out of range"),
     ],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import tempfile
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bounds.params import (
+    PIPELINE_LIMITS,
     PRESET_TIMING_KEYS,
     TIMING_KEYS,
     BoundsConfig,
@@ -156,8 +158,41 @@ def test_L_s_defaults_to_L(L, L_s):
 @pytest.mark.parametrize("field", ["stages", "micro_batches", "micro_batch_size"])
 @given(bad=st.sampled_from([0, -1, 1.5, math.nan]))
 def test_pipeline_fields_are_positive_integers(field, bad):
-    with pytest.raises(ParameterError, match=f"^{field}=.*valid range \\[1, inf\\)"):
+    high = PIPELINE_LIMITS[field]  # the documented upper limit is part of the range
+    expected = f"^{field}=.*valid range " + re.escape(f"[1, {high:g}]")
+    with pytest.raises(ParameterError, match=expected):
         PipelineConfig(**{field: bad})
+
+
+@pytest.mark.parametrize("field", ["stages", "micro_batches", "micro_batch_size"])
+@pytest.mark.parametrize("huge", [10**400, 2**64])
+def test_pipeline_fields_refuse_huge_integers_with_the_range(field, huge):
+    high = PIPELINE_LIMITS[field]
+    with pytest.raises(ParameterError, match=f"^{field}=.* out of range; valid range "
+                                             + re.escape(f"[1, {high:g}]")):
+        PipelineConfig(**{field: huge})
+    assert PipelineConfig(**{field: high}).mini_batch <= 10**18  # the limit itself is valid
+
+
+def test_pipeline_limits_keep_counts_in_int64():
+    top = PipelineConfig(**PIPELINE_LIMITS)
+    per_iteration = (top.mini_batch, 2 * top.stages * top.micro_batches,
+                     2 * (top.micro_batches + top.stages - 1))  # samples, cycles (none, sync)
+    assert max(per_iteration) < 2**63 - 1
+
+
+@pytest.mark.parametrize("values", [(10**400, 4), (4, 10**400), ([1, 10**30], 4)])
+def test_timing_refuses_integers_beyond_int64(values):
+    with pytest.raises(ParameterError, match="out of range"):
+        TimingModel().cycle_time_s(*values)
+
+
+@pytest.mark.parametrize("kwargs, name", [({"layers": 10**400}, "layers"),
+                                          ({"bit_length": 10**30}, "bit_length"),
+                                          ({"read_time_s": 1e300}, "read_time_s")])
+def test_timing_model_refuses_values_beyond_the_float_range(kwargs, name):
+    with pytest.raises(ParameterError, match=f"^{name}="):
+        TimingModel(**kwargs)
 
 
 @given(M=st.integers(1, 64), B=st.integers(1, 64), b=st.integers(1, 64))
