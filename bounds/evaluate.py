@@ -43,12 +43,11 @@ from theory.errors import (
     ParameterError,
     UnreachableTargetError,
     check_range,
-    show_value,
 )
 from theory.symbols import K, alpha
 from theory.tables import text_table
 
-from .params import HardwareParams, PipelineConfig, ProblemParams
+from .params import HardwareParams, PipelineConfig, ProblemParams, check_type
 
 __all__ = [
     "BASELINE", "FLOAT_RANGE", "TOO_MANY", "BoundResult", "Comparison", "check_arguments",
@@ -293,16 +292,9 @@ def check_arguments(hardware, problem=None, pipeline=None
     """
     problem = ProblemParams() if problem is None else problem
     pipeline = PipelineConfig() if pipeline is None else pipeline
-    for name, value, kind, hint in (
-        ("hardware", hardware, HardwareParams, "e.g. bounds.from_preset(NAME)"),
-        ("problem", problem, ProblemParams, "or None for the defaults"),
-        ("pipeline", pipeline, PipelineConfig, "or None for the defaults"),
-    ):
-        if not isinstance(value, kind):
-            raise ParameterError(
-                f"{name}={show_value(value)} is a {type(value).__name__}, not a "
-                f"bounds.{kind.__name__} ({hint})"
-            )
+    check_type("hardware", hardware, HardwareParams, "e.g. bounds.from_preset(NAME)")
+    check_type("problem", problem, ProblemParams, "or None for the defaults")
+    check_type("pipeline", pipeline, PipelineConfig, "or None for the defaults")
     return hardware, problem, pipeline
 
 

@@ -49,7 +49,13 @@ from typing import Any
 
 from theory import devices
 from theory.errors import ParameterError, check_range, show_value
-from theory.limits import MAX_GRID_POINTS, MAX_MODEL_LAYERS, MAX_TOML_DEPTH, check_size
+from theory.limits import (
+    MAX_COUNT,
+    MAX_GRID_POINTS,
+    MAX_MODEL_LAYERS,
+    MAX_TOML_DEPTH,
+    check_size,
+)
 from theory.schedules import max_delay
 
 from .timing import TimingModel
@@ -59,6 +65,7 @@ __all__ = [
     "DEFAULT_EPS",
     "DEFAULT_PRESET",
     "HardwareParams",
+    "MAX_BYTES_PER_ACTIVATION",
     "PIPELINE_LIMITS",
     "PLAN_MODES",
     "PRESET_TIMING_KEYS",
@@ -68,6 +75,7 @@ __all__ = [
     "ProblemParams",
     "TIMING_KEYS",
     "check_keys",
+    "check_type",
     "dump_config",
     "from_preset",
     "load_config",
@@ -89,6 +97,8 @@ PRESET_TIMING_KEYS = (
 TIMING_KEYS = ("layers", *PRESET_TIMING_KEYS)
 #: the pipeline modes the planner chooses between
 PLAN_MODES = ("sync", "async")
+#: largest bytes per stored activation value of :class:`PlanHardware`
+MAX_BYTES_PER_ACTIVATION = 1024
 #: upper limits of the :class:`PipelineConfig` fields: a stage holds at least one layer, and
 #: ``B * b <= 1e18`` stays below :data:`theory.limits.MAX_COUNT`
 PIPELINE_LIMITS = {"stages": MAX_MODEL_LAYERS, "micro_batches": 10**9, "micro_batch_size": 10**9}
@@ -307,7 +317,12 @@ class PlanHardware:
     activation_buffer_bytes : float
         Bytes of activation memory per accelerator (> 0). Default 2**30 (1 GiB).
     bytes_per_activation : int
-        Bytes per stored activation value (>= 1). Default 2 (16-bit).
+        Bytes per stored activation value, in ``[1, 1024]``. Default 2 (16-bit).
+
+    Notes
+    -----
+    ``accelerators`` and ``tiles_per_accelerator`` are at most
+    :data:`theory.limits.MAX_COUNT` (the planner's tile sums are int64).
     """
 
     hardware: HardwareParams
@@ -317,10 +332,11 @@ class PlanHardware:
     bytes_per_activation: int = 2
 
     def __post_init__(self):
-        if not isinstance(self.hardware, HardwareParams):
-            raise ParameterError(f"hardware={self.hardware!r} is not a bounds.HardwareParams")
-        for key in ("accelerators", "tiles_per_accelerator", "bytes_per_activation"):
-            object.__setattr__(self, key, check_range(key, getattr(self, key), 1, integer=True))
+        check_type("hardware", self.hardware, HardwareParams, "e.g. bounds.from_preset(NAME)")
+        for key, high in (("accelerators", MAX_COUNT), ("tiles_per_accelerator", MAX_COUNT),
+                          ("bytes_per_activation", MAX_BYTES_PER_ACTIVATION)):
+            object.__setattr__(self, key, check_range(key, getattr(self, key), 1, high,
+                                                      integer=True))
         check_range("activation_buffer_bytes", self.activation_buffer_bytes, 0, low_open=True)
 
     @property
@@ -350,7 +366,8 @@ class PlanLimits:
 
     def __post_init__(self):
         for key in ("max_micro_batches", "max_micro_batch_size"):
-            object.__setattr__(self, key, check_range(key, getattr(self, key), 1, integer=True))
+            object.__setattr__(self, key, check_range(key, getattr(self, key), 1,
+                                                      MAX_GRID_POINTS, integer=True))
         grid = self.max_micro_batches * self.max_micro_batch_size
         key = ("max_micro_batches" if self.max_micro_batches >= self.max_micro_batch_size
                else "max_micro_batch_size")
@@ -387,8 +404,26 @@ class BoundsConfig:
     preset: str | None = None
 
     def __post_init__(self):
+        check_type("hardware", self.hardware, HardwareParams, "e.g. bounds.from_preset(NAME)")
+        check_type("problem", self.problem, ProblemParams)
+        check_type("pipeline", self.pipeline, PipelineConfig)
         if self.eps is not None:
             check_range("eps", self.eps, 0, low_open=True)
+
+
+def check_type(name: str, value, kind: type, hint: str = ""):
+    """Return ``value`` if it is a ``kind``, else raise a ParameterError naming both.
+
+    >>> check_type("hardware", "reram", HardwareParams)
+    Traceback (most recent call last):
+    ...
+    theory.errors.ParameterError: hardware='reram' is a str, not a bounds.HardwareParams
+    """
+    if not isinstance(value, kind):
+        tail = f" ({hint})" if hint else ""
+        raise ParameterError(f"{name}={show_value(value)} is a {type(value).__name__}, not a "
+                             f"bounds.{kind.__name__}{tail}")
+    return value
 
 
 def _field_names(cls) -> tuple[str, ...]:

@@ -19,10 +19,14 @@ from bounds.params import (
     BoundsConfig,
     HardwareParams,
     PipelineConfig,
+    PlanHardware,
+    PlanLimits,
     ProblemParams,
+    check_keys,
     dump_config,
     from_preset,
     load_config,
+    read_toml,
     validate_timing,
 )
 from bounds.timing import TimingModel
@@ -280,6 +284,19 @@ def test_load_config_device_table():
         ('[device]\nfamily = "softbounds"\ntau = 1.0\ndw_min = 0.01\nspeed = 3\n',
          "unknown device key.*speed.*valid keys"),
         ("preset = \n", "not valid TOML"),
+        # type confusion and huge values: named, never a TypeError or OverflowError
+        ('preset = ["softbounds-tau1"]\n', "^preset=\\['softbounds-tau1'\\] is not a string"),
+        ('[device]\nfamily = ["softbounds"]\n', "^family=\\['softbounds'\\] is unknown"),
+        ('preset = "softbounds-tau1"\n[pipeline]\nstages = ' + "9" * 400 + "\n",
+         "^stages=.*\\(400 digits\\) is out of range; valid range \\[1, 1e\\+06\\]"),
+        ('preset = "softbounds-tau1"\n[timing]\nlayers = ' + "9" * 30 + "\n",
+         "^layers=.* is out of range"),
+        ('preset = "softbounds-tau1"\n[timing]\nread_time_s = 1e300\n', "^read_time_s=1e\\+300"),
+        ('preset = "softbounds-tau1"\nproblem = 3\n', "^problem must be a TOML table"),
+        ('preset = "softbounds-tau1"\n' + "".join(f"k{i} = 1\n" for i in range(20000)),
+         "^20000 unknown keys: 'k0', 'k1', 'k10', 'k100', 'k1000', \\.\\.\\. in "),
+        ("x = " + "[" * 2000 + "]" * 2000 + "\n", "^config='.*': values nested deeper"),
+        ("x = " + "{a = " * 40 + "1" + "}" * 40 + "\n", "limit of 32 levels"),
     ],
 )
 def test_load_config_errors(text, pattern):
@@ -288,8 +305,51 @@ def test_load_config_errors(text, pattern):
 
 
 def test_load_config_missing_file(tmp_path):
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError) as info:
         load_config(tmp_path / "absent.toml")
+    assert info.value.filename == str(tmp_path / "absent.toml")  # the command names --config
+
+
+def test_unknown_key_messages_stay_short():
+    with pytest.raises(ParameterError) as info:
+        check_keys("where", {f"key{i}": 1 for i in range(524_000)}, ("a", "b"))
+    assert len(str(info.value)) < 400 and str(info.value).startswith("524000 unknown keys: ")
+    with pytest.raises(ParameterError, match="^unknown timing keys 'x', 'y'; valid keys"):
+        validate_timing({"x": 1, "y": 2})
+
+
+def test_nesting_within_the_limit_is_read(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('preset = "softbounds-tau1"\n[problem]\nsigma2 = 0.5\n')
+    assert read_toml("config", path)["problem"] == {"sigma2": 0.5}
+    path.write_text("x = " + "[" * 31 + "]" * 31 + "\n")  # depth 32 with the top table
+    assert "x" in read_toml("config", path)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"max_micro_batches": 10**6}, "max_micro_batches"),
+    ({"max_micro_batch_size": 10**7, "max_micro_batches": 10}, "max_micro_batch_size"),
+])
+def test_plan_limits_refuse_huge_grids_before_allocating(kwargs, name):
+    with pytest.raises(ParameterError, match=f"^{name}=.* asks for .* planner grid points"):
+        PlanLimits(**kwargs)
+    with pytest.raises(ParameterError, match="^max_micro_batches=.*401 digits.* out of range"):
+        PlanLimits(max_micro_batches=10**400)
+    with pytest.raises(ParameterError, match="^max_micro_batch_size=100000000 is out of range; "
+                                             "valid range \\[1, 5e\\+07\\]"):
+        PlanLimits(max_micro_batch_size=10**8, max_micro_batches=1)
+    assert PlanLimits(max_micro_batches=5000, max_micro_batch_size=10_000).max_micro_batches
+
+
+@pytest.mark.parametrize("kwargs, name", [({"hardware": "reram"}, "hardware"),
+                                          ({"problem": 1.0}, "problem"),
+                                          ({"pipeline": [8, 8, 4]}, "pipeline")])
+def test_bounds_config_checks_types(kwargs, name):
+    args = {"hardware": from_preset("softbounds-tau1"), **kwargs}
+    with pytest.raises(ParameterError, match=f"^{name}=.* is a .*, not a bounds."):
+        BoundsConfig(**args)
+    with pytest.raises(ParameterError, match="^hardware='x' is a str, not a bounds.Hardware"):
+        PlanHardware("x")
 
 
 # -- TimingModel --------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import functools
 import math
 
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from theory import schedules
 from theory.complexity import (
     PARAMETER_RANGES,
+    REACHABLE,
     ComplexityResult,
     cycles_expr,
     evaluate_complexity,
@@ -306,3 +308,49 @@ def test_iteration_count_beyond_int64_is_an_error_not_garbage(name):
         evaluate_complexity(name, target, **BASE)
     with pytest.raises(IterationLimitError, match="int64"):
         evaluate_complexity(name, np.array([1.0 + floor, target]), **BASE)
+
+
+# -- numerical guards: a huge eps, a floor beyond the float range ------------------------------
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+@pytest.mark.parametrize("target", [1e155, 1e200, 1e300, 1.7e308])
+def test_huge_eps_needs_at_least_one_iteration(name, target):
+    # the closed form squares eps - floor beyond the float range; the scaled root does not
+    values = _values_with_delay(name, BASE)
+    with np.errstate(all="raise"):
+        res = evaluate_complexity(name, target, **values)
+    assert res.status == REACHABLE
+    assert 0 <= float(res.iterations) < 1 or REGISTRY[name].min_iterations != 0
+    assert int(res.iterations_int) >= 1
+    assert np.isfinite([res.samples, res.cycles, res.step]).all()
+
+
+def _exact_root(a: float, c: float, gap: float) -> float:
+    """Proposition 5's K for a/sqrt(K) + c/K = gap, in 60-digit decimal arithmetic."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = 60
+        a_, c_, g_ = (decimal.Decimal(x) for x in (a, c, gap))
+        return float(((a_ + (a_ * a_ + 4 * c_ * g_).sqrt()) / (2 * g_)) ** 2)
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+@pytest.mark.parametrize("target", [3.0, 1e3, 1e60, 1e150, 1e156, 1e200, 1e300, 1e308])
+def test_iterations_match_the_exact_root_for_any_eps(name, target):
+    # closed form (moderate eps) and scaled root (huge eps) both give Proposition 5's K
+    values = _values_with_delay(name, BASE)
+    res = evaluate_complexity(name, target, **values)
+    exact = _exact_root(float(res.rate_a), float(res.rate_c), target - float(res.floor))
+    minimum = float(REGISTRY[name].min_iterations.subs(
+        {s: values[s.name] for s in REGISTRY[name].min_iterations.free_symbols}))
+    expected = max(exact, minimum)
+    if expected < 1e-300:  # K itself below the normal float range
+        assert float(res.iterations) == pytest.approx(expected, abs=1e-300)
+    else:
+        assert float(res.iterations) == pytest.approx(expected, rel=1e-12)
+
+
+def test_floor_beyond_the_float_range_is_a_named_error():
+    values = dict(_values_with_delay("analog_sgd", BASE), sigma2=1e308, G_inf=1e10)
+    with pytest.raises(ParameterError, match="^sigma2=1e\\+308 puts the floor of analog_sgd "
+                                             "beyond the float range"):
+        evaluate_complexity("analog_sgd", 1.0, **values)
