@@ -473,3 +473,8 @@ def test_unknown_keys_lists_a_few():
     assert unknown_keys(["a"]) == "unknown key 'a'"
     assert unknown_keys(["a", "b"], "timing key") == "unknown timing keys 'a', 'b'"
     assert unknown_keys(map(str, range(6))) == "6 unknown keys: '0', '1', '2', '3', '4', ..."
+
+
+def test_integer_beyond_the_float_range_is_named():
+    with pytest.raises(ParameterError, match=r"^tau=.*\(401 digits\) is beyond the float range"):
+        device_from_table({"family": "softbounds", "tau": 10**400, "dw_min": 0.01})
