@@ -29,9 +29,12 @@ and ``[timing]`` tables of ``theory/presets/NAME.toml``) or from a user TOML fil
     stages = 8
 
 Unknown keys, an unknown preset or a value out of range raise :class:`theory.errors.ParameterError`
-naming the parameter and the valid range (or the valid keys / presets). The ``[timing]`` keys are
-known here (:data:`TIMING_KEYS`; a preset's :data:`PRESET_TIMING_KEYS`, checked by
-:func:`validate_timing`): :mod:`theory.devices` reads only ``[device]``.
+naming the parameter and the valid range (or the valid keys / presets; a long list of unknown
+keys is shortened). Values are type-checked before use, integers of any size are refused with
+the range (:data:`PIPELINE_LIMITS`), and a file nested deeper than
+:data:`theory.limits.MAX_TOML_DEPTH` is refused naming the file (:func:`read_toml`).
+The ``[timing]`` keys are known here (:data:`TIMING_KEYS`; a preset's
+:data:`PRESET_TIMING_KEYS`, checked by :func:`validate_timing`): :mod:`theory.devices` reads only ``[device]``.
 
 The planner's hardware and search range (:class:`PlanHardware`, :class:`PlanLimits`) and the
 defaults of the commands (:data:`DEFAULT_PRESET`, :data:`DEFAULT_EPS`) are parameters too and

@@ -24,8 +24,13 @@ Conventions (the same in ``docs/theory.md``):
   :math:`2MnK/b`. So a non-pipelined entry evaluated with ``n = B b`` has exactly the mini-batch
   of the synchronous pipeline, which makes the comparison fair;
 - for ``async`` entries the delay ``D`` defaults to the schedule's maximal delay ``M - 1``;
-- numeric results count whole iterations: ``iterations_int = ceil(K(eps))``, and ``samples``,
-  ``cycles`` and ``step`` are those of that integer run (the bound is decreasing in ``K``).
+- numeric results count whole iterations: ``iterations_int = max(1, ceil(K(eps)))``, and
+  ``samples``, ``cycles`` and ``step`` are those of that integer run (the bound is decreasing in
+  ``K``);
+- where the compiled closed form over- or underflows (``eps - floor`` beyond about 1e154 squares
+  out of the float range), ``K`` comes from the same root scaled as
+  :math:`\sqrt{K} = p + \sqrt{p^2 + q}`, :math:`p = a/(2g)`, :math:`q = c/g`; on every other
+  point the closed form's numbers are unchanged.
 """
 
 from __future__ import annotations
@@ -293,7 +298,9 @@ def evaluate_complexity(name: str, eps, *, on_unreachable: str = "raise", **valu
     ParameterError
         Unknown bound, unknown or missing parameter (the message lists the required names), a
         value out of range, or (with ``on_unreachable="raise"``) an ``eps`` so close to the floor
-        (or to 0) that ``K(eps)`` exceeds the int64 range of ``iterations_int`` (about 9.2e18).
+        (or to 0) that ``K(eps)`` exceeds the int64 range of ``iterations_int`` (about 9.2e18),
+        or constants that put the floor beyond the float range (the message names the most
+        extreme one).
     UnreachableTargetError
         With ``on_unreachable="raise"``, if ``eps <= floor`` anywhere (the message gives that
         floor).
