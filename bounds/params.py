@@ -34,7 +34,8 @@ keys is shortened). Values are type-checked before use, integers of any size are
 the range (:data:`PIPELINE_LIMITS`), and a file nested deeper than
 :data:`theory.limits.MAX_TOML_DEPTH` is refused naming the file (:func:`read_toml`).
 The ``[timing]`` keys are known here (:data:`TIMING_KEYS`; a preset's
-:data:`PRESET_TIMING_KEYS`, checked by :func:`validate_timing`): :mod:`theory.devices` reads only ``[device]``.
+:data:`PRESET_TIMING_KEYS`, checked by :func:`validate_timing`): :mod:`theory.devices` reads
+only ``[device]``.
 
 The planner's hardware and search range (:class:`PlanHardware`, :class:`PlanLimits`) and the
 defaults of the commands (:data:`DEFAULT_PRESET`, :data:`DEFAULT_EPS`) are parameters too and
