@@ -237,6 +237,8 @@ def evaluate(
         res = complexity.evaluate_complexity(algorithm, eps, **values)
     except UnreachableTargetError as error:
         return BoundResult(**empty, floor=error.floor, limiting="floor", reason=str(error))
+    except complexity.FloatRangeError as error:  # constants beyond the float range: a row
+        return BoundResult(**empty, floor=None, limiting=FLOAT_RANGE, reason=str(error))
     except IterationLimitError as error:  # only the iteration count's range makes a row
         floor = float(_floor(algorithm)(values))
         return BoundResult(**empty, floor=floor, limiting=TOO_MANY, reason=str(error))

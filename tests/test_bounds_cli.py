@@ -199,3 +199,10 @@ def test_json_and_csv_together(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["bounds", "--help"])
     assert "default: None" not in capsys.readouterr().out
+
+
+def test_constants_beyond_the_float_range_name_the_flag(capsys):
+    assert main(["bounds", "--L", "1e308"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nan" not in err
+    assert "--L=1e+308 puts the rate coefficient c of analog_sgd beyond the float range" in err

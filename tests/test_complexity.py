@@ -17,6 +17,7 @@ from theory.complexity import (
     PARAMETER_RANGES,
     REACHABLE,
     ComplexityResult,
+    FloatRangeError,
     cycles_expr,
     evaluate_complexity,
     iterations_expr,
@@ -354,3 +355,12 @@ def test_floor_beyond_the_float_range_is_a_named_error():
     with pytest.raises(ParameterError, match="^sigma2=1e\\+308 puts the floor of analog_sgd "
                                              "beyond the float range"):
         evaluate_complexity("analog_sgd", 1.0, **values)
+
+
+def test_rate_beyond_the_float_range_names_the_constant_not_the_iterations():
+    values = dict(_values_with_delay("analog_sgd", BASE), L=1e308)
+    with pytest.raises(FloatRangeError, match="^L=1e\\+308 puts the rate coefficient c of "
+                                              "analog_sgd beyond the float range"):
+        evaluate_complexity("analog_sgd", 1.0, **values)
+    res = evaluate_complexity("analog_sgd", 1e300, **dict(values, L=1e300))  # c finite: a count
+    assert 1 <= float(res.iterations) < 1e3

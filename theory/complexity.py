@@ -51,6 +51,7 @@ from .theorems import REGISTRY, Bound, get_bound
 __all__ = [
     "BELOW_FLOOR",
     "ComplexityResult",
+    "FloatRangeError",
     "PARAMETER_RANGES",
     "REACHABLE",
     "TOO_MANY",
@@ -246,8 +247,12 @@ def _scaled_iterations(compiled: _Compiled, eps_arr, arrays, floor, shape) -> np
     return np.maximum(k_eps, np.broadcast_to(compiled.min_iterations(eps_arr, arrays), shape))
 
 
+class FloatRangeError(ParameterError):
+    """Constants so extreme that a bound's floor or rate coefficients leave the float range."""
+
+
 def _check_finite(name: str, what: str, value: np.ndarray, eps_b, arrays) -> None:
-    """Refuse constants whose ``what`` (the floor) leaves the float range (inf or nan)."""
+    """Raise FloatRangeError if ``what`` (the floor, a rate coefficient) is inf or nan."""
     bad = ~np.isfinite(value)
     if not bad.any():
         return
@@ -255,7 +260,7 @@ def _check_finite(name: str, what: str, value: np.ndarray, eps_b, arrays) -> Non
     shown = {p: np.broadcast_to(v, value.shape).flat[i].item() for p, v in arrays.items()}
     largest = max(shown, key=lambda p: abs(math.log10(abs(shown[p]) or 1.0)))
     others = ", ".join(f"{p}={v:g}" for p, v in shown.items() if p != largest)
-    raise ParameterError(
+    raise FloatRangeError(
         f"{largest}={shown[largest]:g} puts the {what} of {name} beyond the float range "
         f"(with {others}, eps={eps_b.flat[i].item():g}); rescale the problem constants"
     )
@@ -299,8 +304,8 @@ def evaluate_complexity(name: str, eps, *, on_unreachable: str = "raise", **valu
         Unknown bound, unknown or missing parameter (the message lists the required names), a
         value out of range, or (with ``on_unreachable="raise"``) an ``eps`` so close to the floor
         (or to 0) that ``K(eps)`` exceeds the int64 range of ``iterations_int`` (about 9.2e18),
-        or constants that put the floor beyond the float range (the message names the most
-        extreme one).
+        or (:class:`FloatRangeError`) constants that put the floor or a rate coefficient
+        beyond the float range (the message names the most extreme one).
     UnreachableTargetError
         With ``on_unreachable="raise"``, if ``eps <= floor`` anywhere (the message gives that
         floor).
@@ -343,6 +348,10 @@ def evaluate_complexity(name: str, eps, *, on_unreachable: str = "raise", **valu
         # beyond the float range), the scaled root of the quadratic gives the same K
         lost = ~below & ~((iterations > 0) & np.isfinite(iterations))
         if lost.any():
+            for what, f in (("rate coefficient a", compiled.rate_a),
+                            ("rate coefficient c", compiled.rate_c)):
+                _check_finite(name, what, np.where(below, 0.0, full(f(eps_arr, arrays))), eps_b,
+                              arrays)
             iterations = np.where(lost, _scaled_iterations(compiled, eps_arr, arrays, floor, shape),
                                   iterations)
         iterations = np.where(below, np.inf, iterations)
