@@ -116,6 +116,7 @@ CASES = [
     Case("simulate-tau-tiny", ("simulate", "--tau", "1e-6"), ("--tau",)),
     Case("bounds-eps-tiny-no-warnings", ("bounds", "--eps", "1e-300"), ("--eps",)),
     Case("bounds-sigma2-huge", ("bounds", "--sigma2", "1e308", "--eps", "1e-3"), ("eps",)),
+    Case("bounds-L-huge", ("bounds", "--L", "1e308"), ("--L=1e+308", "float range")),
     Case("argparse-type-error", ("simulate", "--seeds", "1e9"), ("--seeds", "integer")),
     Case("many-unknown-keys", ("bounds", "--config", "{tmp}/c.toml"), ("unknown",),
          files={"c.toml": "".join(f"k{i} = 1\n" for i in range(20000))}),
