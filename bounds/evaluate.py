@@ -43,6 +43,7 @@ from theory.errors import (
     ParameterError,
     UnreachableTargetError,
     check_range,
+    show_value,
 )
 from theory.symbols import K, alpha
 from theory.tables import text_table
@@ -220,6 +221,9 @@ def evaluate(
         Unknown algorithm (the message lists the registry), ``eps`` not positive.
     """
     hardware, problem, pipeline = check_arguments(hardware, problem, pipeline)
+    if not isinstance(algorithm, str):
+        raise ParameterError(f"algorithm={show_value(algorithm)} is not a string; valid: "
+                             f"{', '.join(theorems.REGISTRY)}")
     bound = theorems.get_bound(algorithm)
     eps = float(check_range("eps", eps, 0, low_open=True))
     values = _values(hardware, problem, pipeline)

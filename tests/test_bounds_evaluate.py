@@ -194,6 +194,12 @@ def test_wrong_argument_types_are_named(kwargs, name, kind):
         compare(1.0, **args)
 
 
+def test_algorithm_of_another_type_is_named():
+    with pytest.raises(ParameterError, match="^algorithm=\\['analog_sgd'\\] is not a string; "
+                                             "valid: digital_sgd"):
+        evaluate(["analog_sgd"], 1.0, HARDWARE["softbounds-tau1"])
+
+
 def test_evaluate_with_a_preset_name_string():
     with pytest.raises(ParameterError, match="^hardware='reram' is a str, not a "
                                              "bounds.HardwareParams"):
