@@ -38,15 +38,21 @@ import numpy as np
 from theory import complexity, theorems
 from theory.compiled import compile_expr
 from theory.devices import SoftBounds
-from theory.errors import IterationLimitError, UnreachableTargetError, check_range
+from theory.errors import (
+    IterationLimitError,
+    ParameterError,
+    UnreachableTargetError,
+    check_range,
+    show_value,
+)
 from theory.symbols import K, alpha
 from theory.tables import text_table
 
-from .params import HardwareParams, PipelineConfig, ProblemParams
+from .params import HardwareParams, PipelineConfig, ProblemParams, check_type
 
 __all__ = [
-    "BASELINE", "TOO_MANY", "BoundResult", "Comparison", "compare", "evaluate",
-    "theory_values",
+    "BASELINE", "FLOAT_RANGE", "TOO_MANY", "BoundResult", "Comparison", "check_arguments",
+    "compare", "evaluate", "theory_values",
 ]
 
 #: the entry speedups are measured against: analog SGD without pipeline, mini-batch B*b
@@ -54,6 +60,9 @@ BASELINE = "analog_sgd"
 #: ``limiting`` of a row whose target needs more iterations than an int64 holds (just above the
 #: floor, or a tiny eps without floor)
 TOO_MANY = "too many iterations"
+#: ``limiting`` of a row whose step, counts or bound value leave the float range (extreme
+#: problem constants, e.g. ``L = 1e-308``)
+FLOAT_RANGE = "beyond the float range"
 #: the analog entries whose reachability decides whether a comparison is useful
 ANALOG = ("analog_sgd", "analog_sgd_sp", "analog_sgd_ap")
 
@@ -87,7 +96,8 @@ class BoundResult:
     limiting : str
         What limits the step: ``"step cap"`` or ``"noise balance"``; ``"floor"`` when ``eps`` is
         unreachable, ``"too many iterations"`` when it needs more than an int64 holds
-        (:data:`TOO_MANY`), ``"not applicable"`` when the entry does not apply.
+        (:data:`TOO_MANY`), ``"not applicable"`` when the entry does not apply,
+        ``"beyond the float range"`` (:data:`FLOAT_RANGE`) when its numbers overflow.
     rate_a, rate_c : float or None
         Coefficients of the rate form :math:`a/\sqrt{K} + c/K + \mathrm{floor}`.
     reason : str or None
@@ -210,8 +220,10 @@ def evaluate(
     ParameterError
         Unknown algorithm (the message lists the registry), ``eps`` not positive.
     """
-    problem = ProblemParams() if problem is None else problem
-    pipeline = PipelineConfig() if pipeline is None else pipeline
+    hardware, problem, pipeline = check_arguments(hardware, problem, pipeline)
+    if not isinstance(algorithm, str):
+        raise ParameterError(f"algorithm={show_value(algorithm)} is not a string; valid: "
+                             f"{', '.join(theorems.REGISTRY)}")
     bound = theorems.get_bound(algorithm)
     eps = float(check_range("eps", eps, 0, low_open=True))
     values = _values(hardware, problem, pipeline)
@@ -229,21 +241,67 @@ def evaluate(
         res = complexity.evaluate_complexity(algorithm, eps, **values)
     except UnreachableTargetError as error:
         return BoundResult(**empty, floor=error.floor, limiting="floor", reason=str(error))
+    except complexity.FloatRangeError as error:  # constants beyond the float range: a row
+        return BoundResult(**empty, floor=None, limiting=FLOAT_RANGE, reason=str(error))
     except IterationLimitError as error:  # only the iteration count's range makes a row
         floor = float(_floor(algorithm)(values))
         return BoundResult(**empty, floor=floor, limiting=TOO_MANY, reason=str(error))
     iterations = int(res.iterations_int)
-    cycles = int(round(float(res.cycles)))
     step = float(res.step)
+    value = _value_at(algorithm, iterations, step, values)
+    numbers = (float(res.cycles), float(res.samples), step, value)
+    if not all(np.isfinite(numbers)):
+        floor = float(res.floor)
+        return BoundResult(**empty, floor=floor, limiting=FLOAT_RANGE, reason=(
+            f"the step, samples, cycles or bound value of {algorithm} at K={iterations} leave "
+            f"the float range for these constants ({_constants(values)}); rescale the problem"
+        ))
+    cycles = int(round(float(res.cycles)))
     return BoundResult(
         algorithm=algorithm, provenance=bound.provenance, mode=bound.mode, eps=eps,
         floor=float(res.floor), batch=batch, iterations=iterations,
         samples=int(round(float(res.samples))), cycles=cycles,
         seconds=float(hardware.timing.seconds(cycles, pipeline.stages, pipeline.micro_batch_size)),
-        cycle_time_s=cycle_time, value=float(_bound_value(algorithm)(iterations, step, values)),
+        cycle_time_s=cycle_time, value=value,
         step=step, limiting=str(res.step_limited_by), rate_a=float(res.rate_a),
         rate_c=float(res.rate_c),
     )
+
+
+def _value_at(algorithm: str, iterations: int, step: float, values: dict) -> float:
+    """The bound at ``(K, alpha)``; ``inf``/``nan`` (not an exception) beyond the float range.
+
+    Python floats raise on overflow in ``**`` and on division by zero; those points are
+    evaluated again in numpy float64 (same IEEE arithmetic), whose inf/nan the caller checks.
+    """
+    try:
+        return float(_bound_value(algorithm)(iterations, step, values))
+    except (ZeroDivisionError, OverflowError):
+        wide = {k: np.float64(v) for k, v in values.items()}
+        with np.errstate(all="ignore"):
+            return float(_bound_value(algorithm)(np.float64(iterations), np.float64(step), wide))
+
+
+def _constants(values: dict) -> str:
+    return ", ".join(f"{k}={v:g}" for k, v in values.items())
+
+
+def check_arguments(hardware, problem=None, pipeline=None
+                    ) -> tuple[HardwareParams, ProblemParams, PipelineConfig]:
+    """``(hardware, problem, pipeline)`` with the defaults filled in, types checked.
+
+    Raises
+    ------
+    ParameterError
+        An argument of another type (e.g. a preset name where a HardwareParams is expected);
+        the message names the argument and the expected type.
+    """
+    problem = ProblemParams() if problem is None else problem
+    pipeline = PipelineConfig() if pipeline is None else pipeline
+    check_type("hardware", hardware, HardwareParams, "e.g. bounds.from_preset(NAME)")
+    check_type("problem", problem, ProblemParams, "or None for the defaults")
+    check_type("pipeline", pipeline, PipelineConfig, "or None for the defaults")
+    return hardware, problem, pipeline
 
 
 @dataclass(frozen=True)
@@ -294,6 +352,25 @@ class Comparison:
     def analog_results(self) -> tuple[BoundResult, ...]:
         """The rows of analog SGD, SP and AP (those the comparison is about)."""
         return tuple(r for r in self.results if r.algorithm in ANALOG)
+
+    def require_analog(self) -> None:
+        """Raise unless some analog entry (SGD, SP, AP) reaches :attr:`eps`.
+
+        Raises
+        ------
+        UnreachableTargetError
+            Every analog entry has ``eps`` at or below its floor (the lowest floor is named).
+        ParameterError
+            No analog entry has numbers for another reason (too many iterations, not
+            applicable, beyond the float range): the first such reason.
+        """
+        analog = self.analog_results
+        if any(r.reachable for r in analog):
+            return
+        if all(r.limiting == "floor" for r in analog):
+            lowest = min(analog, key=lambda r: r.floor)
+            raise UnreachableTargetError(lowest.algorithm, self.eps, lowest.floor)
+        raise ParameterError(next(r.reason for r in analog if r.limiting != "floor"))
 
     def to_rows(self) -> list[dict]:
         """One flat dict per result (the JSON/CSV rows), with the two speedups."""
@@ -362,8 +439,8 @@ def compare(
     -------
     Comparison
     """
-    problem = ProblemParams() if problem is None else problem
-    pipeline = PipelineConfig() if pipeline is None else pipeline
+    hardware, problem, pipeline = check_arguments(hardware, problem, pipeline)
+    eps = check_range("eps", eps, 0, low_open=True)
     results = tuple(
         evaluate(name, eps, hardware, problem, pipeline) for name in theorems.REGISTRY
     )

@@ -36,7 +36,6 @@ up, never evaluated); ``activations`` defaults to ``rows * mvms_per_sample``. Un
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import resources
@@ -44,16 +43,19 @@ from pathlib import Path
 
 import numpy as np
 
-from theory.errors import ParameterError, check_range
+from theory.errors import ParameterError, check_range, show_value
+from theory.limits import MAX_MODEL_LAYERS
 
-from .params import check_keys, read_text
+from .params import check_keys, read_text, read_toml
 
-__all__ = ["Layer", "Model", "list_models", "load_model", "model_from_table"]
+__all__ = ["MAX_LAYER_SIZE", "Layer", "Model", "list_models", "load_model", "model_from_table"]
 
 _DATA = "model_data"
 _TOP_KEYS = ("name", "description", "parameters", "blocks")
 _BLOCK_KEYS = ("name", "repeat", "layers")
 _LAYER_KEYS = ("name", "rows", "cols", "mvms_per_sample", "activations")
+#: largest rows, cols and MVMs per sample of one layer (int32), see :class:`Layer`
+MAX_LAYER_SIZE = 2**31 - 1
 
 
 def _ceil_div(a, b):
@@ -76,6 +78,12 @@ class Layer:
     activations : int, optional
         Activation values the layer stores per sample for its backward (its input), >= 0.
         Default ``rows * mvms_per_sample``.
+
+    Notes
+    -----
+    ``rows``, ``cols`` and ``mvms_per_sample`` are at most :data:`MAX_LAYER_SIZE` (``2**31 - 1``)
+    and ``activations`` at most its square, so that the planner's per-stage sums over up to
+    :data:`theory.limits.MAX_MODEL_LAYERS` layers stay exact in int64.
     """
 
     name: str
@@ -85,16 +93,17 @@ class Layer:
     activations: int | None = None
 
     def __post_init__(self):
+        if not isinstance(self.name, str):
+            raise ParameterError(f"name={show_value(self.name)} of a layer is not a string")
         for key in ("rows", "cols", "mvms_per_sample"):
-            object.__setattr__(
-                self, key, check_range(f"{self.name}.{key}", getattr(self, key), 1, integer=True)
-            )
+            object.__setattr__(self, key, check_range(
+                f"{self.name}.{key}", getattr(self, key), 1, MAX_LAYER_SIZE, integer=True
+            ))
         if self.activations is None:
             object.__setattr__(self, "activations", self.rows * self.mvms_per_sample)
-        object.__setattr__(
-            self, "activations",
-            check_range(f"{self.name}.activations", self.activations, 0, integer=True),
-        )
+        object.__setattr__(self, "activations", check_range(
+            f"{self.name}.activations", self.activations, 0, MAX_LAYER_SIZE**2, integer=True
+        ))
 
     def tiles(self, tile_rows: int, tile_cols: int) -> int:
         r"""Tiles of size ``tile_rows x tile_cols`` it occupies.
@@ -230,13 +239,23 @@ def model_from_table(table: dict, **parameters) -> Model:
     for i, block in enumerate(blocks, 1):
         where = f"block {i} of model {name!r}"
         check_keys(where, block, _BLOCK_KEYS)
-        repeat = check_range(f"{where}: repeat", block.get("repeat", 1), 1, integer=True)
+        repeat = check_range(f"{where}: repeat", block.get("repeat", 1), 1, MAX_MODEL_LAYERS,
+                             integer=True)
         prefix = block.get("name")
+        if prefix is not None and not isinstance(prefix, str):
+            raise ParameterError(f"name={show_value(prefix)} of {where} is not a string")
         entries = block.get("layers", [])
         if not isinstance(entries, list):
             raise ParameterError(
                 f"{where}: layers must be an array of tables ([{{ rows = ..., cols = ... }}]), "
-                f"got {entries!r}"
+                f"got {show_value(entries)}"
+            )
+        # refuse before expanding: repeat x entries layers, after those of the earlier blocks
+        need = len(layers) + repeat * len(entries)
+        if need > MAX_MODEL_LAYERS:
+            raise ParameterError(
+                f"{where}: repeat={repeat} gives {need:.3g} layers, more than the "
+                f"limit of {MAX_MODEL_LAYERS:.3g} model layers (theory.limits.MAX_MODEL_LAYERS)"
             )
         for r in range(1, repeat + 1):
             for j, entry in enumerate(entries, 1):
@@ -280,11 +299,7 @@ def load_model(name_or_path, **parameters) -> Model:
         text, where = read_text("model", path), str(path)
     else:
         raise ParameterError(
-            f"model={text_name!r} is neither a built-in model nor a .toml file; built-in models: "
-            f"{', '.join(list_models())}"
+            f"model={show_value(text_name)} is neither a built-in model nor a .toml file; "
+            f"built-in models: {', '.join(list_models())}"
         )
-    try:
-        table = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ParameterError(f"{where}: not valid TOML ({error})") from None
-    return model_from_table(table, **parameters)
+    return model_from_table(read_toml("model", Path(where), text), **parameters)

@@ -29,9 +29,13 @@ and ``[timing]`` tables of ``theory/presets/NAME.toml``) or from a user TOML fil
     stages = 8
 
 Unknown keys, an unknown preset or a value out of range raise :class:`theory.errors.ParameterError`
-naming the parameter and the valid range (or the valid keys / presets). The ``[timing]`` keys are
-known here (:data:`TIMING_KEYS`; a preset's :data:`PRESET_TIMING_KEYS`, checked by
-:func:`validate_timing`): :mod:`theory.devices` reads only ``[device]``.
+naming the parameter and the valid range (or the valid keys / presets; a long list of unknown
+keys is shortened). Values are type-checked before use, integers of any size are refused with
+the range (:data:`PIPELINE_LIMITS`), and a file nested deeper than
+:data:`theory.limits.MAX_TOML_DEPTH` is refused naming the file (:func:`read_toml`).
+The ``[timing]`` keys are known here (:data:`TIMING_KEYS`; a preset's
+:data:`PRESET_TIMING_KEYS`, checked by :func:`validate_timing`): :mod:`theory.devices` reads
+only ``[device]``.
 
 The planner's hardware and search range (:class:`PlanHardware`, :class:`PlanLimits`) and the
 defaults of the commands (:data:`DEFAULT_PRESET`, :data:`DEFAULT_EPS`) are parameters too and
@@ -48,7 +52,14 @@ from pathlib import Path
 from typing import Any
 
 from theory import devices
-from theory.errors import ParameterError, check_range
+from theory.errors import ParameterError, check_range, show_value
+from theory.limits import (
+    MAX_COUNT,
+    MAX_GRID_POINTS,
+    MAX_MODEL_LAYERS,
+    MAX_TOML_DEPTH,
+    check_size,
+)
 from theory.schedules import max_delay
 
 from .timing import TimingModel
@@ -58,6 +69,8 @@ __all__ = [
     "DEFAULT_EPS",
     "DEFAULT_PRESET",
     "HardwareParams",
+    "MAX_BYTES_PER_ACTIVATION",
+    "PIPELINE_LIMITS",
     "PLAN_MODES",
     "PRESET_TIMING_KEYS",
     "PipelineConfig",
@@ -66,10 +79,12 @@ __all__ = [
     "ProblemParams",
     "TIMING_KEYS",
     "check_keys",
+    "check_type",
     "dump_config",
     "from_preset",
     "load_config",
     "read_text",
+    "read_toml",
     "validate_timing",
 ]
 
@@ -86,6 +101,11 @@ PRESET_TIMING_KEYS = (
 TIMING_KEYS = ("layers", *PRESET_TIMING_KEYS)
 #: the pipeline modes the planner chooses between
 PLAN_MODES = ("sync", "async")
+#: largest bytes per stored activation value of :class:`PlanHardware`
+MAX_BYTES_PER_ACTIVATION = 1024
+#: upper limits of the :class:`PipelineConfig` fields: a stage holds at least one layer, and
+#: ``B * b <= 1e18`` stays below :data:`theory.limits.MAX_COUNT`
+PIPELINE_LIMITS = {"stages": MAX_MODEL_LAYERS, "micro_batches": 10**9, "micro_batch_size": 10**9}
 
 
 @dataclass(frozen=True)
@@ -252,6 +272,13 @@ class PipelineConfig:
         non-pipelined baselines, which use the same mini-batch), >= 1. Default 8.
     micro_batch_size : int
         :math:`b`, samples per micro-batch, >= 1. Default 4.
+
+    Notes
+    -----
+    Each field has the documented upper limit of :data:`PIPELINE_LIMITS` (stages at most
+    :data:`theory.limits.MAX_MODEL_LAYERS`, since every stage holds a layer; ``B`` and ``b`` at
+    most 1e9 each), so the mini-batch :math:`Bb` and the cycles per iteration stay far below
+    :data:`theory.limits.MAX_COUNT` and the timing model's floats stay finite.
     """
 
     stages: int = 8
@@ -259,8 +286,10 @@ class PipelineConfig:
     micro_batch_size: int = 4
 
     def __post_init__(self):
-        for name in ("stages", "micro_batches", "micro_batch_size"):
-            object.__setattr__(self, name, check_range(name, getattr(self, name), 1, integer=True))
+        for name, high in PIPELINE_LIMITS.items():
+            object.__setattr__(
+                self, name, check_range(name, getattr(self, name), 1, high, integer=True)
+            )
 
     @property
     def mini_batch(self) -> int:
@@ -292,7 +321,12 @@ class PlanHardware:
     activation_buffer_bytes : float
         Bytes of activation memory per accelerator (> 0). Default 2**30 (1 GiB).
     bytes_per_activation : int
-        Bytes per stored activation value (>= 1). Default 2 (16-bit).
+        Bytes per stored activation value, in ``[1, 1024]``. Default 2 (16-bit).
+
+    Notes
+    -----
+    ``accelerators`` and ``tiles_per_accelerator`` are at most
+    :data:`theory.limits.MAX_COUNT` (the planner's tile sums are int64).
     """
 
     hardware: HardwareParams
@@ -302,10 +336,11 @@ class PlanHardware:
     bytes_per_activation: int = 2
 
     def __post_init__(self):
-        if not isinstance(self.hardware, HardwareParams):
-            raise ParameterError(f"hardware={self.hardware!r} is not a bounds.HardwareParams")
-        for key in ("accelerators", "tiles_per_accelerator", "bytes_per_activation"):
-            object.__setattr__(self, key, check_range(key, getattr(self, key), 1, integer=True))
+        check_type("hardware", self.hardware, HardwareParams, "e.g. bounds.from_preset(NAME)")
+        for key, high in (("accelerators", MAX_COUNT), ("tiles_per_accelerator", MAX_COUNT),
+                          ("bytes_per_activation", MAX_BYTES_PER_ACTIVATION)):
+            object.__setattr__(self, key, check_range(key, getattr(self, key), 1, high,
+                                                      integer=True))
         check_range("activation_buffer_bytes", self.activation_buffer_bytes, 0, low_open=True)
 
     @property
@@ -323,7 +358,8 @@ class PlanLimits:
     max_micro_batches : int
         :math:`B_{\\max}` for ``sync`` (>= 1). Default 512.
     max_micro_batch_size : int
-        :math:`b_{\\max}` (>= 1). Default 512.
+        :math:`b_{\\max}` (>= 1). Default 512. The grid :math:`B_{\\max} b_{\\max}` has at most
+        :data:`theory.limits.MAX_GRID_POINTS` points.
     modes : tuple of str
         Modes to consider, a non-empty subset of :data:`PLAN_MODES` (``("sync", "async")``).
     """
@@ -334,7 +370,14 @@ class PlanLimits:
 
     def __post_init__(self):
         for key in ("max_micro_batches", "max_micro_batch_size"):
-            object.__setattr__(self, key, check_range(key, getattr(self, key), 1, integer=True))
+            object.__setattr__(self, key, check_range(key, getattr(self, key), 1,
+                                                      MAX_GRID_POINTS, integer=True))
+        grid = self.max_micro_batches * self.max_micro_batch_size
+        key = ("max_micro_batches" if self.max_micro_batches >= self.max_micro_batch_size
+               else "max_micro_batch_size")
+        check_size(key, getattr(self, key), need=grid, limit=MAX_GRID_POINTS,
+                   what="planner grid points (max_micro_batches x max_micro_batch_size)",
+                   hint="search a smaller range")
         modes = tuple(self.modes)
         bad = [mode for mode in modes if mode not in PLAN_MODES]
         if bad or not modes:
@@ -365,8 +408,26 @@ class BoundsConfig:
     preset: str | None = None
 
     def __post_init__(self):
+        check_type("hardware", self.hardware, HardwareParams, "e.g. bounds.from_preset(NAME)")
+        check_type("problem", self.problem, ProblemParams)
+        check_type("pipeline", self.pipeline, PipelineConfig)
         if self.eps is not None:
             check_range("eps", self.eps, 0, low_open=True)
+
+
+def check_type(name: str, value, kind: type, hint: str = ""):
+    """Return ``value`` if it is a ``kind``, else raise a ParameterError naming both.
+
+    >>> check_type("hardware", "reram", HardwareParams)
+    Traceback (most recent call last):
+    ...
+    theory.errors.ParameterError: hardware='reram' is a str, not a bounds.HardwareParams
+    """
+    if not isinstance(value, kind):
+        tail = f" ({hint})" if hint else ""
+        raise ParameterError(f"{name}={show_value(value)} is a {type(value).__name__}, not a "
+                             f"bounds.{kind.__name__}{tail}")
+    return value
 
 
 def _field_names(cls) -> tuple[str, ...]:
@@ -374,14 +435,17 @@ def _field_names(cls) -> tuple[str, ...]:
 
 
 def check_keys(where: str, table: dict, valid) -> None:
-    """Raise a ParameterError listing ``valid`` if ``table`` is not a dict or has other keys."""
+    """Raise a ParameterError listing ``valid`` if ``table`` is not a dict or has other keys.
+
+    The message names at most a few of the unknown keys (and how many there are), so that a
+    file with thousands of them still gives one short line.
+    """
     if not isinstance(table, dict):
-        raise ParameterError(f"{where} must be a TOML table, got {table!r}")
+        raise ParameterError(f"{where} must be a TOML table, got {show_value(table)}")
     unknown = sorted(set(table) - set(valid))
     if unknown:
         raise ParameterError(
-            f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} in "
-            f"{where}; valid keys: {', '.join(valid)}"
+            f"{devices.unknown_keys(unknown)} in {where}; valid keys: {', '.join(valid)}"
         )
 
 
@@ -392,13 +456,16 @@ def validate_timing(table: dict[str, Any]) -> dict[str, Any]:
     """
     unknown = sorted(set(table) - set(PRESET_TIMING_KEYS))
     if unknown:
-        raise ParameterError(f"unknown timing key(s) {', '.join(unknown)}; valid keys: "
+        raise ParameterError(f"{devices.unknown_keys(unknown, 'timing key')}; valid keys: "
                              f"{', '.join(PRESET_TIMING_KEYS)}")
     return table
 
 
 def _check_preset(name: str) -> None:
     presets = devices.list_presets()
+    if not isinstance(name, str):
+        raise ParameterError(f"preset={show_value(name)} is not a string; valid presets: "
+                             f"{', '.join(presets)}")
     if name not in presets:
         raise ParameterError(f"preset={name!r} is unknown; valid presets: {', '.join(presets)}")
 
@@ -425,8 +492,44 @@ _TOP_KEYS = ("preset", "weight_bound", "eps", "device", "timing", "problem", "pi
 def _table(doc: dict, key: str) -> dict:
     value = doc.get(key, {})
     if not isinstance(value, dict):
-        raise ParameterError(f"{key} must be a TOML table ([{key}]), got {value!r}")
+        raise ParameterError(f"{key} must be a TOML table ([{key}]), got {show_value(value)}")
     return value
+
+
+def _depth(value) -> int:
+    """Nesting depth of a parsed TOML value (a scalar 0, ``[1]`` 1), without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
+
+
+def read_toml(name: str, path: Path, text: str | None = None) -> dict:
+    """The parsed TOML document of file ``path`` (the value of parameter ``name``).
+
+    ``text`` is the file's content if already read. A missing file raises FileNotFoundError
+    (with its filename); invalid TOML, or nesting deeper than
+    :data:`theory.limits.MAX_TOML_DEPTH`, raise a one-line ParameterError naming ``name`` and
+    the file.
+    """
+    text = read_text(name, path) if text is None else text
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ParameterError(f"{name}={str(path)!r}: not valid TOML ({error})") from None
+    except RecursionError:  # the parser itself recurses on nested arrays and inline tables
+        doc = None
+    if doc is None or _depth(doc) > MAX_TOML_DEPTH:
+        raise ParameterError(
+            f"{name}={str(path)!r}: values nested deeper than the limit of {MAX_TOML_DEPTH} "
+            "levels (theory.limits.MAX_TOML_DEPTH)"
+        )
+    return doc
 
 
 def read_text(name: str, path: Path) -> str:
@@ -437,7 +540,8 @@ def read_text(name: str, path: Path) -> str:
     """
     try:
         return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    except FileNotFoundError as error:
+        error.filename = str(path) if error.filename is None else error.filename
         raise
     except OSError as error:
         raise ParameterError(f"{name}={str(path)!r} cannot be read: {error.strerror}") from None
@@ -462,10 +566,7 @@ def load_config(path) -> BoundsConfig:
         The file does not exist.
     """
     path = Path(path)
-    try:
-        doc = tomllib.loads(read_text("config", path))
-    except tomllib.TOMLDecodeError as error:
-        raise ParameterError(f"{path}: not valid TOML ({error})") from None
+    doc = read_toml("config", path)
     check_keys(str(path), doc, _TOP_KEYS)
     timing = _table(doc, "timing")
     problem = _table(doc, "problem")
@@ -478,8 +579,6 @@ def load_config(path) -> BoundsConfig:
     if (preset is None) == ("device" not in doc):
         raise ParameterError(f"{path}: give exactly one of preset = \"NAME\" and a [device] table")
     if preset is not None:
-        if not isinstance(preset, str):
-            raise ParameterError(f"preset={preset!r} is not a string")
         hardware = from_preset(preset, **timing, **extra)
     else:
         device = devices.device_from_table(_table(doc, "device"))

@@ -55,12 +55,13 @@ from theory.compiled import compile_expr
 from theory.complexity import REACHABLE, evaluate_complexity, evaluate_guarantee
 from theory.errors import ParameterError, UnreachableTargetError, check_range
 from theory.fileio import strict_json
+from theory.limits import MAX_GRID_POINTS, check_size
 from theory.schedules import cycles_after, in_flight_expr
 from theory.theorems import bound_for, get_bound
 
 from .evaluate import theory_values
 from .models import Model
-from .params import PLAN_MODES, PlanHardware, PlanLimits, ProblemParams
+from .params import PLAN_MODES, PlanHardware, PlanLimits, ProblemParams, check_type
 from .partition import Partition, best_partition
 from .relaxation import SKIPPED, Relaxed, solve_relaxation
 
@@ -386,6 +387,11 @@ class _Search:
         self._dp_cache: dict = {}
         self._check_capacity()
         self.stage_range = self._stage_range()
+        b_max = limits.max_micro_batch_size
+        check_size("max_micro_batch_size", b_max, need=len(self.stage_range) * b_max,
+                   limit=MAX_GRID_POINTS,
+                   what="planner grid points (stages x max_micro_batch_size)",
+                   hint="lower accelerators or max_micro_batch_size")
         self.free = {}
         for stages in self.stage_range:
             part = self.partition(stages, None)
@@ -589,8 +595,7 @@ def plan(
     UnreachableTargetError
         ``eps`` is at or below the floor of every mode for every allowed batch.
     """
-    problem = ProblemParams() if problem is None else problem
-    limits = PlanLimits() if limits is None else limits
+    problem, limits = _check_arguments(model, hardware, problem, limits)
     eps = check_range("eps", eps, 0, low_open=True)
     start = time.perf_counter()
     search = _Search(model, hardware, problem, eps, limits)
@@ -659,6 +664,17 @@ def plan(
     )
 
 
+def _check_arguments(model, hardware, problem, limits) -> tuple[ProblemParams, PlanLimits]:
+    """The problem and limits with defaults filled in; every argument's type checked."""
+    problem = ProblemParams() if problem is None else problem
+    limits = PlanLimits() if limits is None else limits
+    check_type("model", model, Model, "e.g. bounds.load_model(NAME)")
+    check_type("hardware", hardware, PlanHardware, "e.g. bounds.PlanHardware(from_preset(NAME))")
+    check_type("problem", problem, ProblemParams, "or None for the defaults")
+    check_type("limits", limits, PlanLimits, "or None for the defaults")
+    return problem, limits
+
+
 def _memory_reason(search: _Search, mode: str, pairs: list[tuple[str, Grid]],
                    hardware: PlanHardware) -> str:
     """Why no (M, B, b) of ``mode`` is feasible although some reach eps (the memory limit).
@@ -713,8 +729,7 @@ def time_grid(
     the fastest candidate over ``b`` and the partitions (``None`` where nothing is feasible). Used
     by the ``plan`` figure.
     """
-    problem = ProblemParams() if problem is None else problem
-    limits = PlanLimits() if limits is None else limits
+    problem, limits = _check_arguments(model, hardware, problem, limits)
     eps = check_range("eps", eps, 0, low_open=True)
     if mode not in PLAN_MODES:
         raise ParameterError(f"mode={mode!r} is unknown; valid: {', '.join(PLAN_MODES)}")

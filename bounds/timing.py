@@ -32,16 +32,21 @@ Defaults and their sources (``paper-notes`` section 5):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from theory.errors import ParameterError, check_range
+from theory.limits import MAX_COUNT, MAX_MODEL_LAYERS, MAX_PULSES_PER_UPDATE
 
 __all__ = ["TimingModel"]
 
 #: relative slack when rounding to clock periods, so that 80 ns at 1 GHz is 80 periods, not 81
 _ROUNDING_SLACK = 1e-9
+#: the largest samples per micro-batch of a pipeline (bounds.params.PIPELINE_LIMITS)
+_MAX_WORK = 10**9
+_INT64_MAX = MAX_COUNT
 
 
 @dataclass(frozen=True)
@@ -51,13 +56,14 @@ class TimingModel:
     Parameters
     ----------
     layers : int
-        Analog layers of the model (all stages together), >= 1.
+        Analog layers of the model (all stages together), in
+        ``[1, theory.limits.MAX_MODEL_LAYERS]``.
     read_time_s : float
         Seconds for one MVM (forward or backward integration of one sample through one layer), > 0.
     pulse_width_s : float
         Seconds per update pulse, > 0.
     bit_length : int
-        Pulses per update (BL), >= 1.
+        Pulses per update (BL), in ``[1, theory.limits.MAX_PULSES_PER_UPDATE]``.
     clock_hz : float
         Clock of the digital controller in Hz, > 0; cycle times are whole periods of it.
 
@@ -79,13 +85,24 @@ class TimingModel:
     clock_hz: float = 1e9
 
     def __post_init__(self):
-        object.__setattr__(self, "layers", check_range("layers", self.layers, 1, integer=True))
+        object.__setattr__(
+            self, "layers", check_range("layers", self.layers, 1, MAX_MODEL_LAYERS, integer=True)
+        )
         check_range("read_time_s", self.read_time_s, 0, low_open=True)
         check_range("pulse_width_s", self.pulse_width_s, 0, low_open=True)
         object.__setattr__(
-            self, "bit_length", check_range("bit_length", self.bit_length, 1, integer=True)
+            self, "bit_length",
+            check_range("bit_length", self.bit_length, 1, MAX_PULSES_PER_UPDATE, integer=True),
         )
         check_range("clock_hz", self.clock_hz, 0, low_open=True)
+        # the longest cycle: the whole model on one stage, the largest micro-batch
+        longest = (self.layers * _MAX_WORK * self.read_time_s + self.update_time_s) * self.clock_hz
+        if not math.isfinite(longest):
+            raise ParameterError(
+                f"read_time_s={self.read_time_s:g} with clock_hz={self.clock_hz:g}, "
+                f"pulse_width_s={self.pulse_width_s:g} and layers={self.layers} gives cycle "
+                "times beyond the float range of clock periods; use seconds and Hz"
+            )
 
     @property
     def update_time_s(self) -> float:
@@ -113,6 +130,12 @@ class TimingModel:
         """
         work = np.asarray(mvms_per_micro_batch, dtype=float)
         raw = (work * self.read_time_s + self.update_time_s) * self.clock_hz
+        if not np.all(np.isfinite(raw)):
+            bad = work[~np.isfinite(raw)].flat[0].item()
+            raise ParameterError(
+                f"mvms_per_micro_batch={bad:g} gives a cycle time beyond the float range of "
+                f"clock periods (read_time_s={self.read_time_s:g}, clock_hz={self.clock_hz:g})"
+            )
         periods = np.ceil(raw * (1 - _ROUNDING_SLACK))
         out = periods / self.clock_hz
         return out[()] if out.ndim == 0 else out
@@ -152,6 +175,11 @@ class TimingModel:
 def _check_integers(name: str, values, low: int, high: int | None = None) -> np.ndarray:
     """Return ``values`` as an integer array, or raise the ParameterError of the first bad entry."""
     arr = np.asarray(values)
+    if arr.dtype == object or arr.dtype.kind not in "iufb":  # e.g. an integer beyond int64
+        for value in np.atleast_1d(arr).ravel():
+            check_range(name, value, low, high, integer=True)
+            check_range(name, value, low, _INT64_MAX, integer=True)
+        arr = arr.astype(np.int64)
     flat = np.atleast_1d(arr).ravel()
     bad = ~np.isfinite(flat.astype(float)) | (flat != np.round(flat)) | (flat < low)
     if high is not None:

@@ -123,7 +123,7 @@ def test_unreachable_eps_exits_nonzero_with_floor(capsys):
         (["--sigma2", "0"], "sigma2=0.0 is out of range; valid range (0, inf)"),
         (["--delta", "-1"], "--delta=-1.0 is out of range"),
         (["--theta", "1"], "theta=1.0 is out of range; valid range (0, 1)"),
-        (["--stages", "0"], "stages=0 is out of range; valid range [1, inf)"),
+        (["--stages", "0"], "stages=0 is out of range; valid range [1, 1e+06]"),
         (["--stages", "17"], "stages=17 is out of range; valid range [1, 16]"),
         (["--eps", "0"], "eps=0.0 is out of range"),
     ],
@@ -199,3 +199,10 @@ def test_json_and_csv_together(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["bounds", "--help"])
     assert "default: None" not in capsys.readouterr().out
+
+
+def test_constants_beyond_the_float_range_name_the_flag(capsys):
+    assert main(["bounds", "--L", "1e308"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nan" not in err
+    assert "--L=1e+308 puts the rate coefficient c of analog_sgd beyond the float range" in err

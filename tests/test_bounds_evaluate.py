@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from bounds.evaluate import BASELINE, TOO_MANY, compare, evaluate
+from bounds.evaluate import BASELINE, FLOAT_RANGE, TOO_MANY, compare, evaluate
 from bounds.params import PipelineConfig, ProblemParams, from_preset
 from theory import schedules
-from theory.errors import ParameterError
+from theory.errors import ParameterError, UnreachableTargetError
 from theory.theorems import REGISTRY
 
 PRESETS = ("softbounds-tau1", "reram-softbounds", "ecram-linearstep", "idealized-constantstep")
@@ -175,3 +176,77 @@ def test_eps_a_hair_above_the_floor_gives_a_row_not_an_error():
     assert comparison.result("analog_sgd_sp").reachable
     assert comparison.speedups["analog_sgd_ap"] == (None, None)
     assert TOO_MANY in comparison.table()
+
+
+# -- hostile inputs: wrong types, a huge eps, constants at the float range's ends --------------
+
+@pytest.mark.parametrize("kwargs, name, kind", [
+    ({"hardware": "reram"}, "hardware", "HardwareParams"),
+    ({"problem": {"L": 1.0}}, "problem", "ProblemParams"),
+    ({"pipeline": (8, 8, 4)}, "pipeline", "PipelineConfig"),
+])
+def test_wrong_argument_types_are_named(kwargs, name, kind):
+    args = {"hardware": HARDWARE["softbounds-tau1"], **kwargs}
+    pattern = f"^{name}=.* is a .*, not a bounds.{kind}"
+    with pytest.raises(ParameterError, match=pattern):
+        evaluate("analog_sgd", 1.0, **args)
+    with pytest.raises(ParameterError, match=pattern):
+        compare(1.0, **args)
+
+
+def test_algorithm_of_another_type_is_named():
+    with pytest.raises(ParameterError, match="^algorithm=\\['analog_sgd'\\] is not a string; "
+                                             "valid: digital_sgd"):
+        evaluate(["analog_sgd"], 1.0, HARDWARE["softbounds-tau1"])
+
+
+def test_evaluate_with_a_preset_name_string():
+    with pytest.raises(ParameterError, match="^hardware='reram' is a str, not a "
+                                             "bounds.HardwareParams"):
+        evaluate("analog_sgd", 1.0, "reram")
+
+
+@pytest.mark.parametrize("target", [1e155, 1e300, 1.7e308])
+def test_huge_eps_is_one_iteration(target):
+    comparison = compare(target, HARDWARE["softbounds-tau1"])
+    for row in comparison.results:
+        assert row.reachable, row.reason
+        assert row.iterations >= 1 and row.value <= target
+        assert math.isfinite(row.seconds) and row.cycles >= 1
+    assert comparison.result("analog_sgd").iterations == 1
+
+
+def test_tiny_L_gives_a_float_range_row_not_an_exception():
+    comparison = compare(1.0, HARDWARE["softbounds-tau1"], ProblemParams(L=1e-308))
+    rows = {r.algorithm: r for r in comparison.results}
+    ap = rows["analog_sgd_ap"]
+    assert ap.limiting == FLOAT_RANGE and not ap.reachable
+    assert "float range" in ap.reason and "L=1e-308" in ap.reason
+    for row in comparison.results:
+        if row.reachable:
+            assert all(math.isfinite(x) for x in (row.value, row.step, row.seconds))
+    assert "beyond the float range" in comparison.table()
+
+
+@pytest.mark.parametrize("problem, target", [
+    (ProblemParams(), 1e-300), (ProblemParams(sigma2=1e308), 1e-3),
+    (ProblemParams(L=1e308), 1e-3), (ProblemParams(Delta=1e308), 1.0),
+])
+def test_extreme_constants_give_rows_without_warnings_or_nan(problem, target):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        comparison = compare(target, HARDWARE["softbounds-tau1"], problem)
+    for row in comparison.results:
+        if row.reachable:
+            assert all(math.isfinite(x) for x in (row.value, row.step, row.seconds))
+        else:
+            assert row.reason and "nan" not in row.reason
+    with pytest.raises((ParameterError, UnreachableTargetError)):  # no analog entry has numbers
+        comparison.require_analog()
+
+
+def test_require_analog_names_the_lowest_floor():
+    comparison = compare(1e-3, HARDWARE["softbounds-tau1"])
+    with pytest.raises(UnreachableTargetError, match="^eps=0.001 is unreachable for analog_sgd"):
+        comparison.require_analog()
+    compare(1.0, HARDWARE["softbounds-tau1"]).require_analog()  # reachable: no error

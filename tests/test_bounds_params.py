@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import tempfile
 from pathlib import Path
 
@@ -12,15 +13,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bounds.params import (
+    PIPELINE_LIMITS,
     PRESET_TIMING_KEYS,
     TIMING_KEYS,
     BoundsConfig,
     HardwareParams,
     PipelineConfig,
+    PlanHardware,
+    PlanLimits,
     ProblemParams,
+    check_keys,
     dump_config,
     from_preset,
     load_config,
+    read_toml,
     validate_timing,
 )
 from bounds.timing import TimingModel
@@ -156,8 +162,41 @@ def test_L_s_defaults_to_L(L, L_s):
 @pytest.mark.parametrize("field", ["stages", "micro_batches", "micro_batch_size"])
 @given(bad=st.sampled_from([0, -1, 1.5, math.nan]))
 def test_pipeline_fields_are_positive_integers(field, bad):
-    with pytest.raises(ParameterError, match=f"^{field}=.*valid range \\[1, inf\\)"):
+    high = PIPELINE_LIMITS[field]  # the documented upper limit is part of the range
+    expected = f"^{field}=.*valid range " + re.escape(f"[1, {high:g}]")
+    with pytest.raises(ParameterError, match=expected):
         PipelineConfig(**{field: bad})
+
+
+@pytest.mark.parametrize("field", ["stages", "micro_batches", "micro_batch_size"])
+@pytest.mark.parametrize("huge", [10**400, 2**64])
+def test_pipeline_fields_refuse_huge_integers_with_the_range(field, huge):
+    high = PIPELINE_LIMITS[field]
+    with pytest.raises(ParameterError, match=f"^{field}=.* out of range; valid range "
+                                             + re.escape(f"[1, {high:g}]")):
+        PipelineConfig(**{field: huge})
+    assert PipelineConfig(**{field: high}).mini_batch <= 10**18  # the limit itself is valid
+
+
+def test_pipeline_limits_keep_counts_in_int64():
+    top = PipelineConfig(**PIPELINE_LIMITS)
+    per_iteration = (top.mini_batch, 2 * top.stages * top.micro_batches,
+                     2 * (top.micro_batches + top.stages - 1))  # samples, cycles (none, sync)
+    assert max(per_iteration) < 2**63 - 1
+
+
+@pytest.mark.parametrize("values", [(10**400, 4), (4, 10**400), ([1, 10**30], 4)])
+def test_timing_refuses_integers_beyond_int64(values):
+    with pytest.raises(ParameterError, match="out of range"):
+        TimingModel().cycle_time_s(*values)
+
+
+@pytest.mark.parametrize("kwargs, name", [({"layers": 10**400}, "layers"),
+                                          ({"bit_length": 10**30}, "bit_length"),
+                                          ({"read_time_s": 1e300}, "read_time_s")])
+def test_timing_model_refuses_values_beyond_the_float_range(kwargs, name):
+    with pytest.raises(ParameterError, match=f"^{name}="):
+        TimingModel(**kwargs)
 
 
 @given(M=st.integers(1, 64), B=st.integers(1, 64), b=st.integers(1, 64))
@@ -245,6 +284,19 @@ def test_load_config_device_table():
         ('[device]\nfamily = "softbounds"\ntau = 1.0\ndw_min = 0.01\nspeed = 3\n',
          "unknown device key.*speed.*valid keys"),
         ("preset = \n", "not valid TOML"),
+        # type confusion and huge values: named, never a TypeError or OverflowError
+        ('preset = ["softbounds-tau1"]\n', "^preset=\\['softbounds-tau1'\\] is not a string"),
+        ('[device]\nfamily = ["softbounds"]\n', "^family=\\['softbounds'\\] is unknown"),
+        ('preset = "softbounds-tau1"\n[pipeline]\nstages = ' + "9" * 400 + "\n",
+         "^stages=.*\\(400 digits\\) is out of range; valid range \\[1, 1e\\+06\\]"),
+        ('preset = "softbounds-tau1"\n[timing]\nlayers = ' + "9" * 30 + "\n",
+         "^layers=.* is out of range"),
+        ('preset = "softbounds-tau1"\n[timing]\nread_time_s = 1e300\n', "^read_time_s=1e\\+300"),
+        ('preset = "softbounds-tau1"\nproblem = 3\n', "^problem must be a TOML table"),
+        ('preset = "softbounds-tau1"\n' + "".join(f"k{i} = 1\n" for i in range(20000)),
+         "^20000 unknown keys: 'k0', 'k1', 'k10', 'k100', 'k1000', \\.\\.\\. in "),
+        ("x = " + "[" * 2000 + "]" * 2000 + "\n", "^config='.*': values nested deeper"),
+        ("x = " + "{a = " * 40 + "1" + "}" * 40 + "\n", "limit of 32 levels"),
     ],
 )
 def test_load_config_errors(text, pattern):
@@ -253,8 +305,51 @@ def test_load_config_errors(text, pattern):
 
 
 def test_load_config_missing_file(tmp_path):
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError) as info:
         load_config(tmp_path / "absent.toml")
+    assert info.value.filename == str(tmp_path / "absent.toml")  # the command names --config
+
+
+def test_unknown_key_messages_stay_short():
+    with pytest.raises(ParameterError) as info:
+        check_keys("where", {f"key{i}": 1 for i in range(524_000)}, ("a", "b"))
+    assert len(str(info.value)) < 400 and str(info.value).startswith("524000 unknown keys: ")
+    with pytest.raises(ParameterError, match="^unknown timing keys 'x', 'y'; valid keys"):
+        validate_timing({"x": 1, "y": 2})
+
+
+def test_nesting_within_the_limit_is_read(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('preset = "softbounds-tau1"\n[problem]\nsigma2 = 0.5\n')
+    assert read_toml("config", path)["problem"] == {"sigma2": 0.5}
+    path.write_text("x = " + "[" * 31 + "]" * 31 + "\n")  # depth 32 with the top table
+    assert "x" in read_toml("config", path)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"max_micro_batches": 10**6}, "max_micro_batches"),
+    ({"max_micro_batch_size": 10**7, "max_micro_batches": 10}, "max_micro_batch_size"),
+])
+def test_plan_limits_refuse_huge_grids_before_allocating(kwargs, name):
+    with pytest.raises(ParameterError, match=f"^{name}=.* asks for .* planner grid points"):
+        PlanLimits(**kwargs)
+    with pytest.raises(ParameterError, match="^max_micro_batches=.*401 digits.* out of range"):
+        PlanLimits(max_micro_batches=10**400)
+    with pytest.raises(ParameterError, match="^max_micro_batch_size=100000000 is out of range; "
+                                             "valid range \\[1, 5e\\+07\\]"):
+        PlanLimits(max_micro_batch_size=10**8, max_micro_batches=1)
+    assert PlanLimits(max_micro_batches=5000, max_micro_batch_size=10_000).max_micro_batches
+
+
+@pytest.mark.parametrize("kwargs, name", [({"hardware": "reram"}, "hardware"),
+                                          ({"problem": 1.0}, "problem"),
+                                          ({"pipeline": [8, 8, 4]}, "pipeline")])
+def test_bounds_config_checks_types(kwargs, name):
+    args = {"hardware": from_preset("softbounds-tau1"), **kwargs}
+    with pytest.raises(ParameterError, match=f"^{name}=.* is a .*, not a bounds."):
+        BoundsConfig(**args)
+    with pytest.raises(ParameterError, match="^hardware='x' is a str, not a bounds.Hardware"):
+        PlanHardware("x")
 
 
 # -- TimingModel --------------------------------------------------------------------------------

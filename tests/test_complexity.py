@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import functools
 import math
 
@@ -14,7 +15,9 @@ from hypothesis import strategies as st
 from theory import schedules
 from theory.complexity import (
     PARAMETER_RANGES,
+    REACHABLE,
     ComplexityResult,
+    FloatRangeError,
     cycles_expr,
     evaluate_complexity,
     iterations_expr,
@@ -346,3 +349,60 @@ def test_device_constants_that_contradict_a3_are_refused():
         evaluate_complexity("analog_sgd_ap", 10.0, G_inf=0.6, **values)
     with pytest.raises(ParameterError, match="G_inf=0.1 is out of range"):
         evaluate_complexity("analog_sgd", 10.0, n=1, **{**values, "q_max": 0.5, "G_inf": 0.1})
+
+
+# -- numerical guards: a huge eps, a floor beyond the float range ------------------------------
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+@pytest.mark.parametrize("target", [1e155, 1e200, 1e300, 1.7e308])
+def test_huge_eps_needs_at_least_one_iteration(name, target):
+    # the closed form squares eps - floor beyond the float range; the scaled root does not
+    values = _values_with_delay(name, BASE)
+    with np.errstate(all="raise"):
+        res = evaluate_complexity(name, target, **values)
+    assert res.status == REACHABLE
+    assert 0 <= float(res.iterations) < 1 or REGISTRY[name].min_iterations != 0
+    assert int(res.iterations_int) >= 1
+    assert np.isfinite([res.samples, res.cycles, res.step]).all()
+
+
+def _exact_root(a: float, c: float, gap: float) -> float:
+    """Proposition 5's K for a/sqrt(K) + c/K = gap, in 60-digit decimal arithmetic."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = 60
+        a_, c_, g_ = (decimal.Decimal(x) for x in (a, c, gap))
+        return float(((a_ + (a_ * a_ + 4 * c_ * g_).sqrt()) / (2 * g_)) ** 2)
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+@pytest.mark.parametrize("target", [3.0, 1e3, 1e60, 1e150, 1e156, 1e200, 1e300, 1e308])
+def test_iterations_match_the_exact_root_for_any_eps(name, target):
+    # closed form (moderate eps) and scaled root (huge eps) both give Proposition 5's K
+    values = _values_with_delay(name, BASE)
+    res = evaluate_complexity(name, target, **values)
+    exact = _exact_root(float(res.rate_a), float(res.rate_c), target - float(res.floor))
+    minimum = float(REGISTRY[name].min_iterations.subs(
+        {s: values[s.name] for s in REGISTRY[name].min_iterations.free_symbols}))
+    expected = max(exact, minimum)
+    if expected < 1e-300:  # K itself below the normal float range
+        assert float(res.iterations) == pytest.approx(expected, abs=1e-300)
+    else:
+        assert float(res.iterations) == pytest.approx(expected, rel=1e-12)
+
+
+def test_floor_beyond_the_float_range_is_a_named_error():
+    # (G_inf within A3 for BASE: at most (q_max - q_min)/2 = 0.3)
+    values = dict(_values_with_delay("analog_sgd", BASE), sigma2=1e308, G_inf=0.3, n=1,
+                  theta=0.01)
+    with pytest.raises(ParameterError, match="^sigma2=1e\\+308 puts the floor of analog_sgd "
+                                             "beyond the float range"):
+        evaluate_complexity("analog_sgd", 1.0, **values)
+
+
+def test_rate_beyond_the_float_range_names_the_constant_not_the_iterations():
+    values = dict(_values_with_delay("analog_sgd", BASE), L=1e308)
+    with pytest.raises(FloatRangeError, match="^L=1e\\+308 puts the rate coefficient c of "
+                                              "analog_sgd beyond the float range"):
+        evaluate_complexity("analog_sgd", 1.0, **values)
+    res = evaluate_complexity("analog_sgd", 1e300, **dict(values, L=1e300))  # c finite: a count
+    assert 1 <= float(res.iterations) < 1e3

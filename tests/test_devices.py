@@ -28,6 +28,7 @@ from theory.devices import (
     make_device,
     preset_table,
     soft_bounds_constants,
+    unknown_keys,
     w,
 )
 from theory.errors import ParameterError
@@ -440,3 +441,40 @@ def test_soft_bounds_constants_reject_non_positive_values(kwargs, param):
     """A negative W_max would give q_min > q_max and a negative G_inf."""
     with pytest.raises(ParameterError, match=rf"^{param}=.*range"):
         soft_bounds_constants(**kwargs)
+
+
+# -- type confusion and long key lists in [device] tables --------------------------------------
+
+@pytest.mark.parametrize("family", [["softbounds"], {"a": 1}, 3])
+def test_family_of_another_type_is_named(family):
+    with pytest.raises(ParameterError, match="^family=.* is unknown .*not a string.*; valid: "
+                                             "softbounds"):
+        device_from_table({"family": family, "tau": 1.0, "dw_min": 0.01})
+    with pytest.raises(ParameterError, match="^family="):
+        make_device(family, tau=1.0, dw_min=0.01)
+
+
+def test_unknown_family_string_keeps_its_message():
+    with pytest.raises(ParameterError, match="^family='nope' is unknown; valid: softbounds"):
+        device_from_table({"family": "nope"})
+
+
+def test_many_unknown_device_keys_give_a_short_message():
+    table = {"family": "softbounds", "tau": 1.0, "dw_min": 0.01,
+             **{f"x{i:05d}": 1 for i in range(5000)}}
+    with pytest.raises(ParameterError) as info:
+        device_from_table(table)
+    text = str(info.value)
+    assert text.startswith("5000 unknown device keys: 'x00000', 'x00001'") and len(text) < 400
+    assert "valid keys: family, name, tau" in text
+
+
+def test_unknown_keys_lists_a_few():
+    assert unknown_keys(["a"]) == "unknown key 'a'"
+    assert unknown_keys(["a", "b"], "timing key") == "unknown timing keys 'a', 'b'"
+    assert unknown_keys(map(str, range(6))) == "6 unknown keys: '0', '1', '2', '3', '4', ..."
+
+
+def test_integer_beyond_the_float_range_is_named():
+    with pytest.raises(ParameterError, match=r"^tau=.*\(401 digits\) is beyond the float range"):
+        device_from_table({"family": "softbounds", "tau": 10**400, "dw_min": 0.01})

@@ -38,6 +38,7 @@ class Case:
     status: int = 2
     subprocess: bool = False  # run in a child process: memory measured, hangs caught
     files: dict = field(default_factory=dict)  # file name -> content, created in tmp_path
+    out: tuple[str, ...] = ()  # status 0 (now computed correctly): must appear on stdout
 
 
 BIG = "1" + "0" * 400
@@ -48,8 +49,20 @@ CASES = [
     Case("bounds-huge-int-stages", ("bounds", "--stages", BIG), ("--stages", "401 digits")),
     Case("bounds-toml-huge-int", ("bounds", "--config", "{tmp}/c.toml"), ("stages",),
          files={"c.toml": f'preset = "softbounds-tau1"\n[pipeline]\nstages = {BIG}\n'}),
-    Case("bounds-eps-1e300", ("bounds", "--eps", "1e300"), ("--eps",)),
-    Case("plan-eps-1e300", ("plan", "--eps", "1e300"), ("--eps",)),
+    # a huge eps is reachable in one iteration: computed (K(eps) in a scaled form), not refused
+    Case("bounds-eps-1e300", ("bounds", "--eps", "1e300"), (), status=0,
+         out=("eps = 1e+300", "analog_sgd_ap")),
+    Case("plan-eps-1e300", ("plan", "--eps", "1e300", "--model", "digits-mlp", "--no-relax"),
+         (), status=0, out=("at eps = 1e+300", "iterations           1 ")),
+    Case("plan-eps-negative-no-model", ("plan", "--eps", "-1"), ("--eps", "range")),
+    Case("bounds-toml-preset-list", ("bounds", "--config", "{tmp}/c.toml"), ("preset",),
+         files={"c.toml": 'preset = ["softbounds-tau1"]\n'}),
+    Case("bounds-toml-read-time-huge", ("bounds", "--config", "{tmp}/c.toml"), ("read_time_s",),
+         files={"c.toml": 'preset = "softbounds-tau1"\n[timing]\nread_time_s = 1e300\n'}),
+    Case("model-deep-nesting", ("plan", "--model", "{tmp}/m.toml"), ("--model",),
+         files={"m.toml": DEEP}),
+    Case("plan-huge-max-micro-batch-size", ("plan", "--max-micro-batch-size", "100000000"),
+         ("--max-micro-batch-size",), subprocess=True),
     Case("device-family-list", ("bounds", "--config", "{tmp}/c.toml"), ("family",),
          files={"c.toml": '[device]\nfamily = ["softbounds"]\n'}),
     Case("toml-deep-nesting", ("bounds", "--config", "{tmp}/c.toml"), ("--config",),
@@ -103,6 +116,7 @@ CASES = [
     Case("simulate-tau-tiny", ("simulate", "--tau", "1e-6"), ("--tau",)),
     Case("bounds-eps-tiny-no-warnings", ("bounds", "--eps", "1e-300"), ("--eps",)),
     Case("bounds-sigma2-huge", ("bounds", "--sigma2", "1e308", "--eps", "1e-3"), ("eps",)),
+    Case("bounds-L-huge", ("bounds", "--L", "1e308"), ("--L=1e+308", "float range")),
     Case("argparse-type-error", ("simulate", "--seeds", "1e9"), ("--seeds", "integer")),
     Case("many-unknown-keys", ("bounds", "--config", "{tmp}/c.toml"), ("unknown",),
          files={"c.toml": "".join(f"k{i} = 1\n" for i in range(20000))}),
@@ -162,6 +176,11 @@ def test_bad_input_fails_cleanly(case, tmp_path, capsys):
     assert "Traceback" not in err, err
     assert status == case.status, (status, err[-2000:])
     lines = [line for line in err.splitlines() if line.strip()]
+    if case.status == 0:  # an input the package now handles: its result, and nothing on stderr
+        assert not lines, err[-3000:]
+        for text in case.out:
+            assert text in out, f"{text!r} not in the output:\n{out[-3000:]}"
+        return
     assert len(lines) == 1, f"expected one stderr line, got {len(lines)}:\n{err[-3000:]}"
     assert len(lines[0]) < 400, f"message too long ({len(lines[0])} characters)"
     for name in case.names:

@@ -84,7 +84,22 @@ def test_user_toml_file(tmp_path):
          "unknown key 'depth'.*valid keys: name, rows, cols"),
         ({"name": "x", "colour": 1}, "unknown key 'colour'"),
         ({"name": "x", "blocks": [{"layers": [{"rows": 1}]}]}, "missing key 'cols'"),
-        ({"name": "x", "blocks": [{"layers": [{"rows": 0, "cols": 1}]}]}, r"rows=0.*\[1, inf\)"),
+        ({"name": "x", "blocks": [{"layers": [{"rows": 0, "cols": 1}]}]},
+         r"rows=0.*\[1, 2.14748e\+09\]"),
+        ({"name": "x", "blocks": [{"layers": [{"rows": 10**30, "cols": 1}]}]},
+         r"rows=1000000000000000000000000000000 is out of range; valid range \[1, 2.14748e\+09\]"),
+        ({"name": "x", "blocks": [{"layers": [{"rows": 1, "cols": 10**400}]}]},
+         r"cols=.*\(401 digits\) is out of range"),
+        ({"name": "x", "blocks": [{"repeat": 10**8, "layers": [{"rows": 1, "cols": 1}]}]},
+         r"repeat=100000000 is out of range; valid range \[1, 1e\+06\]"),
+        ({"name": "x", "blocks": [{"repeat": 10**400, "layers": [{"rows": 1, "cols": 1}]}]},
+         r"repeat=.*\(401 digits\) is out of range"),
+        ({"name": "x", "blocks": [{"repeat": 600000, "layers": [{"rows": 1, "cols": 1}] * 2}]},
+         r"repeat=600000 gives 1.2e\+06 layers, more than the limit of 1e\+06"),
+        ({"name": "x", "blocks": [{"name": ["b"], "layers": [{"rows": 1, "cols": 1}]}]},
+         "name=\\['b'\\] of block 1 of model 'x' is not a string"),
+        ({"name": "x", **{f"k{i}": 1 for i in range(20000)}},
+         r"^20000 unknown keys: 'k0', 'k1', 'k10', 'k100', 'k1000', \.\.\. in model"),
         ({"name": "x", "blocks": [{"layers": [{"rows": 1, "cols": 1, "mvms_per_sample": "T"}]}]},
          "names no parameter"),
         ({"name": "x", "blocks": []}, "has no layers"),
@@ -107,3 +122,30 @@ def test_unknown_model_lists_builtins():
 def test_model_rejects_non_layers():
     with pytest.raises(ParameterError, match="is not a Layer"):
         Model("x", ((1, 2),))
+
+
+def test_repeat_is_refused_before_expanding():
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    table = {"name": "x", "blocks": [{"repeat": 10**6, "layers": [{"rows": 1, "cols": 1}] * 20}]}
+    with pytest.raises(ParameterError, match="2e\\+07 layers"):
+        model_from_table(table)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50 * 1024  # kB
+
+
+def test_deeply_nested_model_file_names_the_flag(tmp_path):
+    path = tmp_path / "m.toml"
+    path.write_text("x = " + "[" * 2000 + "]" * 2000 + "\n")
+    with pytest.raises(ParameterError, match="^model='.*m.toml': values nested deeper than"):
+        load_model(path)
+    path.write_text("x = " + "[" * 40 + "]" * 40 + "\n")  # parses, but beyond MAX_TOML_DEPTH
+    with pytest.raises(ParameterError, match="limit of 32 levels"):
+        load_model(path)
+
+
+def test_missing_model_file_carries_its_name(tmp_path):
+    path = tmp_path / "missing.toml"
+    with pytest.raises(FileNotFoundError) as info:
+        load_model(path)
+    assert info.value.filename == str(path)

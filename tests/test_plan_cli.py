@@ -71,6 +71,17 @@ def test_out_dir_files(tmp_path, capsys):
         (["--model", "digits-mlp", "--eps", "1e-9", *SMALL], "floor"),
         (["--model", "llama2-7b", "--accelerators", "2"], "tiles"),
         ([], "--model is required"),
+        # the flags are checked before the model is read (and before any grid is allocated)
+        (["--eps", "-1"], "--eps=-1.0 is out of range"),
+        (["--max-micro-batches", "1000000"], "--max-micro-batches=1000000 asks for 5.12e+08 "
+                                             "planner grid points"),
+        (["--model", "digits-mlp", "--max-micro-batch-size", "100000000"],
+         "--max-micro-batch-size=100000000 is out of range; valid range [1, 5e+07]"),
+        (["--model", "digits-mlp", "--accelerators", "1" + "0" * 400],
+         "--accelerators=1000000000...0000000000 (401 digits) is out of range"),
+        (["--model", "digits-mlp", "--bytes-per-activation", "1" + "0" * 400],
+         "--bytes-per-activation=1000000000...0000000000 (401 digits) is out of range; valid "
+         "range [1, 1024]"),
     ],
 )
 def test_errors_exit_2_with_one_line(argv, message, capsys):
@@ -138,3 +149,10 @@ def test_a_failed_relaxation_is_printed_with_its_status(monkeypatch, capsys):
     data = _strict_json(capsys.readouterr().out)
     assert data["status"] == "relaxation_failed" and data["relaxed"]["status"] == "solver_error"
     assert data["gap"] is None and data["relaxed"]["value"] is None
+
+
+def test_huge_eps_plans_one_iteration(capsys):
+    assert main(["plan", "--model", "digits-mlp", "--eps", "1e300", *SMALL, "--no-relax",
+                 "--json"]) == 0
+    data = _strict_json(capsys.readouterr().out)
+    assert data["iterations"] == 1 and data["eps"] == 1e300 and data["seconds"] > 0

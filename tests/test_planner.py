@@ -396,3 +396,30 @@ def test_plan_status_when_the_relaxation_is_solved_or_skipped():
     assert skipped.status == OPTIMAL and skipped.relaxed.status == SKIPPED
     assert "relaxation (GP)" not in skipped.table()
     assert (skipped.best, skipped.terms) == (solved.best, solved.terms)
+
+
+# -- hostile inputs: wrong types, grids beyond MAX_GRID_POINTS, a huge eps ----------------------
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"model": "digits-mlp"}, "model"), ({"hardware": from_preset("softbounds-tau1")}, "hardware"),
+    ({"problem": 1.0}, "problem"), ({"limits": (4, 4)}, "limits"),
+])
+def test_plan_names_arguments_of_the_wrong_type(kwargs, name):
+    args = {"model": Model("m", (Layer("a", 4, 4),)), "hardware": _small_hardware(), **kwargs}
+    with pytest.raises(ParameterError, match=f"^{name}=.* is a .*, not a bounds."):
+        plan(eps=1.0, **args)
+
+
+def test_stage_grid_beyond_the_limit_is_refused_before_allocating():
+    model = Model("wide", tuple(Layer(f"l{i}", 1, 1) for i in range(120_000)))
+    hw = _small_hardware(accelerators=120_000, tiles_per_accelerator=10**6)
+    with pytest.raises(ParameterError, match="^max_micro_batch_size=512 asks for 6.14e\\+07 "
+                                             "planner grid points \\(stages x"):
+        plan(model, hw, eps=1.0, relax=False)
+
+
+def test_huge_eps_is_one_iteration():
+    model = Model("m", tuple(Layer(f"l{i}", 8, 8) for i in range(4)))
+    result = plan(model, _small_hardware(accelerators=4), eps=1e300, limits=PlanLimits(4, 4),
+                  relax=False)
+    assert result.iterations == 1 and math.isfinite(result.seconds)

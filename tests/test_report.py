@@ -108,3 +108,13 @@ def test_full_quick_report_references_every_figure(tmp_path, capsys):
     assert str(out / "index.html") in printed
     md, _ = _check_folder(out, tuple(FIGURES))
     assert "sync) and" in md  # the speedup sentence with its numbers
+
+
+def test_unreachable_eps_fails_before_any_figure(capsys, tmp_path):
+    # the bounds section is validated first: no figure, verification or page is computed
+    out = tmp_path / "r"
+    assert main(["report", "--eps", "1e-300", "--quick", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "--eps=1e-300 is unreachable for analog_sgd" in err and "floor" in err
+    assert not (out / "figures").exists() and not (out / "index.md").exists()

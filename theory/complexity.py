@@ -24,13 +24,19 @@ Conventions (the same in ``docs/theory.md``):
   :math:`2MnK/b`. So a non-pipelined entry evaluated with ``n = B b`` has exactly the mini-batch
   of the synchronous pipeline, which makes the comparison fair;
 - for ``async`` entries the delay ``D`` defaults to the schedule's maximal delay ``M - 1``;
-- numeric results count whole iterations: ``iterations_int = ceil(K(eps))``, and ``samples``,
-  ``cycles`` and ``step`` are those of that integer run (the bound is decreasing in ``K``).
+- numeric results count whole iterations: ``iterations_int = max(1, ceil(K(eps)))``, and
+  ``samples``, ``cycles`` and ``step`` are those of that integer run (the bound is decreasing in
+  ``K``);
+- where the compiled closed form over- or underflows (``eps - floor`` beyond about 1e154 squares
+  out of the float range), ``K`` comes from the same root scaled as
+  :math:`\sqrt{K} = p + \sqrt{p^2 + q}`, :math:`p = a/(2g)`, :math:`q = c/g`; on every other
+  point the closed form's numbers are unchanged.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from functools import cache
 
@@ -46,6 +52,7 @@ from .theorems import REGISTRY, Bound, bounds_for, get_bound
 __all__ = [
     "BELOW_FLOOR",
     "ComplexityResult",
+    "FloatRangeError",
     "PARAMETER_RANGES",
     "REACHABLE",
     "TOO_MANY",
@@ -186,6 +193,7 @@ class _Compiled:
         )
         everything = (self.floor, self.rate_a, self.rate_c, self.iterations, self.batch,
                       self.cycles, self.step_cap, self.noise_step)
+        self.min_iterations = compile_expr(sp.sympify(bound.min_iterations), eps)
         self.parameters = tuple(sorted(set().union(*(f.parameters for f in everything))))
 
 
@@ -237,6 +245,42 @@ def _check_relations(values: dict[str, np.ndarray]) -> None:
             )
 
 
+def _scaled_iterations(compiled: _Compiled, eps_arr, arrays, floor, shape) -> np.ndarray:
+    r""":math:`K(\epsilon)` from the rate form, scaled so no intermediate leaves the float range.
+
+    With :math:`g = \epsilon - \mathrm{floor}`, :math:`p = a/(2g)` and :math:`q = c/g`,
+    :math:`\sqrt{K} = p + \sqrt{p^2 + q}` (``hypot``: no overflow of :math:`p^2`); the same root
+    as :func:`solve_rate`. Used only where the compiled closed form over- or underflowed; an
+    overflow here means :math:`K` itself is beyond the float range. ``min_iterations`` applies.
+    """
+    gap = np.broadcast_to(eps_arr, shape) - floor
+    a = np.broadcast_to(compiled.rate_a(eps_arr, arrays), shape)
+    c = np.broadcast_to(compiled.rate_c(eps_arr, arrays), shape)
+    p = a / (2 * gap)
+    root = p + np.hypot(p, np.sqrt(c / gap))
+    k_eps = root * root
+    return np.maximum(k_eps, np.broadcast_to(compiled.min_iterations(eps_arr, arrays), shape))
+
+
+class FloatRangeError(ParameterError):
+    """Constants so extreme that a bound's floor or rate coefficients leave the float range."""
+
+
+def _check_finite(name: str, what: str, value: np.ndarray, eps_b, arrays) -> None:
+    """Raise FloatRangeError if ``what`` (the floor, a rate coefficient) is inf or nan."""
+    bad = ~np.isfinite(value)
+    if not bad.any():
+        return
+    i = np.flatnonzero(bad)[0]
+    shown = {p: np.broadcast_to(v, value.shape).flat[i].item() for p, v in arrays.items()}
+    largest = max(shown, key=lambda p: abs(math.log10(abs(shown[p]) or 1.0)))
+    others = ", ".join(f"{p}={v:g}" for p, v in shown.items() if p != largest)
+    raise FloatRangeError(
+        f"{largest}={shown[largest]:g} puts the {what} of {name} beyond the float range "
+        f"(with {others}, eps={eps_b.flat[i].item():g}); rescale the problem constants"
+    )
+
+
 def _scalar(x):
     arr = np.asarray(x)
     return arr[()] if arr.ndim == 0 else arr
@@ -274,7 +318,9 @@ def evaluate_complexity(name: str, eps, *, on_unreachable: str = "raise", **valu
     ParameterError
         Unknown bound, unknown or missing parameter (the message lists the required names), a
         value out of range, or (with ``on_unreachable="raise"``) an ``eps`` so close to the floor
-        (or to 0) that ``K(eps)`` exceeds the int64 range of ``iterations_int`` (about 9.2e18).
+        (or to 0) that ``K(eps)`` exceeds the int64 range of ``iterations_int`` (about 9.2e18),
+        or (:class:`FloatRangeError`) constants that put the floor or a rate coefficient
+        beyond the float range (the message names the most extreme one).
     UnreachableTargetError
         With ``on_unreachable="raise"``, if ``eps <= floor`` anywhere (the message gives that
         floor).
@@ -310,8 +356,19 @@ def evaluate_complexity(name: str, eps, *, on_unreachable: str = "raise", **valu
 
     with np.errstate(all="ignore"):  # unreachable points give nan/inf here; they are masked below
         floor = full(compiled.floor(eps_arr, arrays))
+        _check_finite(name, "floor", floor, eps_b, arrays)
         below = eps_b <= floor
         iterations = full(compiled.iterations(eps_arr, arrays)).astype(float)
+        # where the closed form's intermediates over- or underflow (a huge eps - floor squares
+        # beyond the float range), the scaled root of the quadratic gives the same K
+        lost = ~below & ~((iterations > 0) & np.isfinite(iterations))
+        if lost.any():
+            for what, f in (("rate coefficient a", compiled.rate_a),
+                            ("rate coefficient c", compiled.rate_c)):
+                _check_finite(name, what, np.where(below, 0.0, full(f(eps_arr, arrays))), eps_b,
+                              arrays)
+            iterations = np.where(lost, _scaled_iterations(compiled, eps_arr, arrays, floor, shape),
+                                  iterations)
         iterations = np.where(below, np.inf, iterations)
         too_many = ~below & ~(iterations < _MAX_ITERATIONS)  # also inf when eps - floor underflows
     if on_unreachable == "raise":
@@ -327,7 +384,8 @@ def evaluate_complexity(name: str, eps, *, on_unreachable: str = "raise", **valu
             )
     ok = ~(below | too_many)
     iterations = np.where(ok, iterations, np.inf)
-    k_int = np.where(ok, np.ceil(np.where(ok, iterations, 1.0)), 1.0)
+    # at least one whole iteration: a K(eps) below 1 (or one that underflowed to 0) needs one
+    k_int = np.where(ok, np.maximum(np.ceil(np.where(ok, iterations, 1.0)), 1.0), 1.0)
     with np.errstate(all="ignore"):
         cap = full(compiled.step_cap(k_int, arrays))
         noise = full(compiled.noise_step(k_int, arrays))

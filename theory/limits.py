@@ -74,6 +74,14 @@ def check_size(name: str, value, *, need: float, limit: float, what: str,
     if need > limit:
         tail = f"; {hint}" if hint else ""
         raise ParameterError(
-            f"{name}={show_value(value)} asks for {need:.3g} {what}, more than the limit "
+            f"{name}={show_value(value)} asks for {_amount(need)} {what}, more than the limit "
             f"{limit:.3g}{tail}"
         )
+
+
+def _amount(x) -> str:
+    """``x`` with 3 significant digits; an integer beyond the float range as ``~1e+400``."""
+    try:
+        return f"{x:.3g}"
+    except OverflowError:  # a Python int too large for a float
+        return f"~1e+{len(str(abs(int(x)))) - 1}"

@@ -20,7 +20,7 @@ from pathlib import Path
 from theory import devices
 from theory.commands import command_main
 from theory.complexity import latex_table
-from theory.errors import ParameterError, UnreachableTargetError
+from theory.errors import ParameterError
 from theory.fileio import strict_json
 from theory.theorems import REGISTRY
 
@@ -180,12 +180,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     config = bounds_config_from_args(args)
     comparison = compare(config.eps, config.hardware, config.problem, config.pipeline)
-    analog = comparison.analog_results
-    if not any(r.reachable for r in analog):
-        if all(r.limiting == "floor" for r in analog):
-            lowest = min(analog, key=lambda r: r.floor)
-            raise UnreachableTargetError(lowest.algorithm, config.eps, lowest.floor)
-        raise ParameterError(next(r.reason for r in analog if r.limiting != "floor"))
+    comparison.require_analog()
     rows = comparison.to_rows()
     if args.json:
         strict = strict_json(rows)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from theory.commands import command_main
-from theory.errors import ParameterError
+from theory.errors import ParameterError, check_range
 from theory.fileio import atomic_write
 
 from ..models import list_models, load_model
@@ -131,13 +131,10 @@ def run(args: argparse.Namespace) -> int:
     if args.list_models:
         print(_list_models())
         return 0
-    if not getattr(args, "model", None):
-        raise ParameterError(
-            f"--model is required; give a built-in model ({', '.join(list_models())}) or a "
-            "TOML file"
-        )
-    overrides = {"sequence_length": args.sequence_length} if "sequence_length" in args else {}
-    model = load_model(args.model, **overrides)
+    # the flags first (cheap, and each names itself), then the model file
+    check_range("eps", args.eps, 0, low_open=True)
+    limits = PlanLimits(max_micro_batches=args.max_micro_batches,
+                        max_micro_batch_size=args.max_micro_batch_size, modes=tuple(args.modes))
     extra = {"weight_bound": args.weight_bound} if "weight_bound" in args else {}
     hardware = PlanHardware(
         from_preset(args.preset, **extra), accelerators=args.accelerators,
@@ -145,8 +142,13 @@ def run(args: argparse.Namespace) -> int:
         activation_buffer_bytes=args.buffer_bytes, bytes_per_activation=args.bytes_per_activation,
     )
     problem = problem_from_args(args)
-    limits = PlanLimits(max_micro_batches=args.max_micro_batches,
-                        max_micro_batch_size=args.max_micro_batch_size, modes=tuple(args.modes))
+    if not getattr(args, "model", None):
+        raise ParameterError(
+            f"--model is required; give a built-in model ({', '.join(list_models())}) or a "
+            "TOML file"
+        )
+    overrides = {"sequence_length": args.sequence_length} if "sequence_length" in args else {}
+    model = load_model(args.model, **overrides)
     result = plan(model, hardware, problem, args.eps, limits, relax=not args.no_relax)
     if "out" in args:
         try:

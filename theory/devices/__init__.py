@@ -6,13 +6,22 @@ r"""Device response models: response-function families, devices, and named prese
   saturation and symmetric point in the weight symbol :data:`w`.
 - :mod:`theory.devices.device`: :class:`Device` (family + pulse parameters; numpy evaluators
   compiled once and cached), :class:`DeviceConstants` (:math:`q_{\min}, q_{\max}, G_\infty` on a
-  weight interval), :func:`make_device`, :func:`soft_bounds_constants`.
+  weight interval), :func:`make_device`, :func:`soft_bounds_constants`, :func:`check_family`,
+  :func:`unknown_keys`.
 - :mod:`theory.devices.presets`: the TOML presets of ``theory/presets/`` (paper-notes section 5):
   :func:`list_presets`, :func:`load_preset`, :func:`preset_table`, :func:`device_from_table`,
   :func:`device_to_table`.
 """
 
-from .device import DEVICE_FIELDS, Device, DeviceConstants, make_device, soft_bounds_constants
+from .device import (
+    DEVICE_FIELDS,
+    Device,
+    DeviceConstants,
+    check_family,
+    make_device,
+    soft_bounds_constants,
+    unknown_keys,
+)
 from .families import (
     FAMILIES,
     AsymmetricSoftBounds,
@@ -44,6 +53,7 @@ __all__ = [
     "PowerStep",
     "ResponseFamily",
     "SoftBounds",
+    "check_family",
     "device_from_table",
     "device_to_table",
     "list_presets",
@@ -51,5 +61,6 @@ __all__ = [
     "make_device",
     "preset_table",
     "soft_bounds_constants",
+    "unknown_keys",
     "w",
 ]

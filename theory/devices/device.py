@@ -20,14 +20,16 @@ import numpy as np
 import sympy as sp
 
 from .. import symbols
-from ..errors import ParameterError, check_range
+from ..errors import ParameterError, check_range, show_value
 from .families import FAMILIES, ResponseFamily, SoftBounds, w
 
 __all__ = [
     "Device",
     "DeviceConstants",
+    "check_family",
     "make_device",
     "soft_bounds_constants",
+    "unknown_keys",
 ]
 
 
@@ -241,6 +243,33 @@ def soft_bounds_constants(W_max=symbols.W_max, tau=symbols.tau) -> DeviceConstan
 DEVICE_FIELDS = tuple(f.name for f in fields(Device) if f.name not in ("name", "response"))
 
 
+#: unknown keys an error message names before it says how many more there are
+_LISTED_KEYS = 5
+
+
+def unknown_keys(keys, what: str = "key") -> str:
+    """``"unknown key(s) 'a', 'b'"`` for an error message, naming at most a few of ``keys``.
+
+    >>> unknown_keys([f"k{i}" for i in range(20000)])
+    "20000 unknown keys: 'k0', 'k1', 'k2', 'k3', 'k4', ..."
+    """
+    keys = list(keys)
+    shown = ", ".join(show_value(k) for k in keys[:_LISTED_KEYS])
+    if len(keys) > _LISTED_KEYS:
+        return f"{len(keys)} unknown {what}s: {shown}, ..."
+    return f"unknown {what}{'s' if len(keys) > 1 else ''} {shown}"
+
+
+def check_family(family) -> str:
+    """``family`` if it names a response family, else a ParameterError listing the families."""
+    if not isinstance(family, str) or family not in FAMILIES:
+        kind = "" if isinstance(family, str) else f" (a {type(family).__name__}, not a string)"
+        raise ParameterError(
+            f"family={show_value(family)} is unknown{kind}; valid: {', '.join(FAMILIES)}"
+        )
+    return family
+
+
 def make_device(family: str, *, name: str | None = None, **params) -> Device:
     """Build a :class:`Device` from a family name and flat parameters.
 
@@ -260,15 +289,13 @@ def make_device(family: str, *, name: str | None = None, **params) -> Device:
     ParameterError
         For an unknown family or key (the message lists the valid ones), or a bad value.
     """
-    if family not in FAMILIES:
-        raise ParameterError(f"family={family!r} is unknown; valid: {', '.join(FAMILIES)}")
-    cls = FAMILIES[family]
+    cls = FAMILIES[check_family(family)]
     family_keys = cls.parameter_names()
     unknown = sorted(set(params) - set(family_keys) - set(DEVICE_FIELDS))
     if unknown:
         valid = ", ".join(("name", *family_keys, *DEVICE_FIELDS))
         raise ParameterError(
-            f"unknown key(s) {', '.join(unknown)} for family {family!r}; valid keys: {valid}"
+            f"{unknown_keys(unknown)} for family {family!r}; valid keys: {valid}"
         )
     required = [f.name for f in fields(cls) if f.default is MISSING and f.name not in params]
     if required:

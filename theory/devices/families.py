@@ -34,7 +34,7 @@ import numpy as np
 import sympy as sp
 from scipy.optimize import brentq
 
-from ..errors import ParameterError, check_range
+from ..errors import ParameterError, check_range, show_value
 
 __all__ = [
     "FAMILIES",
@@ -105,7 +105,12 @@ class ResponseFamily(ABC):
         return cls.responses(w, **cls.symbols())
 
     def _set_float(self, name: str, value: float) -> None:
-        object.__setattr__(self, name, float(value))
+        try:
+            object.__setattr__(self, name, float(value))
+        except OverflowError:  # an integer beyond the float range (e.g. from a TOML file)
+            raise ParameterError(
+                f"{name}={show_value(value)} is beyond the float range (about 1.8e308)"
+            ) from None
 
     # -- expressions ---------------------------------------------------------------------------
     @property

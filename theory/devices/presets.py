@@ -15,7 +15,7 @@ from importlib import resources
 from typing import Any
 
 from ..errors import ParameterError
-from .device import DEVICE_FIELDS, Device, make_device
+from .device import DEVICE_FIELDS, Device, check_family, make_device, unknown_keys
 from .families import FAMILIES
 
 __all__ = [
@@ -87,12 +87,11 @@ def device_from_table(table: dict[str, Any]) -> Device:
     family = params.pop("family", None)
     if family is None:
         raise ParameterError(f"device table needs a 'family' key; valid: {', '.join(FAMILIES)}")
-    if family in FAMILIES:
-        valid = ("family", "name", *FAMILIES[family].parameter_names(), *DEVICE_FIELDS)
-        unknown = sorted(set(table) - set(valid))
-        if unknown:
-            raise ParameterError(f"unknown device key(s) {', '.join(unknown)} for family "
-                                 f"{family!r}; valid keys: {', '.join(valid)}")
+    valid = ("family", "name", *FAMILIES[check_family(family)].parameter_names(), *DEVICE_FIELDS)
+    unknown = sorted(set(table) - set(valid))
+    if unknown:
+        raise ParameterError(f"{unknown_keys(unknown, 'device key')} for family {family!r}; "
+                             f"valid keys: {', '.join(valid)}")
     return make_device(family, **params)
 
 
