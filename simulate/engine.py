@@ -152,6 +152,7 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
     blocks = problem.blocks
     stale = StaleVersions(forward_delays(config.mode, config.stages), [(w[:, b],) for b in blocks])
 
+    monitor = updater.pinned_monitor(spread)
     logged = log_steps(steps, config.log_every)
     loss = np.full((n_members, len(logged)), np.nan)
     grad_norm2 = np.full_like(loss, np.nan)
@@ -169,6 +170,8 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
         check_divergence(k, "max |w|", np.abs(w).max(axis=1), w_limit, config.lr)
         if k == logged[t]:
             loss[:, t], grad_norm2[:, t] = problem.loss(w), gn2
+            if monitor is not None:
+                monitor.observe(k, w)
             t += 1
             if progress is not None and k > reported:
                 progress(k - reported)
@@ -190,6 +193,8 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
         w = updater(w, -config.lr * signal, device_rngs, spread)
         w_lo, w_hi = np.minimum(w_lo, w.min(axis=1)), np.maximum(w_hi, w.max(axis=1))
 
+    if monitor is not None:
+        monitor.warn()
     constants = RunConstants(
         L=problem.L, Delta=problem.Delta, sigma2=problem.sigma2, f_star=problem.f_star, dim=dim,
         samples_per_update=n,

@@ -150,8 +150,12 @@ def test_updater_from_config():
 def test_device_from_config_tau_and_errors():
     assert device_from_config(SimConfig(device="softbounds", tau=2.5)).w_max == 2.5
     assert device_from_config(SimConfig(device="softbounds-tau1", tau=1.5)).w_max == 1.5
-    # a preset whose range is w_min/w_max keeps it whatever tau says
-    assert device_from_config(SimConfig(device="reram-softbounds", tau=3.0)).w_max == 1.25
+    # a preset whose range is w_min/w_max keeps it: another tau is refused, not ignored
+    with pytest.raises(ParameterError, match=r"^tau=3 does not apply to the preset "
+                                             r"device='reram-softbounds'"):
+        SimConfig(device="reram-softbounds", tau=3.0)
+    fixed = SimConfig(device="reram-softbounds")  # the default tau: the record says None
+    assert fixed.tau is None and device_from_config(fixed).w_max == 1.25
     with pytest.raises(ParameterError, match="device='nope'"):
         device_from_config(SimConfig(device="nope"))
 
