@@ -46,7 +46,7 @@ from theory.errors import ParameterError
 from . import networks
 from .analog import DeviceSpread, Updater
 from .config import NETWORK_PROBLEMS, ORACLE_PROBLEMS, SimConfig, device_from_config
-from .problems import LeastSquares, OracleProblem, Quadratic
+from .problems import LeastSquares, OracleProblem, Quadratic, row_dot
 from .rng import member_generators, problem_generator
 from .staleness import (
     StaleVersions,
@@ -163,7 +163,7 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
     t, reported = 0, 0
     for k in range(steps + 1):
         g = problem.grad(w)
-        gn2 = np.einsum("ri,ri->r", g, g)
+        gn2 = row_dot(g, g)
         if g_limit is None:
             g_limit = divergence_limit(gn2, squared=True)
         check_divergence(k, "||grad f(W)||^2", gn2, g_limit, config.lr)

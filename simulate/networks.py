@@ -88,6 +88,7 @@ from theory.limits import MAX_ARRAY_BYTES, check_size
 from .analog import DeviceSpread, Updater
 from .config import NETWORK_PROBLEMS, SimConfig, device_from_config, network_bytes_per_member
 from .digits import DigitsData, load_digits_split, sample_indices
+from .problems import row_dot
 from .rng import member_generators
 from .staleness import (
     NETWORK_LOSS_FACTOR,
@@ -629,7 +630,7 @@ def _measure(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray, g
         current = network.views(w, c)
         loss = network.gradient(data.x_train, data.y_train, current,
                                 [view.weights for view in current], network.views(gw, gc))
-        norm2 = np.einsum("ri,ri->r", gw, gw) + np.einsum("ri,ri->r", gc, gc)
+        norm2 = row_dot(gw, gw) + row_dot(gc, gc)
     else:
         loss = softmax_cross_entropy(network.logits(w, c, data.x_train), data.y_train)
         norm2 = np.full(w.shape[0], np.nan)
