@@ -203,6 +203,13 @@ class SimConfig:
         return asdict(self)
 
 
+def _limit(name: str, value, *, need, limit: float, what: str, hint: str = "") -> None:
+    """:func:`theory.limits.check_size` for a ``need`` that may be an integer beyond the float
+    range (such a need exceeds every limit; it is shown as ``inf``)."""
+    need = need if need < 1e300 else float("inf")
+    check_size(name, value, need=need, limit=limit, what=what, hint=hint)
+
+
 def _fixed_range_preset(device: str) -> Device | None:
     """The preset ``device`` if its range is fixed (no ``tau`` parameter), else ``None``."""
     if device not in devices.list_presets():
@@ -257,17 +264,17 @@ def _check_counts(config: SimConfig) -> None:
     Exact Python integers, before anything runs: the trace's counts are int64 and never wrap.
     """
     k, b, big_b, m = config.steps, config.micro_batch_size, config.micro_batches, config.stages
-    check_size("steps", k, need=k, limit=MAX_UPDATES, what="updates",
+    _limit("steps", k, need=k, limit=MAX_UPDATES, what="updates",
                hint="split the run or lower steps")
     hint = "the trace counts in int64"
-    check_size("micro_batch_size", b, need=k * b, limit=MAX_COUNT, what="samples", hint=hint)
+    _limit("micro_batch_size", b, need=k * b, limit=MAX_COUNT, what="samples", hint=hint)
     if config.mode == "async":
         cycles = 2 * (k + m - 1)
     else:
-        check_size("micro_batches", big_b, need=k * b * big_b, limit=MAX_COUNT, what="samples",
+        _limit("micro_batches", big_b, need=k * b * big_b, limit=MAX_COUNT, what="samples",
                    hint=hint)
         cycles = 2 * m * big_b * k if config.mode == "none" else 2 * (big_b + m - 1) * k
-    check_size("micro_batches" if config.mode != "async" else "steps",
+    _limit("micro_batches" if config.mode != "async" else "steps",
                big_b if config.mode != "async" else k,
                need=cycles, limit=MAX_COUNT, what="clock cycles", hint=hint)
 
@@ -294,25 +301,25 @@ def _check_memory(config: SimConfig) -> None:
     """
     limit, seeds = MAX_ARRAY_BYTES, config.seeds
     points = config.steps // config.log_every + 2
-    check_size("log_every", config.log_every, need=8 * points, limit=limit,
+    _limit("log_every", config.log_every, need=8 * points, limit=limit,
                what="bytes of trace per member", hint="record less often")
     per_member = 8 * points
     if config.problem == "quadratic":
         dim = config.dim
-        check_size("dim", dim, need=8 * dim * dim, limit=limit,
+        _limit("dim", dim, need=8 * dim * dim, limit=limit,
                    what="bytes of its Hessian (dim x dim)")
         per_member = max(per_member, 8 * dim * min(_DRAW_CHUNK, config.steps))
-        check_size("dim", dim, need=per_member, limit=limit,
+        _limit("dim", dim, need=per_member, limit=limit,
                    what="bytes of weights and noise per member")
     elif config.problem in NETWORK_PROBLEMS:
         b, n = config.micro_batch_size, config.samples_per_update
-        check_size("micro_batch_size", b, need=network_bytes_per_member(b, config.steps),
+        _limit("micro_batch_size", b, need=network_bytes_per_member(b, config.steps),
                    limit=limit, what="bytes of batch arrays per member")
         per_member = max(per_member, network_bytes_per_member(n, config.steps))
         if n != b:
-            check_size("micro_batches", config.micro_batches, need=per_member, limit=limit,
+            _limit("micro_batches", config.micro_batches, need=per_member, limit=limit,
                        what="bytes of batch arrays per member")
-    check_size("seeds", seeds, need=seeds * per_member, limit=limit,
+    _limit("seeds", seeds, need=seeds * per_member, limit=limit,
                what="bytes of ensemble arrays", hint="run fewer seeds at a time")
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from fractions import Fraction
@@ -133,11 +134,11 @@ def closed_form_summary(mode: str, stages: int, micro_batches: int) -> dict:
     """
     count_name = "samples" if mode == "async" else "micro_batches"
     check_size("stages", stages, need=stages, limit=MAX_SUMMARY_STAGES, what="per-stage values")
-    cells = timeline_cells(mode, stages, micro_batches)
-    check_size(count_name, micro_batches, need=cells // stages, limit=MAX_COUNT,
+    cycles = timeline_cells(mode, stages, micro_batches) // stages
+    unpipelined = 2 * stages * micro_batches  # the speedup's reference run
+    check_size(count_name, micro_batches, need=max(cycles, unpipelined) if
+               max(cycles, unpipelined) < 10**300 else math.inf, limit=MAX_COUNT,
                what="cycles (more than an int64 holds)")
-    check_size(count_name, micro_batches, need=2 * stages * micro_batches, limit=MAX_COUNT,
-               what="cycles of the unpipelined run (more than an int64 holds)")
     kw = {"stages": stages, "micro_batches": micro_batches}
     cycles = int(evaluate_schedule(mode, "total_cycles", **kw))
     busy = int(evaluate_schedule(mode, "busy_cycles", **kw))
@@ -166,7 +167,7 @@ def closed_form_summary(mode: str, stages: int, micro_batches: int) -> dict:
         "updates_per_stage": micro_batches if mode == "async" else 1,
         "stalls": 0,
         "grid": None,
-        "grid_omitted": f"{cells} cells (stages x cycles), more than {MAX_GANTT_CELLS}",
+        "grid_omitted": f"{stages * cycles} cells (stages x cycles), more than {MAX_GANTT_CELLS}",
         "source": "closed forms (theory.schedules)",
     }
 
@@ -190,8 +191,16 @@ def run(args: argparse.Namespace) -> int:
         count = check_range("--samples", samples, 1, integer=True)
     cells = timeline_cells(args.mode, args.stages, count)
     if cells > MAX_GANTT_CELLS:
-        summary = closed_form_summary(args.mode, args.stages, count)
         flag = "--samples" if samples is not None else "--micro-batches"
+        try:
+            summary = closed_form_summary(args.mode, args.stages, count)
+        except ParameterError as error:  # name the flag the count came from
+            text = str(error)
+            for name, shown in (("samples", flag), ("micro_batches", flag),
+                                ("stages", "--stages")):
+                if text.startswith(f"{name}="):
+                    raise ParameterError(shown + text[len(name):]) from None
+            raise
         print(f"aimc-pipeline schedule: note: --stages {args.stages} x {flag} {count} gives "
               f"{cells:.3g} cells, more than {MAX_GANTT_CELLS:.0e}: no Gantt chart; the summary "
               "comes from the closed forms of theory.schedules", file=sys.stderr)
