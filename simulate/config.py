@@ -8,6 +8,7 @@ and short flags in the field metadata) are also the flags of ``aimc-pipeline sim
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
+from functools import cache
 
 from theory import devices
 from theory.devices import Device
@@ -91,7 +92,6 @@ class SimConfig:
         Dynamic range of a soft-bounds family device (overrides the preset's range when given).
         Must be at least ``dw_min / 2``; a preset with a fixed ``[w_min, w_max]`` range records
         ``None`` (the default ``1.0`` is replaced) and refuses any other value.
-
     update : {"expected", "pulsed"}
         Expected analog update, or pulse-level with stochastic rounding and cycle-to-cycle noise.
     lr : float
@@ -210,12 +210,18 @@ def _limit(name: str, value, *, need, limit: float, what: str, hint: str = "") -
     check_size(name, value, need=need, limit=limit, what=what, hint=hint)
 
 
+@cache
+def _preset(device: str) -> Device | None:
+    """The preset named ``device`` (``None`` if it is not a preset name); cached."""
+    return devices.load_preset(device) if device in devices.list_presets() else None
+
+
 def _fixed_range_preset(device: str) -> Device | None:
     """The preset ``device`` if its range is fixed (no ``tau`` parameter), else ``None``."""
-    if device not in devices.list_presets():
+    preset = _preset(device)
+    if preset is None or "tau" in preset.response.parameter_names():
         return None
-    preset = devices.load_preset(device)
-    return None if "tau" in preset.response.parameter_names() else preset
+    return preset
 
 
 def check_device_tau(device: str, tau: float | None, *, explicit: bool = True) -> float | None:
@@ -244,8 +250,8 @@ def check_device_tau(device: str, tau: float | None, *, explicit: bool = True) -
         )
     if tau is None:
         return None
-    if device in devices.list_presets():
-        dw_min = devices.load_preset(device).dw_min
+    if _preset(device) is not None:
+        dw_min = _preset(device).dw_min
     elif device in devices.FAMILIES and "tau" in devices.FAMILIES[device].parameter_names():
         dw_min = DEFAULT_DW_MIN
     else:

@@ -24,7 +24,8 @@ Cycles come from :func:`simulate.staleness.cycles_after` (the closed forms of
 
 Randomness: member ``r`` of the ensemble draws from its own streams (:mod:`simulate.rng`), and all
 arithmetic is row-wise independent of the ensemble size, so a member reproduces the bits of the same
-member run alone.
+member run alone (every problem, networks included: a reduction over more weights than einsum's
+8192-element buffer is done row by row, :func:`simulate.problems.row_dot`).
 
 Divergence: the squared gradient norm at the current weights and the weights are checked at every
 iterate with the rule of :mod:`simulate.staleness` (a non-finite value, or one beyond
@@ -121,10 +122,26 @@ def run(
     :func:`simulate.networks.run_network` (the default architecture) with ``members`` and
     ``progress``.
 
+    **Same bits.** For a given ``config`` and ``seed``, member ``r`` of the trace (every array:
+    loss, grad_norm2, test accuracy, the visited weights, avg_grad_norm2) is bit for bit the
+    trace of ``run(config, seed, members=[r])`` and of any other ``members`` containing ``r``,
+    for the oracle problems and the networks, every mode and update (tested, including networks
+    of more than 8192 weights). Across machines the bits may differ with the BLAS and the CPU
+    (the network matmuls); on one machine and one numpy they do not.
+
     Raises
     ------
     DivergenceError
         If the run blows up (see the module docstring).
+    ParameterError
+        A pulsed update that needs more than :data:`theory.limits.MAX_PULSES_PER_UPDATE` pulses
+        on one device (it names ``lr``; checked before any pulse).
+
+    Warns
+    -----
+    PinnedWarning
+        An analog run pinned at its device bounds on most logging points
+        (:class:`simulate.staleness.PinnedMonitor`).
     """
     seed = config.seed if seed is None else seed
     if config.problem in NETWORK_PROBLEMS:
