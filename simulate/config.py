@@ -227,11 +227,12 @@ def _fixed_range_preset(device: str) -> Device | None:
 def check_device_tau(device: str, tau: float | None, *, explicit: bool = True) -> float | None:
     """The ``tau`` to record for ``device``: refuse one that would be ignored or is too small.
 
-    A preset whose range is ``[w_min, w_max]`` has no ``tau``: ``None`` is recorded there (the
-    record says what ran), and a ``tau`` given ``explicit``-ly (by :class:`SimConfig`: any value
-    but the default :data:`DEFAULT_TAU`) is refused. A device with a range ``tau`` holds
-    ``[-tau, tau]``, which must be at least one pulse ``dw_min`` wide (the pulse of a family
-    device is :data:`DEFAULT_DW_MIN`, which no flag sets: the message names ``tau``).
+    A preset (or a family) whose range is ``[w_min, w_max]`` has no ``tau``: ``None`` is
+    recorded there (the record says what ran), and a ``tau`` given ``explicit``-ly (by
+    :class:`SimConfig`: any value but the default :data:`DEFAULT_TAU`) is refused. A device with
+    a range ``tau`` holds ``[-tau, tau]``, which must be at least one pulse ``dw_min`` wide (the
+    pulse of a family device is :data:`DEFAULT_DW_MIN`, which no flag sets: the message names
+    ``tau``).
 
     Raises
     ------
@@ -239,23 +240,27 @@ def check_device_tau(device: str, tau: float | None, *, explicit: bool = True) -
         Starting ``tau=``.
     """
     preset = _fixed_range_preset(device)
-    if preset is not None:
+    fixed_family = (device in devices.FAMILIES
+                    and "tau" not in devices.FAMILIES[device].parameter_names())
+    if preset is not None or fixed_family:
         if tau is None or not explicit:
             return None
         with_tau = ", ".join(f for f, c in devices.FAMILIES.items() if "tau" in c.parameter_names())
+        what = (f"the preset device={device!r}, whose range [{preset.w_min:g}, {preset.w_max:g}] "
+                "is fixed" if preset is not None else
+                f"the family device={device!r}, whose range is set by w_min and w_max")
         raise ParameterError(
-            f"tau={tau:g} does not apply to the preset device={device!r}, whose range "
-            f"[{preset.w_min:g}, {preset.w_max:g}] is fixed; leave tau unset, or set the range "
-            f"with a family that has a tau as device ({with_tau}), e.g. device='softbounds'"
+            f"tau={tau:g} does not apply to {what}; leave tau unset, or set the range with a "
+            f"family that has a tau as device ({with_tau}), e.g. device='softbounds'"
         )
     if tau is None:
         return None
     if _preset(device) is not None:
         dw_min = _preset(device).dw_min
-    elif device in devices.FAMILIES and "tau" in devices.FAMILIES[device].parameter_names():
+    elif device in devices.FAMILIES:
         dw_min = DEFAULT_DW_MIN
     else:
-        return tau  # a family without tau keeps its own range; an unknown name fails later
+        return tau  # an unknown name fails in device_from_config
     if 2 * tau < dw_min:
         raise ParameterError(
             f"tau={tau:g} is too small for device={device!r}: its range [-tau, tau] must hold "

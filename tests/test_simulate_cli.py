@@ -104,6 +104,9 @@ def test_out_not_writable_is_refused_first(tmp_path, monkeypatch, capsys):
      "is fixed"),
     (["--device", "idealized-constantstep", "--tau", "1"],  # the default value, but typed
      "--tau=1 does not apply to the preset device='idealized-constantstep'"),
+    (["--device", "constant-step", "--tau", "5"],
+     "--tau=5 does not apply to the family device='constant-step', whose range is set by w_min "
+     "and w_max"),
     (["--tau", "1e-6"], "--tau=1e-06 is too small for device='softbounds': its range [-tau, tau] "
                         "must hold one pulse dw_min=0.001; valid range [0.0005, inf)"),
     (["--device", "softbounds-tau1", "--tau", "1e-4"], "--tau=0.0001 is too small"),
