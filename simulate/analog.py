@@ -44,8 +44,10 @@ import numpy as np
 
 from theory.devices import Device
 from theory.errors import ParameterError
+from theory.limits import MAX_PULSES_PER_UPDATE, check_size
 
 from .config import device_from_config
+from .staleness import PinnedMonitor
 
 __all__ = [
     "UPDATE_KINDS",
@@ -186,6 +188,8 @@ def pulsed_update(
     rng: Rng,
     dw_min_scale: np.ndarray | None = None,
     bound_scale: np.ndarray | None = None,
+    *,
+    lr: float | None = None,
 ) -> np.ndarray:
     r"""Pulse-level analog update with stochastic rounding and cycle-to-cycle noise.
 
@@ -206,16 +210,30 @@ def pulsed_update(
     bound_scale : ndarray, optional
         Fixed per-element device-to-device factor of the weight range (:func:`draw_bound_scale`):
         the response is evaluated at ``w / bound_scale`` and the clip range is scaled.
+    lr : float, optional
+        The learning rate that made ``dw`` (named in the error below; ``dw`` otherwise).
 
     Returns
     -------
     ndarray
         The weights after all pulses, each pulse clipped at the element's range.
+
+    Raises
+    ------
+    ParameterError
+        If an element needs more than :data:`theory.limits.MAX_PULSES_PER_UPDATE` pulses
+        (:math:`|\Delta w| / \Delta w_{\min}`), before any pulse is fired; it names ``lr``.
     """
     w = np.array(w, dtype=float)
     dw = np.broadcast_to(np.asarray(dw, dtype=float), w.shape)
     step = device.dw_min * (1.0 if dw_min_scale is None else dw_min_scale)
     x = np.abs(dw) / step
+    most = float(np.max(x)) if x.size else 0.0
+    if most > MAX_PULSES_PER_UPDATE:  # pulses <= ceil(x): beyond, refuse before looping
+        name, value = ("lr", lr) if lr is not None else ("dw", float(np.max(np.abs(dw))))
+        check_size(name, value, need=most, limit=MAX_PULSES_PER_UPDATE,
+                   what="pulses on one device in one update (|dw| / dw_min)",
+                   hint="lower lr")
     whole = np.floor(x)
     u = _per_member(rng, lambda g, s: g.random(s), w.shape)
     pulses = (whole + (u < x - whole)).astype(np.int64)
@@ -259,10 +277,13 @@ class Updater:
     kind : {"digital", "expected", "pulsed"}
     device : theory.devices.Device or None
         Required for the analog kinds.
+    lr : float or None
+        The run's learning rate, named when a pulsed update would need too many pulses.
     """
 
     kind: str
     device: Device | None = None
+    lr: float | None = None
 
     def __post_init__(self):
         if self.kind not in UPDATE_KINDS:
@@ -274,8 +295,9 @@ class Updater:
     def from_config(cls, config, device=None) -> Updater:
         """``digital`` for ``algorithm="digital"``, else ``config.update`` with the device."""
         if config.algorithm == "digital":
-            return cls("digital", device)
-        return cls(config.update, device_from_config(config) if device is None else device)
+            return cls("digital", device, config.lr)
+        return cls(config.update, device_from_config(config) if device is None else device,
+                   config.lr)
 
     @property
     def uses_dtod(self) -> bool:
@@ -295,4 +317,19 @@ class Updater:
         if rng is None:
             raise ParameterError("the pulsed update needs a random generator")
         spread = DeviceSpread() if spread is None else spread
-        return pulsed_update(w, dw, self.device, rng, spread.dw_min_scale, spread.bound_scale)
+        return pulsed_update(w, dw, self.device, rng, spread.dw_min_scale, spread.bound_scale,
+                             lr=self.lr)
+
+    def pinned_monitor(self, spread: DeviceSpread | None = None):
+        """A :class:`simulate.staleness.PinnedMonitor` of this analog update's device bounds (with
+        the run's device-to-device spread), or ``None`` for the digital update."""
+        if self.kind == "digital":
+            return None
+        device, spread = self.device, DeviceSpread() if spread is None else spread
+        lo, hi = device.w_min, device.w_max
+        if spread.bound_scale is not None:
+            lo, hi = lo * spread.bound_scale, hi * spread.bound_scale
+        dw_min = device.dw_min
+        if spread.dw_min_scale is not None:
+            dw_min = dw_min * spread.dw_min_scale
+        return PinnedMonitor(lo, hi, dw_min, self.lr)

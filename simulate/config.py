@@ -8,23 +8,28 @@ and short flags in the field metadata) are also the flags of ``aimc-pipeline sim
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
+from functools import cache
 
 from theory import devices
 from theory.devices import Device
-from theory.errors import ParameterError, check_range
+from theory.errors import ParameterError, check_range, show_value
+from theory.limits import MAX_ARRAY_BYTES, MAX_COUNT, MAX_UPDATES, check_size
 from theory.schedules import MODES
 from theory.theorems import ALGORITHMS
 
 __all__ = [
     "ALGORITHMS",
     "DEFAULT_DW_MIN",
+    "DEFAULT_TAU",
     "MAX_STAGES",
     "NETWORK_PROBLEMS",
     "ORACLE_PROBLEMS",
     "PROBLEMS",
     "UPDATES",
     "SimConfig",
+    "check_device_tau",
     "device_from_config",
+    "network_bytes_per_member",
 ]
 
 #: problems with every constant of the theory known exactly (:mod:`simulate.problems`)
@@ -39,6 +44,17 @@ UPDATES = ("expected", "pulsed")
 MAX_STAGES = 64
 #: pulse granularity of a device named by its family alone (the paper's tau = 1 theory device)
 DEFAULT_DW_MIN = 0.001
+#: the default ``tau`` of :class:`SimConfig` (a preset whose range is fixed records ``None``)
+DEFAULT_TAU = 1.0
+#: the integer fields of :class:`SimConfig` (an integral float such as ``20.0`` is stored as int)
+_INTEGER_FIELDS = ("stages", "micro_batches", "micro_batch_size", "steps", "seeds", "log_every",
+                   "dim", "seed")
+#: updates whose gradient noise (oracle) or batches (networks) are drawn at once, see the engine
+_DRAW_CHUNK = 256
+#: the digits training split (images, features, classes) and the default network (layers, width),
+#: for the memory estimates of the network runs (:func:`network_bytes_per_member`)
+_DIGITS_TRAIN, _DIGITS_FEATURES, _DIGITS_CLASSES = 1437, 64, 10
+_NETWORK_LAYERS, _NETWORK_WIDTH = 16, 32
 
 
 def _choice(name: str, value: str, valid: tuple[str, ...]) -> str:
@@ -74,6 +90,8 @@ class SimConfig:
         :func:`theory.devices.make_device` (then ``tau`` sets its range).
     tau : float or None
         Dynamic range of a soft-bounds family device (overrides the preset's range when given).
+        Must be at least ``dw_min / 2``; a preset with a fixed ``[w_min, w_max]`` range records
+        ``None`` (the default ``1.0`` is replaced) and refuses any other value.
     update : {"expected", "pulsed"}
         Expected analog update, or pulse-level with stochastic rounding and cycle-to-cycle noise.
     lr : float
@@ -91,6 +109,15 @@ class SimConfig:
         a batch of ``n``).
     seed : int
         Root seed; ensemble member ``r`` uses ``SeedSequence(seed).spawn(seeds)[r]``.
+
+    Notes
+    -----
+    Integer fields accept an integral float (``20.0`` is stored as ``20``). Resource limits of
+    :mod:`theory.limits` are checked here, before anything is allocated: ``steps`` at most
+    ``MAX_UPDATES``; samples and cycles of the run at most ``MAX_COUNT`` (exact integers); every
+    array of the run (trace, ensemble state, noise draws, Hessian, network batches) at most
+    ``MAX_ARRAY_BYTES``. Every refusal is a one-line :class:`~theory.errors.ParameterError`
+    starting with the field's name.
     """
 
     problem: str = field(
@@ -114,7 +141,7 @@ class SimConfig:
     device: str = field(default="softbounds", metadata={
         "help": "device preset (e.g. reram-softbounds) or response family (e.g. softbounds)",
     })
-    tau: float | None = field(default=1.0, metadata={
+    tau: float | None = field(default=DEFAULT_TAU, metadata={
         "help": "dynamic range tau of a soft-bounds/power/exponential device (weight units)",
     })
     update: str = field(default="expected", metadata={
@@ -142,22 +169,27 @@ class SimConfig:
         _choice("mode", self.mode, MODES)
         _choice("algorithm", self.algorithm, ALGORITHMS)
         _choice("update", self.update, UPDATES)
-        check_range("stages", self.stages, 1, MAX_STAGES, integer=True)
-        check_range("micro_batches", self.micro_batches, 1, None, integer=True)
-        check_range("micro_batch_size", self.micro_batch_size, 1, None, integer=True)
+        if not isinstance(self.device, str):
+            raise ParameterError(f"device={show_value(self.device)} is not a name; valid: a "
+                                 "preset or a family of theory.devices")
+        lows = {"stages": 1, "micro_batches": 1, "micro_batch_size": 1, "steps": 1, "seeds": 1,
+                "log_every": 1, "dim": 1, "seed": 0}
+        for name in _INTEGER_FIELDS:  # stored as Python int (20.0 -> 20), never a numpy scalar
+            high = MAX_STAGES if name == "stages" else None
+            value = check_range(name, getattr(self, name), lows[name], high, integer=True)
+            object.__setattr__(self, name, value)
         if self.tau is not None:
             check_range("tau", self.tau, 0, None, low_open=True)
         check_range("lr", self.lr, 0, None, low_open=True)
-        check_range("steps", self.steps, 1, None, integer=True)
-        check_range("seeds", self.seeds, 1, None, integer=True)
-        check_range("log_every", self.log_every, 1, None, integer=True)
-        check_range("dim", self.dim, 1, None, integer=True)
         check_range("sigma2", self.sigma2, 0, None)
-        check_range("seed", self.seed, 0, None, integer=True)
         if self.stages > self.dim and self.problem == "quadratic":
             raise ParameterError(
                 f"stages={self.stages} exceeds dim={self.dim}; valid range [1, {self.dim}]"
             )
+        tau = check_device_tau(self.device, self.tau, explicit=self.tau != DEFAULT_TAU)
+        object.__setattr__(self, "tau", tau)
+        _check_counts(self)
+        _check_memory(self)
 
     @property
     def samples_per_update(self) -> int:
@@ -171,6 +203,137 @@ class SimConfig:
         return asdict(self)
 
 
+def _limit(name: str, value, *, need, limit: float, what: str, hint: str = "") -> None:
+    """:func:`theory.limits.check_size` for a ``need`` that may be an integer beyond the float
+    range (such a need exceeds every limit; it is shown as ``inf``)."""
+    need = need if need < 1e300 else float("inf")
+    check_size(name, value, need=need, limit=limit, what=what, hint=hint)
+
+
+@cache
+def _preset(device: str) -> Device | None:
+    """The preset named ``device`` (``None`` if it is not a preset name); cached."""
+    return devices.load_preset(device) if device in devices.list_presets() else None
+
+
+def _fixed_range_preset(device: str) -> Device | None:
+    """The preset ``device`` if its range is fixed (no ``tau`` parameter), else ``None``."""
+    preset = _preset(device)
+    if preset is None or "tau" in preset.response.parameter_names():
+        return None
+    return preset
+
+
+def check_device_tau(device: str, tau: float | None, *, explicit: bool = True) -> float | None:
+    """The ``tau`` to record for ``device``: refuse one that would be ignored or is too small.
+
+    A preset (or a family) whose range is ``[w_min, w_max]`` has no ``tau``: ``None`` is
+    recorded there (the record says what ran), and a ``tau`` given ``explicit``-ly (by
+    :class:`SimConfig`: any value but the default :data:`DEFAULT_TAU`) is refused. A device with
+    a range ``tau`` holds ``[-tau, tau]``, which must be at least one pulse ``dw_min`` wide (the
+    pulse of a family device is :data:`DEFAULT_DW_MIN`, which no flag sets: the message names
+    ``tau``).
+
+    Raises
+    ------
+    ParameterError
+        Starting ``tau=``.
+    """
+    preset = _fixed_range_preset(device)
+    fixed_family = (device in devices.FAMILIES
+                    and "tau" not in devices.FAMILIES[device].parameter_names())
+    if preset is not None or fixed_family:
+        if tau is None or not explicit:
+            return None
+        with_tau = ", ".join(f for f, c in devices.FAMILIES.items() if "tau" in c.parameter_names())
+        what = (f"the preset device={device!r}, whose range [{preset.w_min:g}, {preset.w_max:g}] "
+                "is fixed" if preset is not None else
+                f"the family device={device!r}, whose range is set by w_min and w_max")
+        raise ParameterError(
+            f"tau={tau:g} does not apply to {what}; leave tau unset, or set the range with a "
+            f"family that has a tau as device ({with_tau}), e.g. device='softbounds'"
+        )
+    if tau is None:
+        return None
+    if _preset(device) is not None:
+        dw_min = _preset(device).dw_min
+    elif device in devices.FAMILIES:
+        dw_min = DEFAULT_DW_MIN
+    else:
+        return tau  # an unknown name fails in device_from_config
+    if 2 * tau < dw_min:
+        raise ParameterError(
+            f"tau={tau:g} is too small for device={device!r}: its range [-tau, tau] must hold "
+            f"one pulse dw_min={dw_min:g}; valid range [{dw_min / 2:g}, inf)"
+        )
+    return tau
+
+
+def _check_counts(config: SimConfig) -> None:
+    """Refuse a run whose updates exceed MAX_UPDATES or whose samples or cycles exceed an int64.
+
+    Exact Python integers, before anything runs: the trace's counts are int64 and never wrap.
+    """
+    k, b, big_b, m = config.steps, config.micro_batch_size, config.micro_batches, config.stages
+    _limit("steps", k, need=k, limit=MAX_UPDATES, what="updates",
+               hint="split the run or lower steps")
+    hint = "the trace counts in int64"
+    _limit("micro_batch_size", b, need=k * b, limit=MAX_COUNT, what="samples", hint=hint)
+    if config.mode == "async":
+        cycles = 2 * (k + m - 1)
+    else:
+        _limit("micro_batches", big_b, need=k * b * big_b, limit=MAX_COUNT, what="samples",
+                   hint=hint)
+        cycles = 2 * m * big_b * k if config.mode == "none" else 2 * (big_b + m - 1) * k
+    _limit("micro_batches" if config.mode != "async" else "steps",
+               big_b if config.mode != "async" else k,
+               need=cycles, limit=MAX_COUNT, what="clock cycles", hint=hint)
+
+
+def network_bytes_per_member(samples: int, steps: int, layers: int = _NETWORK_LAYERS,
+                             width: int = _NETWORK_WIDTH) -> int:
+    """Bytes of the largest array one ensemble member of a digits network run allocates.
+
+    The largest of: its weights, a layer's activations over the whole training split (the
+    measurements), a layer's activations of one batch of ``samples``, and the indices of the
+    batches drawn at once (``min(256, steps)`` batches of int64).
+    """
+    wide = max(width, _DIGITS_FEATURES, _DIGITS_CLASSES)
+    weights = _DIGITS_FEATURES * width + (layers - 2) * width * width + width * _DIGITS_CLASSES
+    return 8 * max(weights, _DIGITS_TRAIN * wide, samples * wide, min(_DRAW_CHUNK, steps) * samples)
+
+
+def _check_memory(config: SimConfig) -> None:
+    """Refuse a run any one of whose arrays would exceed MAX_ARRAY_BYTES (estimated up front).
+
+    Per member first (naming the field that sets it), then for the whole ensemble (``seeds``):
+    the trace (``R`` rows of one value per logging point), the oracle's weights, noise draws and
+    Hessian (``dim``), a network's batches (``micro_batch_size``, ``micro_batches``).
+    """
+    limit, seeds = MAX_ARRAY_BYTES, config.seeds
+    points = config.steps // config.log_every + 2
+    _limit("log_every", config.log_every, need=8 * points, limit=limit,
+               what="bytes of trace per member", hint="record less often")
+    per_member = 8 * points
+    if config.problem == "quadratic":
+        dim = config.dim
+        _limit("dim", dim, need=8 * dim * dim, limit=limit,
+                   what="bytes of its Hessian (dim x dim)")
+        per_member = max(per_member, 8 * dim * min(_DRAW_CHUNK, config.steps))
+        _limit("dim", dim, need=per_member, limit=limit,
+                   what="bytes of weights and noise per member")
+    elif config.problem in NETWORK_PROBLEMS:
+        b, n = config.micro_batch_size, config.samples_per_update
+        _limit("micro_batch_size", b, need=network_bytes_per_member(b, config.steps),
+                   limit=limit, what="bytes of batch arrays per member")
+        per_member = max(per_member, network_bytes_per_member(n, config.steps))
+        if n != b:
+            _limit("micro_batches", config.micro_batches, need=per_member, limit=limit,
+                       what="bytes of batch arrays per member")
+    _limit("seeds", seeds, need=seeds * per_member, limit=limit,
+               what="bytes of ensemble arrays", hint="run fewer seeds at a time")
+
+
 def device_from_config(config: SimConfig) -> Device:
     """The :class:`theory.devices.Device` a :class:`SimConfig` names.
 
@@ -178,7 +341,8 @@ def device_from_config(config: SimConfig) -> Device:
     :func:`theory.devices.make_device` (then built with ``dw_min =`` :data:`DEFAULT_DW_MIN` and no
     pulse noise). ``config.tau`` (when not ``None``) sets the range ``tau`` of a family that has one
     (soft bounds, power, exponential), also overriding a preset's; devices whose range is given by
-    ``w_min``/``w_max`` have no ``tau`` and keep their range.
+    ``w_min``/``w_max`` have no ``tau`` (:class:`SimConfig` records ``tau=None`` for them and
+    refuses another value, :func:`check_device_tau`).
     """
     if config.device in devices.list_presets():
         device = devices.load_preset(config.device)

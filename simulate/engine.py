@@ -24,7 +24,8 @@ Cycles come from :func:`simulate.staleness.cycles_after` (the closed forms of
 
 Randomness: member ``r`` of the ensemble draws from its own streams (:mod:`simulate.rng`), and all
 arithmetic is row-wise independent of the ensemble size, so a member reproduces the bits of the same
-member run alone.
+member run alone (every problem, networks included: a reduction over more weights than einsum's
+8192-element buffer is done row by row, :func:`simulate.problems.row_dot`).
 
 Divergence: the squared gradient norm at the current weights and the weights are checked at every
 iterate with the rule of :mod:`simulate.staleness` (a non-finite value, or one beyond
@@ -46,7 +47,7 @@ from theory.errors import ParameterError
 from . import networks
 from .analog import DeviceSpread, Updater
 from .config import NETWORK_PROBLEMS, ORACLE_PROBLEMS, SimConfig, device_from_config
-from .problems import LeastSquares, OracleProblem, Quadratic
+from .problems import LeastSquares, OracleProblem, Quadratic, row_dot
 from .rng import member_generators, problem_generator
 from .staleness import (
     StaleVersions,
@@ -121,10 +122,26 @@ def run(
     :func:`simulate.networks.run_network` (the default architecture) with ``members`` and
     ``progress``.
 
+    **Same bits.** For a given ``config`` and ``seed``, member ``r`` of the trace (every array:
+    loss, grad_norm2, test accuracy, the visited weights, avg_grad_norm2) is bit for bit the
+    trace of ``run(config, seed, members=[r])`` and of any other ``members`` containing ``r``,
+    for the oracle problems and the networks, every mode and update (tested, including networks
+    of more than 8192 weights). Across machines the bits may differ with the BLAS and the CPU
+    (the network matmuls); on one machine and one numpy they do not.
+
     Raises
     ------
     DivergenceError
         If the run blows up (see the module docstring).
+    ParameterError
+        A pulsed update that needs more than :data:`theory.limits.MAX_PULSES_PER_UPDATE` pulses
+        on one device (it names ``lr``; checked before any pulse).
+
+    Warns
+    -----
+    PinnedWarning
+        An analog run pinned at its device bounds on most logging points
+        (:class:`simulate.staleness.PinnedMonitor`).
     """
     seed = config.seed if seed is None else seed
     if config.problem in NETWORK_PROBLEMS:
@@ -152,6 +169,7 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
     blocks = problem.blocks
     stale = StaleVersions(forward_delays(config.mode, config.stages), [(w[:, b],) for b in blocks])
 
+    monitor = updater.pinned_monitor(spread)
     logged = log_steps(steps, config.log_every)
     loss = np.full((n_members, len(logged)), np.nan)
     grad_norm2 = np.full_like(loss, np.nan)
@@ -162,13 +180,15 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
     t, reported = 0, 0
     for k in range(steps + 1):
         g = problem.grad(w)
-        gn2 = np.einsum("ri,ri->r", g, g)
+        gn2 = row_dot(g, g)
         if g_limit is None:
             g_limit = divergence_limit(gn2, squared=True)
         check_divergence(k, "||grad f(W)||^2", gn2, g_limit, config.lr)
         check_divergence(k, "max |w|", np.abs(w).max(axis=1), w_limit, config.lr)
         if k == logged[t]:
             loss[:, t], grad_norm2[:, t] = problem.loss(w), gn2
+            if monitor is not None:
+                monitor.observe(k, w)
             t += 1
             if progress is not None and k > reported:
                 progress(k - reported)
@@ -190,6 +210,8 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
         w = updater(w, -config.lr * signal, device_rngs, spread)
         w_lo, w_hi = np.minimum(w_lo, w.min(axis=1)), np.maximum(w_hi, w.max(axis=1))
 
+    if monitor is not None:
+        monitor.warn()
     constants = RunConstants(
         L=problem.L, Delta=problem.Delta, sigma2=problem.sigma2, f_star=problem.f_star, dim=dim,
         samples_per_update=n,

@@ -66,9 +66,11 @@ its ``data`` stream, its pulses from its ``device`` stream (:mod:`simulate.rng`)
 row-wise, so a member gives the same bits alone and inside an ensemble.
 
 **Divergence.** The training loss (at every logging point) and the weights (after every update)
-are checked with the rule of :mod:`simulate.staleness`: a non-finite value, or one beyond
-``DIVERGENCE_FACTOR`` times ``max(1, |value at the start|)``, raises
-:class:`theory.errors.DivergenceError` with the update index and the learning rate.
+are checked with the rules of :mod:`simulate.staleness`: a non-finite value, or one beyond
+``NETWORK_LOSS_FACTOR`` (10, the loss) or ``DIVERGENCE_FACTOR`` (the weights) times
+``max(1, |value at the start|)``, raises :class:`theory.errors.DivergenceError` with the update
+index and the learning rate. An analog run pinned at its device bounds on most logging points
+issues a :class:`simulate.staleness.PinnedWarning`.
 """
 
 from __future__ import annotations
@@ -81,12 +83,15 @@ from typing import NamedTuple
 import numpy as np
 
 from theory.errors import ParameterError, check_range
+from theory.limits import MAX_ARRAY_BYTES, check_size
 
 from .analog import DeviceSpread, Updater
-from .config import NETWORK_PROBLEMS, SimConfig, device_from_config
+from .config import NETWORK_PROBLEMS, SimConfig, device_from_config, network_bytes_per_member
 from .digits import DigitsData, load_digits_split, sample_indices
+from .problems import row_dot
 from .rng import member_generators
 from .staleness import (
+    NETWORK_LOSS_FACTOR,
     StaleVersions,
     check_divergence,
     cycles_after,
@@ -516,6 +521,12 @@ def train_network(
     spec = NetworkSpec() if spec is None else spec
     seed = config.seed if seed is None else check_range("seed", seed, 0, None, integer=True)
     members = list(range(config.seeds) if members is None else members)
+    per_member = network_bytes_per_member(config.samples_per_update, config.steps, spec.layers,
+                                          spec.width)
+    check_size("width", spec.width, need=per_member, limit=MAX_ARRAY_BYTES,
+               what="bytes of one member's largest array")
+    check_size("seeds", len(members), need=len(members) * per_member, limit=MAX_ARRAY_BYTES,
+               what="bytes of ensemble arrays", hint="run fewer seeds at a time")
     data = load_digits_split()
     network = Network.build(config.problem, spec, config.stages, data.n_features, data.n_classes)
     n_stages, steps = config.stages, config.steps
@@ -528,6 +539,7 @@ def train_network(
     w, c = network.init(data_rngs, spec.init_fraction * device.w_min,
                         spec.init_fraction * device.w_max)
     spread = DeviceSpread.draw(device, w.shape, device_rngs) if update.uses_dtod else None
+    monitor = update.pinned_monitor(spread)
     # w and c are updated in place, so their stage blocks and views stay valid for the whole run
     blocks = [(w[:, ws], c[:, cs])
               for ws, cs in zip(network.weight_slices, network.bias_slices, strict=True)]
@@ -549,8 +561,10 @@ def train_network(
     for k in range(steps + 1):
         if k == log_at[len(records)]:
             records.append(_measure(network, data, w, c, spec.grad_norm))
+            if monitor is not None:
+                monitor.observe(k, w)
             if loss_limit is None:
-                loss_limit = divergence_limit(records[0][0])
+                loss_limit = divergence_limit(records[0][0], factor=NETWORK_LOSS_FACTOR)
             check_divergence(k, "training loss", records[-1][0], loss_limit, config.lr)
             if progress is not None and k > reported:
                 progress(k - reported)
@@ -577,6 +591,8 @@ def train_network(
             check_divergence(k + 1, "max |w|", np.maximum(-w_min, w_max), w_limit, config.lr)
         stale.push(k + 1, blocks)
 
+    if monitor is not None:
+        monitor.warn()
     loss, grad_norm2, accuracy = (np.stack(column, axis=1) for column in zip(*records, strict=True))
     step = np.asarray(log_at, dtype=np.int64)
     trace = Trace(
@@ -614,7 +630,7 @@ def _measure(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray, g
         current = network.views(w, c)
         loss = network.gradient(data.x_train, data.y_train, current,
                                 [view.weights for view in current], network.views(gw, gc))
-        norm2 = np.einsum("ri,ri->r", gw, gw) + np.einsum("ri,ri->r", gc, gc)
+        norm2 = row_dot(gw, gw) + row_dot(gc, gc)
     else:
         loss = softmax_cross_entropy(network.logits(w, c, data.x_train), data.y_train)
         norm2 = np.full(w.shape[0], np.nan)

@@ -16,6 +16,7 @@ with ``n = B b``, so one draw with ``n = B b`` is the mini-batch mean in distrib
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -23,7 +24,11 @@ import numpy as np
 
 from theory.errors import ParameterError, check_range
 
-__all__ = ["LeastSquares", "OracleProblem", "Quadratic", "stage_blocks"]
+__all__ = ["LeastSquares", "OracleProblem", "Quadratic", "row_dot", "stage_blocks"]
+
+#: einsum reduces a row longer than its buffer (8192 elements) in buffer-sized pieces whose grouping
+#: depends on the leading axes; such rows are reduced one at a time (see :func:`row_dot`)
+_EINSUM_BUFFER = 8192
 
 
 def _matvec(x: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -34,6 +39,27 @@ def _matvec(x: np.ndarray, a: np.ndarray) -> np.ndarray:
     ``optimize`` sums each output element the same way whatever the leading shape.
     """
     return np.einsum("...i,ij->...j", x, a)
+
+
+def row_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    r"""``sum_i a[..., i] * b[..., i]`` for every leading index, each row's bits those of the row
+    reduced alone.
+
+    ``einsum`` sums a reduction of at most 8192 elements the same way whatever the leading shape,
+    but a longer one in buffer-sized pieces grouped differently for one row than for several
+    (measured: relative differences of 1e-15 from 8193 elements on). Rows longer than that are
+    therefore reduced one at a time, each as a ``(1, n)`` array: exactly the call of a one-member
+    run, so an ensemble member keeps the bits of the same member run alone.
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    lead = np.broadcast_shapes(a.shape[:-1], b.shape[:-1])
+    if a.shape[-1] <= _EINSUM_BUFFER or math.prod(lead) <= 1:
+        return np.einsum("...i,...i->...", a, b)
+    a, b = np.broadcast_to(a, lead + a.shape[-1:]), np.broadcast_to(b, lead + b.shape[-1:])
+    out = np.empty(lead)
+    for index in np.ndindex(*lead):
+        out[index] = np.einsum("...i,...i->...", a[index][None], b[index][None])[0]
+    return out
 
 
 def stage_blocks(dim: int, stages: int) -> tuple[slice, ...]:
@@ -173,7 +199,7 @@ class Quadratic(OracleProblem):
     def loss(self, w: np.ndarray) -> np.ndarray:
         r""":math:`\tfrac12 (W - W^*)^\top A (W - W^*)`, over the last axis."""
         e = np.asarray(w, dtype=float) - self.w_star
-        return 0.5 * np.einsum("...i,...i->...", _matvec(e, self.A), e)
+        return 0.5 * row_dot(_matvec(e, self.A), e)
 
     def grad(self, w: np.ndarray) -> np.ndarray:
         r""":math:`A (W - W^*)`, over the last axis."""
@@ -265,7 +291,7 @@ class LeastSquares(OracleProblem):
     def loss(self, w: np.ndarray) -> np.ndarray:
         r""":math:`\frac{1}{2 n_r}\|A x - y\|^2`, over the last axis."""
         r = _matvec(np.asarray(w, dtype=float), self.A.T) - self.y
-        return 0.5 * np.einsum("...i,...i->...", r, r) / self.rows
+        return 0.5 * row_dot(r, r) / self.rows
 
     def grad(self, w: np.ndarray) -> np.ndarray:
         r""":math:`A^\top (A x - y) / n_r`, over the last axis."""

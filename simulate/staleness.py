@@ -7,7 +7,9 @@ r"""The pipeline machinery the oracle engine and the networks share (a leaf modu
   :func:`theory.schedules.cycles_after` as integers (0 before the first update);
 - :class:`StaleVersions`: **the** ring buffer of the stale weight versions each stage's forward
   still reads;
-- :func:`divergence_limit` and :func:`check_divergence`: **the** divergence rule.
+- :func:`divergence_limit` and :func:`check_divergence`: **the** divergence rule;
+- :class:`PinnedMonitor`: **the** rule of a run pinned at the device bounds (a
+  :class:`PinnedWarning`).
 
 **Staleness.** At update ``k`` (0-based) the forward of stage ``m`` reads version
 :math:`\max(0, k - d_m)` of its parameters, where version ``j`` is the parameters after ``j``
@@ -23,21 +25,53 @@ run *diverges* at step ``k`` when a value is non-finite or
 relative to the run's start :math:`x_0`, so the rule does not depend on the scale of the problem
 (the ``max(1, .)`` keeps a run that starts near 0 from tripping on noise). A squared quantity
 :math:`x = y^2` uses the square of the limit of :math:`y`: :math:`F^2 \max(1, \max x_0)`.
+This is the rule of the oracle problems (their gradient norm and weights) and of every run's
+weights.
+
+**Divergence of a network's training loss.** The mean cross-entropy of a classifier starts near
+:math:`\log(\text{classes})` (2.3 nats on the digits) and a run that learns never climbs far
+above its start, so the networks' training loss (at every logging point) uses the same rule with
+the factor :math:`F_{\text{net}}` = ``NETWORK_LOSS_FACTOR`` = 10 instead of :math:`F`:
+
+.. math:: L_k > F_{\text{net}} \max(1, \max L_0).
+
+A loss 10 times its start means a mean probability of the true class below
+:math:`e^{-23}` on the digits: the run has left the region where it learns (e.g. ``digits-mlp``
+with ``lr = 1e4`` reaches 9141 nats at step 10). The largest ratio :math:`L_k / \max(1, L_0)`
+measured in the package's network runs is 2.31 (the training figure, 18 runs), 1.01 (the network
+tests, 33 runs) and below 1 (the README's digits table): the factor leaves 4x headroom.
+
+**Pinned at the device bounds** (analog runs). At a logging point, a weight is *pinned* when it
+lies within one pulse of a bound of its range, :math:`\min(w - w_{\min}, w_{\max} - w) \le
+\Delta w_{\min}` (per element, with its device-to-device spread of the range and of
+``dw_min`` where the run has one); the logging point is pinned when more than
+``PINNED_FRACTION`` = 1/2 of the weights of the ensemble are. A run is pinned when more than half
+of its logging points after the start (``k > 0``) are: :class:`PinnedMonitor` then issues one
+:class:`PinnedWarning` (not an error: the run finished, but the device range, not the problem,
+decided where its weights went; e.g. ``simulate --lr 1e6``).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from functools import cache
 
 import numpy as np
 
 from theory import schedules
-from theory.errors import DivergenceError
+from theory.compiled import compile_expr
+from theory.errors import DivergenceError, ParameterError
+from theory.limits import MAX_COUNT
+from theory.symbols import K
 
 __all__ = [
     "DIVERGENCE_FACTOR",
+    "NETWORK_LOSS_FACTOR",
+    "PINNED_FRACTION",
+    "PinnedMonitor",
+    "PinnedWarning",
     "StaleVersions",
     "check_divergence",
     "cycles_after",
@@ -47,6 +81,10 @@ __all__ = [
 
 #: a quantity diverged when it exceeds this factor times max(1, its magnitude at the run's start)
 DIVERGENCE_FACTOR = 1e6
+#: a network's training loss diverged when it exceeds this factor times max(1, its start)
+NETWORK_LOSS_FACTOR = 10.0
+#: a logging point is pinned when more than this fraction of the weights is within dw_min of a bound
+PINNED_FRACTION = 0.5
 
 
 @cache
@@ -63,16 +101,32 @@ def forward_delays(mode: str, stages: int) -> tuple[int, ...]:
 
 
 def cycles_after(mode: str, stages: int, micro_batches: int, updates) -> np.ndarray:
-    """Clock cycles elapsed after ``updates`` updates, int64 (0 before the first update).
+    """Clock cycles elapsed after ``updates`` updates, int64, exact (0 before the first update).
 
-    :func:`theory.schedules.cycles_after`: ``2MBK`` (none), ``2(B + M - 1)K`` (sync),
-    ``2(K + M - 1)`` (async).
+    The closed form :func:`theory.schedules.cycles_for_iterations`: ``2MBK`` (none),
+    ``2(B + M - 1)K`` (sync), ``2(K + M - 1)`` (async), evaluated in int64 after an exact Python
+    integer check that the largest count fits (it never wraps).
+
+    Raises
+    ------
+    ParameterError
+        If a count exceeds ``MAX_COUNT`` (an int64).
     """
     updates = np.asarray(updates, dtype=np.int64)
-    value = np.broadcast_to(
-        schedules.cycles_after(mode, updates, stages, micro_batches), updates.shape
-    )
-    return np.where(updates == 0, 0, np.rint(value)).astype(np.int64)
+    if updates.size:
+        most = int(updates.max())
+        need = {"none": 2 * stages * micro_batches * most, "sync":
+                2 * (micro_batches + stages - 1) * most}.get(mode, 2 * (most + stages - 1))
+        if need > MAX_COUNT:
+            name, value = ("steps", most) if mode == "async" else ("micro_batches", micro_batches)
+            raise ParameterError(
+                f"{name}={value} asks for {need:.3g} clock cycles, more than an int64 holds "
+                f"({MAX_COUNT:.3g})"
+            )
+    formula = compile_expr(schedules.cycles_for_iterations(mode), K)
+    value = np.broadcast_to(formula(updates, {"M": int(stages), "B": int(micro_batches)}),
+                            updates.shape)
+    return np.where(updates == 0, 0, value).astype(np.int64)
 
 
 class StaleVersions:
@@ -144,15 +198,16 @@ class StaleVersions:
             self._versions[s][slot] = int(version)
 
 
-def divergence_limit(start, *, squared: bool = False) -> float:
+def divergence_limit(start, *, squared: bool = False, factor: float = DIVERGENCE_FACTOR) -> float:
     r"""The divergence limit of a quantity whose values at the run's start are ``start``.
 
-    :math:`F \max(1, \max|x_0|)` with :math:`F` = :data:`DIVERGENCE_FACTOR`; for a squared quantity
-    (``squared=True``, e.g. :math:`\|\nabla f\|^2`) the square of the limit of its root,
-    :math:`F^2 \max(1, \max x_0)`.
+    :math:`F \max(1, \max|x_0|)` with :math:`F` = ``factor`` (default
+    :data:`DIVERGENCE_FACTOR`; :data:`NETWORK_LOSS_FACTOR` for a network's training loss); for a
+    squared quantity (``squared=True``, e.g. :math:`\|\nabla f\|^2`) the square of the limit of
+    its root, :math:`F^2 \max(1, \max x_0)`.
     """
     scale = max(1.0, float(np.max(np.abs(start))))
-    return DIVERGENCE_FACTOR**2 * scale if squared else DIVERGENCE_FACTOR * scale
+    return factor**2 * scale if squared else factor * scale
 
 
 def check_divergence(step: int, quantity: str, values, limit: float, lr: float) -> None:
@@ -169,3 +224,46 @@ def check_divergence(step: int, quantity: str, values, limit: float, lr: float) 
     bad = values[~((magnitude <= limit) & np.isfinite(magnitude))]
     value = np.nan if np.isnan(bad).any() else bad.flat[np.argmax(np.abs(bad))]
     raise DivergenceError(step, quantity, float(value), lr)
+
+
+class PinnedWarning(UserWarning):
+    """An analog run spent most of its logging points pinned at the device bounds (see the
+    module docstring); the message is one line naming the learning rate."""
+
+
+class PinnedMonitor:
+    """Counts the logging points at which an analog run is pinned at its device's bounds.
+
+    Parameters
+    ----------
+    lo, hi : float or ndarray
+        The bounds of each weight (arrays broadcast to the weights: a device-to-device spread).
+    dw_min : float or ndarray
+        One pulse of each weight.
+    lr : float
+        The run's learning rate (named in the warning).
+    """
+
+    def __init__(self, lo, hi, dw_min, lr: float):
+        self.lo, self.hi, self.dw_min, self.lr = lo, hi, dw_min, lr
+        self.points = 0
+        self.pinned = 0
+
+    def observe(self, step: int, w: np.ndarray) -> None:
+        """Record the weights ``w`` of logging point ``step`` (the start, ``step = 0``, is not
+        counted)."""
+        if step == 0:
+            return
+        gap = np.minimum(w - self.lo, self.hi - w)
+        self.points += 1
+        self.pinned += bool(np.mean(gap <= self.dw_min) > PINNED_FRACTION)
+
+    def warn(self) -> None:
+        """Issue a :class:`PinnedWarning` if more than half of the observed points were pinned."""
+        if self.points and 2 * self.pinned > self.points:
+            warnings.warn(
+                f"lr={self.lr:g}: the run was pinned at the device bounds on {self.pinned} of "
+                f"{self.points} logging points (more than half of the weights within dw_min of "
+                "w_min or w_max); the device range, not the problem, decided the weights; lower "
+                "lr", PinnedWarning, stacklevel=3,
+            )

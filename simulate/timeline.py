@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import math
 from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
@@ -50,9 +51,10 @@ from functools import cache, cached_property
 import numpy as np
 
 from theory.errors import ParameterError, check_range
+from theory.limits import MAX_TIMELINE_CELLS, check_size
 from theory.schedules import MODES
 
-__all__ = ["Event", "Timeline", "build_timeline"]
+__all__ = ["Event", "Timeline", "build_timeline", "timeline_cells"]
 
 KINDS = ("F", "B", "U")
 #: tie-break among ready actions of one stage in one cycle: backward first, then forward
@@ -401,6 +403,23 @@ class Timeline:
         }
 
 
+def timeline_cells(mode: str, stages: int, micro_batches: int, mini_batches: int = 1) -> int:
+    """Cells (stages x cycles) of the timeline :func:`build_timeline` would build, exactly.
+
+    Counted from the run's shape alone (Python integers, before anything is built): ``none``
+    runs ``2M`` cycles per micro-batch, ``sync`` ``2(B + M - 1)`` per mini-batch, ``async``
+    ``2(N + M - 1)`` in all (the cycle counts the tests measure on built timelines).
+    """
+    stages, micro_batches, mini_batches = _validate(mode, stages, micro_batches, mini_batches)
+    if mode == "none":
+        cycles = 2 * stages * micro_batches * mini_batches
+    elif mode == "sync":
+        cycles = 2 * (micro_batches + stages - 1) * mini_batches
+    else:
+        cycles = 2 * (micro_batches + stages - 1)
+    return stages * cycles
+
+
 def build_timeline(
     mode: str, stages: int, micro_batches: int, *, mini_batches: int = 1
 ) -> Timeline:
@@ -427,8 +446,15 @@ def build_timeline(
     Raises
     ------
     theory.errors.ParameterError
-        For an unknown mode or a count out of range.
+        For an unknown mode or a count out of range, or a timeline of more than
+        :data:`theory.limits.MAX_TIMELINE_CELLS` cells (:func:`timeline_cells`; refused before
+        anything is built).
     """
     stages, micro_batches, mini_batches = _validate(mode, stages, micro_batches, mini_batches)
+    cells = timeline_cells(mode, stages, micro_batches, mini_batches)
+    check_size("micro_batches", micro_batches, need=cells if cells < 10**300 else math.inf,
+               limit=MAX_TIMELINE_CELLS,
+               what="timeline cells (stages x cycles)",
+               hint="the closed forms of theory.schedules give the same summary")
     events, stalls = _simulate(mode, stages, micro_batches, mini_batches)
     return Timeline(mode, stages, micro_batches, events, mini_batches, stalls)

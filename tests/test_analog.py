@@ -150,8 +150,12 @@ def test_updater_from_config():
 def test_device_from_config_tau_and_errors():
     assert device_from_config(SimConfig(device="softbounds", tau=2.5)).w_max == 2.5
     assert device_from_config(SimConfig(device="softbounds-tau1", tau=1.5)).w_max == 1.5
-    # a preset whose range is w_min/w_max keeps it whatever tau says
-    assert device_from_config(SimConfig(device="reram-softbounds", tau=3.0)).w_max == 1.25
+    # a preset whose range is w_min/w_max keeps it: another tau is refused, not ignored
+    with pytest.raises(ParameterError, match=r"^tau=3 does not apply to the preset "
+                                             r"device='reram-softbounds'"):
+        SimConfig(device="reram-softbounds", tau=3.0)
+    fixed = SimConfig(device="reram-softbounds")  # the default tau: the record says None
+    assert fixed.tau is None and device_from_config(fixed).w_max == 1.25
     with pytest.raises(ParameterError, match="device='nope'"):
         device_from_config(SimConfig(device="nope"))
 
@@ -228,3 +232,26 @@ def test_pulse_noise_memory_does_not_grow_with_the_pulse_count():
         tracemalloc.stop()
     assert peak < 32e6, peak
     assert np.all(out > 0.05)
+
+
+def test_pulsed_update_refuses_too_many_pulses_before_firing_any():
+    from theory.limits import MAX_PULSES_PER_UPDATE
+
+    device = make_device("softbounds", tau=1.0, dw_min=0.001)
+    w = np.zeros((2, 3))
+    dw = np.full((2, 3), 0.001 * (MAX_PULSES_PER_UPDATE + 1))
+    message = (r"^lr=10000\.0 asks for 1e\+05 pulses on one device in one update "
+               r"\(\|dw\| / dw_min\), more than the limit 1e\+05; lower lr")
+    with pytest.raises(ParameterError, match=message):
+        pulsed_update(w, dw, device, np.random.default_rng(0), lr=1e4)
+    with pytest.raises(ParameterError, match=r"^dw=100\.001 asks for"):
+        pulsed_update(w, dw, device, [np.random.default_rng(0)] * 2)
+    # at the limit it runs (a few pulses' worth in a cheap case)
+    assert pulsed_update(w, dw / 1e3, device, np.random.default_rng(0)).shape == (2, 3)
+
+
+def test_updater_names_the_learning_rate_of_its_config():
+    up = Updater.from_config(SimConfig(update="pulsed", lr=1e4))
+    assert up.lr == 1e4
+    with pytest.raises(ParameterError, match=r"^lr=10000\.0 asks for"):
+        up(np.zeros((1, 2)), np.full((1, 2), -1e3), [np.random.default_rng(0)])

@@ -165,3 +165,72 @@ def test_networks_are_delegated(monkeypatch):
 def test_make_problem_of_a_network_names_the_oracle_problems():
     with pytest.raises(ParameterError, match="problem='digits-mlp' is not an oracle problem"):
         make_problem(SimConfig(problem="digits-mlp"))
+
+
+# --- validation and resource limits (issue 11) ---------------------------------------------------
+
+def test_integer_fields_accept_integral_floats_and_store_ints():
+    cfg = SimConfig(steps=20.0, stages=2.0, dim=4.0, seeds=np.int64(2), log_every=5.0)
+    assert (cfg.steps, cfg.stages, cfg.dim, cfg.seeds, cfg.log_every) == (20, 2, 4, 2, 5)
+    assert all(type(getattr(cfg, name)) is int for name in ("steps", "stages", "dim", "seeds"))
+    as_int = run(SimConfig(stages=2, dim=4, steps=20, seeds=2, log_every=5))
+    assert _same_iterates(run(cfg), as_int)
+    assert run(SimConfig(stages=2.0, dim=4)).loss.shape == (1, 101)
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    (dict(steps=20.5), r"^steps=20\.5 is not an integer; valid range \[1, inf\)"),
+    (dict(stages="2"), r"^stages='2' is not an integer"),
+    (dict(seed=-1.0), r"^seed=-1\.0 is out of range"),
+    (dict(micro_batches=True), r"^micro_batches=True is not an integer"),
+    (dict(steps=10**12), r"^steps=1000000000000 asks for 1e\+12 updates, more than the limit"),
+    (dict(steps=10**400), r"^steps=1000000000\.\.\.0000000000 \(401 digits\) asks for"),
+    (dict(seeds=10**9), r"^seeds=1000000000 asks for .* bytes of ensemble arrays"),
+    (dict(dim=10**9), r"^dim=1000000000 asks for .* bytes of its Hessian"),
+    (dict(steps=10**9, log_every=1), r"^log_every=1 asks for 8e\+09 bytes of trace"),
+    (dict(problem="digits-mlp", micro_batch_size=10**8), r"^micro_batch_size=100000000 asks"),
+    (dict(problem="digits-mlp", micro_batches=10**6, micro_batch_size=100),
+     r"^micro_batches=1000000 asks for .* bytes of batch arrays"),
+    (dict(problem="digits-mlp", seeds=10**4), r"^seeds=10000 asks for .* bytes"),
+    (dict(steps=5, micro_batches=10**18), r"^micro_batches=1000000000000000000 asks for 1e\+19 "
+                                          r"clock cycles"),
+    (dict(steps=10, micro_batch_size=10**18), r"^micro_batch_size=1000000000000000000 asks for "
+                                              r"1e\+19 samples"),
+    (dict(device=["softbounds"]), r"^device=\['softbounds'\] is not a name"),
+])
+def test_config_refuses_with_the_field_name_first(kw, message):
+    with pytest.raises(ParameterError, match=message):
+        SimConfig(**kw)
+
+
+def test_counts_are_exact_integers_beyond_the_float_mantissa():
+    """2 M B K with B = 3^33 (> 2^53 / 10): the cycles are exact, not rounded through a float."""
+    big = 3**33
+    trace = run(SimConfig(steps=5, log_every=5, micro_batches=big))
+    assert trace.cycles.dtype == np.int64 and int(trace.cycles[-1]) == 2 * big * 5
+    assert int(trace.samples[-1]) == big * 5
+    assert float(2 * big * 5) != 2 * big * 5  # the float would have rounded it
+
+
+def test_pinned_run_warns_once_and_a_normal_run_does_not(recwarn):
+    from simulate.staleness import PinnedWarning
+
+    with pytest.warns(PinnedWarning, match=r"^lr=1e\+06: the run was pinned at the device "
+                                           r"bounds on 10 of 10 logging points"):
+        run(SimConfig(lr=1e6, steps=100))
+    run(SimConfig(steps=100))  # the default run stays well inside its range
+    run(SimConfig(algorithm="digital", lr=0.5, steps=100))  # no device bounds: no check
+    assert not [w for w in recwarn if issubclass(w.category, PinnedWarning)]
+
+
+def test_ensemble_members_keep_their_bits_beyond_einsums_buffer():
+    """The squared gradient norm of a row longer than 8192 weights is the R = 1 run's bits."""
+    from simulate.problems import row_dot
+
+    g = np.random.default_rng(0).standard_normal((3, 9000))
+    together = row_dot(g, g)
+    for r in range(3):
+        assert together[r] == row_dot(g[r:r + 1], g[r:r + 1])[0]
+        assert together[r] == np.einsum("ri,ri->r", g[r:r + 1], g[r:r + 1])[0]
+    short = g[:, :8192]  # within the buffer the vectorised reduction is already row-wise exact
+    np.testing.assert_array_equal(row_dot(short, short), np.einsum("ri,ri->r", short, short))

@@ -318,3 +318,29 @@ def test_divergence_names_step_and_lr():
     cfg = _config(algorithm="digital", lr=1e7, steps=50)
     with pytest.raises(DivergenceError, match=r"diverged at step \d+: .*lr=1e\+07"):
         train_network(cfg, spec=SMALL)
+
+
+def test_diverging_loss_is_caught_relative_to_the_start():
+    """digits-mlp with lr = 1e4: the loss climbs from 2.3 to 9141 nats by step 10 (was exit 0)."""
+    cfg = _config(lr=1e4, steps=40, micro_batch_size=1)  # the flags of simulate, as the issue
+    with pytest.raises(DivergenceError, match=r"^diverged at step 10: training loss = .* "
+                                              r"lr=10000"):
+        run_network(cfg)
+
+
+def test_default_network_ensemble_members_have_the_bits_of_the_run_alone():
+    """The default 16-layer network has 16714 weights (beyond einsum's 8192-element buffer):
+    grad_norm2 of member r is the R = 1 run's, bit for bit (it differed by 1e-15 relative)."""
+    cfg = _config(mode="async", stages=4, steps=6, log_every=3, seeds=3)
+    ensemble = train_network(cfg)
+    assert ensemble.network.n_weights > 8192
+    for r in range(3):
+        alone = train_network(cfg, members=[r])
+        for name in ("loss", "grad_norm2", "test_accuracy"):
+            np.testing.assert_array_equal(getattr(alone.trace, name)[0],
+                                          getattr(ensemble.trace, name)[r])
+
+
+def test_network_memory_is_estimated_with_the_architecture():
+    with pytest.raises(ParameterError, match=r"^width=100000 asks for .* bytes"):
+        train_network(_config(steps=2), spec=NetworkSpec(layers=4, width=100_000))

@@ -6,6 +6,7 @@ import pytest
 
 from paper_figures.cli import main
 from simulate.timeline import build_timeline
+from theory.errors import ParameterError
 
 
 def run(capsys, *argv):
@@ -95,3 +96,68 @@ def test_file_system_errors_are_one_line(tmp_path, capsys):
     status = main(["bounds", "--csv", str(tmp_path)])
     err = capsys.readouterr().err
     assert status == 2 and err.count("\n") == 1 and "error:" in err
+
+
+# --- large schedules: summarised from the closed forms (issue 11) --------------------------------
+
+@pytest.mark.parametrize("mode", ["none", "sync", "async"])
+@pytest.mark.parametrize(("stages", "count"), [(1, 1), (1, 7), (3, 1), (4, 2), (4, 5), (6, 3),
+                                                 (8, 13)])
+def test_closed_form_summary_equals_the_simulated_timeline(mode, stages, count):
+    from simulate.commands.schedule import closed_form_summary
+
+    simulated = build_timeline(mode, stages, count).summary()
+    closed = closed_form_summary(mode, stages, count)
+    assert closed.pop("grid") is None and closed.pop("source").startswith("closed forms")
+    assert "cells" in closed.pop("grid_omitted")
+    simulated.pop("grid")
+    assert closed == simulated  # every value, to the bit (async N < M included)
+
+
+def test_a_huge_schedule_is_summarised_at_once_without_the_chart(capsys):
+    code, out, err = run(capsys, "--stages", "4", "--micro-batches", "1000000", "--mode",
+                         "sync", "--json")
+    assert code == 0
+    (line,) = err.splitlines()
+    assert "no Gantt chart" in line and "closed forms" in line and "--micro-batches" in line
+    summary = json.loads(out)
+    assert summary["grid"] is None and "cells" in summary["grid_omitted"]
+    assert summary["cycles"] == 2 * (1000000 + 4 - 1)
+    assert summary["forward_delay"] == [0, 0, 0, 0]
+    code, out, err = run(capsys, "--stages", "100000", "--micro-batches", "3", "--mode", "async")
+    assert code == 0 and "no Gantt chart" in err and "stage 1 |" not in out
+    assert "2 2 2 ... 2 1 0 (100000 stages)" in out  # N = 3 < M: delays min(M - m, N - 1)
+
+
+def test_just_below_the_chart_limit_the_timeline_is_simulated(capsys):
+    from simulate.commands.schedule import MAX_GANTT_CELLS
+    from simulate.timeline import timeline_cells
+
+    assert timeline_cells("sync", 4, 5) == build_timeline("sync", 4, 5).stages * 16
+    code, out, err = run(capsys, "--stages", "2", "--micro-batches", "40", "--mode", "none")
+    assert code == 0 and err == "" and out.startswith("stage 2 |")
+    assert timeline_cells("none", 2, 40) <= MAX_GANTT_CELLS
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--stages", "4", "--micro-batches", "10000000000000000000", "--mode", "none"],
+     "--micro-batches=10000000000000000000 asks for 8e+19 cycles"),
+    (["--stages", "3", "--micro-batches", "1", "--mode", "async", "--samples",
+      "10000000000000000000"], "--samples=10000000000000000000 asks for"),
+    (["--stages", "2000000", "--micro-batches", "1", "--mode", "async"],
+     "--stages=2000000 asks for 2e+06 per-stage values"),
+])
+def test_counts_beyond_int64_are_refused_with_the_flag(argv, message, capsys):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    (line,) = err.splitlines()
+    assert message in line
+
+
+def test_build_timeline_refuses_beyond_the_documented_cell_limit():
+    from theory.limits import MAX_TIMELINE_CELLS
+
+    with pytest.raises(ParameterError, match=r"^micro_batches=100000 asks for 4e\+10 timeline "
+                                             r"cells"):
+        build_timeline("sync", 100000, 100000)
+    assert MAX_TIMELINE_CELLS < 4e10

@@ -56,3 +56,85 @@ def test_python_m_simulate_help_shows_units():
     result = subprocess.run([sys.executable, "-m", "simulate", "--help"], capture_output=True,
                             text=True, check=True)
     assert "weight units" in result.stdout and "--micro-batch-size" in result.stdout
+
+
+# --- checked before any work (issue 11) ----------------------------------------------------------
+
+def _no_run(monkeypatch):
+    """Make the simulation itself fail: a refusal must come before any compute."""
+    import simulate.commands.simulate as command
+
+    def refuse(*args, **kwargs):
+        pytest.fail("the run started before the input was refused")
+
+    monkeypatch.setattr(command, "run_simulation", refuse)
+
+
+@pytest.mark.parametrize(("out", "files", "message"), [
+    ("f", {"f": "x"}, "--out='{tmp}/f' exists and is not a directory"),
+    ("f/sub", {"f": "x"}, "--out='{tmp}/f/sub' cannot be created: '{tmp}/f' is not a directory"),
+    ("/proc/version", {}, "--out='/proc/version' is in a pseudo file system"),
+    ("/proc/new-dir", {}, "--out='/proc/new-dir' is in a pseudo file system"),
+])
+def test_out_is_checked_before_any_work(out, files, message, tmp_path, monkeypatch, capsys):
+    _no_run(monkeypatch)
+    for name, content in files.items():
+        (tmp_path / name).write_text(content)
+    path = out if out.startswith("/") else str(tmp_path / out)
+    assert run_command("simulate", SMALL + ["--out", path]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert message.replace("{tmp}", str(tmp_path)) in line
+
+
+def test_out_not_writable_is_refused_first(tmp_path, monkeypatch, capsys):
+    import os
+
+    if os.geteuid() == 0:
+        pytest.skip("root writes anywhere")
+    _no_run(monkeypatch)
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    assert run_command("simulate", SMALL + ["--out", str(locked / "new")]) == 2
+    assert "is not writable" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--device", "reram-softbounds", "--tau", "5"],
+     "--tau=5 does not apply to the preset device='reram-softbounds', whose range [-0.75, 1.25] "
+     "is fixed"),
+    (["--device", "idealized-constantstep", "--tau", "1"],  # the default value, but typed
+     "--tau=1 does not apply to the preset device='idealized-constantstep'"),
+    (["--device", "constant-step", "--tau", "5"],
+     "--tau=5 does not apply to the family device='constant-step', whose range is set by w_min "
+     "and w_max"),
+    (["--tau", "1e-6"], "--tau=1e-06 is too small for device='softbounds': its range [-tau, tau] "
+                        "must hold one pulse dw_min=0.001; valid range [0.0005, inf)"),
+    (["--device", "softbounds-tau1", "--tau", "1e-4"], "--tau=0.0001 is too small"),
+    (["--steps", "1000000000000"], "--steps=1000000000000 asks for 1e+12 updates"),
+    (["--micro-batches", "1000000000000000000"], "--micro-batches=1000000000000000000 asks for"),
+    (["--update", "pulsed", "--lr", "1e4"], "--lr=10000.0 asks for"),
+])
+def test_refusals_name_the_flag(argv, message, capsys):
+    assert run_command("simulate", SMALL[:2] + argv) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert message in line, line
+
+
+def test_a_preset_with_a_fixed_range_records_no_tau(capsys):
+    assert run_command("simulate", SMALL + ["--device", "reram-softbounds", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["tau"] is None
+    assert run_command("simulate", SMALL + ["--device", "softbounds-tau1", "--tau", "2",
+                                            "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["tau"] == 2.0
+    assert run_command("simulate", SMALL + ["--json"]) == 0  # a family: the default tau 1
+    assert json.loads(capsys.readouterr().out)["config"]["tau"] == 1.0
+
+
+def test_a_pinned_run_prints_one_warning_line_and_succeeds(capsys):
+    assert run_command("simulate", ["--lr", "1e6", "--steps", "50"]) == 0
+    captured = capsys.readouterr()
+    (line,) = captured.err.splitlines()
+    assert line.startswith("aimc-pipeline simulate: warning: lr=1e+06: the run was pinned")
+    assert "final loss" in captured.out
+    assert run_command("simulate", SMALL) == 0
+    assert capsys.readouterr().err == ""

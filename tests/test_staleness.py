@@ -94,3 +94,47 @@ def test_an_infinite_limit_still_catches_non_finite_values():
     check_divergence(0, "w", np.array([1e300]), np.inf, 1.0)
     with pytest.raises(DivergenceError):
         check_divergence(0, "w", np.array([np.inf]), np.inf, 1.0)
+
+
+def test_cycles_are_exact_int64_and_refuse_beyond_it():
+    from simulate.staleness import cycles_after
+    from theory.errors import ParameterError
+
+    big = 3**33
+    assert int(cycles_after("none", 2, big, [0, 5])[-1]) == 2 * 2 * big * 5
+    assert int(cycles_after("sync", 2, big, [5])[0]) == 2 * (big + 1) * 5
+    assert int(cycles_after("async", 2, 1, [big])[0]) == 2 * (big + 1)
+    with pytest.raises(ParameterError, match=r"^micro_batches=1000000000000000000 asks for"):
+        cycles_after("none", 1, 10**18, [5])
+    with pytest.raises(ParameterError, match=r"^steps=\d+ asks for .* clock cycles"):
+        cycles_after("async", 1, 1, [2**62])
+
+
+def test_the_network_loss_rule_uses_its_own_factor():
+    from simulate.staleness import NETWORK_LOSS_FACTOR
+
+    assert divergence_limit([2.3], factor=NETWORK_LOSS_FACTOR) == pytest.approx(23.0)
+    assert divergence_limit([0.2], factor=NETWORK_LOSS_FACTOR) == NETWORK_LOSS_FACTOR
+
+
+def test_pinned_monitor_counts_points_within_one_pulse_of_a_bound():
+    from simulate.staleness import PINNED_FRACTION, PinnedMonitor, PinnedWarning
+
+    assert PINNED_FRACTION == 0.5
+    monitor = PinnedMonitor(-1.0, 1.0, 0.01, lr=2.0)
+    pinned = np.array([[0.995, -0.995, 0.3]])  # 2 of 3 weights within dw_min of a bound
+    free = np.array([[0.985, -0.5, 0.3]])  # 0.985 is 0.015 from the bound: not pinned
+    monitor.observe(0, pinned)  # the start is not counted
+    for w in (pinned, free, pinned):
+        monitor.observe(1, w)
+    assert (monitor.points, monitor.pinned) == (3, 2)
+    with pytest.warns(PinnedWarning, match=r"^lr=2: .* on 2 of 3 logging points"):
+        monitor.warn()
+    half = PinnedMonitor(-1.0, 1.0, 0.01, lr=2.0)
+    for w in (pinned, free):
+        half.observe(1, w)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        half.warn()  # exactly half is not "most"

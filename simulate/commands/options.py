@@ -2,12 +2,14 @@
 
 - :func:`add_sweep_arguments` / :func:`sweep_options`: ``--jobs``, ``--scheduler``,
   ``--cache-dir``, ``--no-cache`` and the keywords of :func:`simulate.sweep.run_sweep` they give;
-- :func:`add_output_arguments`: ``--out DIR`` and ``--json``.
+- :func:`add_output_arguments`: ``--out DIR`` and ``--json``; :func:`check_output_dir` checks
+  ``DIR`` before any work (a command calls it first, so that a bad path costs no compute).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from pathlib import Path
 
@@ -16,7 +18,10 @@ from theory.errors import ParameterError, check_range
 from ..cache import ResultCache
 from ..sweep import default_jobs
 
-__all__ = ["add_output_arguments", "add_sweep_arguments", "sweep_options"]
+__all__ = ["add_output_arguments", "add_sweep_arguments", "check_output_dir", "sweep_options"]
+
+#: pseudo file systems no output goes to (their entries are not files one can create)
+_PSEUDO_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
 
 #: a Dask scheduler address, SCHEME://HOST:PORT (HOST may be a bracketed IPv6 address)
 _ADDRESS = re.compile(r"[a-z][a-z0-9+.-]*://(\[[0-9a-fA-F:.]+\]|[^\s:/\[\]]+):\d{1,5}")
@@ -98,3 +103,47 @@ def add_output_arguments(
     formats = parser.add_mutually_exclusive_group()
     formats.add_argument("--json", action="store_true", help=json_help)
     return formats
+
+
+def check_output_dir(path: str | os.PathLike | None, name: str = "out") -> Path | None:
+    """Check that the output directory ``path`` can be created or written, before any work.
+
+    It must not exist as anything but a directory, must not lie in a pseudo file system
+    (``/proc``, ``/sys``, ``/dev``), and it (or, if it does not exist yet, its nearest existing
+    ancestor, which must be a directory) must be writable.
+
+    Parameters
+    ----------
+    path : path-like or None
+        The directory (``None``: nothing is written, nothing to check).
+    name : str
+        The parameter, first in the message (the commands show it as ``--out``).
+
+    Returns
+    -------
+    pathlib.Path or None
+
+    Raises
+    ------
+    ParameterError
+        ``"{name}='...' ..."``: one line saying what is wrong with the path.
+    """
+    if path is None:
+        return None
+    out = Path(path)
+    shown = repr(str(out))
+    resolved = out.resolve()
+    if any(resolved == root or root in resolved.parents for root in _PSEUDO_ROOTS):
+        raise ParameterError(f"{name}={shown} is in a pseudo file system; give a directory to "
+                             "write trace files into")
+    if out.exists() and not out.is_dir():
+        raise ParameterError(f"{name}={shown} exists and is not a directory; give a directory "
+                             "(it is created if missing)")
+    existing = next(p for p in (resolved, *resolved.parents) if p.exists())
+    if not existing.is_dir():
+        raise ParameterError(f"{name}={shown} cannot be created: {str(existing)!r} is not a "
+                             "directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ParameterError(f"{name}={shown} is not writable: permission denied on "
+                             f"{str(existing)!r}")
+    return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,11 +18,12 @@ import numpy as np
 from theory.commands import add_config_flags, command_main, config_from_args
 from theory.fileio import strict_json
 
-from ..config import SimConfig
+from ..config import DEFAULT_TAU, SimConfig, check_device_tau
 from ..engine import run as run_simulation
 from ..progress import progress_bar
+from ..staleness import PinnedWarning
 from ..trace import Trace
-from .options import add_output_arguments
+from .options import add_output_arguments, check_output_dir
 
 __all__ = ["DESCRIPTION", "build_parser", "main", "run", "summary_rows"]
 
@@ -33,9 +35,18 @@ DESCRIPTION = (
 )
 
 
+class _DefaultTau(float):
+    """The default of ``--tau`` (shown as 1.0), told apart from a ``--tau`` the user typed."""
+
+
+#: ``--tau`` when not given: a fixed-range preset then records no tau, any other device 1.0
+_TAU_NOT_GIVEN = _DefaultTau(DEFAULT_TAU)
+
+
 def build_parser(parser: argparse.ArgumentParser) -> None:
     """Add the ``simulate`` options to ``parser``: one flag per :class:`SimConfig` field, output."""
     add_config_flags(parser, SimConfig)
+    parser.set_defaults(tau=_TAU_NOT_GIVEN)
     add_output_arguments(
         parser, out_help="directory for trace.csv and trace.json",
         json_help="print the trace as JSON on stdout instead of a table",
@@ -67,13 +78,32 @@ def summary_rows(trace: Trace) -> list[tuple[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the simulation of ``args``; print the summary (or JSON); write ``--out`` files."""
-    config = config_from_args(SimConfig, args)
+    """Run the simulation of ``args``; print the summary (or JSON); write ``--out`` files.
+
+    Checked before any work: ``--out`` (:func:`~simulate.commands.options.check_output_dir`), a
+    ``--tau`` typed for a preset whose range is fixed (refused), every field and resource limit
+    (:class:`SimConfig`). A run pinned at the device bounds (:class:`PinnedWarning`) prints one
+    warning line on stderr.
+    """
+    check_output_dir(args.out)
+    given_tau = args.tau is not _TAU_NOT_GIVEN
+    tau = float(args.tau)
+    if given_tau:
+        check_device_tau(args.device, tau, explicit=True)
+    config = config_from_args(SimConfig, args, tau=tau)
     bar = progress_bar(config.steps, unit="update")
     try:
-        trace = run_simulation(config, progress=bar.update)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", PinnedWarning)
+            trace = run_simulation(config, progress=bar.update)
     finally:
         bar.close()
+    for warning in caught:
+        if issubclass(warning.category, PinnedWarning):
+            print(f"aimc-pipeline simulate: warning: {warning.message}", file=sys.stderr)
+        else:  # anything else is shown as it would have been
+            warnings.showwarning(warning.message, warning.category, warning.filename,
+                                 warning.lineno)
     if args.out is not None:
         csv_path, json_path = trace.write(args.out)
         print(f"wrote {csv_path} and {json_path}", file=sys.stderr)
