@@ -74,6 +74,12 @@ __all__ = [
 TERMS = ("a/sqrt(K)", "c/K", "floor")
 #: :attr:`Plan.status`: the exact optimum, with the relaxation solved (or not asked for)
 OPTIMAL = "optimal"
+#: what every asynchronous row of a plan relies on (docs/theory.md, remark on the scope of A4)
+A4_NOTE = (
+    "async iterations assume A4 (the stale signal's error is fixed before the sample is drawn): "
+    "exact for the oracle problems, not proved for networks, whose stale forward and current "
+    "backward both see the sample"
+)
 #: :attr:`Plan.status`: the exact optimum, but the relaxation failed (no lower bound, no gap)
 RELAXATION_FAILED = "relaxation_failed"
 
@@ -287,6 +293,13 @@ class Plan:
     cycles = property(lambda self: self.best.cycles, doc="Clock cycles to eps.")
     seconds = property(lambda self: self.best.seconds, doc="Predicted seconds to eps.")
 
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What the plan's numbers rely on beyond the model (today: A4 for asynchronous rows)."""
+        if any(c.mode == "async" for c in (self.best, *self.alternatives)):
+            return (A4_NOTE,)
+        return ()
+
     def to_dict(self) -> dict:
         """JSON-ready fields of the plan, its alternatives and the relaxation.
 
@@ -300,7 +313,7 @@ class Plan:
             "alternatives": [c.to_dict() for c in self.alternatives],
             "ruled_out": [{"mode": m, "reason": r} for m, r in self.ruled_out],
             "solve_times": self.solve_times.to_dict(),
-            "status": self.status, "message": self.message,
+            "status": self.status, "message": self.message, "notes": list(self.notes),
         }
 
     def table(self) -> str:
@@ -349,6 +362,7 @@ class Plan:
                              f"{c.seconds:>12.4g}")
         for mode, reason in self.ruled_out:
             lines.append(f"ruled out: {mode}: {reason}")
+        lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
 
