@@ -8,18 +8,14 @@
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
-from theory.errors import ParameterError, check_range
+from theory.errors import check_range
 
-from ..cache import ResultCache
-from ..sweep import default_jobs
+from ..cache import ResultCache, check_writable_dir, default_cache_dir
+from ..sweep import check_scheduler_address, default_jobs
 
 __all__ = ["add_output_arguments", "add_sweep_arguments", "sweep_options"]
-
-#: a Dask scheduler address, SCHEME://HOST:PORT (HOST may be a bracketed IPv6 address)
-_ADDRESS = re.compile(r"[a-z][a-z0-9+.-]*://(\[[0-9a-fA-F:.]+\]|[^\s:/\[\]]+):\d{1,5}")
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -54,21 +50,22 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
 def sweep_options(args: argparse.Namespace) -> dict:
     """The keywords ``jobs``, ``scheduler`` and ``cache`` of ``run_sweep`` from parsed args.
 
-    Checked before any point runs: ``--jobs`` must be >= 1 and ``--scheduler`` an address of the
-    form ``SCHEME://HOST:PORT`` (e.g. ``tcp://127.0.0.1:8786``).
+    Checked before any point runs: ``--jobs`` must be >= 1, ``--scheduler`` an address of the
+    form ``SCHEME://HOST:PORT`` (e.g. ``tcp://127.0.0.1:8786``,
+    :func:`~simulate.sweep.check_scheduler_address`; whether it answers is checked when the sweep
+    opens it, before its first point) and the cache directory (``--cache-dir`` or the default)
+    a writable directory (:func:`~simulate.cache.check_writable_dir`; it is created if missing).
     """
     if args.jobs is not None:
         check_range("--jobs", args.jobs, 1, None, integer=True)
-    if args.scheduler is not None and not _ADDRESS.fullmatch(args.scheduler):
-        raise ParameterError(
-            f"--scheduler={args.scheduler!r} is not a scheduler address; valid: "
-            "SCHEME://HOST:PORT, e.g. tcp://127.0.0.1:8786"
-        )
+    if args.scheduler is not None:
+        check_scheduler_address(args.scheduler, "--scheduler")
     if args.no_cache:
         cache = False
     elif args.cache_dir is not None:
-        cache = ResultCache(args.cache_dir)
+        cache = ResultCache(check_writable_dir(args.cache_dir, "--cache-dir"))
     else:
+        check_writable_dir(default_cache_dir(), "--cache-dir")
         cache = True
     return {"jobs": args.jobs, "scheduler": args.scheduler, "cache": cache}
 
