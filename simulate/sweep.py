@@ -185,20 +185,33 @@ def _open_client(address: str):
     """A :class:`distributed.Client` of the scheduler at ``address``, or a one-line error.
 
     A TCP-based address is probed first, so that a refused connection fails at once (Dask itself
-    retries for 30 s); the client's handshake then has :data:`CONNECT_TIMEOUT_S`.
+    retries for 30 s). On ``tcp://`` a Dask scheduler speaks first (its handshake): a listener
+    that stays silent for :data:`CONNECT_TIMEOUT_S` is not one (Dask's client would wait for it
+    forever). The client's own connection then has :data:`CONNECT_TIMEOUT_S`.
     """
     check_scheduler_address(address)
     scheme, rest = address.split("://", 1)
     host, _, port = rest.rpartition(":")
     if scheme != "ucx":
         try:
-            socket.create_connection((host.strip("[]"), int(port)), CONNECT_TIMEOUT_S).close()
+            probe = socket.create_connection((host.strip("[]"), int(port)), CONNECT_TIMEOUT_S)
         except OSError as error:
             reason = error.strerror or str(error) or type(error).__name__
             raise ParameterError(
                 f"scheduler={address!r} cannot be reached ({reason.lower()}); valid: the address "
                 "of a running Dask scheduler (dask scheduler prints it)"
             ) from None
+        with probe:
+            if scheme == "tcp":
+                try:
+                    spoke = probe.recv(1) != b""
+                except OSError:  # a timeout, or a reset
+                    spoke = False
+                if not spoke:
+                    raise ParameterError(
+                        f"scheduler={address!r} accepted a connection but did not answer as a "
+                        f"Dask scheduler within {CONNECT_TIMEOUT_S:g} s"
+                    )
     from distributed import Client
 
     try:
@@ -480,7 +493,7 @@ def run_sweep(
         if not isinstance(point, Mapping):
             raise TypeError(f"point {index} is a {type(point).__name__}, not a dict: {point!r}")
     jobs = default_jobs() if jobs is None else check_range("jobs", jobs, 1, None, integer=True)
-    if isinstance(scheduler, str):
+    if scheduler is not None and not hasattr(scheduler, "get_executor"):  # not a Client
         check_scheduler_address(scheduler)
     store = _resolve_cache(cache)
 
