@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import multiprocessing
@@ -588,3 +589,144 @@ def test_a_silent_scheduler_address_times_out_naming_it(monkeypatch):
 def test_malformed_scheduler_addresses_are_refused_by_the_library_too(address):
     with pytest.raises(ParameterError, match="is not a scheduler address"):
         run_sweep(fns.noisy_mean, points(1), scheduler=address, cache=False)
+
+
+# --- process lifecycle and concurrent sweeps ----------------------------------------------------
+
+
+def _sweep_script(pts: list[dict], cache, *, command: bool = False) -> str:
+    """A child that runs ``logged`` over ``pts`` with 2 workers (as a command: Ctrl-C -> 130)."""
+    body = f"run_sweep(_sweep_fns.logged, {pts!r}, jobs=2, cache={cache!r}, progress=False)"
+    if command:
+        body = textwrap.dedent(f"""
+            from theory.commands import command_main
+            def run(args):
+                sweep = {body}
+                print(sweep.computed, sweep.cached, flush=True)
+            sys.exit(command_main("demo", "demo", lambda parser: None, run, []))
+            """)
+    else:
+        body = f"sweep = {body}\nprint(sweep.computed, sweep.cached, flush=True)"
+    return textwrap.dedent(f"""
+        import sys
+        sys.path[:0] = [{str(REPO)!r}, {str(TESTS)!r}]
+        import _sweep_fns
+        from simulate.sweep import run_sweep
+        """) + body
+
+
+def _live(process) -> bool:
+    import psutil
+
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_pool_workers_die_with_their_parent(tmp_path):
+    """SIGKILL of the sweep's process (not of its group): its workers go too, within seconds."""
+    import psutil
+
+    log = tmp_path / "log"
+    log.mkdir()
+    pts = points(4, sleep=5.0, log=str(log))
+    proc = subprocess.Popen([sys.executable, "-c", _sweep_script(pts, False)],
+                            start_new_session=True)
+    parent = psutil.Process(proc.pid)
+    workers = []
+    try:
+        deadline = time.monotonic() + 30
+        while len(workers) < 2 and time.monotonic() < deadline:
+            workers = parent.children()
+            time.sleep(0.05)
+        assert len(workers) == 2, "the pool did not start"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 5
+        while any(_live(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_live(w) for w in workers), "workers outlived their parent"
+    finally:
+        for worker in workers:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                worker.kill()
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_ctrl_c_gives_one_line_exit_130_and_keeps_the_finished_points(tmp_path):
+    """A real SIGINT to the sweep's process group (what Ctrl-C in a terminal does): the workers
+    print nothing, the command prints one line and exits 130, and the finished points stay."""
+    log, cache = tmp_path / "log", tmp_path / "cache"
+    log.mkdir()
+    pts = points(8, sleep=1.0, log=str(log))
+    proc = subprocess.Popen([sys.executable, "-c", _sweep_script(pts, str(cache), command=True)],
+                            start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    store = ResultCache(cache)
+    try:
+        deadline = time.monotonic() + 30
+        while len(store.entries()) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert err.splitlines() == ["demo: interrupted (finished points stay cached)"]
+    assert out == ""
+    done = sum(store.get(p.stem) is not None for p in store.entries())
+    assert 2 <= done < len(pts)
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):  # no worker is left in the group
+        os.killpg(proc.pid, 0)
+    again = run_sweep(fns.logged, pts, jobs=2, cache=store, progress=False)
+    assert (again.computed, again.cached) == (len(pts) - done, done)
+
+
+def test_two_identical_sweeps_into_one_cache_compute_each_point_once(tmp_path):
+    """The per-key lock: the second sweep waits for the first's points and reads them."""
+    log, cache = tmp_path / "log", tmp_path / "cache"
+    log.mkdir()
+    pts = points(4, sleep=0.5, log=str(log))
+    script = _sweep_script(pts, str(cache))
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [proc.communicate(timeout=120)[0] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0]
+    assert calls(log) == len(pts)  # not 2 * len(pts)
+    counts = [tuple(map(int, out.split())) for out in outs]  # (computed, cached) of each
+    assert all(computed + cached == len(pts) for computed, cached in counts)
+    assert sum(computed for computed, _ in counts) == len(pts)  # the rest was read, not run
+    again = run_sweep(fns.logged, pts, jobs=1, cache=cache, progress=False)
+    assert again.cached == len(pts) and calls(log) == len(pts)
+    assert as_bytes(again.results) == plain_loop(fns.noisy_mean, pts)
+
+
+def test_a_lock_is_exclusive_and_released_when_its_holder_dies(tmp_path):
+    store = ResultCache(tmp_path)
+    key = "cd" * 32
+    held = store.lock(key)
+    assert store.lock(key, block=False) is None
+    held.release()
+    held.release()  # idempotent
+    with store.lock(key, block=False) as again:
+        assert again is not None and store.lock(key, block=False) is None
+    script = textwrap.dedent(f"""
+        import sys, time
+        sys.path[:0] = [{str(REPO)!r}]
+        from simulate.cache import ResultCache
+        lock = ResultCache({str(tmp_path)!r}).lock({key!r})
+        print("locked", flush=True)
+        time.sleep(60)
+        """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "locked"
+        assert store.lock(key, block=False) is None
+    finally:
+        proc.kill()
+        proc.wait()
+    assert store.lock(key, block=False) is not None
