@@ -240,19 +240,43 @@ class CorruptEntryError(ValueError):
         super().__init__(f"cache entry {str(path)!r} is corrupt: {reason}")
 
 
+#: descriptors of the entry locks this process holds (closed in a forked child, see below)
+_HELD_LOCKS: set[int] = set()
+
+
+def _close_inherited_locks() -> None:
+    """In a child made by ``fork`` (a process-pool worker): close the copies of the parent's lock
+    descriptors, so that an flock is released when its holder releases it, not when the last
+    child that inherited it exits."""
+    for fd in list(_HELD_LOCKS):
+        try:
+            os.close(fd)
+        except OSError:  # pragma: no cover - already closed
+            pass
+    _HELD_LOCKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_inherited_locks)
+
+
 class EntryLock:
     """An exclusive lock on one cache key (see :meth:`ResultCache.lock`); release it once.
 
-    Usable as a context manager. The kernel releases it when the holding process dies.
+    Usable as a context manager. The kernel releases it when the holding process dies; a forked
+    child does not keep it.
     """
 
     def __init__(self, fd: int | None):
         self._fd = fd
+        if fd is not None:
+            _HELD_LOCKS.add(fd)
 
     def release(self) -> None:
         """Release the lock (closing its file); a second call does nothing."""
         fd, self._fd = self._fd, None
         if fd is not None:
+            _HELD_LOCKS.discard(fd)
             os.close(fd)
 
     def __enter__(self) -> EntryLock:

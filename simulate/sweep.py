@@ -334,7 +334,15 @@ def _backend(name: str, jobs: int, scheduler, count: int) -> Iterator[_Backend]:
 
 
 def _stop_pool(pool: ProcessPoolExecutor) -> None:
-    """Cancel what waits and terminate the workers (Ctrl-C: the running points are abandoned)."""
+    """Cancel what waits and terminate the workers (Ctrl-C: the running points are abandoned).
+
+    Python < 3.14 has no public ``ProcessPoolExecutor.terminate_workers``: the worker processes
+    are then read from the pool's ``_processes`` (a stable attribute since Python 3.2).
+    """
+    terminate = getattr(pool, "terminate_workers", None)
+    if terminate is not None:  # pragma: no cover - Python >= 3.14
+        terminate()
+        return
     processes = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:

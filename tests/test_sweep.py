@@ -730,3 +730,27 @@ def test_a_lock_is_exclusive_and_released_when_its_holder_dies(tmp_path):
         proc.kill()
         proc.wait()
     assert store.lock(key, block=False) is not None
+
+
+def test_a_forked_child_does_not_keep_its_parents_locks(tmp_path):
+    """Pool workers are forked while the parent holds the key of the point they will run: the
+    lock must be released when the parent releases it, not when the workers exit."""
+    store = ResultCache(tmp_path)
+    key = "ef" * 32
+    held = store.lock(key)
+    pid = os.fork()
+    if pid == 0:  # the child sleeps; it must not hold the lock
+        time.sleep(3)
+        os._exit(0)
+    try:
+        held.release()
+        deadline = time.monotonic() + 1.5  # the child closes its copy as soon as it runs
+        again = store.lock(key, block=False)
+        while again is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+            again = store.lock(key, block=False)
+        assert again is not None, "the forked child kept the lock"
+        again.release()
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
