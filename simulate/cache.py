@@ -11,12 +11,23 @@ where ``f`` is the function's qualified name, ``p`` the point (a JSON-serialisab
 package's source files, all in canonical JSON (sorted keys, no whitespace). A new version of the
 package, or an edited source tree, therefore never reads results computed by other code.
 
-Each entry is ``DIR/k[:2]/k.json`` (the JSON part of the result, the point, the version and the
-SHA-256 of the arrays file) and, when the result holds numpy arrays, ``DIR/k[:2]/k.npz`` (read with
-``allow_pickle=False``). Both are written to a temporary file in the same directory, flushed,
-fsynced and moved into place with :func:`os.replace`, the arrays first: the JSON file is the commit
-record. A missing, truncated, corrupt or mismatched entry reads as a miss, so an interrupted writer
-at worst costs a recomputation.
+and the entry format :data:`FORMAT`. Each entry is ``DIR/k[:2]/k.json`` (the JSON part of the
+result, the point, the version, the SHA-256 of the arrays file and the SHA-256 ``checksum`` of the
+canonical JSON of everything else in the record) and, when the result holds numpy arrays,
+``DIR/k[:2]/k.npz`` (read with ``allow_pickle=False``). Both are written to a temporary file in the
+same directory, flushed, fsynced and moved into place with :func:`os.replace`, the arrays first:
+the JSON file is the commit record.
+
+Every read verifies the whole entry: the record's checksum (so an entry edited to another valid
+JSON value, a removed key or a NaN written into it is caught), its key, format and version, the
+arrays' checksum, and the JSON's structure (nesting too deep for the parser is damage too).
+A missing entry is a miss; any other failure is a :class:`CorruptEntryError` (:meth:`ResultCache.
+read`), which :meth:`ResultCache.get` reads as a miss and :func:`simulate.sweep.run_sweep`
+recomputes and counts, so an interrupted writer or a damaged file at worst costs a recomputation.
+
+:meth:`ResultCache.lock` takes an exclusive :func:`fcntl.flock` on ``DIR/k[:2]/k.lock`` (released by
+the kernel when its holder dies), so that two sweeps into one cache compute each point once: the
+second waits for the first's point and reads it.
 """
 
 from __future__ import annotations
@@ -38,8 +49,15 @@ import numpy as np
 
 from theory.fileio import atomic_write, to_json_value
 
+try:  # POSIX; elsewhere the per-key lock is a no-op
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
+
 __all__ = [
     "CACHE_ENV",
+    "CorruptEntryError",
+    "EntryLock",
     "ResultCache",
     "cache_version",
     "canonical_json",
@@ -58,10 +76,12 @@ CACHE_ENV = "AIMC_PIPELINE_CACHE"
 DEFAULT_DIR = Path(".cache") / "aimc-pipeline"
 #: the marker of an array placeholder in the JSON part of a result
 ARRAY_TAG = "__ndarray__"
-#: entry format; bump when the layout changes
-FORMAT = 1
+#: entry format (part of every key); bump when the layout changes. 2: the record's checksum
+FORMAT = 2
 
-_READ_ERRORS = (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile)
+#: what a damaged entry raises while it is read (RecursionError: pathologically deep JSON)
+_READ_ERRORS = (OSError, ValueError, KeyError, TypeError, EOFError, IndexError, RecursionError,
+                zipfile.BadZipFile)
 
 
 @cache
@@ -201,6 +221,74 @@ def normalize_result(value: Mapping) -> dict:
     return decode_result(to_json_value(data, strict=False), arrays)
 
 
+class CorruptEntryError(ValueError):
+    """A cache entry exists but is damaged: unreadable, malformed, edited or mismatched.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+        The entry's JSON record.
+    reason : str
+        What is wrong with it.
+    """
+
+    def __init__(self, path: Path, reason: str):
+        self.path, self.reason = Path(path), reason
+        super().__init__(f"cache entry {str(path)!r} is corrupt: {reason}")
+
+
+#: descriptors of the entry locks this process holds (closed in a forked child, see below)
+_HELD_LOCKS: set[int] = set()
+
+
+def _close_inherited_locks() -> None:
+    """In a child made by ``fork`` (a process-pool worker): close the copies of the parent's lock
+    descriptors, so that an flock is released when its holder releases it, not when the last
+    child that inherited it exits."""
+    for fd in list(_HELD_LOCKS):
+        try:
+            os.close(fd)
+        except OSError:  # pragma: no cover - already closed
+            pass
+    _HELD_LOCKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_inherited_locks)
+
+
+class EntryLock:
+    """An exclusive lock on one cache key (see :meth:`ResultCache.lock`); release it once.
+
+    Usable as a context manager. The kernel releases it when the holding process dies; a forked
+    child does not keep it.
+    """
+
+    def __init__(self, fd: int | None):
+        self._fd = fd
+        if fd is not None:
+            _HELD_LOCKS.add(fd)
+
+    def release(self) -> None:
+        """Release the lock (closing its file); a second call does nothing."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            _HELD_LOCKS.discard(fd)
+            os.close(fd)
+
+    def __enter__(self) -> EntryLock:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _record_checksum(record: Mapping) -> str:
+    """SHA-256 of the canonical JSON of a record without its ``checksum`` field."""
+    body = {name: value for name, value in record.items() if name != "checksum"}
+    return hashlib.sha256(canonical_json(body).encode()).hexdigest()
+
+
 @dataclass(frozen=True)
 class ResultCache:
     """Sweep results on disk, keyed by function, point and cache version (package + source).
@@ -230,8 +318,10 @@ class ResultCache:
             raise TypeError(f"version={self.version!r} must be a non-empty string")
 
     def key(self, function: str, point: Mapping) -> str:
-        """SHA-256 (hex) of the canonical JSON of ``(function, point, version)``."""
-        text = canonical_json({"function": function, "point": point, "version": self.version})
+        """SHA-256 (hex) of the canonical JSON of ``(function, point, version, FORMAT)``."""
+        text = canonical_json(
+            {"format": FORMAT, "function": function, "point": point, "version": self.version}
+        )
         return hashlib.sha256(text.encode()).hexdigest()
 
     def paths(self, key: str) -> tuple[Path, Path]:
@@ -239,22 +329,52 @@ class ResultCache:
         folder = self.directory / key[:2]
         return folder / f"{key}.json", folder / f"{key}.npz"
 
-    def get(self, key: str) -> dict | None:
-        """The stored result, or ``None`` when the entry is missing, partial or corrupt."""
+    def read(self, key: str) -> dict | None:
+        """The stored result; ``None`` when there is no entry.
+
+        Raises
+        ------
+        CorruptEntryError
+            When the entry exists but does not verify (see the module docstring).
+        """
         json_path, npz_path = self.paths(key)
         try:
-            record = json.loads(json_path.read_text())
-            if record["format"] != FORMAT or record["key"] != key:
-                return None
+            text = json_path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            raise CorruptEntryError(json_path, f"unreadable ({error.strerror or error})") from None
+        try:
+            record = json.loads(text)
+            if not isinstance(record, dict):
+                raise CorruptEntryError(json_path, f"a JSON {type(record).__name__}, not a record")
+            if record.get("checksum") != _record_checksum(record):
+                raise CorruptEntryError(json_path, "its checksum does not match its content")
+            for name, want in (("format", FORMAT), ("key", key), ("version", self.version)):
+                if record[name] != want:
+                    raise CorruptEntryError(json_path, f"{name} {record[name]!r} is not {want!r}")
             arrays: dict[str, np.ndarray] = {}
             if record["arrays_sha256"] is not None:
                 blob = npz_path.read_bytes()
                 if hashlib.sha256(blob).hexdigest() != record["arrays_sha256"]:
-                    return None
+                    raise CorruptEntryError(npz_path, "its checksum does not match its content")
                 with np.load(io.BytesIO(blob), allow_pickle=False) as npz:
                     arrays = {name: npz[name] for name in npz.files}
-            return decode_result(record["result"], arrays)
-        except _READ_ERRORS:
+            result = decode_result(record["result"], arrays)
+            if not isinstance(result, dict):
+                raise CorruptEntryError(json_path, "its result is not a dict")
+            return result
+        except CorruptEntryError:
+            raise
+        except _READ_ERRORS as error:
+            reason = f"{type(error).__name__}: {' '.join(str(error).split())[:200]}"
+            raise CorruptEntryError(json_path, reason) from None
+
+    def get(self, key: str) -> dict | None:
+        """The stored result, or ``None`` when the entry is missing, partial or corrupt."""
+        try:
+            return self.read(key)
+        except CorruptEntryError:
             return None
 
     def __contains__(self, key: str) -> bool:
@@ -281,8 +401,30 @@ class ResultCache:
             "arrays_sha256": digest,
             "result": data,
         }
+        record["checksum"] = _record_checksum(record)
         atomic_write(json_path, json.dumps(record, default=_plain).encode())
         return json_path
+
+    def lock(self, key: str, *, block: bool = True) -> EntryLock | None:
+        """An exclusive lock on ``key`` (``DIR/k[:2]/k.lock``, :func:`fcntl.flock`).
+
+        With ``block=False``, ``None`` when another holder has it. Where :mod:`fcntl` does not
+        exist the lock is a no-op. The lock files stay (empty) next to the entries.
+        """
+        if fcntl is None:  # pragma: no cover - Windows
+            return EntryLock(None)
+        path = self.directory / key[:2] / f"{key}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        return EntryLock(fd)
 
     def entries(self) -> list[Path]:
         """The JSON records present (complete or not), sorted."""

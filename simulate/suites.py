@@ -16,11 +16,14 @@ of the device range), rounded to :data:`STEP_DIGITS` significant digits. The tab
 - :data:`THOROUGH`: a grid of 270 rows over three root seeds.
 
 :func:`run_suite` runs a table as one cached sweep of :func:`check_point` (each row is
-:func:`simulate.verify.check_bound`); the tests are parametrized over the rows of :data:`QUICK`.
+:func:`simulate.verify.check_bound`; a cached row is checked by :func:`validate_check`); the
+tests are parametrized over the rows of :data:`QUICK`.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from theory.errors import ParameterError, check_range
@@ -28,7 +31,7 @@ from theory.theorems import get_bound
 
 from .analog import device_from_config
 from .config import SimConfig
-from .sweep import run_sweep
+from .sweep import SweepResult, run_sweep
 from .verify import CHECKABLE, Check, check_bound, config_for, region_step_cap
 
 __all__ = [
@@ -46,6 +49,7 @@ __all__ = [
     "run_suite",
     "step_region",
     "suite_points",
+    "validate_check",
 ]
 
 #: bumped when the meaning of a cached check changes (part of every sweep point)
@@ -253,16 +257,47 @@ def suite_points(suite: str, *, z: float = 4.0) -> list[dict]:
     ]
 
 
+def validate_check(result: dict) -> None:
+    """The sweep's ``validate`` for :func:`check_point` results: a :meth:`Check.to_dict` whose
+    empirical mean, standard error and bound are finite, ``empirical, stderr >= 0``, and whose
+    ratio and verdict follow from them.
+
+    Raises
+    ------
+    ValueError, TypeError, KeyError
+        When the result is not one :func:`check_point` returns (e.g. a damaged cache entry).
+    """
+    check = Check.from_dict(result)
+    for name in ("empirical", "stderr", "bound"):
+        value = getattr(check, name)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
+                value):
+            raise ValueError(f"{name}={value!r} is not a finite number")
+    if check.empirical < 0 or check.stderr < 0:
+        raise ValueError(f"empirical={check.empirical!r} and stderr={check.stderr!r} must be >= 0")
+    passed = check.empirical <= check.bound + check.margin_z * check.stderr
+    if check.passed != passed:
+        raise ValueError(f"passed={check.passed!r} does not follow from the numbers")
+    ratio = check.bound / check.empirical if check.empirical > 0 else math.inf
+    if not math.isclose(check.ratio, ratio, rel_tol=1e-12):
+        raise ValueError(f"ratio={check.ratio!r} is not bound/empirical")
+
+
 def run_suite(
     name: str, jobs: int | None = None, scheduler=None, *, cache=True, z: float = 4.0,
-    progress: bool | None = None,
+    progress: bool | None = None, on_sweep: Callable[[SweepResult], object] | None = None,
 ) -> list[Check]:
     """Run the checks of suite ``name`` (``quick``, ``standard``, ``thorough``) as a cached sweep.
 
     ``jobs``, ``scheduler``, ``cache`` and ``progress`` are those of
-    :func:`simulate.sweep.run_sweep` (finished checks are cached and reused).
+    :func:`simulate.sweep.run_sweep` (finished checks are cached and reused; a cached check is
+    validated by :func:`validate_check`, and recomputed when it does not verify).
+    ``on_sweep(result)``, if given, receives the :class:`~simulate.sweep.SweepResult` (its counts
+    of computed, cached and damaged entries).
     """
     points = suite_points(name, z=z)
     sweep = run_sweep(check_point, points, jobs=jobs, scheduler=scheduler, cache=cache,
-                      progress=progress, desc=f"verify {name}")
+                      progress=progress, desc=f"verify {name}", validate=validate_check)
+    if on_sweep is not None:
+        on_sweep(sweep)
     return [Check.from_dict(result) for result in sweep.results]

@@ -20,14 +20,30 @@ Every finished point is written to the :class:`~simulate.cache.ResultCache` as s
 so a sweep that is interrupted or killed keeps what it finished, and running it again computes only
 the missing points. Results are returned exactly as the cache stores them
 (:func:`~simulate.cache.normalize_result`), so fresh, cached, local and Dask results are equal.
+A cache entry that does not verify (:class:`~simulate.cache.CorruptEntryError`, or rejected by the
+sweep's ``validate``) is recomputed and counted (:attr:`SweepResult.corrupt`). While a point is
+computed its key is locked (:meth:`~simulate.cache.ResultCache.lock`), so a second sweep into the
+same cache waits for that point and reads it instead of computing it again.
+
+Before any point runs, the cache directory must be writable and a scheduler reachable (a refused
+connection fails at once, a silent address after :data:`CONNECT_TIMEOUT_S`), each a one-line
+:class:`~theory.errors.ParameterError`. Pool workers ignore Ctrl-C (the parent stops the sweep:
+finished points stay cached, the workers are terminated) and die with their parent: on Linux the
+kernel kills them (``PR_SET_PDEATHSIG``), elsewhere a watchdog thread does.
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
+import re
+import signal
+import socket
 import sys
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -35,21 +51,44 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from theory.errors import check_range
+from theory.errors import ParameterError, check_range
+from theory.fileio import check_writable_dir
 
-from .cache import ResultCache, canonical_json, function_name, normalize_result
+from .cache import (
+    CorruptEntryError,
+    ResultCache,
+    canonical_json,
+    function_name,
+    normalize_result,
+)
 from .progress import progress_bar
 
 __all__ = [
+    "CONNECT_TIMEOUT_S",
     "InlineExecutor",
+    "SCHEDULER_SCHEMES",
     "SweepError",
     "SweepResult",
+    "check_scheduler_address",
     "default_jobs",
     "run_sweep",
 ]
 
 #: environment variables that cap the thread pools of BLAS / OpenMP libraries
 BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: the Dask communication schemes a ``SCHEME://HOST:PORT`` scheduler address may use
+SCHEDULER_SCHEMES = ("tcp", "tls", "ucx", "ws", "wss")
+#: seconds a scheduler may take to accept a connection and to answer the client's handshake
+CONNECT_TIMEOUT_S = 5.0
+#: most points of a Dask sweep held (submitted, their keys locked) at once
+DASK_WINDOW = 256
+#: seconds between two looks at points whose keys another sweep holds
+LOCK_POLL_S = 0.1
+
+#: SCHEME://HOST:PORT (HOST may be a bracketed IPv6 address)
+_ADDRESS = re.compile(r"([a-z][a-z0-9+.-]*)://(\[[0-9a-fA-F:.]+\]|[^\s:/\[\]]+):(\d{1,5})")
+#: prctl(2) option: the signal a process gets when its parent dies (Linux)
+_PR_SET_PDEATHSIG = 1
 
 _thread_limits = None  # the worker's threadpoolctl limiter, kept alive for the worker's lifetime
 
@@ -68,12 +107,16 @@ class SweepResult:
         Points whose result was read from the cache; ``computed + cached == len(results)``.
     elapsed_s : float
         Wall-clock time of the call, in seconds.
+    corrupt : int
+        Cache entries that were found damaged (:class:`~simulate.cache.CorruptEntryError`) or
+        rejected by ``validate``, and therefore recomputed (their points count as ``computed``).
     """
 
     results: tuple[dict, ...]
     computed: int
     cached: int
     elapsed_s: float
+    corrupt: int = 0
 
     def __len__(self) -> int:
         return len(self.results)
@@ -117,9 +160,103 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _init_worker(sys_path: list[str]) -> None:
-    """Process-pool initializer: one BLAS/OpenMP thread, and the parent's import path."""
+def check_scheduler_address(address, parameter: str = "scheduler") -> str:
+    """``address`` if it is a Dask scheduler address ``SCHEME://HOST:PORT``, else an error.
+
+    ``SCHEME`` is one of :data:`SCHEDULER_SCHEMES` and ``PORT`` in ``[1, 65535]``.
+
+    Raises
+    ------
+    ParameterError
+        ``"{parameter}='...' is not a scheduler address; valid: SCHEME://HOST:PORT ..."``.
+    """
+    match = _ADDRESS.fullmatch(address) if isinstance(address, str) else None
+    if match is None or match.group(1) not in SCHEDULER_SCHEMES or not (
+            1 <= int(match.group(3)) <= 65535):
+        raise ParameterError(
+            f"{parameter}={address!r} is not a scheduler address; valid: SCHEME://HOST:PORT with "
+            f"SCHEME in {', '.join(SCHEDULER_SCHEMES)} and PORT in [1, 65535], e.g. "
+            "tcp://127.0.0.1:8786"
+        )
+    return address
+
+
+def _open_client(address: str):
+    """A :class:`distributed.Client` of the scheduler at ``address``, or a one-line error.
+
+    A TCP-based address is probed first, so that a refused connection fails at once (Dask itself
+    retries for 30 s). On ``tcp://`` a Dask scheduler speaks first (its handshake): a listener
+    that stays silent for :data:`CONNECT_TIMEOUT_S` is not one (Dask's client would wait for it
+    forever). The client's own connection then has :data:`CONNECT_TIMEOUT_S`.
+    """
+    check_scheduler_address(address)
+    scheme, rest = address.split("://", 1)
+    host, _, port = rest.rpartition(":")
+    if scheme != "ucx":
+        try:
+            probe = socket.create_connection((host.strip("[]"), int(port)), CONNECT_TIMEOUT_S)
+        except OSError as error:
+            reason = error.strerror or str(error) or type(error).__name__
+            raise ParameterError(
+                f"scheduler={address!r} cannot be reached ({reason.lower()}); valid: the address "
+                "of a running Dask scheduler (dask scheduler prints it)"
+            ) from None
+        with probe:
+            if scheme == "tcp":
+                try:
+                    spoke = probe.recv(1) != b""
+                except OSError:  # a timeout, or a reset
+                    spoke = False
+                if not spoke:
+                    raise ParameterError(
+                        f"scheduler={address!r} accepted a connection but did not answer as a "
+                        f"Dask scheduler within {CONNECT_TIMEOUT_S:g} s"
+                    )
+    from distributed import Client
+
+    try:
+        return Client(address, timeout=CONNECT_TIMEOUT_S)
+    except (OSError, TimeoutError) as error:
+        raise ParameterError(
+            f"scheduler={address!r} accepted a connection but did not answer as a Dask scheduler "
+            f"within {CONNECT_TIMEOUT_S:g} s ({' '.join(str(error).split())[:120]})"
+        ) from None
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Make this worker die when its parent does: PR_SET_PDEATHSIG on Linux, else a watchdog."""
+    parent = os.getppid()
+    armed = False
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+    # the parent may have died before the signal was armed
+    try:
+        os.kill(parent_pid, 0)
+    except ProcessLookupError:
+        os._exit(1)
+    except PermissionError:
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+    if not armed:
+        def watch() -> None:
+            while os.getppid() == parent:
+                time.sleep(1.0)
+            os._exit(1)
+
+        threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
+
+
+def _init_worker(sys_path: list[str], parent_pid: int) -> None:
+    """Process-pool initializer: ignore Ctrl-C (the parent handles it), die with the parent, one
+    BLAS/OpenMP thread, and the parent's import path."""
     global _thread_limits
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent(parent_pid)
     for var in BLAS_THREAD_VARS:
         os.environ[var] = "1"
     sys.path.extend(entry for entry in sys_path if entry not in sys.path)
@@ -165,10 +302,8 @@ def _no_options(point: Mapping) -> dict:
 def _backend(name: str, jobs: int, scheduler, count: int) -> Iterator[_Backend]:
     """The executor of a sweep of ``count`` points, shut down (and stopped) on exit."""
     if scheduler is not None:
-        from distributed import Client
-
-        own = not isinstance(scheduler, Client)
-        client = Client(scheduler) if own else scheduler
+        own = isinstance(scheduler, str)
+        client = _open_client(scheduler) if own else scheduler
         executor = client.get_executor()
 
         def dask_key(point: Mapping) -> dict:
@@ -176,7 +311,7 @@ def _backend(name: str, jobs: int, scheduler, count: int) -> Iterator[_Backend]:
             return {"key": f"{name}-{digest}"}
 
         try:
-            yield _Backend(executor, None, dask_key)
+            yield _Backend(executor, DASK_WINDOW, dask_key)
         finally:
             executor.shutdown(wait=False)  # cancels whatever is left on the cluster
             if own:
@@ -184,41 +319,98 @@ def _backend(name: str, jobs: int, scheduler, count: int) -> Iterator[_Backend]:
     elif jobs == 1:
         yield _Backend(InlineExecutor(), 1, _no_options)  # one at a time: nothing after a failure
     else:
+        workers = min(jobs, count)
         pool = ProcessPoolExecutor(
-            max_workers=min(jobs, count), initializer=_init_worker, initargs=(list(sys.path),)
+            max_workers=workers, initializer=_init_worker,
+            initargs=(list(sys.path), os.getpid()),
         )
         try:
-            yield _Backend(pool, None, _no_options)
+            yield _Backend(pool, 2 * workers, _no_options)
+        except KeyboardInterrupt:
+            _stop_pool(pool)
+            raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel what waits and terminate the workers (Ctrl-C: the running points are abandoned).
+
+    Python < 3.14 has no public ``ProcessPoolExecutor.terminate_workers``: the worker processes
+    are then read from the pool's ``_processes`` (a stable attribute since Python 3.2).
+    """
+    terminate = getattr(pool, "terminate_workers", None)
+    if terminate is not None:  # pragma: no cover - Python >= 3.14
+        terminate()
+        return
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+
+
+#: what :func:`_drain`'s ``claim(slot, block)`` says of a point
+_RUN, _DONE, _BUSY = "run", "done", "busy"
+
+
 def _drain(
-    backend: _Backend, fn, items: Iterable[tuple[int, dict]], on_result: Callable[[int, dict], None]
+    backend: _Backend, fn, items: Iterable[tuple[int, dict]],
+    on_result: Callable[[int, dict], None], claim: Callable[[int, bool], str],
 ) -> tuple[int, BaseException] | None:
     """Submit ``(slot, point)`` items and call ``on_result(slot, result)`` as each finishes.
+
+    Before a point is submitted, ``claim(slot, block)`` says ``"run"`` (submit it), ``"done"``
+    (its result came from the cache meanwhile) or ``"busy"`` (another sweep is computing it: it is
+    looked at again later, and waited for, ``block=True``, once nothing else is left to do).
 
     Returns ``None``, or ``(slot, exception)`` of the first failure (in slot order among the
     points that finished together): then no new point is submitted, the unfinished ones are
     cancelled, and those that cannot be (running in a process pool) are waited for (their results
     are kept).
     """
-    queue = iter(items)
+    queue = deque(items)
+    deferred: deque[tuple[int, dict]] = deque()
+
+    def take(block: bool) -> tuple[int, dict] | None:
+        while queue:
+            item = queue.popleft()
+            state = claim(item[0], False)
+            if state == _RUN:
+                return item
+            if state == _BUSY:
+                deferred.append(item)
+        for _ in range(len(deferred)):
+            item = deferred.popleft()
+            state = claim(item[0], block)
+            if state == _RUN:
+                return item
+            if state == _BUSY:
+                deferred.append(item)
+        return None
+
     slot_of: dict[Future, int] = {}
     pending: set[Future] = set()
-    failure = None
+    failure = broken = None
     while True:
-        while failure is None and (backend.window is None or len(pending) < backend.window):
-            item = next(queue, None)
+        while failure is None and broken is None and (
+                backend.window is None or len(pending) < backend.window):
+            item = take(block=not pending)
             if item is None:
                 break
             slot, point = item
-            future = backend.executor.submit(fn, point, **backend.options(point))
+            try:
+                future = backend.executor.submit(fn, point, **backend.options(point))
+            except BrokenProcessPool as error:  # a worker died since the last point was sent
+                broken = slot, error  # the point it ran reports it, or else this one
+                break
             slot_of[future] = slot
             pending.add(future)
         if not pending:
-            return failure
-        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            return failure if failure is not None else broken
+        timeout = LOCK_POLL_S if deferred and failure is None else None
+        done, pending = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
         for future in sorted(done, key=slot_of.__getitem__):
             if future.cancelled():
                 continue
@@ -256,6 +448,7 @@ def run_sweep(
     cache: ResultCache | str | os.PathLike | bool | None = True,
     progress: bool | None = None,
     desc: str = "sweep",
+    validate: Callable[[dict], object] | None = None,
 ) -> SweepResult:
     """Evaluate ``fn`` at every point, reusing cached results and caching new ones as they finish.
 
@@ -279,18 +472,25 @@ def run_sweep(
         Show a tqdm progress bar on stderr; default: only when stderr is a terminal.
     desc : str
         Label of the progress bar and of errors.
+    validate : callable, optional
+        ``validate(result)`` raises ``ValueError``, ``TypeError`` or ``KeyError`` when a result
+        is not one ``fn`` can return (e.g. a NaN where the result must be finite). A cached entry
+        it rejects is recomputed and counted as corrupt; a fresh result it rejects is an error.
 
     Returns
     -------
     SweepResult
-        ``results`` in the order of ``points``, the ``computed`` and ``cached`` counts and the
-        wall-clock time.
+        ``results`` in the order of ``points``, the ``computed``, ``cached`` and ``corrupt``
+        counts and the wall-clock time.
 
     Raises
     ------
     SweepError
         When a point raises (or its worker dies), after the workers have stopped; the points that
         finished are cached.
+    ParameterError
+        Before any point runs: the cache directory is not writable, or ``scheduler`` is not an
+        address or cannot be reached.
     TypeError
         When ``fn`` is not a top-level function, or a point or result is not serialisable.
     """
@@ -301,6 +501,8 @@ def run_sweep(
         if not isinstance(point, Mapping):
             raise TypeError(f"point {index} is a {type(point).__name__}, not a dict: {point!r}")
     jobs = default_jobs() if jobs is None else check_range("jobs", jobs, 1, None, integer=True)
+    if scheduler is not None and not hasattr(scheduler, "get_executor"):  # not a Client
+        check_scheduler_address(scheduler)
     store = _resolve_cache(cache)
 
     # one slot per distinct point; slots[i] lists the positions of that point in `points`
@@ -319,21 +521,58 @@ def run_sweep(
     keys = [store.key(name, points[where[0]]) if store else None for where in slots]
 
     results: list[dict | None] = [None] * len(points)
-    todo: list[tuple[int, dict]] = []
-    cached = 0
-    for slot, where in enumerate(slots):
-        hit = store.get(keys[slot]) if store else None
-        if hit is None:
-            todo.append((slot, dict(points[where[0]])))
-            continue
-        cached += len(where)
-        for index in where:
+    corrupt: set[int] = set()  # slots whose entry was damaged (counted once)
+    counts = {"cached": 0}
+
+    def lookup(slot: int) -> dict | None:
+        """The verified cached result of a slot, or None (a damaged entry is counted)."""
+        try:
+            hit = store.read(keys[slot])
+            if hit is not None and validate is not None:
+                try:
+                    validate(hit)
+                except (ValueError, TypeError, KeyError, IndexError) as error:
+                    raise CorruptEntryError(store.paths(keys[slot])[0], str(error)) from None
+        except CorruptEntryError:
+            corrupt.add(slot)
+            return None
+        return hit
+
+    def use_cached(slot: int, hit: dict) -> None:
+        counts["cached"] += len(slots[slot])
+        for index in slots[slot]:
             results[index] = hit
 
+    todo: list[tuple[int, dict]] = []
+    for slot, where in enumerate(slots):
+        hit = lookup(slot) if store else None
+        if hit is None:
+            todo.append((slot, dict(points[where[0]])))
+        else:
+            use_cached(slot, hit)
+    if store and todo:
+        check_writable_dir(store.directory)  # before the first point runs
+
     bar = progress_bar(
-        len(points), initial=cached, desc=desc, unit="pt",
+        len(points), initial=counts["cached"], desc=desc, unit="pt",
         show=None if progress is None else bool(progress),
     )
+    locks: dict = {}  # slot -> EntryLock held while its point is computed
+
+    def claim(slot: int, block: bool) -> str:
+        if not store:
+            return _RUN
+        lock = store.lock(keys[slot], block=block)
+        if lock is None:
+            return _BUSY
+        hit = lookup(slot)  # another sweep may have finished it meanwhile
+        if hit is None:
+            locks[slot] = lock
+            return _RUN
+        lock.release()
+        use_cached(slot, hit)
+        bar.update(len(slots[slot]))
+        return _DONE
 
     def on_result(slot: int, result: dict) -> None:
         where = slots[slot]
@@ -342,8 +581,17 @@ def run_sweep(
             value = normalize_result(result)
         except TypeError as error:
             raise TypeError(f"{name}(point {where[0]} {canonical_json(point)}): {error}") from None
+        if validate is not None:
+            try:
+                validate(value)
+            except (ValueError, TypeError, KeyError, IndexError) as error:
+                raise ValueError(
+                    f"{name}(point {where[0]} {canonical_json(point)}) returned an invalid "
+                    f"result: {error}"
+                ) from None
         if store:
             store.put(keys[slot], value, function=name, point=point)
+            locks.pop(slot).release()
         for index in where:
             results[index] = value
         bar.update(len(where))
@@ -352,16 +600,20 @@ def run_sweep(
     try:
         if todo:
             with _backend(name, jobs, scheduler, len(todo)) as backend:
-                failure = _drain(backend, fn, todo, on_result)
+                failure = _drain(backend, fn, todo, on_result, claim)
     finally:
         bar.close()
+        for lock in locks.values():
+            lock.release()
     if failure is not None:
         slot, error = failure
         index = slots[slot][0]
         raise SweepError(desc, index, points[index], error) from error
+    cached = counts["cached"]
     return SweepResult(
         results=tuple(results),
         computed=len(points) - cached,
         cached=cached,
         elapsed_s=time.perf_counter() - start,
+        corrupt=len(corrupt),
     )

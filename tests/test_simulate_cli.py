@@ -71,10 +71,14 @@ def _no_run(monkeypatch):
 
 
 @pytest.mark.parametrize(("out", "files", "message"), [
-    ("f", {"f": "x"}, "--out='{tmp}/f' exists and is not a directory"),
-    ("f/sub", {"f": "x"}, "--out='{tmp}/f/sub' cannot be created: '{tmp}/f' is not a directory"),
-    ("/proc/version", {}, "--out='/proc/version' is in a pseudo file system"),
-    ("/proc/new-dir", {}, "--out='/proc/new-dir' is in a pseudo file system"),
+    ("f", {"f": "x"}, "--out='{tmp}/f' cannot be used; valid: a writable directory "
+                      "(not a directory)"),
+    ("f/sub", {"f": "x"}, "--out='{tmp}/f/sub' cannot be used; valid: a writable directory "
+                          "('{tmp}/f' is not a directory)"),
+    ("/proc/version", {}, "--out='/proc/version' cannot be used; valid: a writable directory "
+                          "(not a directory)"),
+    ("/proc/new-dir", {}, "--out='/proc/new-dir' cannot be used; valid: a writable directory "
+                          "(no file can be created in '/proc'"),
 ])
 def test_out_is_checked_before_any_work(out, files, message, tmp_path, monkeypatch, capsys):
     _no_run(monkeypatch)
@@ -95,7 +99,7 @@ def test_out_not_writable_is_refused_first(tmp_path, monkeypatch, capsys):
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
     assert run_command("simulate", SMALL + ["--out", str(locked / "new")]) == 2
-    assert "is not writable" in capsys.readouterr().err
+    assert "no file can be created" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("argv", "message"), [

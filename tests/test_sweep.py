@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import json
 import multiprocessing
 import os
@@ -21,6 +23,7 @@ import pytest
 
 from simulate.cache import (
     CACHE_ENV,
+    CorruptEntryError,
     ResultCache,
     cache_version,
     canonical_json,
@@ -407,3 +410,347 @@ def test_scheduler_addresses_that_are_valid():
     add_sweep_arguments(parser)
     for address in ("tcp://127.0.0.1:8786", "tcp://scheduler.local:8786", "tls://[::1]:8786"):
         assert sweep_options(parser.parse_args(["--scheduler", address]))["scheduler"] == address
+
+
+# --- an honest cache: every entry verified, damage recomputed and counted -----------------------
+
+
+def _record(store: ResultCache, key: str) -> dict:
+    return json.loads(store.paths(key)[0].read_text())
+
+
+def _rewrite(store: ResultCache, key: str, record, *, checksum: bool) -> None:
+    """Write ``record`` as the entry's JSON; with ``checksum``, as a forger would (valid sum)."""
+    if checksum:
+        body = {k: v for k, v in record.items() if k != "checksum"}
+        record = {**body, "checksum": hashlib.sha256(canonical_json(body).encode()).hexdigest()}
+    text = record if isinstance(record, str) else json.dumps(record)
+    store.paths(key)[0].write_text(text)
+
+
+def _scaled(record):
+    record["result"]["mean"] *= 1000  # another valid JSON value (the 14.26-for-0.01426 case)
+
+
+def _nan(record):
+    record["result"]["mean"] = float("nan")
+
+
+def _missing(record):
+    del record["result"]["mean"]
+
+
+def _not_a_dict(record):
+    record["result"] = [1, 2]
+
+
+EDITS = {"scaled-value": _scaled, "nan-value": _nan, "missing-key": _missing,
+         "result-not-a-dict": _not_a_dict}
+
+
+def finite_mean(result: dict) -> None:
+    """A sweep ``validate``: the results of noisy_mean have a finite ``mean``."""
+    if not np.isfinite(result["mean"]):
+        raise ValueError(f"mean={result['mean']!r} is not finite")
+
+
+@pytest.mark.parametrize("edit", list(EDITS), ids=list(EDITS))
+def test_an_edited_entry_fails_its_checksum_and_is_recomputed_and_counted(tmp_path, edit):
+    log = tmp_path / "log"
+    log.mkdir()
+    pts = points(3, sleep=0.0, log=str(log))
+    store = ResultCache(tmp_path / "c")
+    first = run_sweep(fns.logged, pts, jobs=1, cache=store, progress=False)
+    assert first.corrupt == 0
+    key = store.key(function_name(fns.logged), pts[1])
+    record = _record(store, key)
+    EDITS[edit](record)
+    _rewrite(store, key, record, checksum=False)
+    with pytest.raises(CorruptEntryError, match="checksum does not match"):
+        store.read(key)
+    assert store.get(key) is None
+    again = run_sweep(fns.logged, pts, jobs=1, cache=store, progress=False)
+    assert (again.computed, again.cached, again.corrupt, calls(log)) == (1, 2, 1, 4)
+    assert as_bytes(again.results) == as_bytes(first.results)
+    assert store.read(key) is not None  # rewritten, valid again
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["deep", "list", "number", "empty", "no-result", "other-key"],
+)
+def test_malformed_records_are_corrupt_not_errors(tmp_path, damage):
+    store = ResultCache(tmp_path)
+    pts = points(1)
+    run_sweep(fns.noisy_mean, pts, jobs=1, cache=store, progress=False)
+    key = store.key(function_name(fns.noisy_mean), pts[0])
+    record = _record(store, key)
+    if damage == "deep":  # json.loads raises RecursionError
+        _rewrite(store, key, "[" * 200_000 + "]" * 200_000, checksum=False)
+    elif damage == "list":
+        _rewrite(store, key, [record], checksum=False)
+    elif damage == "number":
+        _rewrite(store, key, "14.26", checksum=False)
+    elif damage == "empty":
+        _rewrite(store, key, "", checksum=False)
+    elif damage == "no-result":  # structurally incomplete, even with a valid checksum
+        del record["result"]
+        _rewrite(store, key, record, checksum=True)
+    else:  # an entry copied from another key, checksum and all
+        record["key"] = "0" * 64
+        _rewrite(store, key, record, checksum=True)
+    with pytest.raises(CorruptEntryError):
+        store.read(key)
+    again = run_sweep(fns.noisy_mean, pts, jobs=1, cache=store, progress=False)
+    assert (again.computed, again.cached, again.corrupt) == (1, 0, 1)
+
+
+@pytest.mark.parametrize("edit", ["nan-value", "missing-key"])
+def test_validate_catches_what_a_valid_checksum_would_let_through(tmp_path, edit):
+    """An entry with a recomputed checksum but a NaN (or missing key) where the result must be
+    finite: the sweep's ``validate`` rejects it, and it is recomputed and counted."""
+    pts = points(2)
+    store = ResultCache(tmp_path)
+    first = run_sweep(fns.noisy_mean, pts, jobs=1, cache=store, validate=finite_mean)
+    key = store.key(function_name(fns.noisy_mean), pts[0])
+    record = _record(store, key)
+    EDITS[edit](record)
+    _rewrite(store, key, record, checksum=True)
+    assert store.read(key) is not None  # the checksum holds: only validate can tell
+    again = run_sweep(fns.noisy_mean, pts, jobs=1, cache=store, validate=finite_mean)
+    assert (again.computed, again.cached, again.corrupt) == (1, 1, 1)
+    assert as_bytes(again.results) == as_bytes(first.results)
+
+
+def test_a_fresh_result_that_fails_validate_is_an_error(tmp_path):
+    def never(result):
+        raise ValueError("never valid")
+
+    with pytest.raises(ValueError, match="returned an invalid result: never valid"):
+        run_sweep(fns.noisy_mean, points(1), jobs=1, cache=tmp_path, validate=never)
+    assert ResultCache(tmp_path).entries() == []
+
+
+def test_the_entry_format_is_part_of_the_key(tmp_path, monkeypatch):
+    """Entries of the previous format (no record checksum) are never looked up, so never
+    trusted: a format bump changes every key."""
+    import simulate.cache as cache_module
+
+    store = ResultCache(tmp_path, version="v")
+    assert cache_module.FORMAT == 2
+    key = store.key("m.f", {"a": 1})
+    monkeypatch.setattr(cache_module, "FORMAT", 1)
+    assert store.key("m.f", {"a": 1}) != key
+
+
+# --- checked before any point runs: the cache directory and the scheduler -----------------------
+
+
+@pytest.mark.parametrize("where", ["file", "under-a-file", "proc"])
+def test_an_unusable_cache_directory_is_refused_before_any_point(tmp_path, where):
+    log = tmp_path / "log"
+    log.mkdir()
+    (tmp_path / "f").write_text("x")
+    directory = {"file": tmp_path / "f", "under-a-file": tmp_path / "f" / "sub",
+                 "proc": Path("/proc/sys/aimc-cache")}[where]
+    with pytest.raises(ParameterError, match=r"cache='.*' cannot be used; valid: a writable dir"):
+        run_sweep(fns.logged, points(2, sleep=0.0, log=str(log)), jobs=1, cache=directory)
+    assert calls(log) == 0
+
+
+def test_an_unreachable_scheduler_fails_at_once_naming_it():
+    """A refused connection fails without Dask's 30 s of retries (hang detector: < 10 s)."""
+    start = time.monotonic()
+    with pytest.raises(ParameterError, match=re.escape(
+            "scheduler='tcp://127.0.0.1:1' cannot be reached (connection refused)")):
+        run_sweep(fns.noisy_mean, points(1), scheduler="tcp://127.0.0.1:1", cache=False)
+    assert time.monotonic() - start < 10
+
+
+def test_a_silent_scheduler_address_times_out_naming_it(monkeypatch):
+    """Something listens but does not speak Dask: one error after the connect timeout."""
+    import socket
+
+    import simulate.sweep as sweep_module
+
+    monkeypatch.setattr(sweep_module, "CONNECT_TIMEOUT_S", 0.5)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+        with pytest.raises(ParameterError, match=re.escape(
+                f"scheduler={address!r} accepted a connection but did not answer")):
+            run_sweep(fns.noisy_mean, points(1), scheduler=address, cache=False)
+
+
+@pytest.mark.parametrize(
+    "address", ["tcp://127.0.0.1:99999", "tcp://127.0.0.1:0", "http://127.0.0.1:8786", 8786]
+)
+def test_malformed_scheduler_addresses_are_refused_by_the_library_too(address):
+    with pytest.raises(ParameterError, match="is not a scheduler address"):
+        run_sweep(fns.noisy_mean, points(1), scheduler=address, cache=False)
+
+
+# --- process lifecycle and concurrent sweeps ----------------------------------------------------
+
+
+def _sweep_script(pts: list[dict], cache, *, command: bool = False) -> str:
+    """A child that runs ``logged`` over ``pts`` with 2 workers (as a command: Ctrl-C -> 130)."""
+    body = f"run_sweep(_sweep_fns.logged, {pts!r}, jobs=2, cache={cache!r}, progress=False)"
+    if command:
+        body = textwrap.dedent(f"""
+            from theory.commands import command_main
+            def run(args):
+                sweep = {body}
+                print(sweep.computed, sweep.cached, flush=True)
+            sys.exit(command_main("demo", "demo", lambda parser: None, run, []))
+            """)
+    else:
+        body = f"sweep = {body}\nprint(sweep.computed, sweep.cached, flush=True)"
+    return textwrap.dedent(f"""
+        import sys
+        sys.path[:0] = [{str(REPO)!r}, {str(TESTS)!r}]
+        import _sweep_fns
+        from simulate.sweep import run_sweep
+        """) + body
+
+
+def _live(process) -> bool:
+    import psutil
+
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_pool_workers_die_with_their_parent(tmp_path):
+    """SIGKILL of the sweep's process (not of its group): its workers go too, within seconds."""
+    import psutil
+
+    log = tmp_path / "log"
+    log.mkdir()
+    pts = points(4, sleep=5.0, log=str(log))
+    proc = subprocess.Popen([sys.executable, "-c", _sweep_script(pts, False)],
+                            start_new_session=True)
+    parent = psutil.Process(proc.pid)
+    workers = []
+    try:
+        deadline = time.monotonic() + 30
+        while len(workers) < 2 and time.monotonic() < deadline:
+            workers = parent.children()
+            time.sleep(0.05)
+        assert len(workers) == 2, "the pool did not start"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 5
+        while any(_live(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_live(w) for w in workers), "workers outlived their parent"
+    finally:
+        for worker in workers:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                worker.kill()
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_ctrl_c_gives_one_line_exit_130_and_keeps_the_finished_points(tmp_path):
+    """A real SIGINT to the sweep's process group (what Ctrl-C in a terminal does): the workers
+    print nothing, the command prints one line and exits 130, and the finished points stay."""
+    log, cache = tmp_path / "log", tmp_path / "cache"
+    log.mkdir()
+    pts = points(8, sleep=1.0, log=str(log))
+    proc = subprocess.Popen([sys.executable, "-c", _sweep_script(pts, str(cache), command=True)],
+                            start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    store = ResultCache(cache)
+    try:
+        deadline = time.monotonic() + 30
+        while len(store.entries()) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert err.splitlines() == ["demo: interrupted (finished points stay cached)"]
+    assert out == ""
+    done = sum(store.get(p.stem) is not None for p in store.entries())
+    assert 2 <= done < len(pts)
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):  # no worker is left in the group
+        os.killpg(proc.pid, 0)
+    again = run_sweep(fns.logged, pts, jobs=2, cache=store, progress=False)
+    assert (again.computed, again.cached) == (len(pts) - done, done)
+
+
+def test_two_identical_sweeps_into_one_cache_compute_each_point_once(tmp_path):
+    """The per-key lock: the second sweep waits for the first's points and reads them."""
+    log, cache = tmp_path / "log", tmp_path / "cache"
+    log.mkdir()
+    pts = points(4, sleep=0.5, log=str(log))
+    script = _sweep_script(pts, str(cache))
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [proc.communicate(timeout=120)[0] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0]
+    assert calls(log) == len(pts)  # not 2 * len(pts)
+    counts = [tuple(map(int, out.split())) for out in outs]  # (computed, cached) of each
+    assert all(computed + cached == len(pts) for computed, cached in counts)
+    assert sum(computed for computed, _ in counts) == len(pts)  # the rest was read, not run
+    again = run_sweep(fns.logged, pts, jobs=1, cache=cache, progress=False)
+    assert again.cached == len(pts) and calls(log) == len(pts)
+    assert as_bytes(again.results) == plain_loop(fns.noisy_mean, pts)
+
+
+def test_a_lock_is_exclusive_and_released_when_its_holder_dies(tmp_path):
+    store = ResultCache(tmp_path)
+    key = "cd" * 32
+    held = store.lock(key)
+    assert store.lock(key, block=False) is None
+    held.release()
+    held.release()  # idempotent
+    with store.lock(key, block=False) as again:
+        assert again is not None and store.lock(key, block=False) is None
+    script = textwrap.dedent(f"""
+        import sys, time
+        sys.path[:0] = [{str(REPO)!r}]
+        from simulate.cache import ResultCache
+        lock = ResultCache({str(tmp_path)!r}).lock({key!r})
+        print("locked", flush=True)
+        time.sleep(60)
+        """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "locked"
+        assert store.lock(key, block=False) is None
+    finally:
+        proc.kill()
+        proc.wait()
+    assert store.lock(key, block=False) is not None
+
+
+def test_a_forked_child_does_not_keep_its_parents_locks(tmp_path):
+    """Pool workers are forked while the parent holds the key of the point they will run: the
+    lock must be released when the parent releases it, not when the workers exit."""
+    store = ResultCache(tmp_path)
+    key = "ef" * 32
+    held = store.lock(key)
+    pid = os.fork()
+    if pid == 0:  # the child sleeps; it must not hold the lock
+        time.sleep(3)
+        os._exit(0)
+    try:
+        held.release()
+        deadline = time.monotonic() + 1.5  # the child closes its copy as soon as it runs
+        again = store.lock(key, block=False)
+        while again is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+            again = store.lock(key, block=False)
+        assert again is not None, "the forked child kept the lock"
+        again.release()
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)

@@ -230,3 +230,58 @@ def test_module_exports_are_sorted_and_exist():
         assert list(module.__all__) == sorted(module.__all__)
         for name in module.__all__:
             assert hasattr(module, name), name
+
+
+def test_a_damaged_cached_check_is_recomputed_and_counted(tmp_path, capsys):
+    """An entry edited to another valid JSON value (a ratio 1000 times off), or one whose checksum
+    was forged around a NaN, is not shown: it is recomputed, and verify says how many were."""
+    import hashlib
+
+    from simulate.cache import ResultCache, canonical_json, function_name
+    from simulate.suites import check_point, run_suite, validate_check
+
+    cache = tmp_path / "c"
+    argv = ["verify", "--suite", "quick", "--jobs", "1", "--cache-dir", str(cache), "--json"]
+    assert main(argv) == 0
+    clean = capsys.readouterr()
+    assert "damaged" not in clean.err
+    store = ResultCache(cache)
+    points = suite_points("quick")
+    keys = [store.key(function_name(check_point), p) for p in points]
+    edited = json.loads(store.paths(keys[0])[0].read_text())
+    edited["result"]["empirical"] *= 1000
+    store.paths(keys[0])[0].write_text(json.dumps(edited))
+    forged = json.loads(store.paths(keys[1])[0].read_text())
+    forged["result"]["bound"] = float("nan")
+    body = {k: v for k, v in forged.items() if k != "checksum"}
+    forged["checksum"] = hashlib.sha256(canonical_json(body).encode()).hexdigest()
+    store.paths(keys[1])[0].write_text(json.dumps(forged))
+    with pytest.raises(ValueError, match="bound=nan is not a finite number"):
+        validate_check(store.read(keys[1]))
+    assert main(argv) == 0
+    again = capsys.readouterr()
+    assert again.out == clean.out  # the same checks, recomputed
+    assert again.err.splitlines() == ["verify: 2 damaged cache entries were recomputed"]
+    sweeps = []
+    run_suite("quick", jobs=1, cache=cache, on_sweep=sweeps.append)
+    assert (sweeps[0].cached, sweeps[0].corrupt) == (len(points), 0)
+
+
+def test_out_and_cache_dir_are_checked_before_any_check_runs(tmp_path, monkeypatch, capsys):
+    def fail(*args, **kwargs):
+        raise AssertionError("a check ran")
+
+    monkeypatch.setattr(verify_cli, "run_suite", fail)
+    (tmp_path / "f").write_text("x")
+    (tmp_path / "d" / "verify.csv").mkdir(parents=True)
+    for argv, flag in [
+        (["--out", str(tmp_path / "f")], "--out"),
+        (["--out", "/proc/version"], "--out"),
+        (["--out", str(tmp_path / "f" / "sub")], "--out"),
+        (["--out", str(tmp_path / "d")], "--out"),
+        (["--cache-dir", str(tmp_path / "f")], "--cache-dir"),
+        (["--cache-dir", "/proc/sys/x"], "--cache-dir"),
+    ]:
+        assert main(["verify", *argv]) == 2
+        (line,) = capsys.readouterr().err.splitlines()
+        assert f"error: {flag}=" in line and "cannot be used" in line, line

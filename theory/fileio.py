@@ -1,4 +1,5 @@
-"""Files every package writes: the one atomic writer and the one converter to plain JSON values.
+"""Files every package writes: the one atomic writer, the one converter to plain JSON values, and
+the one check that an output directory can be written (before any work).
 
 :func:`atomic_write` writes a file so that a reader sees the old file or the complete new one.
 
@@ -22,7 +23,9 @@ from typing import BinaryIO
 
 import numpy as np
 
-__all__ = ["atomic_write", "strict_json", "to_json_value"]
+from .errors import ParameterError
+
+__all__ = ["atomic_write", "check_writable_dir", "strict_json", "to_json_value"]
 
 
 def to_json_value(value, *, strict: bool = True):
@@ -94,4 +97,44 @@ def atomic_write(path: str | os.PathLike, payload: bytes | Callable[[BinaryIO], 
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return path
+
+
+def check_writable_dir(directory: str | os.PathLike, parameter: str = "cache") -> Path:
+    """Check that ``directory`` is, or can be created as, a writable directory.
+
+    Called before any work (for the cache directory and every command's output directory), so
+    that an unusable directory (an existing file, a path under a file, a read-only file system,
+    ``/proc``) is a one-line error up front rather than a failure after the first point or at the
+    end of the run. Nothing is left behind: the directory is not created
+    (the first write does that); a temporary file is made and removed in it, or in its nearest
+    existing ancestor.
+
+    Returns
+    -------
+    Path
+        ``directory``.
+
+    Raises
+    ------
+    ParameterError
+        ``"{parameter}='DIR' cannot be used; valid: a writable directory (reason)"``.
+    """
+    path = Path(directory)
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        reason = "not a directory" if existing == path else f"{str(existing)!r} is not a directory"
+    else:
+        try:
+            with tempfile.TemporaryFile(dir=existing, prefix=".write-check."):
+                reason = None
+        except OSError as error:
+            reason = f"no file can be created in {str(existing)!r}: " + (
+                error.strerror or str(error)).lower()
+    if reason is not None:
+        raise ParameterError(
+            f"{parameter}={str(path)!r} cannot be used; valid: a writable directory ({reason})"
+        )
     return path

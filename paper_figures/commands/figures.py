@@ -17,6 +17,7 @@ from simulate.commands.options import add_sweep_arguments, sweep_options
 from simulate.progress import progress_bar
 from theory.commands import command_main
 from theory.errors import ParameterError
+from theory.fileio import check_writable_dir
 
 from ..common import output_dir
 from ..registry import FIGURES, load_figure
@@ -52,10 +53,11 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError(
             f"figure={args.target!r} is unknown; valid: all, list, {', '.join(FIGURES)}"
         )
+    check_writable_dir(args.out, "--out")  # before any figure is computed
+    sweep = sweep_options(args)
     output_dir(args.out)
     names = list(FIGURES) if args.target == "all" else [args.target]
     modules = [load_figure(name) for name in names]
-    sweep = sweep_options(args)
     with progress_bar(len(modules), desc="figures", unit="figure") as bar:
         for module in modules:
             options = sweep if module.USES_SWEEP else {}

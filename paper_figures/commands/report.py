@@ -13,6 +13,7 @@ from pathlib import Path
 from bounds.params import DEFAULT_EPS, DEFAULT_PRESET
 from simulate.commands.options import add_sweep_arguments, sweep_options
 from theory.commands import command_main
+from theory.fileio import check_writable_dir
 
 from ..report import write_report
 
@@ -43,7 +44,9 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Write the report and print where to look."""
+    """Write the report and print where to look (``--out`` and the sweep options are checked
+    before any section is computed)."""
+    check_writable_dir(args.out, "--out")
     md, page = write_report(args.out, args.preset, args.eps, args.quick, sweep_options(args))
     print(f"report written: open {page} (Markdown: {md}; figures in {page.parent / 'figures'})")
     return 0

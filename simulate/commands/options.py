@@ -2,29 +2,22 @@
 
 - :func:`add_sweep_arguments` / :func:`sweep_options`: ``--jobs``, ``--scheduler``,
   ``--cache-dir``, ``--no-cache`` and the keywords of :func:`simulate.sweep.run_sweep` they give;
-- :func:`add_output_arguments`: ``--out DIR`` and ``--json``; :func:`check_output_dir` checks
-  ``DIR`` before any work (a command calls it first, so that a bad path costs no compute).
+- :func:`add_output_arguments`: ``--out DIR`` and ``--json`` (a command checks ``DIR`` with
+  :func:`theory.fileio.check_writable_dir` first, so that a bad path costs no compute).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import re
 from pathlib import Path
 
-from theory.errors import ParameterError, check_range
+from theory.errors import check_range
+from theory.fileio import check_writable_dir
 
-from ..cache import ResultCache
-from ..sweep import default_jobs
+from ..cache import ResultCache, default_cache_dir
+from ..sweep import check_scheduler_address, default_jobs
 
-__all__ = ["add_output_arguments", "add_sweep_arguments", "check_output_dir", "sweep_options"]
-
-#: pseudo file systems no output goes to (their entries are not files one can create)
-_PSEUDO_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
-
-#: a Dask scheduler address, SCHEME://HOST:PORT (HOST may be a bracketed IPv6 address)
-_ADDRESS = re.compile(r"[a-z][a-z0-9+.-]*://(\[[0-9a-fA-F:.]+\]|[^\s:/\[\]]+):\d{1,5}")
+__all__ = ["add_output_arguments", "add_sweep_arguments", "sweep_options"]
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -59,21 +52,22 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
 def sweep_options(args: argparse.Namespace) -> dict:
     """The keywords ``jobs``, ``scheduler`` and ``cache`` of ``run_sweep`` from parsed args.
 
-    Checked before any point runs: ``--jobs`` must be >= 1 and ``--scheduler`` an address of the
-    form ``SCHEME://HOST:PORT`` (e.g. ``tcp://127.0.0.1:8786``).
+    Checked before any point runs: ``--jobs`` must be >= 1, ``--scheduler`` an address of the
+    form ``SCHEME://HOST:PORT`` (e.g. ``tcp://127.0.0.1:8786``,
+    :func:`~simulate.sweep.check_scheduler_address`; whether it answers is checked when the sweep
+    opens it, before its first point) and the cache directory (``--cache-dir`` or the default)
+    a writable directory (:func:`~theory.fileio.check_writable_dir`; it is created if missing).
     """
     if args.jobs is not None:
         check_range("--jobs", args.jobs, 1, None, integer=True)
-    if args.scheduler is not None and not _ADDRESS.fullmatch(args.scheduler):
-        raise ParameterError(
-            f"--scheduler={args.scheduler!r} is not a scheduler address; valid: "
-            "SCHEME://HOST:PORT, e.g. tcp://127.0.0.1:8786"
-        )
+    if args.scheduler is not None:
+        check_scheduler_address(args.scheduler, "--scheduler")
     if args.no_cache:
         cache = False
     elif args.cache_dir is not None:
-        cache = ResultCache(args.cache_dir)
+        cache = ResultCache(check_writable_dir(args.cache_dir, "--cache-dir"))
     else:
+        check_writable_dir(default_cache_dir(), "--cache-dir")
         cache = True
     return {"jobs": args.jobs, "scheduler": args.scheduler, "cache": cache}
 
@@ -103,47 +97,3 @@ def add_output_arguments(
     formats = parser.add_mutually_exclusive_group()
     formats.add_argument("--json", action="store_true", help=json_help)
     return formats
-
-
-def check_output_dir(path: str | os.PathLike | None, name: str = "out") -> Path | None:
-    """Check that the output directory ``path`` can be created or written, before any work.
-
-    It must not exist as anything but a directory, must not lie in a pseudo file system
-    (``/proc``, ``/sys``, ``/dev``), and it (or, if it does not exist yet, its nearest existing
-    ancestor, which must be a directory) must be writable.
-
-    Parameters
-    ----------
-    path : path-like or None
-        The directory (``None``: nothing is written, nothing to check).
-    name : str
-        The parameter, first in the message (the commands show it as ``--out``).
-
-    Returns
-    -------
-    pathlib.Path or None
-
-    Raises
-    ------
-    ParameterError
-        ``"{name}='...' ..."``: one line saying what is wrong with the path.
-    """
-    if path is None:
-        return None
-    out = Path(path)
-    shown = repr(str(out))
-    resolved = out.resolve()
-    if any(resolved == root or root in resolved.parents for root in _PSEUDO_ROOTS):
-        raise ParameterError(f"{name}={shown} is in a pseudo file system; give a directory to "
-                             "write trace files into")
-    if out.exists() and not out.is_dir():
-        raise ParameterError(f"{name}={shown} exists and is not a directory; give a directory "
-                             "(it is created if missing)")
-    existing = next(p for p in (resolved, *resolved.parents) if p.exists())
-    if not existing.is_dir():
-        raise ParameterError(f"{name}={shown} cannot be created: {str(existing)!r} is not a "
-                             "directory")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ParameterError(f"{name}={shown} is not writable: permission denied on "
-                             f"{str(existing)!r}")
-    return out

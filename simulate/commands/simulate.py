@@ -16,14 +16,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from theory.commands import add_config_flags, command_main, config_from_args
-from theory.fileio import strict_json
+from theory.fileio import check_writable_dir, strict_json
 
 from ..config import DEFAULT_TAU, SimConfig, check_device_tau
 from ..engine import run as run_simulation
 from ..progress import progress_bar
 from ..staleness import PinnedWarning
 from ..trace import Trace
-from .options import add_output_arguments, check_output_dir
+from .options import add_output_arguments
 
 __all__ = ["DESCRIPTION", "build_parser", "main", "run", "summary_rows"]
 
@@ -80,12 +80,13 @@ def summary_rows(trace: Trace) -> list[tuple[str, str]]:
 def run(args: argparse.Namespace) -> int:
     """Run the simulation of ``args``; print the summary (or JSON); write ``--out`` files.
 
-    Checked before any work: ``--out`` (:func:`~simulate.commands.options.check_output_dir`), a
+    Checked before any work: ``--out`` (:func:`~theory.fileio.check_writable_dir`), a
     ``--tau`` typed for a preset whose range is fixed (refused), every field and resource limit
     (:class:`SimConfig`). A run pinned at the device bounds (:class:`PinnedWarning`) prints one
     warning line on stderr.
     """
-    check_output_dir(args.out)
+    if args.out is not None:
+        check_writable_dir(args.out, "--out")
     given_tau = args.tau is not _TAU_NOT_GIVEN
     tau = float(args.tau)
     if given_tau:

@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from theory.commands import command_main
-from theory.fileio import strict_json
+from theory.errors import ParameterError
+from theory.fileio import check_writable_dir, strict_json
 from theory.tables import markdown_table as md_table
 from theory.tables import text_table
 
@@ -171,8 +172,24 @@ def _summary_text(checks: list[Check]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the suite; print the table (or JSON / Markdown); write ``--out``; 1 if a check fails."""
-    checks = run_suite(args.suite, z=args.z, **sweep_options(args))
+    """Run the suite; print the table (or JSON / Markdown); write ``--out``; 1 if a check fails.
+
+    ``--out`` and the sweep options are checked before the first check runs.
+    """
+    if args.out is not None:
+        check_writable_dir(args.out, "--out")
+        for name in ("verify.csv", "verify.json"):
+            if (args.out / name).is_dir():
+                raise ParameterError(f"--out={str(args.out)!r} cannot be used: {name} in it is a "
+                                     "directory; valid: a directory where that file can be written")
+    options = sweep_options(args)
+    sweeps = []
+    checks = run_suite(args.suite, z=args.z, on_sweep=sweeps.append, **options)
+    for sweep in sweeps:
+        if sweep.corrupt:
+            print(f"verify: {sweep.corrupt} damaged cache "
+                  f"{'entry was' if sweep.corrupt == 1 else 'entries were'} recomputed",
+                  file=sys.stderr)
     # strict JSON: a ratio of inf (empirical 0) or a nan constant is written as null
     payload = strict_json([check.to_dict() for check in checks])
     if args.out is not None:
