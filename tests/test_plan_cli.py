@@ -121,7 +121,7 @@ def test_unreadable_model_and_unwritable_out_are_one_line_errors(tmp_path, capsy
     for argv, pattern in (
         (["--model", str(tmp_path / "model.toml")], "cannot be read"),
         (["--model", "digits-mlp", *SMALL, "--no-relax", "--out", str(taken)],
-         "cannot be written"),
+         f"--out={str(taken)!r} cannot be used; valid: a writable directory"),
     ):
         assert main(["plan", *argv]) == 2
         err = capsys.readouterr().err

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from theory.commands import command_main
 from theory.errors import ParameterError, check_range
-from theory.fileio import atomic_write
+from theory.fileio import atomic_write, check_writable_dir
 
 from ..models import list_models, load_model
 from ..params import DEFAULT_EPS, DEFAULT_PRESET, PLAN_MODES, PlanHardware, PlanLimits, from_preset
@@ -142,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
         activation_buffer_bytes=args.buffer_bytes, bytes_per_activation=args.bytes_per_activation,
     )
     problem = problem_from_args(args)
+    if "out" in args:
+        check_writable_dir(args.out, "--out")
     if not getattr(args, "model", None):
         raise ParameterError(
             f"--model is required; give a built-in model ({', '.join(list_models())}) or a "
