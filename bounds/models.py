@@ -44,18 +44,16 @@ from pathlib import Path
 import numpy as np
 
 from theory.errors import ParameterError, check_range, show_value
-from theory.limits import MAX_MODEL_LAYERS
+from theory.limits import MAX_LAYER_SIZE, MAX_MODEL_LAYERS
 
 from .params import check_keys, read_text, read_toml
 
-__all__ = ["MAX_LAYER_SIZE", "Layer", "Model", "list_models", "load_model", "model_from_table"]
+__all__ = ["Layer", "Model", "list_models", "load_model", "model_from_table"]
 
 _DATA = "model_data"
 _TOP_KEYS = ("name", "description", "parameters", "blocks")
 _BLOCK_KEYS = ("name", "repeat", "layers")
 _LAYER_KEYS = ("name", "rows", "cols", "mvms_per_sample", "activations")
-#: largest rows, cols and MVMs per sample of one layer (int32), see :class:`Layer`
-MAX_LAYER_SIZE = 2**31 - 1
 
 
 def _ceil_div(a, b):

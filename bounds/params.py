@@ -54,6 +54,7 @@ from typing import Any
 from theory import devices
 from theory.errors import ParameterError, check_range, show_value
 from theory.limits import (
+    MAX_BYTES_PER_ACTIVATION,
     MAX_COUNT,
     MAX_GRID_POINTS,
     MAX_MODEL_LAYERS,
@@ -69,7 +70,6 @@ __all__ = [
     "DEFAULT_EPS",
     "DEFAULT_PRESET",
     "HardwareParams",
-    "MAX_BYTES_PER_ACTIVATION",
     "PIPELINE_LIMITS",
     "PLAN_MODES",
     "PRESET_TIMING_KEYS",
@@ -101,8 +101,6 @@ PRESET_TIMING_KEYS = (
 TIMING_KEYS = ("layers", *PRESET_TIMING_KEYS)
 #: the pipeline modes the planner chooses between
 PLAN_MODES = ("sync", "async")
-#: largest bytes per stored activation value of :class:`PlanHardware`
-MAX_BYTES_PER_ACTIVATION = 1024
 #: upper limits of the :class:`PipelineConfig` fields: a stage holds at least one layer, and
 #: ``B * b <= 1e18`` stays below :data:`theory.limits.MAX_COUNT`
 PIPELINE_LIMITS = {"stages": MAX_MODEL_LAYERS, "micro_batches": 10**9, "micro_batch_size": 10**9}

@@ -3,7 +3,7 @@
 A case table (one row per input, at least one per class of the robustness issue and per flag
 family). Each command-line row asserts the exit code, a single stderr line that names the parameter
 as the user typed it, and no traceback. Rows that could hang or allocate run in a child process
-that reports its own peak resident memory (``getrusage(RUSAGE_SELF)``) under a capped address
+that reports its own peak resident memory (``VmHWM``) under a capped address
 space: the command must refuse *before* allocating. Hangs are caught by a generous timeout (a hang
 detector, not a timing assertion).
 """
@@ -172,15 +172,22 @@ def _materialise(case: Case, tmp_path: Path) -> list[str]:
 
 
 #: the child runs main() and reports its own peak RSS (kB) on its last stdout line; its address
-#: space is capped so that a case that does allocate fails inside the child, not the machine
+#: space is capped so that a case that does allocate fails inside the child, not the machine. The
+#: peak is /proc/self/status's VmHWM, the high-water mark of the child's own memory map (reset by
+#: exec); getrusage's ru_maxrss would carry over the forking test process's peak
 _CHILD = """
 import resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
 from paper_figures.cli import main
+
+def peak_kb():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+
 try:
     status = main(sys.argv[1:])
 finally:
-    print("\\nPEAK_RSS_KB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, flush=True)
+    print("\\nPEAK_RSS_KB", peak_kb(), flush=True)
 sys.exit(status)
 """
 #: address-space cap of a child (bytes): far above what a refusal needs, far below the machine

@@ -130,8 +130,8 @@ def test_a_huge_schedule_is_summarised_at_once_without_the_chart(capsys):
 
 
 def test_just_below_the_chart_limit_the_timeline_is_simulated(capsys):
-    from simulate.commands.schedule import MAX_GANTT_CELLS
     from simulate.timeline import timeline_cells
+    from theory.limits import MAX_GANTT_CELLS
 
     assert timeline_cells("sync", 4, 5) == build_timeline("sync", 4, 5).stages * 16
     code, out, err = run(capsys, "--stages", "2", "--micro-batches", "40", "--mode", "none")

@@ -19,8 +19,11 @@ from .errors import ParameterError, show_value
 
 __all__ = [
     "MAX_ARRAY_BYTES",
+    "MAX_BYTES_PER_ACTIVATION",
     "MAX_COUNT",
+    "MAX_GANTT_CELLS",
     "MAX_GRID_POINTS",
+    "MAX_LAYER_SIZE",
     "MAX_MODEL_LAYERS",
     "MAX_PULSES_PER_UPDATE",
     "MAX_TIMELINE_CELLS",
@@ -43,6 +46,13 @@ MAX_GRID_POINTS = 5 * 10**7
 MAX_MODEL_LAYERS = 10**6
 #: nesting depth of a TOML value
 MAX_TOML_DEPTH = 32
+#: rows, columns or MVMs per sample of one model layer (int32)
+MAX_LAYER_SIZE = 2**31 - 1
+#: bytes of one stored activation value
+MAX_BYTES_PER_ACTIVATION = 1024
+#: cells (stages x cycles) of a schedule drawn as a Gantt chart (built event by event: about 4 s
+#: and 100 MB here); beyond, the schedule summary comes from the closed forms
+MAX_GANTT_CELLS = 10**5
 #: largest count (samples, cycles, iterations) an int64 holds; beyond: refused, never wrapped
 MAX_COUNT = 2**63 - 1
 

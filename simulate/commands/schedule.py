@@ -1,12 +1,12 @@
 """``aimc-pipeline schedule``: print a simulated pipeline timeline as a Gantt chart and a summary.
 
 The timeline comes from the discrete-event simulation in :mod:`simulate.timeline` (dependencies and
-the injection rule), not from the closed forms, when its grid has at most :data:`MAX_GANTT_CELLS`
-cells (stages x cycles). A larger schedule is summarised from the closed forms of
-:mod:`theory.schedules` (:func:`closed_form_summary`: the same numbers, which the tests check
-equal to the timeline's; nothing is built event by event, so any size answers at once), without
-the Gantt chart (one stderr line says so; in JSON ``grid`` is ``null`` and ``grid_omitted`` gives
-the reason).
+the injection rule), not from the closed forms, when its grid has at most
+:data:`theory.limits.MAX_GANTT_CELLS` cells (stages x cycles). A larger schedule is summarised
+from the closed forms of :mod:`theory.schedules` (:func:`closed_form_summary`: the same numbers,
+which the tests check equal to the timeline's; nothing is built event by event, so any size
+answers at once), without the Gantt chart (one stderr line says so; in JSON ``grid`` is ``null``
+and ``grid_omitted`` gives the reason).
 """
 
 from __future__ import annotations
@@ -22,20 +22,17 @@ import numpy as np
 
 from theory.commands import command_main
 from theory.errors import ParameterError, check_range
-from theory.limits import MAX_COUNT, check_size
+from theory.limits import MAX_COUNT, MAX_GANTT_CELLS, check_size
 from theory.schedules import MODES, evaluate_schedule
 
 from ..timeline import Timeline, build_timeline, timeline_cells
 from .options import add_output_arguments
 
 __all__ = [
-    "DESCRIPTION", "MAX_GANTT_CELLS", "MAX_SUMMARY_STAGES", "build_parser", "closed_form_summary",
+    "DESCRIPTION", "MAX_SUMMARY_STAGES", "build_parser", "closed_form_summary",
     "main", "run", "summary_table",
 ]
 
-#: the largest grid (stages x cycles) simulated event by event and drawn as a Gantt chart (about
-#: 4 s and 100 MB here); beyond, the summary comes from the closed forms
-MAX_GANTT_CELLS = 10**5
 #: the most stages a summary lists per-stage values for (a million numbers per row)
 MAX_SUMMARY_STAGES = 10**6
 #: per-stage lists longer than this are shortened in the human table of a closed-form summary
@@ -175,8 +172,8 @@ def closed_form_summary(mode: str, stages: int, micro_batches: int) -> dict:
 def run(args: argparse.Namespace) -> int:
     """Build the timeline of the parsed options and print it (chart and table, or JSON).
 
-    A grid of more than :data:`MAX_GANTT_CELLS` cells is summarised from the closed forms
-    instead (one stderr line says so).
+    A grid of more than :data:`theory.limits.MAX_GANTT_CELLS` cells is summarised from the closed
+    forms instead (one stderr line says so).
     """
     check_range("--stages", args.stages, 1, integer=True)
     check_range("--micro-batches", args.micro_batches, 1, integer=True)
