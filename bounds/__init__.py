@@ -24,7 +24,8 @@ from .params import (
     load_config,
 )
 from .partition import Partition, best_partition
-from .planner import Candidate, Plan, RateTerms, SolveTimes, plan, time_grid
+from .plan_result import Candidate, Plan, RateTerms, SolveTimes
+from .planner import plan, time_grid
 from .relaxation import Relaxed
 from .timing import TimingModel
 

@@ -10,10 +10,11 @@ samples per micro-batch :math:`b` that minimise the **predicted wall-clock time 
 
     T = C\big(K(\epsilon)\big)\; t_\mathrm{cycle}\big(b\, W_{\max}\big),
 
-where :math:`K(\epsilon)` is the exact iteration count of the registry entry ``analog_sgd_sp``
-(``sync``) or ``analog_sgd_ap`` (``async``) from :func:`theory.complexity.evaluate_complexity`
-(whole iterations), :math:`C(K)` its clock cycles (``sync`` :math:`2(B+M-1)K`, ``async``
-:math:`2(K+M-1)`, from :func:`theory.schedules.cycles_after`), and
+where :math:`K(\epsilon)` is the proved iteration count of the mode (whole iterations) from
+:func:`theory.complexity.evaluate_guarantee`: ``analog_sgd_sp`` (Corollary 3) for ``sync``, the
+smaller of ``analog_sgd_ap`` and ``analog_sgd_ap_b`` (Theorem 4' and 4'B) for ``async``;
+:math:`C(K)` its clock cycles (``sync`` :math:`2(B+M-1)K`, ``async`` :math:`2(K+M-1)`, from
+:func:`theory.schedules.cycles_after`), and
 :math:`t_\mathrm{cycle}` the cycle time of the slowest stage (:meth:`bounds.timing.TimingModel.
 stage_time_s` of its MVMs per micro-batch, :math:`b` times the stage's MVMs per sample
 :math:`W_{\max}`). Nothing here restates a formula of the theory.
@@ -33,7 +34,7 @@ constraint comes from the dynamic program of :func:`bounds.partition.best_partit
 lower bound of :math:`T` on the whole :math:`(B, b)` grid (vectorised), exact wherever that
 partition also fits the memory. Elsewhere the memory-constrained DP is solved lazily in increasing
 order of the lower bound (branch and bound), so the returned plan is the exact integer optimum
-over the grid; :func:`theory.complexity.evaluate_complexity` gives the whole iterations on each
+over the grid; :func:`theory.complexity.evaluate_guarantee` gives the whole iterations on each
 grid with a per-point status, so a point at or below its floor, or beyond int64 iterations, is
 simply unreachable (``inf``). **Relaxation.** :mod:`bounds.relaxation` solves the continuous
 geometric program in :math:`(M, B, b)`, whose optimum is a lower bound; the plan reports it and
@@ -44,345 +45,33 @@ from __future__ import annotations
 
 import math
 import time
-from collections import Counter
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import NamedTuple
+from collections.abc import Iterator
 
 import numpy as np
 
 from theory.compiled import compile_expr
 from theory.complexity import REACHABLE, evaluate_complexity, evaluate_guarantee
 from theory.errors import ParameterError, UnreachableTargetError, check_range
-from theory.fileio import strict_json
 from theory.limits import MAX_GRID_POINTS, check_size
 from theory.schedules import cycles_after, in_flight_expr
-from theory.theorems import bound_for, get_bound
+from theory.theorems import bound_for
 
 from .evaluate import theory_values
 from .models import Model
 from .params import PLAN_MODES, PlanHardware, PlanLimits, ProblemParams, check_type
 from .partition import Partition, best_partition
+from .plan_result import (
+    OPTIMAL,
+    RELAXATION_FAILED,
+    Candidate,
+    Grid,
+    Plan,
+    RateTerms,
+    SolveTimes,
+)
 from .relaxation import SKIPPED, Relaxed, solve_relaxation
 
-__all__ = [
-    "OPTIMAL", "RELAXATION_FAILED", "TERMS", "Candidate", "Grid", "Plan", "RateTerms",
-    "SolveTimes", "plan", "time_grid",
-]
-
-#: names of the three terms of the rate form a/sqrt(K) + c/K + floor
-TERMS = ("a/sqrt(K)", "c/K", "floor")
-#: :attr:`Plan.status`: the exact optimum, with the relaxation solved (or not asked for)
-OPTIMAL = "optimal"
-#: what every asynchronous row of a plan relies on (docs/theory.md, remark on the scope of A4)
-A4_NOTE = (
-    "async iterations assume A4 (the stale signal's error is fixed before the sample is drawn): "
-    "exact for the oracle problems, not proved for networks, whose stale forward and current "
-    "backward both see the sample"
-)
-#: :attr:`Plan.status`: the exact optimum, but the relaxation failed (no lower bound, no gap)
-RELAXATION_FAILED = "relaxation_failed"
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One fully evaluated choice (mode, M, B, b, partition) and its predicted time.
-
-    Attributes
-    ----------
-    mode : str
-    stages : int
-        ``M``.
-    micro_batches : int
-        ``B`` (``sync``); 1 for ``async``, which updates after every micro-batch.
-    micro_batch_size : int
-        ``b``.
-    iterations : int
-        Whole iterations (updates) to reach ``eps``, ``ceil(K(eps))``.
-    cycles : int
-        Pipeline clock cycles of those iterations.
-    cycle_time_s : float
-        Seconds per clock cycle (slowest stage).
-    seconds : float
-        Predicted wall-clock time, ``cycles * cycle_time_s``.
-    partition : Partition
-        The layer partition (stage 1 first).
-    memory_bytes : tuple of int
-        Peak activation memory of each stage, bytes.
-    bound : str
-        The registry entry whose iteration count this is: of the proved bounds of ``mode``
-        (:func:`theory.theorems.bounds_for`), the one needing the fewest iterations here
-        (:func:`theory.complexity.evaluate_guarantee`; for ``async`` Theorem 4' or 4'B).
-    """
-
-    mode: str
-    stages: int
-    micro_batches: int
-    micro_batch_size: int
-    iterations: int
-    cycles: int
-    cycle_time_s: float
-    seconds: float
-    partition: Partition
-    memory_bytes: tuple[int, ...]
-    bound: str
-
-    @property
-    def samples(self) -> int:
-        """Training samples consumed: ``iterations * B * b`` (sync) or ``iterations * b``."""
-        return self.iterations * self.micro_batches * self.micro_batch_size
-
-    def to_dict(self) -> dict:
-        """JSON-ready fields (the partition as stage sizes and per-stage loads)."""
-        p = self.partition
-        return {
-            "mode": self.mode, "stages": self.stages, "micro_batches": self.micro_batches,
-            "micro_batch_size": self.micro_batch_size, "iterations": self.iterations,
-            "samples": self.samples, "cycles": self.cycles, "cycle_time_s": self.cycle_time_s,
-            "seconds": self.seconds, "bound": self.bound, "partition": list(p.sizes),
-            "stage_mvms_per_sample": list(p.work), "stage_tiles": list(p.tiles),
-            "stage_memory_bytes": list(self.memory_bytes),
-        }
-
-
-@dataclass(frozen=True)
-class RateTerms(Mapping):
-    """The three terms of the rate form at a plan's whole iteration count ``K``.
-
-    A read-only mapping by the names of :data:`TERMS` (``a/sqrt(K)``, ``c/K``, ``floor``), in the
-    squared-gradient units of ``eps``.
-
-    Attributes
-    ----------
-    a_over_sqrt_k : float
-        :math:`a/\\sqrt{K}`.
-    c_over_k : float
-        :math:`c/K`.
-    floor : float
-        The asymptotic floor.
-    """
-
-    a_over_sqrt_k: float
-    c_over_k: float
-    floor: float
-
-    def _values(self) -> tuple[float, float, float]:
-        return (self.a_over_sqrt_k, self.c_over_k, self.floor)
-
-    def __getitem__(self, key: str) -> float:
-        return dict(zip(TERMS, self._values(), strict=True))[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(TERMS)
-
-    def __len__(self) -> int:
-        return len(TERMS)
-
-    @property
-    def dominant(self) -> str:
-        """The name of the largest term."""
-        return max(self, key=self.__getitem__)
-
-    def to_dict(self) -> dict[str, float]:
-        """``{name: value}`` in the order of :data:`TERMS`."""
-        return dict(zip(TERMS, self._values(), strict=True))
-
-
-@dataclass(frozen=True)
-class SolveTimes:
-    """Where the planner spent its time.
-
-    Attributes
-    ----------
-    exact_s : float
-        Seconds of the exact search (grids and partitions).
-    relaxation_s : float
-        Seconds solving the relaxation (0 when skipped).
-    partition_solves : int
-        Number of partition DPs solved.
-    """
-
-    exact_s: float
-    relaxation_s: float
-    partition_solves: int
-
-    def to_dict(self) -> dict:
-        """JSON fields ``exact``, ``relaxation``, ``partition_solves``."""
-        return {"exact": self.exact_s, "relaxation": self.relaxation_s,
-                "partition_solves": self.partition_solves}
-
-
-class Grid(NamedTuple):
-    """The lower-bound grid of one (mode, M) over ``(B, b)``, shape ``(len(counts), b_max)``.
-
-    Attributes
-    ----------
-    stages : int
-        ``M``.
-    counts : ndarray of int
-        The micro-batch counts ``B`` of the rows (``[1]`` for async).
-    iterations : ndarray of float
-        Whole iterations to eps (``inf`` where unreachable).
-    seconds : ndarray of float
-        Predicted seconds with the memory-free partition (a lower bound; ``inf`` where
-        unreachable).
-    exact : ndarray of bool
-        Where that partition also fits the activation memory (``seconds`` is exact there).
-    """
-
-    stages: int
-    counts: np.ndarray
-    iterations: np.ndarray
-    seconds: np.ndarray
-    exact: np.ndarray
-
-
-@dataclass(frozen=True)
-class Plan:
-    """The planner's answer (see :func:`plan`).
-
-    Attributes
-    ----------
-    model : str
-        Model name.
-    eps : float
-        Target for the average squared gradient norm.
-    best : Candidate
-        The chosen plan; ``mode``, ``stages``, ``partition``, ``micro_batches``,
-        ``micro_batch_size``, ``iterations``, ``cycles`` and ``seconds`` are shortcuts to it.
-    terms : RateTerms
-        The three terms of the rate form at the plan, ``a/sqrt(K)``, ``c/K``, ``floor``.
-    dominant : str
-        The largest of :attr:`terms`.
-    relaxed : Relaxed
-        The continuous relaxation's optimum, or its status and message when it failed.
-    gap : float
-        Relative gap ``seconds / relaxed.value - 1`` (>= 0; ``nan`` without a relaxation).
-    alternatives : tuple of Candidate
-        The best plans of the three next-best (mode, M) pairs, fastest first.
-    ruled_out : tuple of (str, str)
-        Modes excluded, with the reason.
-    solve_times : SolveTimes
-        Seconds of the exact search and of the relaxation, and the number of partition DPs.
-    status : str
-        :data:`OPTIMAL` (the exact optimum; the relaxation solved or skipped) or
-        :data:`RELAXATION_FAILED` (the exact optimum; the relaxation failed, see ``relaxed``).
-    message : str
-        One line on the outcome.
-    """
-
-    model: str
-    eps: float
-    best: Candidate
-    terms: RateTerms
-    dominant: str
-    relaxed: Relaxed
-    gap: float
-    alternatives: tuple[Candidate, ...]
-    ruled_out: tuple[tuple[str, str], ...]
-    solve_times: SolveTimes
-    status: str
-    message: str
-
-    mode = property(lambda self: self.best.mode, doc="Pipeline mode of the plan.")
-    stages = property(lambda self: self.best.stages, doc="Stages M.")
-    partition = property(lambda self: self.best.partition, doc="The layer partition.")
-    micro_batches = property(lambda self: self.best.micro_batches, doc="B (1 for async).")
-    micro_batch_size = property(lambda self: self.best.micro_batch_size, doc="b.")
-    iterations = property(lambda self: self.best.iterations, doc="Whole iterations to eps.")
-    cycles = property(lambda self: self.best.cycles, doc="Clock cycles to eps.")
-    seconds = property(lambda self: self.best.seconds, doc="Predicted seconds to eps.")
-
-    @property
-    def notes(self) -> tuple[str, ...]:
-        """What the plan's numbers rely on beyond the model (today: A4 for asynchronous rows)."""
-        if any(c.mode == "async" for c in (self.best, *self.alternatives)):
-            return (A4_NOTE,)
-        return ()
-
-    def to_dict(self) -> dict:
-        """JSON-ready fields of the plan, its alternatives and the relaxation.
-
-        Strict JSON: the relaxation's fields and ``gap`` are ``None`` when no relaxation was
-        solved (``relax=False`` or a failed GP), never NaN.
-        """
-        return {
-            "model": self.model, "eps": self.eps, **self.best.to_dict(),
-            "terms": self.terms.to_dict(), "dominant": self.dominant,
-            "relaxed": self.relaxed.to_dict(), "gap": strict_json(self.gap),
-            "alternatives": [c.to_dict() for c in self.alternatives],
-            "ruled_out": [{"mode": m, "reason": r} for m, r in self.ruled_out],
-            "solve_times": self.solve_times.to_dict(),
-            "status": self.status, "message": self.message, "notes": list(self.notes),
-        }
-
-    def table(self) -> str:
-        """The human-readable report of the plan (what ``aimc-pipeline plan`` prints)."""
-        best = self.best
-        sizes = best.partition.sizes
-        lines = [
-            f"plan for model {self.model!r} at eps = {self.eps:g}",
-            f"  mode                 {best.mode}",
-            f"  stages M             {best.stages}",
-            f"  partition            {_partition_summary(sizes)}",
-            f"  slowest stage        {best.partition.bottleneck} MVMs per sample, "
-            f"{best.cycle_time_s:.4g} s per cycle",
-            f"  micro-batches B      {best.micro_batches}" + ("  (async: one per update)"
-                                                              if best.mode == "async" else ""),
-            f"  micro-batch size b   {best.micro_batch_size}",
-            f"  iterations           {best.iterations:,d}  ({best.samples:,d} samples)",
-            f"  guarantee            {best.bound} ({get_bound(best.bound).proof})",
-            f"  clock cycles         {best.cycles:,d}",
-            f"  predicted time       {_seconds(best.seconds)}",
-            f"  peak stage memory    {max(best.memory_bytes):,d} bytes",
-            "  dominant term        " + self.dominant + "  ("
-            + ", ".join(f"{k} = {v:.4g}" for k, v in self.terms.items()) + ")",
-        ]
-        r = self.relaxed
-        if r.success:
-            lines.append(
-                f"  relaxation (GP)      {_seconds(r.value)} at {r.mode}, M = {r.stages:.3g}, "
-                f"B = {r.micro_batches:.3g}, b = {r.micro_batch_size:.3g}; gap "
-                f"{100 * self.gap:.3g}%"
-            )
-        elif r.status != SKIPPED:
-            lines.append(f"  relaxation (GP)      not solved ({r.status}): {r.message}")
-        times = self.solve_times
-        lines.append(
-            f"  solve times          exact search {times.exact_s:.3g} s "
-            f"({times.partition_solves} partition DPs), relaxation {times.relaxation_s:.3g} s"
-        )
-        if self.alternatives:
-            lines.append("alternatives (best of the next (mode, M) pairs):")
-            lines.append(f"  {'mode':<6} {'M':>4} {'B':>5} {'b':>5} {'iterations':>12} "
-                         f"{'cycles':>14} {'seconds':>12}")
-            for c in self.alternatives:
-                lines.append(f"  {c.mode:<6} {c.stages:>4} {c.micro_batches:>5} "
-                             f"{c.micro_batch_size:>5} {c.iterations:>12,d} {c.cycles:>14,d} "
-                             f"{c.seconds:>12.4g}")
-        for mode, reason in self.ruled_out:
-            lines.append(f"ruled out: {mode}: {reason}")
-        lines += [f"note: {note}" for note in self.notes]
-        return "\n".join(lines)
-
-
-def _partition_summary(sizes) -> str:
-    """Layers per stage: the list for up to 16 stages, else counts (e.g. ``56 stages x 4``)."""
-    if len(sizes) <= _LISTED_STAGES:
-        return f"layers per stage {list(sizes)}"
-    counts = Counter(sizes)
-    return "layers per stage: " + ", ".join(
-        f"{n} stages x {size}" for size, n in sorted(counts.items(), key=lambda kv: -kv[1])
-    )
-
-
-#: up to this many stages the plan table lists the layers of every stage
-_LISTED_STAGES = 16
-
-
-def _seconds(value: float) -> str:
-    return f"{value:.4g} s"
-
+__all__ = ["plan", "time_grid"]
 
 class _Search:
     """The exact search over (mode, M, B, b, partition): lower-bound grids and lazy DPs."""

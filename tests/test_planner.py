@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from bounds.models import Layer, Model
 from bounds.params import PlanHardware, PlanLimits, ProblemParams, from_preset
 from bounds.partition import best_partition
-from bounds.planner import OPTIMAL, RELAXATION_FAILED, plan
+from bounds.plan_result import OPTIMAL, RELAXATION_FAILED
+from bounds.planner import plan
 from bounds.relaxation import (
     NO_MODE,
     SKIPPED,
