@@ -51,7 +51,7 @@ from theory.tables import text_table
 from .params import HardwareParams, PipelineConfig, ProblemParams, check_type
 
 __all__ = [
-    "BASELINE", "FLOAT_RANGE", "TOO_MANY", "BoundResult", "Comparison", "check_arguments",
+    "BASELINE", "BoundResult", "Comparison", "FLOAT_RANGE", "TOO_MANY", "check_arguments",
     "compare", "evaluate", "theory_values",
 ]
 

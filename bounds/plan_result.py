@@ -22,8 +22,8 @@ from .partition import Partition
 from .relaxation import SKIPPED, Relaxed
 
 __all__ = [
-    "A4_NOTE", "OPTIMAL", "RELAXATION_FAILED", "TERMS", "Candidate", "Grid", "Plan", "RateTerms",
-    "SolveTimes",
+    "A4_NOTE", "Candidate", "Grid", "OPTIMAL", "Plan", "RELAXATION_FAILED", "RateTerms",
+    "SolveTimes", "TERMS",
 ]
 
 #: names of the three terms of the rate form a/sqrt(K) + c/K + floor

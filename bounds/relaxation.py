@@ -79,8 +79,8 @@ from .models import Model
 from .params import PlanHardware, PlanLimits, ProblemParams
 
 __all__ = [
-    "FAILED", "INFEASIBLE", "NO_MODE", "OPTIMAL", "OPTIMAL_INACCURATE", "SKIPPED", "SOLVED",
-    "SOLVER_ERROR", "GPModel", "Relaxed", "build_gp", "rate_monomials", "solve_relaxation",
+    "FAILED", "GPModel", "INFEASIBLE", "NO_MODE", "OPTIMAL", "OPTIMAL_INACCURATE", "Relaxed",
+    "SKIPPED", "SOLVED", "SOLVER_ERROR", "build_gp", "rate_monomials", "solve_relaxation",
 ]
 
 #: :attr:`Relaxed.status`: the GP of the returned mode was solved to optimality

@@ -36,8 +36,9 @@ from simulate.cache import package_version, source_fingerprint
 from theory.errors import ParameterError
 from theory.fileio import atomic_write
 
-__all__ = ["STYLE", "FigureOutput", "new_figure", "output_dir", "save_figure", "use_style",
-           "versions"]
+__all__ = [
+    "FigureOutput", "STYLE", "new_figure", "output_dir", "save_figure", "use_style", "versions",
+]
 
 #: the package style sheet, applied by :func:`use_style`
 STYLE = Path(__file__).resolve().parent / "style.mplstyle"

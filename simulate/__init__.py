@@ -13,13 +13,13 @@
 """
 
 from .analog import Updater, digital_update, expected_update, pulsed_update
-from .cache import ResultCache
+from .cache import CorruptEntryError, ResultCache
 from .config import SimConfig, device_from_config
 from .digits import DigitsData, load_digits_split
 from .engine import make_problem, run
 from .networks import NetworkRun, NetworkSpec, run_network, train_network
 from .problems import LeastSquares, OracleProblem, Quadratic
-from .staleness import StaleVersions, cycles_after, forward_delays
+from .staleness import PinnedWarning, StaleVersions, cycles_after, forward_delays
 from .suites import run_suite
 from .sweep import SweepError, SweepResult, run_sweep
 from .timeline import Event, Timeline, build_timeline
@@ -28,12 +28,14 @@ from .verify import Check, check_bound, cycles_to_eps, empirical_floor
 
 __all__ = [
     "Check",
+    "CorruptEntryError",
     "DigitsData",
     "Event",
     "LeastSquares",
     "NetworkRun",
     "NetworkSpec",
     "OracleProblem",
+    "PinnedWarning",
     "Quadratic",
     "ResultCache",
     "RunConstants",

@@ -50,14 +50,8 @@ from .config import device_from_config
 from .staleness import PinnedMonitor
 
 __all__ = [
-    "UPDATE_KINDS",
-    "DeviceSpread",
-    "Updater",
-    "digital_update",
-    "draw_bound_scale",
-    "draw_dw_min_scale",
-    "expected_update",
-    "pulsed_update",
+    "DeviceSpread", "UPDATE_KINDS", "Updater", "digital_update", "draw_bound_scale",
+    "draw_dw_min_scale", "expected_update", "pulsed_update",
 ]
 
 UPDATE_KINDS = ("digital", "expected", "pulsed")

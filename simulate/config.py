@@ -18,18 +18,9 @@ from theory.schedules import MODES
 from theory.theorems import ALGORITHMS
 
 __all__ = [
-    "ALGORITHMS",
-    "DEFAULT_DW_MIN",
-    "DEFAULT_TAU",
-    "MAX_STAGES",
-    "NETWORK_PROBLEMS",
-    "ORACLE_PROBLEMS",
-    "PROBLEMS",
-    "UPDATES",
-    "SimConfig",
-    "check_device_tau",
-    "device_from_config",
-    "network_bytes_per_member",
+    "ALGORITHMS", "DEFAULT_DW_MIN", "DEFAULT_TAU", "MAX_STAGES", "NETWORK_PROBLEMS",
+    "ORACLE_PROBLEMS", "PROBLEMS", "SimConfig", "UPDATES", "check_device_tau",
+    "device_from_config", "network_bytes_per_member",
 ]
 
 #: problems with every constant of the theory known exactly (:mod:`simulate.problems`)

@@ -133,3 +133,14 @@ def test_no_lambdify_outside_theory():
         if not name.startswith("theory") and "lambdify" in path.read_text()
     ]
     assert not offenders, f"sympy is compiled outside theory.compiled: {offenders}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in GRAPH if not m.endswith("__main__")))
+def test_every_module_declares_a_sorted_all_of_names_it_has(module):
+    import importlib
+
+    loaded = importlib.import_module(module)
+    names = getattr(loaded, "__all__", None)
+    assert names is not None, f"{module} has no __all__"
+    assert list(names) == sorted(names), f"{module}.__all__ is not sorted"
+    assert not [n for n in names if not hasattr(loaded, n)], f"{module}.__all__ names a ghost"

@@ -57,7 +57,7 @@ from .symbols import (
 )
 
 __all__ = [
-    "ALGORITHMS", "LATEX_NAMES", "PROVENANCES", "REGISTRY", "Bound", "ap_b_floor_factor",
+    "ALGORITHMS", "Bound", "LATEX_NAMES", "PROVENANCES", "REGISTRY", "ap_b_floor_factor",
     "ap_general_parts", "ap_inv_step_cap", "ap_kappa", "ap_kappa_3", "ap_root", "bound_for",
     "bounds_for", "get_bound",
 ]

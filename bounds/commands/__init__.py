@@ -7,3 +7,5 @@
 Each command module defines ``DESCRIPTION``, ``build_parser(parser)``, ``run(args) -> int`` and
 ``main(argv=None) -> int``.
 """
+
+__all__: list[str] = []  # a room of command modules; nothing to re-export

@@ -6,3 +6,5 @@
 - :mod:`simulate.commands.options`: the flag groups several commands share (sweep execution,
   output).
 """
+
+__all__: list[str] = []  # a room of command modules; nothing to re-export

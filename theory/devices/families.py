@@ -37,17 +37,8 @@ from scipy.optimize import brentq
 from ..errors import ParameterError, check_range, show_value
 
 __all__ = [
-    "FAMILIES",
-    "AsymmetricSoftBounds",
-    "ConstantStep",
-    "ExponentialStep",
-    "LinearStep",
-    "PowerStep",
-    "ResponseFamily",
-    "Responses",
-    "SoftBounds",
-    "expressions",
-    "w",
+    "AsymmetricSoftBounds", "ConstantStep", "ExponentialStep", "FAMILIES", "LinearStep",
+    "PowerStep", "ResponseFamily", "Responses", "SoftBounds", "expressions", "w",
 ]
 
 w = sp.Symbol("w", real=True)  #: the weight (one conductance), normalised units
