@@ -77,3 +77,34 @@ def test_theorem_4prime_cap_at_most_quarter_of_the_limit_symbolic():
     delays = np.arange(1, 10_000)
     assert np.all(1 / (2 + 2 * delays) < 2 / (2 * delays + 1))
     assert np.all(2 / (2 * delays + 1) <= stability_limit(delays))
+
+
+# -- the simulator at the limit -----------------------------------------------------------------
+
+def _decoupled_quadratic(config, seed=None):
+    """``f = (L/2)||W||^2`` with ``L = 1``: each stage block evolves alone, block 1 with delay
+    ``D = M - 1``, so the asynchronous pipeline runs the recursion ``x_{k+1} = x_k - a x_{k-D}``
+    on it (digital update, ``a = lr``)."""
+    from simulate.problems import Quadratic
+
+    dim = config.dim
+    return Quadratic(stages=config.stages, sigma2=config.sigma2, w0=np.ones(dim),
+                     A=np.eye(dim), w_star=np.zeros(dim), L=1.0)
+
+
+@pytest.mark.parametrize("stages", [2, 4, 8])
+def test_the_simulator_diverges_just_above_the_stability_limit(stages, monkeypatch):
+    """The async oracle run (A = I, so ``a = alpha L``) converges at 0.9 of the limit and raises
+    DivergenceError at 1.1 of it: the limit is the simulator's, not only the recursion's."""
+    import simulate.engine as engine
+    from simulate.config import SimConfig
+    from theory.errors import DivergenceError
+
+    monkeypatch.setattr(engine, "make_problem", _decoupled_quadratic)
+    limit = stability_limit(stages - 1)
+    common = dict(problem="quadratic", mode="async", algorithm="digital", stages=stages,
+                  dim=stages, sigma2=1e-12, steps=6000, seeds=1, log_every=100)
+    below = engine.run(SimConfig(lr=0.9 * limit, **common))
+    assert below.grad_norm2[0, -1] < 1e-6 * below.grad_norm2[0, 0]
+    with pytest.raises(DivergenceError, match="diverged at step"):
+        engine.run(SimConfig(lr=1.1 * limit, **common))
