@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import sympy as sp
+from _sympy_checks import is_zero, nonneg
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -69,15 +70,7 @@ def enc(expr, delay=True):
     return out.subs(D, 1 + d) if delay else out
 
 
-def is_zero(expr) -> bool:
-    return sp.simplify(sp.sympify(expr)) == 0
 
-
-def nonneg(expr) -> bool | None:
-    verdict = sp.factor(sp.together(expr)).is_nonnegative
-    if verdict is None:
-        verdict = sp.factor(sp.simplify(expr)).is_nonnegative
-    return verdict
 
 
 # ---- Step 2: Lemma A --------------------------------------------------------------------------

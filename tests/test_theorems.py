@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sympy as sp
+from _sympy_checks import is_zero, nonneg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -73,16 +74,7 @@ ASYNC_ANALOG = ("analog_sgd_ap", "analog_sgd_ap_b")
 FIELDS = ("expr", "inv_step_cap", "rate_a", "rate_c", "floor", "best_step", "noise_step")
 
 
-def is_zero(expr) -> bool:
-    return sp.simplify(sp.sympify(expr)) == 0
 
-
-def nonneg(expr) -> bool | None:
-    """sympy's verdict on ``expr >= 0`` after putting it over one denominator (then simplifying)."""
-    verdict = sp.factor(sp.together(expr)).is_nonnegative
-    if verdict is None:
-        verdict = sp.factor(sp.simplify(expr)).is_nonnegative
-    return verdict
 
 
 def domain(expr):

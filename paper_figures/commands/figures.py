@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from pathlib import Path
 
-from simulate.commands.options import add_sweep_arguments, sweep_options
+from simulate.commands.options import sweep_options
 from simulate.progress import progress_bar
 from theory.commands import command_main
 from theory.errors import ParameterError
@@ -21,6 +20,7 @@ from theory.fileio import check_writable_dir
 
 from ..common import output_dir
 from ..registry import FIGURES, load_figure
+from . import add_figure_arguments
 
 __all__ = ["DESCRIPTION", "build_parser", "main", "run"]
 
@@ -35,11 +35,10 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
     """Add the ``figures`` options to ``parser``."""
     parser.add_argument("target", nargs="?", default="all", metavar="all|list|NAME",
                         help=f"what to do; figures: {', '.join(FIGURES)}")
-    parser.add_argument("--quick", action="store_true",
-                        help="smaller runs for a fast preview (figures that simulate training)")
-    parser.add_argument("--out", type=Path, default=Path("figures"), metavar="DIR",
-                        help="output directory")
-    add_sweep_arguments(parser)
+    add_figure_arguments(
+        parser, out="figures", out_help="output directory",
+        quick_help="smaller runs for a fast preview (figures that simulate training)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

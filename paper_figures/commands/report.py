@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from pathlib import Path
 
 from bounds.params import DEFAULT_EPS, DEFAULT_PRESET
-from simulate.commands.options import add_sweep_arguments, sweep_options
+from simulate.commands.options import sweep_options
 from theory.commands import command_main
 from theory.fileio import check_writable_dir
 
 from ..report import write_report
+from . import add_figure_arguments
 
 __all__ = ["DESCRIPTION", "build_parser", "main", "run"]
 
@@ -36,11 +36,10 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eps", type=float, default=DEFAULT_EPS, metavar="E",
                         help="target of the average squared gradient norm for the bounds table, "
                         "squared-gradient units (those of sigma2)")
-    parser.add_argument("--quick", action="store_true",
-                        help="quick figures (fewer seeds and steps), for a preview")
-    parser.add_argument("--out", type=Path, default=Path("report"), metavar="DIR",
-                        help="output folder")
-    add_sweep_arguments(parser)
+    add_figure_arguments(
+        parser, out="report", out_help="output folder",
+        quick_help="quick figures (fewer seeds and steps), for a preview",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
