@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("bounds.commands.plan",
              "choose mode, stages and micro-batches for a model and hardware"),
     "simulate": ("simulate.commands.simulate", "simulate digital/analog SGD through a pipeline"),
+    "pulse-response": ("simulate.commands.pulse_response",
+                       "the mean and std of one update's increments on a tile of devices"),
     "verify": ("simulate.commands.verify",
                "check every bound against simulation on oracle problems"),
     "figures": ("paper_figures.commands.figures", "regenerate the paper's figures"),

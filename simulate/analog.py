@@ -43,15 +43,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from theory.devices import Device
-from theory.errors import ParameterError
+from theory.errors import ParameterError, check_range
 from theory.limits import MAX_PULSES_PER_UPDATE, check_size
 
-from .config import device_from_config
+from .config import PULSE_TYPES, device_from_config
 from .staleness import PinnedMonitor
 
 __all__ = [
-    "DeviceSpread", "UPDATE_KINDS", "Updater", "digital_update", "draw_bound_scale",
-    "draw_dw_min_scale", "expected_update", "pulsed_update",
+    "DeviceSpread", "PULSE_TYPES", "UPDATE_KINDS", "Updater", "apply_pulses", "check_bit_length",
+    "coincidence_counts", "digital_update", "draw_bound_scale", "draw_dw_min_scale",
+    "expected_update", "pulse_counts", "pulsed_update", "train_scale",
 ]
 
 UPDATE_KINDS = ("digital", "expected", "pulsed")
@@ -175,6 +176,97 @@ class DeviceSpread:
         return cls(step, bound)
 
 
+def train_scale(lr: float, dw_min: float, bl: int) -> float:
+    r"""aihwkit's probability scale of a bit train with update management off.
+
+    .. math:: A = B = \sqrt{\frac{\eta}{\Delta w_{\min}\, BL}}
+
+    (aihwkit ``PulsedUpdateMetaParameter::calculateBlAB``, ``fixed_BL``): an input value ``x``
+    fires each of the ``BL`` bits with probability :math:`p_x = \min(1, A|x|)`, an error value
+    ``d`` with :math:`p_d = \min(1, B|d|)`, so a device expects
+    :math:`BL\, p_x p_d = \eta |x d| / \Delta w_{\min}` coincidences (unclipped), each one pulse.
+    ``lr`` (:math:`\eta`) and ``dw_min`` in weight units, ``bl`` in pulses.
+    """
+    return float(np.sqrt(lr / (dw_min * bl)))
+
+
+def check_bit_length(bl, name: str = "bl") -> int:
+    """``bl`` as an int in ``[1, MAX_PULSES_PER_UPDATE]`` (pulses per update), else a one-line
+    :class:`~theory.errors.ParameterError` starting ``name=``."""
+    return check_range(name, bl, 1, MAX_PULSES_PER_UPDATE, integer=True)
+
+
+def coincidence_counts(x, d, lr: float, dw_min: float, bl: int, rng: np.random.Generator,
+                       pulse_type: str = "stochastic") -> np.ndarray:
+    r"""Pulses per device of one rank-1 update :math:`W \mathrel{-}= \eta\, d x^T` (aihwkit).
+
+    ``stochastic`` (aihwkit ``StochasticCompressed``): one Bernoulli train of ``bl`` bits per
+    input column ``j`` (probability :math:`p_{x,j} = \min(1, A|x_j|)`, shared by every row) and
+    one per row ``i`` (:math:`p_{d,i} = \min(1, A|d_i|)`), :math:`A` from :func:`train_scale`;
+    device ``(i, j)`` gets one pulse per coincidence,
+
+    .. math:: n_{ij} = \sum_{k=1}^{BL} X_{jk} D_{ik} \le BL, \qquad
+        E[n_{ij}] = BL\, p_{x,j} p_{d,i}, \quad
+        \mathrm{Var}[n_{ij}] = BL\, p_{x,j} p_{d,i} (1 - p_{x,j} p_{d,i})
+
+    (each device's count is exactly Binomial(BL, p_x p_d); devices sharing a train are
+    correlated). ``mean-count`` (aihwkit ``MeanCount``): no train noise,
+    :math:`c_x = \mathrm{rint}(BL\, p_x)`, :math:`c_d = \mathrm{rint}(BL\, p_d)`,
+    :math:`n = \mathrm{rint}(c_x c_d / BL)`.
+
+    Parameters
+    ----------
+    x : array of shape (cols,)
+        Input values (one per column).
+    d : array of shape (rows,)
+        Error values (one per row).
+    lr, dw_min : float
+        Learning rate :math:`\eta` and nominal pulse granularity (weight units).
+    bl : int
+        Bit length (pulses per update at most).
+    rng : Generator
+        Draws the x-trains first, then the d-trains (``rng.random``, one row at a time).
+    pulse_type : {"stochastic", "mean-count"}
+
+    Returns
+    -------
+    ndarray of int64, shape (rows, cols)
+        Pulse counts; the pulse direction of device ``(i, j)`` is :math:`-\mathrm{sign}(x_j d_i)`.
+    """
+    x = np.atleast_1d(np.asarray(x, dtype=float))
+    d = np.atleast_1d(np.asarray(d, dtype=float))
+    scale = train_scale(lr, dw_min, bl)
+    p_x = np.minimum(1.0, scale * np.abs(x))
+    p_d = np.minimum(1.0, scale * np.abs(d))
+    if pulse_type == "mean-count":
+        c_x = np.clip(np.rint(bl * p_x), 0, bl)
+        c_d = np.clip(np.rint(bl * p_d), 0, bl)
+        return np.rint(np.outer(c_d / bl, c_x)).astype(np.int64)
+    if pulse_type != "stochastic":
+        raise ParameterError(f"pulse_type={pulse_type!r} has no bit trains; valid: stochastic, "
+                             "mean-count")
+    x_bits = rng.random((x.size, bl)) < p_x[:, None]
+    d_bits = rng.random((d.size, bl)) < p_d[:, None]
+    return (d_bits.astype(np.int64) @ x_bits.T.astype(np.int64))
+
+
+def pulse_counts(x: np.ndarray, rng: Rng, pulse_type: str, bl: int) -> np.ndarray:
+    """Pulses per element for ``x = |dw| / dw_min`` desired pulses, as :func:`pulsed_update`
+    counts them for ``pulse_type`` with bit length ``bl`` (unused by ``deterministic``)."""
+    if pulse_type == "deterministic":
+        whole = np.floor(x)
+        u = _per_member(rng, lambda g, s: g.random(s), x.shape)
+        return (whole + (u < x - whole)).astype(np.int64)
+    if pulse_type == "mean-count":
+        return np.rint(np.minimum(x, bl)).astype(np.int64)
+    p = np.minimum(1.0, x / bl)
+    if isinstance(rng, np.random.Generator):
+        return rng.binomial(bl, p).astype(np.int64)
+    if len(rng) != x.shape[0]:
+        raise ParameterError(f"got {len(rng)} generators for an ensemble axis of {x.shape[0]}")
+    return np.stack([g.binomial(bl, p[r]) for r, g in enumerate(rng)]).astype(np.int64)
+
+
 def pulsed_update(
     w: np.ndarray,
     dw: np.ndarray,
@@ -184,8 +276,35 @@ def pulsed_update(
     bound_scale: np.ndarray | None = None,
     *,
     lr: float | None = None,
+    pulse_type: str = "deterministic",
+    bl: int | None = None,
 ) -> np.ndarray:
-    r"""Pulse-level analog update with stochastic rounding and cycle-to-cycle noise.
+    r"""Pulse-level analog update: a pulse count per element, then pulse by pulse with c2c noise.
+
+    The pulse count of an element with desired increment :math:`\Delta w` depends on
+    ``pulse_type`` (:data:`PULSE_TYPES`, aihwkit's vocabulary); :math:`x = |\Delta w| /
+    \Delta w_{\min}` with the element's own ``dw_min`` (device-to-device scaled) for
+    ``deterministic``, the nominal ``dw_min`` for the others (aihwkit scales the trains with the
+    tile's nominal granularity):
+
+    - ``deterministic`` (the package's original model; mean and std of aihwkit's
+      ``DeterministicImplicit`` to 0.07 % / 1.3 %): stochastic rounding,
+      :math:`n = \lfloor x \rfloor + \mathrm{Bernoulli}(x - \lfloor x \rfloor)`, no cap
+      (:math:`\mathrm{Var}[n] \le 1/4`);
+    - ``stochastic`` (aihwkit's default ``StochasticCompressed``, per device):
+      :math:`n \sim \mathrm{Binomial}(BL, p)`, :math:`p = \min(1, x / BL)`: exactly the count of
+      coincidences of an x-train and a d-train of ``BL`` bits with :math:`p_x = p_d = \sqrt{p}`
+      (the symmetric factorisation :math:`A|x| = B|d|`), so :math:`E[n] = \min(x, BL)`,
+      :math:`\mathrm{Var}[n] = BL\,p(1-p)`. Only ``dW`` is known here, not the ``x`` and ``d`` of
+      an outer product, so the correlation between devices sharing a train is not modelled
+      (:func:`coincidence_counts` has it for a rank-1 update);
+    - ``mean-count``: :math:`n = \mathrm{rint}(\min(x, BL))`, the expected count without train
+      noise (aihwkit ``MeanCount`` up to the rounding of its per-line counts).
+
+    Pulse :math:`p` moves the weight by :math:`\mathrm{sign}(\Delta w)\, \Delta w_{\min}\,
+    q_{\mathrm{sign}}(w_p) (1 + \sigma_c \xi_p)` at the weight :math:`w_p` left by the previous
+    pulse (``additive`` ``c2c_noise``: :math:`\Delta w_{\min} (\mathrm{sign}(\Delta w)
+    q_{\mathrm{sign}}(w_p) + \sigma_c \xi_p)`), clipped at the element's range.
 
     Parameters
     ----------
@@ -195,7 +314,7 @@ def pulsed_update(
         Desired increments (same shape as ``w``).
     device : theory.devices.Device
         Provides ``q_plus``, ``q_minus``, ``dw_min``, ``dw_min_std`` (:math:`\sigma_c`, relative to
-        one pulse) and the bounds.
+        one pulse), ``c2c_noise``, ``desired_bl`` and the bounds.
     rng : Generator or sequence of Generator
         One generator for the whole array, or one per index of the leading (ensemble) axis; member
         ``r`` then draws only from ``rng[r]`` and only as many numbers as its own pulses need.
@@ -206,6 +325,11 @@ def pulsed_update(
         the response is evaluated at ``w / bound_scale`` and the clip range is scaled.
     lr : float, optional
         The learning rate that made ``dw`` (named in the error below; ``dw`` otherwise).
+    pulse_type : {"deterministic", "stochastic", "mean-count"}
+        How the pulse count is made (above); default ``deterministic``.
+    bl : int, optional
+        Bit length :math:`BL` of ``stochastic`` and ``mean-count`` (default
+        ``device.desired_bl``): at most ``bl`` pulses per element and update.
 
     Returns
     -------
@@ -216,24 +340,44 @@ def pulsed_update(
     ------
     ParameterError
         If an element needs more than :data:`theory.limits.MAX_PULSES_PER_UPDATE` pulses
-        (:math:`|\Delta w| / \Delta w_{\min}`), before any pulse is fired; it names ``lr``.
+        (:math:`|\Delta w| / \Delta w_{\min}`; ``deterministic`` only, the others fire at most
+        ``bl``), before any pulse is fired; it names ``lr``.
     """
+    if pulse_type not in PULSE_TYPES:
+        raise ParameterError(
+            f"pulse_type={pulse_type!r} is unknown; valid: {', '.join(PULSE_TYPES)}"
+        )
     w = np.array(w, dtype=float)
     dw = np.broadcast_to(np.asarray(dw, dtype=float), w.shape)
     step = device.dw_min * (1.0 if dw_min_scale is None else dw_min_scale)
-    x = np.abs(dw) / step
-    most = float(np.max(x)) if x.size else 0.0
-    if most > MAX_PULSES_PER_UPDATE:  # pulses <= ceil(x): beyond, refuse before looping
-        name, value = ("lr", lr) if lr is not None else ("dw", float(np.max(np.abs(dw))))
-        check_size(name, value, need=most, limit=MAX_PULSES_PER_UPDATE,
-                   what="pulses on one device in one update (|dw| / dw_min)",
-                   hint="lower lr")
-    whole = np.floor(x)
-    u = _per_member(rng, lambda g, s: g.random(s), w.shape)
-    pulses = (whole + (u < x - whole)).astype(np.int64)
+    if pulse_type == "deterministic":
+        x = np.abs(dw) / step
+        most = float(np.max(x)) if x.size else 0.0
+        if most > MAX_PULSES_PER_UPDATE:  # pulses <= ceil(x): beyond, refuse before looping
+            name, value = ("lr", lr) if lr is not None else ("dw", float(np.max(np.abs(dw))))
+            check_size(name, value, need=most, limit=MAX_PULSES_PER_UPDATE,
+                       what="pulses on one device in one update (|dw| / dw_min)",
+                       hint="lower lr")
+        pulses = pulse_counts(x, rng, pulse_type, 0)
+    else:
+        bl = check_bit_length(device.desired_bl if bl is None else bl)
+        pulses = pulse_counts(np.abs(dw) / device.dw_min, rng, pulse_type, bl)
+    return apply_pulses(w, pulses, dw >= 0, device, rng, step, bound_scale)
+
+
+def apply_pulses(w: np.ndarray, pulses: np.ndarray, up: np.ndarray, device, rng: Rng,
+                 step, bound_scale: np.ndarray | None = None) -> np.ndarray:
+    r"""Fire ``pulses[i]`` pulses on element ``i`` (up where ``up``), one vectorised pass each.
+
+    Pulse :math:`p` of element ``i`` moves it by :math:`\pm\,\Delta w_{\min,i}\, q_\pm(w_p)` with
+    the device's cycle-to-cycle noise (:func:`pulsed_update`), clipped at the element's range;
+    ``step`` is the element's ``dw_min`` (weight units, device-to-device scaled). The noise of
+    pulse ``p`` is drawn as by one draw of every pulse at once (member by member for a sequence
+    of generators), in blocks of bounded memory.
+    """
+    w = np.array(w, dtype=float)
     if pulses.size == 0 or pulses.max() == 0:
         return w
-    up = dw >= 0
     signed_step = np.where(up, step, -step)
     sizes = None
     if device.dw_min_std > 0 and not isinstance(rng, np.random.Generator):
@@ -273,17 +417,25 @@ class Updater:
         Required for the analog kinds.
     lr : float or None
         The run's learning rate, named when a pulsed update would need too many pulses.
+    pulse_type : {"deterministic", "stochastic", "mean-count"}
+        How the ``pulsed`` kind counts pulses (:func:`pulsed_update`; bit length
+        ``device.desired_bl``); ignored by the other kinds.
     """
 
     kind: str
     device: Device | None = None
     lr: float | None = None
+    pulse_type: str = "deterministic"
 
     def __post_init__(self):
         if self.kind not in UPDATE_KINDS:
             raise ParameterError(f"kind={self.kind!r} is unknown; valid: {', '.join(UPDATE_KINDS)}")
         if self.kind != "digital" and self.device is None:
             raise ParameterError(f"kind={self.kind!r} needs a device")
+        if self.pulse_type not in PULSE_TYPES:
+            raise ParameterError(
+                f"pulse_type={self.pulse_type!r} is unknown; valid: {', '.join(PULSE_TYPES)}"
+            )
 
     @classmethod
     def from_config(cls, config, device=None) -> Updater:
@@ -291,7 +443,7 @@ class Updater:
         if config.algorithm == "digital":
             return cls("digital", device, config.lr)
         return cls(config.update, device_from_config(config) if device is None else device,
-                   config.lr)
+                   config.lr, config.pulse_type)
 
     @property
     def uses_dtod(self) -> bool:
@@ -312,7 +464,7 @@ class Updater:
             raise ParameterError("the pulsed update needs a random generator")
         spread = DeviceSpread() if spread is None else spread
         return pulsed_update(w, dw, self.device, rng, spread.dw_min_scale, spread.bound_scale,
-                             lr=self.lr)
+                             lr=self.lr, pulse_type=self.pulse_type)
 
     def pinned_monitor(self, spread: DeviceSpread | None = None):
         """A :class:`simulate.staleness.PinnedMonitor` of this analog update's device bounds (with

@@ -19,8 +19,8 @@ from theory.theorems import ALGORITHMS
 
 __all__ = [
     "ALGORITHMS", "DEFAULT_DW_MIN", "DEFAULT_TAU", "MAX_STAGES", "NETWORK_PROBLEMS",
-    "ORACLE_PROBLEMS", "PROBLEMS", "SimConfig", "UPDATES", "check_device_tau",
-    "device_from_config", "network_bytes_per_member",
+    "ORACLE_PROBLEMS", "PROBLEMS", "PULSE_TYPES", "SimConfig", "UPDATES", "check_device_tau",
+    "device_from_config", "device_named", "network_bytes_per_member",
 ]
 
 #: problems with every constant of the theory known exactly (:mod:`simulate.problems`)
@@ -29,6 +29,8 @@ ORACLE_PROBLEMS = ("quadratic", "least-squares")
 NETWORK_PROBLEMS = ("digits-mlp", "digits-resmlp")
 PROBLEMS = ORACLE_PROBLEMS + NETWORK_PROBLEMS
 UPDATES = ("expected", "pulsed")
+#: pulse types of the pulse-level update (aihwkit vocabulary; :func:`simulate.analog.pulsed_update`)
+PULSE_TYPES = ("deterministic", "stochastic", "mean-count")
 #: the most pipeline stages a run may have: a sanity cap on the input, not a limit of the method
 #: (an async run keeps ``M - m + 1`` copies of stage m's block, about ``M / 2`` copies of the whole
 #: model, and the paper's pipelines have at most a few dozen stages)
@@ -85,6 +87,13 @@ class SimConfig:
         ``None`` (the default ``1.0`` is replaced) and refuses any other value.
     update : {"expected", "pulsed"}
         Expected analog update, or pulse-level with stochastic rounding and cycle-to-cycle noise.
+    pulse_type : {"deterministic", "stochastic", "mean-count"}
+        How the pulse-level update counts pulses (aihwkit vocabulary): ``deterministic`` (the
+        default, stochastic rounding of ``|dW| / dw_min``, matching aihwkit's
+        ``DeterministicImplicit``), ``stochastic`` (aihwkit's default ``StochasticCompressed``:
+        the coincidences of two Bernoulli trains of ``desired_bl`` bits, Binomial per device) or
+        ``mean-count`` (the expected count, no train noise); see
+        :func:`simulate.analog.pulsed_update`. Recorded with every run; unused by ``expected``.
     lr : float
         Step size ``alpha`` (> 0).
     steps : int
@@ -139,6 +148,13 @@ class SimConfig:
         "help": "analog update: expected, or pulse-level with stochastic rounding",
         "choices": UPDATES,
     })
+    pulse_type: str = field(default="deterministic", metadata={
+        "help": "pulse counts of --update pulsed (aihwkit names): deterministic = stochastic "
+                "rounding of |dW|/dw_min (aihwkit DeterministicImplicit); stochastic = "
+                "coincidences of two bit trains of desired_bl bits (aihwkit StochasticCompressed, "
+                "at most desired_bl pulses); mean-count = the expected count, no train noise",
+        "choices": PULSE_TYPES,
+    })
     lr: float = field(
         default=0.05, metadata={"help": "step size alpha (weight units per gradient unit)"}
     )
@@ -160,6 +176,7 @@ class SimConfig:
         _choice("mode", self.mode, MODES)
         _choice("algorithm", self.algorithm, ALGORITHMS)
         _choice("update", self.update, UPDATES)
+        _choice("pulse_type", self.pulse_type, PULSE_TYPES)
         if not isinstance(self.device, str):
             raise ParameterError(f"device={show_value(self.device)} is not a name; valid: a "
                                  "preset or a family of theory.devices")
@@ -335,17 +352,25 @@ def device_from_config(config: SimConfig) -> Device:
     ``w_min``/``w_max`` have no ``tau`` (:class:`SimConfig` records ``tau=None`` for them and
     refuses another value, :func:`check_device_tau`).
     """
-    if config.device in devices.list_presets():
-        device = devices.load_preset(config.device)
-        if config.tau is not None and "tau" in device.response.parameter_names():
-            device = replace(device, response=replace(device.response, tau=float(config.tau)))
-        return device
-    if config.device not in devices.FAMILIES:
+    return device_named(config.device, config.tau)
+
+
+def device_named(device: str, tau: float | None) -> Device:
+    """The :class:`theory.devices.Device` of a preset or family name and a range ``tau`` (or
+    ``None``), as :func:`device_from_config` resolves ``SimConfig.device`` and ``SimConfig.tau``
+    (``tau`` checked first with :func:`check_device_tau`).
+    """
+    if device in devices.list_presets():
+        found = devices.load_preset(device)
+        if tau is not None and "tau" in found.response.parameter_names():
+            found = replace(found, response=replace(found.response, tau=float(tau)))
+        return found
+    if device not in devices.FAMILIES:
         raise ParameterError(
-            f"device={config.device!r} is unknown; valid presets: "
+            f"device={show_value(device)} is unknown; valid presets: "
             f"{', '.join(devices.list_presets())}; valid families: {', '.join(devices.FAMILIES)}"
         )
     params = {"dw_min": DEFAULT_DW_MIN}
-    if config.tau is not None and "tau" in devices.FAMILIES[config.device].parameter_names():
-        params["tau"] = float(config.tau)
-    return devices.make_device(config.device, **params)
+    if tau is not None and "tau" in devices.FAMILIES[device].parameter_names():
+        params["tau"] = float(tau)
+    return devices.make_device(device, **params)

@@ -21,6 +21,7 @@ __all__ = [
     "MAX_ARRAY_BYTES",
     "MAX_BYTES_PER_ACTIVATION",
     "MAX_COUNT",
+    "MAX_DEVICE_PULSES",
     "MAX_GANTT_CELLS",
     "MAX_GRID_POINTS",
     "MAX_LAYER_SIZE",
@@ -40,6 +41,9 @@ MAX_UPDATES = 10**9
 MAX_TIMELINE_CELLS = 2 * 10**7
 #: pulses one analog update may fire on one device (|dW| / dw_min); beyond, lower the step
 MAX_PULSES_PER_UPDATE = 10**5
+#: device-bits of one ``pulse-response`` run (devices x bit length x (w0, delta) cases): the work
+#: of its bit trains and of its pulse loop (each case fires at most BL vectorised pulses)
+MAX_DEVICE_PULSES = 10**10
 #: points of a planner grid (micro-batch counts x micro-batch sizes x stage counts)
 MAX_GRID_POINTS = 5 * 10**7
 #: layers of a model description after its blocks are repeated
