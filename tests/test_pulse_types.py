@@ -12,13 +12,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simulate.analog import (
-    DeviceSpread, Updater, coincidence_counts, pulse_counts, pulsed_update, train_scale,
+    DeviceSpread,
+    Updater,
+    coincidence_counts,
+    pulse_counts,
+    pulsed_update,
+    train_scale,
 )
 from simulate.commands import pulse_response as command
 from simulate.config import SimConfig
 from simulate.engine import run
 from simulate.pulse_response import PulseResponseConfig, pulse_response
 from theory.devices import load_preset, make_device
+from theory.devices.presets import preset_table
 from theory.errors import ParameterError
 
 Z = 4.0
@@ -228,7 +234,7 @@ def test_coincidences_never_exceed_either_train(p_x, p_d, bl, seed):
         assert np.all(counts == bl)
 
 
-# -- pulse-response ---------------------------------------------------------------------------------
+# -- pulse-response ----------------------------------------------------------------------------
 
 DONE_WHEN = ["--device", "softbounds", "--tau", "1", "--dw-min", "0.0005", "--bl", "1000",
              "--pulse-type", "stochastic", "--devices", "2000", "--w0", "0", "--delta", "0.05",
@@ -278,3 +284,21 @@ def test_pulse_response_config_refuses_bad_lists():
         PulseResponseConfig(pulse_type="implicit")
     with pytest.raises(ParameterError, match=r"^pulse_type='x' is unknown"):
         SimConfig(pulse_type="x")
+
+
+#: how each preset's aihwkit counterpart applies cycle-to-cycle noise (mult_noise in IBM/aihwkit
+#: src/aihwkit/simulator/presets/devices.py; constant step: both conventions coincide at q = 1)
+AIHWKIT_C2C = {
+    "reram-softbounds": "additive",        # ReRamSBPresetDevice, mult_noise = False
+    "capacitor-linearstep": "additive",    # CapacitorPresetDevice, mult_noise = False
+    "ecram-linearstep": "multiplicative",  # EcRamPresetDevice, mult_noise = True
+    "idealized-constantstep": "multiplicative",
+    "gokmen-vlasov-constantstep": "multiplicative",
+    "softbounds-tau1": "multiplicative",   # SoftBoundsDevice
+}
+
+
+@pytest.mark.parametrize("name", sorted(AIHWKIT_C2C))
+def test_every_preset_declares_its_cycle_to_cycle_noise(name):
+    assert preset_table(name)["device"]["c2c_noise"] == AIHWKIT_C2C[name]
+    assert load_preset(name).c2c_noise == AIHWKIT_C2C[name]
