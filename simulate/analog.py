@@ -360,7 +360,8 @@ def pulsed_update(
                        hint="lower lr")
         pulses = pulse_counts(x, rng, pulse_type, 0)
     else:
-        bl = check_bit_length(device.desired_bl if bl is None else bl)
+        bl = check_bit_length(device.desired_bl, "desired_bl") if bl is None else \
+            check_bit_length(bl)
         pulses = pulse_counts(np.abs(dw) / device.dw_min, rng, pulse_type, bl)
     return apply_pulses(w, pulses, dw >= 0, device, rng, step, bound_scale)
 

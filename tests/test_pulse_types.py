@@ -302,3 +302,10 @@ AIHWKIT_C2C = {
 def test_every_preset_declares_its_cycle_to_cycle_noise(name):
     assert preset_table(name)["device"]["c2c_noise"] == AIHWKIT_C2C[name]
     assert load_preset(name).c2c_noise == AIHWKIT_C2C[name]
+
+
+def test_a_device_bit_length_beyond_the_limit_is_named():
+    device = make_device("softbounds", tau=1.0, dw_min=1e-3, desired_bl=10**6)
+    with pytest.raises(ParameterError, match=r"^desired_bl=1000000 is out of range"):
+        pulsed_update(np.zeros(3), np.full(3, 0.01), device, np.random.default_rng(0),
+                      pulse_type="stochastic")
