@@ -86,7 +86,8 @@ class SimConfig:
         Must be at least ``dw_min / 2``; a preset with a fixed ``[w_min, w_max]`` range records
         ``None`` (the default ``1.0`` is replaced) and refuses any other value.
     update : {"expected", "pulsed"}
-        Expected analog update, or pulse-level with stochastic rounding and cycle-to-cycle noise.
+        Expected analog update, or pulse-level (counts by ``pulse_type``) with cycle-to-cycle
+        noise.
     pulse_type : {"deterministic", "stochastic", "mean-count"}
         How the pulse-level update counts pulses (aihwkit vocabulary): ``deterministic`` (the
         default, stochastic rounding of ``|dW| / dw_min``, matching aihwkit's
@@ -145,7 +146,7 @@ class SimConfig:
         "help": "dynamic range tau of a soft-bounds/power/exponential device (weight units)",
     })
     update: str = field(default="expected", metadata={
-        "help": "analog update: expected, or pulse-level with stochastic rounding",
+        "help": "analog update: expected, or pulse-level (pulse counts: --pulse-type)",
         "choices": UPDATES,
     })
     pulse_type: str = field(default="deterministic", metadata={

@@ -115,7 +115,9 @@ def run(args: argparse.Namespace) -> int:
     width = max(len(name) for name, _ in rows)
     print(f"{config.problem}, mode={config.mode}, algorithm={config.algorithm}, "
           f"M={config.stages}, B={config.micro_batches}, b={config.micro_batch_size}, "
-          f"device={config.device}, lr={config.lr:g}")
+          f"device={config.device}, lr={config.lr:g}"
+          + (f", pulse_type={config.pulse_type}" if config.update == "pulsed"
+             and config.algorithm == "analog" and config.pulse_type != "deterministic" else ""))
     for name, value in rows:
         print(f"  {name:<{width}}  {value}")
     return 0
