@@ -297,7 +297,8 @@ def pulsed_update(
       (the symmetric factorisation :math:`A|x| = B|d|`), so :math:`E[n] = \min(x, BL)`,
       :math:`\mathrm{Var}[n] = BL\,p(1-p)`. Only ``dW`` is known here, not the ``x`` and ``d`` of
       an outer product, so the correlation between devices sharing a train is not modelled
-      (:func:`coincidence_counts` has it for a rank-1 update);
+      (:func:`coincidence_counts` has it for a rank-1 update, which the networks use at one
+      sample per update, through :meth:`Updater.fire`);
     - ``mean-count``: :math:`n = \mathrm{rint}(\min(x, BL))`, the expected count without train
       noise (aihwkit ``MeanCount`` up to the rounding of its per-line counts).
 
@@ -466,6 +467,18 @@ class Updater:
         spread = DeviceSpread() if spread is None else spread
         return pulsed_update(w, dw, self.device, rng, spread.dw_min_scale, spread.bound_scale,
                              lr=self.lr, pulse_type=self.pulse_type)
+
+    def fire(self, w, pulses, up, rng: Rng, spread: DeviceSpread | None = None) -> np.ndarray:
+        """Fire given pulse counts (``up`` where ``up``) with this pulsed update's device and the
+        run's spread (:func:`apply_pulses`); for counts made outside, e.g. by
+        :func:`coincidence_counts` on a layer's outer product."""
+        if self.kind != "pulsed":
+            raise ParameterError(f"kind={self.kind!r} fires no pulses; valid: pulsed")
+        spread = DeviceSpread() if spread is None else spread
+        step = self.device.dw_min
+        if spread.dw_min_scale is not None:
+            step = step * spread.dw_min_scale
+        return apply_pulses(w, pulses, up, self.device, rng, step, spread.bound_scale)
 
     def pinned_monitor(self, spread: DeviceSpread | None = None):
         """A :class:`simulate.staleness.PinnedMonitor` of this analog update's device bounds (with

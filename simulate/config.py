@@ -94,7 +94,9 @@ class SimConfig:
         ``DeterministicImplicit``), ``stochastic`` (aihwkit's default ``StochasticCompressed``:
         the coincidences of two Bernoulli trains of ``desired_bl`` bits, Binomial per device) or
         ``mean-count`` (the expected count, no train noise); see
-        :func:`simulate.analog.pulsed_update`. Recorded with every run; unused by ``expected``.
+        :func:`simulate.analog.pulsed_update`. A network with one sample per update fires the
+        trains on each layer's outer product (:func:`simulate.analog.coincidence_counts`).
+        Recorded with every run; unused by ``expected``.
     lr : float
         Step size ``alpha`` (> 0).
     steps : int

@@ -85,7 +85,7 @@ import numpy as np
 from theory.errors import ParameterError, check_range
 from theory.limits import MAX_ARRAY_BYTES, check_size
 
-from .analog import DeviceSpread, Updater
+from .analog import DeviceSpread, Updater, check_bit_length, coincidence_counts
 from .config import NETWORK_PROBLEMS, SimConfig, device_from_config, network_bytes_per_member
 from .digits import DigitsData, load_digits_split, sample_indices
 from .problems import row_dot
@@ -335,12 +335,15 @@ class Network:
 
     def backward_stage(
         self, s: int, weights: Sequence[np.ndarray], saved, delta: np.ndarray, grads: StageView,
-        input_grad: bool = True,
+        input_grad: bool = True, factors: list | None = None,
     ) -> np.ndarray | None:
         """Backward of stage ``s`` through the layer ``weights`` it reads (the current ones).
 
         Writes the stage's weight and bias gradients into the views ``grads`` and returns
-        dL/d input (``None`` when ``input_grad`` is false, for the first stage).
+        dL/d input (``None`` when ``input_grad`` is false, for the first stage). With a list
+        ``factors``, appends ``(i, h, dz)`` per layer ``i`` of the stage (last layer first): the
+        layer's input ``h`` and error ``dz``, whose product ``h^T dz`` is its weight gradient
+        (for the rank-1 pulse trains of a one-sample batch).
         """
         layers = self.stages[s]
         tanh = self.activation == "tanh"
@@ -355,6 +358,8 @@ class Network:
             else:
                 dz = delta * (a > 0.0)
             np.matmul(h.swapaxes(-1, -2), dz, out=grads.weights[i])
+            if factors is not None:
+                factors.append((i, h, dz))
             dz.sum(axis=-2, keepdims=True, out=grads.biases[i])
             if i == 0 and not input_grad:
                 return None
@@ -367,6 +372,7 @@ class Network:
     def gradient(
         self, x: np.ndarray, y: np.ndarray, forward: Sequence[StageView],
         backward: Sequence[Sequence[np.ndarray]], grads: Sequence[StageView],
+        factors: list | None = None,
     ) -> np.ndarray:
         """Loss and gradient of one batch through given weight versions, stage by stage.
 
@@ -380,6 +386,9 @@ class Network:
             Per stage, the layer weights its backward reads.
         grads : sequence of StageView
             Output: views of the gradient arrays, written with the gradient of the mean loss.
+        factors : list, optional
+            Filled with ``(s, i, h, dz)`` per layer ``i`` of stage ``s`` (backward order): the
+            factors of its weight gradient ``h^T dz`` (:meth:`backward_stage`).
 
         Returns
         -------
@@ -392,8 +401,11 @@ class Network:
             saved.append(stage_saved)
         loss, delta = softmax_cross_entropy(h, y, grad=True)
         for s in range(self.n_stages - 1, -1, -1):
+            stage = None if factors is None else []
             delta = self.backward_stage(s, backward[s], saved[s], delta, grads[s],
-                                        input_grad=s > 0)
+                                        input_grad=s > 0, factors=stage)
+            if factors is not None:
+                factors += [(s, i, h, dz) for i, h, dz in stage]
         return loss
 
     def logits(self, w: np.ndarray, c: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -557,6 +569,13 @@ def train_network(
     records, reported = [], 0
     batch = config.samples_per_update
     w_limit, loss_limit = divergence_limit(w), None
+    # one sample per update: each layer's gradient is a rank-1 outer product, so the stochastic
+    # and mean-count pulse types fire aihwkit's bit trains on it (shared along rows and columns)
+    rank1 = update.kind == "pulsed" and update.pulse_type != "deterministic" and batch == 1
+    if rank1:
+        check_bit_length(device.desired_bl, "desired_bl")
+        counts = np.zeros(w.shape, dtype=np.int64)
+        count_views = network.views(counts, np.zeros(c.shape, dtype=np.int64))
 
     for k in range(steps + 1):
         if k == log_at[len(records)]:
@@ -580,9 +599,18 @@ def train_network(
         if fwd_rec is not None:
             fwd_rec[k] = [stale.version(k, s) for s in range(n_stages)]
             bwd_rec[k] = k
-        network.gradient(data.x_train[idx], data.y_train[idx], forward, backward, grads)
+        factors = [] if rank1 else None
+        network.gradient(data.x_train[idx], data.y_train[idx], forward, backward, grads, factors)
         gw *= -config.lr
-        np.copyto(w, update(w, gw, device_rngs, spread))
+        if rank1:  # aihwkit's trains on the outer product h dz^T of each layer (one sample)
+            for s, i, h, dz in factors:
+                for r, g in enumerate(device_rngs):
+                    count_views[s].weights[i][r] = coincidence_counts(
+                        h[r, 0], dz[r, 0], config.lr, device.dw_min, device.desired_bl, g,
+                        config.pulse_type).T
+            np.copyto(w, update.fire(w, counts, gw >= 0, device_rngs, spread))
+        else:
+            np.copyto(w, update(w, gw, device_rngs, spread))
         gc *= config.lr
         c -= gc
         np.minimum(w_min, w.min(axis=1), out=w_min)

@@ -309,3 +309,26 @@ def test_a_device_bit_length_beyond_the_limit_is_named():
     with pytest.raises(ParameterError, match=r"^desired_bl=1000000 is out of range"):
         pulsed_update(np.zeros(3), np.full(3, 0.01), device, np.random.default_rng(0),
                       pulse_type="stochastic")
+
+
+@pytest.mark.parametrize("problem", ["digits-mlp", "digits-resmlp"])
+@pytest.mark.parametrize("pulse_type", ["stochastic", "mean-count"])
+def test_one_sample_network_updates_fire_trains_on_the_outer_product(problem, pulse_type):
+    """b = 1: each layer's update is rank 1, fired as aihwkit's trains; a member's bits do not
+    depend on the ensemble; the run differs from the per-device Binomial stand-in at b = 2."""
+    from simulate.networks import train_network
+    config = SimConfig(problem=problem, update="pulsed", pulse_type=pulse_type, steps=6,
+                       seeds=2, lr=0.1, micro_batch_size=1, stages=2, mode="async", log_every=3)
+    both = train_network(config, 4)
+    alone = train_network(replace(config, seeds=1), 4, members=[1])
+    assert np.array_equal(both.weights[1:], alone.weights)
+    assert both.trace.config["pulse_type"] == pulse_type
+    # one large step on an almost linear device (tau = 1000: q = 1 +- 1e-3): at most BL = 31
+    # pulses per weight (deterministic rounding fires hundreds)
+    big = replace(config, tau=1000.0, lr=2.0, steps=1, seeds=1, mode="none", stages=1)
+    start = train_network(replace(big, update="expected", lr=1e-300), 0).weights
+    moved = np.abs(train_network(big, 0).weights - start) / 1e-3
+    assert 30 < moved.max() <= 31 * 1.002
+    if problem == "digits-mlp":  # (the residual network diverges with so many pulses)
+        assert np.abs(train_network(replace(big, pulse_type="deterministic"), 0).weights
+                      - start).max() / 1e-3 > 100
