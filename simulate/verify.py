@@ -45,6 +45,7 @@ from theory.theorems import REGISTRY, bound_for, get_bound
 
 from .config import ORACLE_PROBLEMS, SimConfig, device_from_config
 from .engine import W_STAR_SCALE, make_problem, run
+from .prediction import Prediction, predict
 from .staleness import cycles_after, forward_delays
 from .trace import Trace
 
@@ -201,6 +202,9 @@ class Check:
     constants : dict
         What was plugged in: the bound's parameters, ``theta``, ``K``, ``alpha``, and the visited
         interval ``w_lo``, ``w_hi``.
+    prediction : Prediction or None
+        The bound read as a prediction: cycles and samples to a target ``eps`` at the run's step,
+        guaranteed versus simulated, with a bootstrap interval (:mod:`simulate.prediction`).
     """
 
     bound_name: str
@@ -212,17 +216,19 @@ class Check:
     margin_z: float
     passed: bool
     constants: dict = field(default_factory=dict)
+    prediction: Prediction | None = None
 
     def __post_init__(self):
         check_range("margin_z", self.margin_z, 0, None)
 
     def to_dict(self) -> dict:
-        """JSON-ready: the fields, with ``config`` as a dict."""
+        """JSON-ready: the fields, with ``config`` and ``prediction`` as dicts."""
         return {
             "bound_name": self.bound_name, "config": self.config.to_dict(),
             "empirical": self.empirical, "stderr": self.stderr, "bound": self.bound,
             "ratio": self.ratio, "margin_z": self.margin_z, "passed": self.passed,
             "constants": dict(self.constants),
+            "prediction": None if self.prediction is None else self.prediction.to_dict(),
         }
 
     @classmethod
@@ -231,6 +237,8 @@ class Check:
         data = dict(data)
         data["config"] = SimConfig(**data["config"])
         data["passed"] = bool(data["passed"])
+        if data.get("prediction") is not None:
+            data["prediction"] = Prediction.from_dict(data["prediction"])
         return cls(**data)
 
 
@@ -255,7 +263,9 @@ def check_bound(name: str, config: SimConfig, *, z: float = 4.0) -> Check:
     """
     _validate(name, config)
     check_range("z", z, 0, None)
-    trace = run(config)
+    # every iterate logged (for the prediction's running average): the iterates, their average
+    # and the visited region do not depend on log_every (the check's numbers keep their bits)
+    trace = run(replace(config, log_every=1))
     per_seed = np.asarray(trace.avg_grad_norm2, dtype=float)
     empirical = float(per_seed.mean())
     stderr = float(per_seed.std(ddof=1) / math.sqrt(per_seed.size))
@@ -266,10 +276,11 @@ def check_bound(name: str, config: SimConfig, *, z: float = 4.0) -> Check:
         "theta": theta, "K": config.steps, "alpha": config.lr,
         "w_lo": values["w_lo"], "w_hi": values["w_hi"],
     }
+    prediction = predict(name, config, constants, trace.grad_norm2[:, :-1])
     return Check(
         bound_name=name, config=config, empirical=empirical, stderr=stderr, bound=bound,
         ratio=bound / empirical if empirical > 0 else math.inf, margin_z=float(z),
-        passed=bool(empirical <= bound + z * stderr), constants=constants,
+        passed=bool(empirical <= bound + z * stderr), constants=constants, prediction=prediction,
     )
 
 
