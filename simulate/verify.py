@@ -26,6 +26,12 @@ the step; the check uses the tightest admissible bound, :func:`theory.admissible
 The one-sided check passes when :math:`\hat e \le \mathrm{bound} + z\,\mathrm{se}` (``z = 4`` by
 default); ``ratio = bound / empirical`` measures tightness (>= 1: the bound holds on average).
 
+Every check also reads the bound as a prediction (:attr:`Check.prediction`,
+:mod:`simulate.prediction`): clock cycles to a target ``eps`` at the run's step, guaranteed
+against simulated, with a bootstrap interval over seeds. For it the run logs every iterate; the
+iterates, their average and the visited region do not depend on the logging, so the check's
+numbers are those of a run logged once.
+
 Also here: :func:`empirical_floor` (asymptotic error of a long run) and :func:`cycles_to_eps`
 (clock cycles until the running average of :math:`\lVert\nabla f\rVert^2` reaches ``eps``, with the
 prediction of :func:`theory.admissible.predicted_guarantee`). The suites of checks are the case

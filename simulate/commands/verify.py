@@ -52,7 +52,10 @@ DESCRIPTION = (
     "simulated ensembles on the oracle problems (quadratic, least squares), where every constant "
     "is known. Empirical = mean over seeds of (1/K) sum_k ||grad f(W_k)||^2; a check passes when "
     "empirical <= bound + z * stderr; ratio = bound/empirical (>= 1: the bound holds, larger: "
-    "looser). Exit status 1 if any check fails."
+    "looser). Each check is also read as a prediction: predicted (the bound at the run's step) "
+    "versus simulated cycles to eps = sqrt(floor * start), with a bootstrap interval over seeds, "
+    "and the fraction of SP-vs-AP and M-vs-M' pairs ranked like the simulation. Exit status 1 if "
+    "any check fails."
 )
 
 #: CSV columns: the check, its configuration and the constants plugged into the bound
