@@ -381,3 +381,9 @@ def test_prediction_summaries_count_vacuous_checks_apart():
     (s,) = verify_cli.prediction_summaries(checks)
     assert (s.checks, s.vacuous, s.unreached, s.median_ratio, s.worst_ratio) == (
         4, 1, 0, 3.0, 9.0)
+
+
+def test_a_check_too_long_to_log_every_iterate_is_a_user_error_naming_steps():
+    config = config_for("analog_sgd", lr=0.01, steps=10**8, seeds=48, log_every=10**8)
+    with pytest.raises(ParameterError, match=r"^steps=100000000 with seeds=48: .*logs every"):
+        check_bound("analog_sgd", config)
