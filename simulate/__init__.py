@@ -9,7 +9,10 @@
 - :mod:`simulate.engine`: ``run(config, seed) -> Trace`` for every mode, algorithm and problem;
 - :mod:`simulate.sweep`, :mod:`simulate.cache`: cached, resumable sweeps (local pool or Dask);
 - :mod:`simulate.verify`: every bound against simulation, as ``(empirical, bound)`` checks;
-- :mod:`simulate.suites`: the verification suites as case tables.
+- :mod:`simulate.prediction`: a check read as a prediction (cycles to eps, guaranteed vs
+  simulated);
+- :mod:`simulate.suites`: the verification suites as case tables, and how often the guarantee
+  ranks two checks like the simulation.
 """
 
 from .analog import Updater, digital_update, expected_update, pulsed_update
@@ -18,9 +21,10 @@ from .config import SimConfig, device_from_config
 from .digits import DigitsData, load_digits_split
 from .engine import make_problem, run
 from .networks import NetworkRun, NetworkSpec, run_network, train_network
+from .prediction import Prediction
 from .problems import LeastSquares, OracleProblem, Quadratic
 from .staleness import PinnedWarning, StaleVersions, cycles_after, forward_delays
-from .suites import run_suite
+from .suites import RankingAgreement, ranking_agreement, run_suite
 from .sweep import SweepError, SweepResult, run_sweep
 from .timeline import Event, Timeline, build_timeline
 from .trace import RunConstants, Trace
@@ -36,7 +40,9 @@ __all__ = [
     "NetworkSpec",
     "OracleProblem",
     "PinnedWarning",
+    "Prediction",
     "Quadratic",
+    "RankingAgreement",
     "ResultCache",
     "RunConstants",
     "SimConfig",
@@ -58,6 +64,7 @@ __all__ = [
     "load_digits_split",
     "make_problem",
     "pulsed_update",
+    "ranking_agreement",
     "run",
     "run_network",
     "run_suite",

@@ -17,7 +17,9 @@ import numpy as np
 
 from theory.errors import check_range
 
-__all__ = ["STREAMS", "member_generators", "member_sequence", "problem_generator"]
+__all__ = [
+    "STREAMS", "bootstrap_generator", "member_generators", "member_sequence", "problem_generator",
+]
 
 #: per-member streams, in spawn order: gradient noise, device (pulse rounding and noise, spreads),
 #: and a spare stream for the networks (data order, initialisation)
@@ -25,6 +27,8 @@ STREAMS = ("noise", "device", "data")
 
 #: entropy tag appended to the root seed for the problem stream (disjoint from every member key)
 _PROBLEM_TAG = 0x5EED_0B1E
+#: entropy tag of the bootstrap stream of a run's analysis (:mod:`simulate.prediction`)
+_BOOTSTRAP_TAG = 0xB0075_7A9
 
 
 def member_sequence(seed: int, member: int) -> np.random.SeedSequence:
@@ -61,3 +65,9 @@ def problem_generator(seed: int) -> np.random.Generator:
     """The generator of the problem instance (shared by every member of a run with this seed)."""
     check_range("seed", seed, 0, None, integer=True)
     return np.random.default_rng(np.random.SeedSequence([int(seed), _PROBLEM_TAG]))
+
+
+def bootstrap_generator(seed: int) -> np.random.Generator:
+    """The generator of the bootstrap over seeds of a run's analysis (never used by the run)."""
+    check_range("seed", seed, 0, None, integer=True)
+    return np.random.default_rng(np.random.SeedSequence([int(seed), _BOOTSTRAP_TAG]))

@@ -23,14 +23,18 @@ tests are parametrized over the rows of :data:`QUICK`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+
+import numpy as np
 
 from theory.errors import ParameterError, check_range
 from theory.theorems import get_bound
 
 from .analog import device_from_config
 from .config import SimConfig
+from .prediction import Prediction, bound_floor, first_hit, predicted_iterations, target
+from .staleness import cycles_after
 from .sweep import SweepResult, run_sweep
 from .verify import CHECKABLE, Check, check_bound, config_for, region_step_cap
 
@@ -39,6 +43,8 @@ __all__ = [
     "DEVICE_MARGIN",
     "LR_REGION",
     "QUICK",
+    "RankedPair",
+    "RankingAgreement",
     "STANDARD",
     "STEP_DIGITS",
     "SUITES",
@@ -46,6 +52,7 @@ __all__ = [
     "VERIFY_FORMAT",
     "capped_step",
     "check_point",
+    "ranking_agreement",
     "run_suite",
     "step_region",
     "suite_points",
@@ -53,7 +60,7 @@ __all__ = [
 ]
 
 #: bumped when the meaning of a cached check changes (part of every sweep point)
-VERIFY_FORMAT = 1
+VERIFY_FORMAT = 2  # 2: a check carries its Prediction (simulate.prediction)
 
 #: half-width of the weight region a step is drawn against (W* in [-0.3, 0.3], W_0 = 0; a margin
 #: for the noise)
@@ -281,6 +288,43 @@ def validate_check(result: dict) -> None:
     ratio = check.bound / check.empirical if check.empirical > 0 else math.inf
     if not math.isclose(check.ratio, ratio, rel_tol=1e-12):
         raise ValueError(f"ratio={check.ratio!r} is not bound/empirical")
+    _validate_prediction(check)
+
+
+def _validate_prediction(check: Check) -> None:
+    """A cached :class:`~simulate.prediction.Prediction` agrees with its check and with itself
+    (floor, target and predicted iterations recomputed from the check's constants)."""
+    p = check.prediction
+    if not isinstance(p, Prediction):
+        raise ValueError("the check has no prediction (an entry of an older format)")
+    c = check.config
+    name = check.bound_name
+    if p.floor != bound_floor(name, check.constants) or not (
+            isinstance(p.start, float) and math.isfinite(p.start) and p.start >= 0):
+        raise ValueError(f"prediction floor={p.floor!r} / start={p.start!r} do not follow")
+    if p.eps != target(p.floor, p.start):
+        raise ValueError(f"prediction eps={p.eps!r} is not sqrt(floor * start)")
+    k_sim = p.simulated_iterations
+    running = np.asarray(p.running, dtype=float)
+    if p.eps is None:
+        if k_sim is not None or p.predicted_iterations is not None or running.size:
+            raise ValueError("a vacuous prediction has no iterations")
+        return
+    if p.predicted_iterations != predicted_iterations(name, check.constants, p.eps):
+        raise ValueError(f"predicted_iterations={p.predicted_iterations!r} does not follow")
+    if k_sim is not None and not 1 <= k_sim <= c.steps:
+        raise ValueError(f"simulated_iterations={k_sim!r} is not in [1, K]")
+    if running.size != (k_sim or 0) or not np.all(np.isfinite(running)) or (
+            k_sim is not None and (int(first_hit(running, p.eps)) != k_sim
+                                   or running[0] != p.start)):
+        raise ValueError("the prediction's running average does not give its simulated_iterations")
+    cycles = [None if k is None else int(cycles_after(c.mode, c.stages, c.micro_batches, k))
+              for k in (p.predicted_iterations, k_sim)]
+    if [p.predicted_cycles, p.simulated_cycles] != cycles:
+        raise ValueError("the prediction's cycles do not follow from its iterations")
+    ratio = None if None in cycles else cycles[0] / cycles[1]
+    if p.ratio != ratio:
+        raise ValueError(f"prediction ratio={p.ratio!r} is not predicted/simulated cycles")
 
 
 def run_suite(
@@ -301,3 +345,176 @@ def run_suite(
     if on_sweep is not None:
         on_sweep(sweep)
     return [Check.from_dict(result) for result in sweep.results]
+
+
+# ------------------------------------------------------------------------------------------------
+# does the theory rank configurations like the simulation?
+
+#: the asynchronous entries a synchronous check is ranked against
+_ASYNC_ENTRIES = ("analog_sgd_ap", "analog_sgd_ap_b")
+#: significant digits of a check's step fraction (its lr over the cap) when pairing by stages
+_FRACTION_DIGITS = 3
+
+
+@dataclass(frozen=True)
+class RankedPair:
+    """Two checks ranked at a common target by the guarantee and by the simulation.
+
+    Attributes
+    ----------
+    kind : str
+        ``"mode"`` (a synchronous check against an asynchronous one) or ``"stages"`` (one entry
+        at two stage counts).
+    first, second : int
+        Indices of the two checks in the list given to :func:`ranking_agreement`.
+    bounds : (str, str)
+        Their registry entries.
+    eps : float
+        The common target :func:`simulate.prediction.target` of the larger floor and the
+        smaller start of the two.
+    predicted, simulated : (int, int)
+        Clock cycles to ``eps`` of the two checks: the guarantee at each run's step
+        (:func:`simulate.prediction.predicted_iterations`) and the first ``K`` of each ensemble
+        mean running average.
+    """
+
+    kind: str
+    first: int
+    second: int
+    bounds: tuple[str, str]
+    eps: float
+    predicted: tuple[int, int]
+    simulated: tuple[int, int]
+
+    @property
+    def agree(self) -> bool:
+        """The guarantee orders the two as the simulation does (a tie only matches a tie)."""
+        def order(pair):
+            return (pair[0] > pair[1]) - (pair[0] < pair[1])
+        return order(self.predicted) == order(self.simulated)
+
+
+@dataclass(frozen=True)
+class RankingAgreement:
+    """How often the guarantee ranks two checks like the simulation (:func:`ranking_agreement`).
+
+    Attributes
+    ----------
+    pairs : tuple of RankedPair
+        The ranked pairs.
+    vacuous, unreached : dict
+        Per kind, pairs left out because one floor is at or above the start (no common target),
+        or because a run did not reach the common target within its ``K`` (or the guarantee
+        never does).
+    """
+
+    pairs: tuple[RankedPair, ...]
+    vacuous: dict
+    unreached: dict
+
+    def count(self, kind: str, bound: str | None = None) -> tuple[int, int]:
+        """``(agreeing, ranked)`` pairs of ``kind``, only those involving ``bound`` if given."""
+        mine = [p for p in self.pairs if p.kind == kind and (bound is None or bound in p.bounds)]
+        return sum(p.agree for p in mine), len(mine)
+
+    def fraction(self, kind: str, bound: str | None = None) -> float | None:
+        """Agreeing / ranked pairs of ``kind`` (``None`` when there is none)."""
+        agree, ranked = self.count(kind, bound)
+        return agree / ranked if ranked else None
+
+    def to_dict(self) -> dict:
+        """JSON-ready: the counts and fractions per kind, and the pairs."""
+        return {
+            **{f"{kind}_{name}": value for kind in ("mode", "stages") for name, value in (
+                ("agree", self.count(kind)[0]), ("pairs", self.count(kind)[1]),
+                ("fraction", self.fraction(kind)), ("vacuous", self.vacuous[kind]),
+                ("unreached", self.unreached[kind]))},
+            "pairs": [{"kind": p.kind, "first": p.first, "second": p.second,
+                       "bounds": list(p.bounds), "eps": p.eps, "predicted": list(p.predicted),
+                       "simulated": list(p.simulated), "agree": p.agree} for p in self.pairs],
+        }
+
+
+def _step_fraction(check: Check) -> float:
+    config = check.config
+    cap = region_step_cap(check.bound_name, config, *step_region(config))
+    return float(f"{config.lr / cap:.{_FRACTION_DIGITS}g}")
+
+
+def _pair_kind(a: Check, b: Check, fraction: Callable[[Check], float]) -> str | None:
+    ca, cb = a.config, b.config
+    shared = ("problem", "device", "tau", "sigma2", "seed", "steps", "seeds", "micro_batch_size",
+              "algorithm")
+    if any(getattr(ca, f) != getattr(cb, f) for f in shared):
+        return None
+    if (a.bound_name == "analog_sgd_sp" and b.bound_name in _ASYNC_ENTRIES
+            and ca.stages == cb.stages):
+        return "mode"
+    if (a.bound_name == b.bound_name and ca.stages != cb.stages
+            and ca.micro_batches == cb.micro_batches and fraction(a) == fraction(b)):
+        return "stages"
+    return None
+
+
+def ranking_agreement(checks: Sequence[Check]) -> RankingAgreement:
+    r"""The fraction of pairs of checks the guarantee ranks in the simulation's order.
+
+    **Pairs.** Two checks of the same problem, device, ``tau``, ``sigma2``, root seed, ``K``,
+    ``R`` and micro-batch size ``b`` form
+
+    - a ``"mode"`` pair: ``analog_sgd_sp`` and an asynchronous entry (``analog_sgd_ap`` or
+      ``analog_sgd_ap_b``) at the same stage count ``M`` (each at its own step and ``B``);
+    - a ``"stages"`` pair: one entry at two stage counts ``M != M'``, the same ``B`` and the same
+      step fraction of its cap (:func:`step_region`, 3 significant digits).
+
+    **Ranking.** At the common target :math:`\epsilon = \sqrt{\max(F_a, F_b)\,\min(S_a, S_b)}`
+    (:func:`simulate.prediction.target` of the larger floor and the smaller start, so at least
+    each check's own target and below both starts) each check gets predicted cycles (the bound at
+    its run's step, :func:`simulate.prediction.predicted_iterations`) and simulated cycles (the
+    first ``K`` of its ensemble mean running average, from
+    :attr:`~simulate.prediction.Prediction.running`). A pair agrees when the signs of
+    ``predicted_a - predicted_b`` and ``simulated_a - simulated_b`` are equal (a tie only matches
+    a tie). Pairs without a common target (a floor at or above the start: vacuous) or with a run
+    that did not reach it are counted apart and not ranked.
+
+    Every check needs its :attr:`~simulate.verify.Check.prediction`.
+    """
+    checks = list(checks)
+    if any(check.prediction is None for check in checks):
+        raise ParameterError("checks: every check needs its prediction (simulate.verify."
+                             "check_bound computes it); valid: checks of run_suite or check_bound")
+    fractions: dict[int, float] = {}
+
+    def fraction(check: Check) -> float:
+        key = id(check)
+        if key not in fractions:
+            fractions[key] = _step_fraction(check)
+        return fractions[key]
+
+    pairs, vacuous, unreached = [], {"mode": 0, "stages": 0}, {"mode": 0, "stages": 0}
+    for i, a in enumerate(checks):
+        for j, b in enumerate(checks):
+            if i == j or (a.bound_name == b.bound_name and j < i):
+                continue  # a stages pair once; a mode pair in its (sync, async) order
+            kind = _pair_kind(a, b, fraction)
+            if kind is None:
+                continue
+            pa, pb = a.prediction, b.prediction
+            eps = target(max(pa.floor, pb.floor), min(pa.start, pb.start))
+            if eps is None:
+                vacuous[kind] += 1
+                continue
+            ks = [(predicted_iterations(check.bound_name, check.constants, eps),
+                   int(first_hit(check.prediction.running, eps)) or None) for check in (a, b)]
+            if any(None in pair for pair in ks):
+                unreached[kind] += 1
+                continue
+            predicted, simulated = [], []
+            for check, (k_pred, k_sim) in zip((a, b), ks, strict=True):
+                c = check.config
+                predicted.append(int(cycles_after(c.mode, c.stages, c.micro_batches, k_pred)))
+                simulated.append(int(cycles_after(c.mode, c.stages, c.micro_batches, k_sim)))
+            pairs.append(RankedPair(kind=kind, first=i, second=j,
+                                    bounds=(a.bound_name, b.bound_name), eps=float(eps),
+                                    predicted=tuple(predicted), simulated=tuple(simulated)))
+    return RankingAgreement(pairs=tuple(pairs), vacuous=vacuous, unreached=unreached)

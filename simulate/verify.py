@@ -26,6 +26,12 @@ the step; the check uses the tightest admissible bound, :func:`theory.admissible
 The one-sided check passes when :math:`\hat e \le \mathrm{bound} + z\,\mathrm{se}` (``z = 4`` by
 default); ``ratio = bound / empirical`` measures tightness (>= 1: the bound holds on average).
 
+Every check also reads the bound as a prediction (:attr:`Check.prediction`,
+:mod:`simulate.prediction`): clock cycles to a target ``eps`` at the run's step, guaranteed
+against simulated, with a bootstrap interval over seeds. For it the run logs every iterate; the
+iterates, their average and the visited region do not depend on the logging, so the check's
+numbers are those of a run logged once.
+
 Also here: :func:`empirical_floor` (asymptotic error of a long run) and :func:`cycles_to_eps`
 (clock cycles until the running average of :math:`\lVert\nabla f\rVert^2` reaches ``eps``, with the
 prediction of :func:`theory.admissible.predicted_guarantee`). The suites of checks are the case
@@ -45,6 +51,7 @@ from theory.theorems import REGISTRY, bound_for, get_bound
 
 from .config import ORACLE_PROBLEMS, SimConfig, device_from_config
 from .engine import W_STAR_SCALE, make_problem, run
+from .prediction import Prediction, predict
 from .staleness import cycles_after, forward_delays
 from .trace import Trace
 
@@ -201,6 +208,9 @@ class Check:
     constants : dict
         What was plugged in: the bound's parameters, ``theta``, ``K``, ``alpha``, and the visited
         interval ``w_lo``, ``w_hi``.
+    prediction : Prediction or None
+        The bound read as a prediction: cycles and samples to a target ``eps`` at the run's step,
+        guaranteed versus simulated, with a bootstrap interval (:mod:`simulate.prediction`).
     """
 
     bound_name: str
@@ -212,17 +222,19 @@ class Check:
     margin_z: float
     passed: bool
     constants: dict = field(default_factory=dict)
+    prediction: Prediction | None = None
 
     def __post_init__(self):
         check_range("margin_z", self.margin_z, 0, None)
 
     def to_dict(self) -> dict:
-        """JSON-ready: the fields, with ``config`` as a dict."""
+        """JSON-ready: the fields, with ``config`` and ``prediction`` as dicts."""
         return {
             "bound_name": self.bound_name, "config": self.config.to_dict(),
             "empirical": self.empirical, "stderr": self.stderr, "bound": self.bound,
             "ratio": self.ratio, "margin_z": self.margin_z, "passed": self.passed,
             "constants": dict(self.constants),
+            "prediction": None if self.prediction is None else self.prediction.to_dict(),
         }
 
     @classmethod
@@ -231,6 +243,8 @@ class Check:
         data = dict(data)
         data["config"] = SimConfig(**data["config"])
         data["passed"] = bool(data["passed"])
+        if data.get("prediction") is not None:
+            data["prediction"] = Prediction.from_dict(data["prediction"])
         return cls(**data)
 
 
@@ -255,7 +269,16 @@ def check_bound(name: str, config: SimConfig, *, z: float = 4.0) -> Check:
     """
     _validate(name, config)
     check_range("z", z, 0, None)
-    trace = run(config)
+    # every iterate logged (for the prediction's running average): the iterates, their average
+    # and the visited region do not depend on log_every (the check's numbers keep their bits)
+    try:
+        every = replace(config, log_every=1)
+    except ParameterError as error:  # the trace of every iterate would be too large
+        raise ParameterError(
+            f"steps={config.steps} with seeds={config.seeds}: the check logs every iterate for "
+            f"its prediction, and that trace is too large ({error}); valid: fewer steps or seeds"
+        ) from None
+    trace = run(every)
     per_seed = np.asarray(trace.avg_grad_norm2, dtype=float)
     empirical = float(per_seed.mean())
     stderr = float(per_seed.std(ddof=1) / math.sqrt(per_seed.size))
@@ -266,10 +289,11 @@ def check_bound(name: str, config: SimConfig, *, z: float = 4.0) -> Check:
         "theta": theta, "K": config.steps, "alpha": config.lr,
         "w_lo": values["w_lo"], "w_hi": values["w_hi"],
     }
+    prediction = predict(name, config, constants, trace.grad_norm2[:, :-1])
     return Check(
         bound_name=name, config=config, empirical=empirical, stderr=stderr, bound=bound,
         ratio=bound / empirical if empirical > 0 else math.inf, margin_z=float(z),
-        passed=bool(empirical <= bound + z * stderr), constants=constants,
+        passed=bool(empirical <= bound + z * stderr), constants=constants, prediction=prediction,
     )
 
 
@@ -316,7 +340,14 @@ def empirical_floor(config: SimConfig, *, tail: float = 0.5) -> FloorEstimate:
     differences of such runs are paired comparisons.
     """
     check_range("tail", tail, 0, 1, low_open=True)
-    trace = run(replace(config, log_every=1))
+    try:
+        every = replace(config, log_every=1)
+    except ParameterError as error:  # the trace of every iterate would be too large
+        raise ParameterError(
+            f"steps={config.steps} with seeds={config.seeds}: the check logs every iterate for "
+            f"its prediction, and that trace is too large ({error}); valid: fewer steps or seeds"
+        ) from None
+    trace = run(every)
     start = int(math.floor((1.0 - tail) * config.steps))
     per_seed = trace.grad_norm2[:, start:].mean(axis=1)
     r = per_seed.size

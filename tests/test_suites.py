@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -96,3 +97,101 @@ def test_module_exports_are_sorted_and_exist():
     assert list(suites.__all__) == sorted(suites.__all__)
     for name in suites.__all__:
         assert hasattr(suites, name), name
+
+
+# ------------------------------------------------------------------------------------------------
+# ranking agreement (issue 14)
+
+_TINY = dict(sigma2=0.1, steps=200, seeds=4)
+
+
+def _tiny_checks():
+    """SP at M = 2, AP at M = 2, 4, 8 (half their caps, sigma2 = 0.1: their floors are below the
+    start): one mode pair (SP2, AP2) and three stages pairs (AP2-AP4, AP2-AP8, AP4-AP8)."""
+    cases = (Case("analog_sgd_sp", 0.5, stages=2, micro_batches=2, **_TINY),
+             *(Case("analog_sgd_ap", 0.5, stages=m, **_TINY) for m in (2, 4, 8)))
+    return [check_bound(case.bound, case.config()) for case in cases]
+
+
+def _closed_form_iterations(check, eps):
+    """Every registry bound is floor + 2 Delta / (alpha q_min K): its first K below eps."""
+    k = check.constants
+    return math.ceil(2 * k["Delta"] / (k["alpha"] * k["q_min"] * (eps - check.prediction.floor)))
+
+
+def _with_running(check, first_hit_at, eps):
+    """The check with a hand-made mean running average that first reaches eps at that K."""
+    p = check.prediction
+    running = (p.start,) * (first_hit_at - 1) + (0.99 * eps,)
+    return replace(check, prediction=replace(p, running=running))
+
+
+def test_ranking_agreement_equals_a_hand_count():
+    sp2, ap2, ap4, ap8 = _tiny_checks()
+    start = sp2.prediction.start
+    assert all(c.prediction.start == start and not c.prediction.vacuous
+               for c in (sp2, ap2, ap4, ap8))
+    eps_mode = math.sqrt(max(sp2.prediction.floor, ap2.prediction.floor) * start)
+    eps_24 = math.sqrt(max(ap2.prediction.floor, ap4.prediction.floor) * start)
+    # hand-made simulated orders: SP2 at K = 5 (cycles 2 (2 + 1) 5 = 30) vs AP2 at K = 20
+    # (2 (20 + 1) = 42; its curve reaches both targets there): the simulation ranks SP first;
+    # AP2 (42) vs AP4 at K = 60 (2 (60 + 3) = 126): AP2 first. AP8 is made vacuous (floor
+    # above the start): its two pairs are left out.
+    sp2 = _with_running(sp2, 5, eps_mode)
+    ap2 = _with_running(ap2, 20, min(eps_mode, eps_24))
+    ap4 = _with_running(ap4, 60, eps_24)
+    ap8 = replace(ap8, prediction=replace(ap8.prediction, floor=2 * start))
+    result = suites.ranking_agreement([sp2, ap2, ap4, ap8])
+    (mode,) = [p for p in result.pairs if p.kind == "mode"]
+    (stages,) = [p for p in result.pairs if p.kind == "stages"]
+    assert (mode.first, mode.second, stages.first, stages.second) == (0, 1, 1, 2)
+    assert mode.eps == eps_mode and stages.eps == eps_24
+    assert mode.simulated == (2 * 3 * 5, 2 * (20 + 1))
+    assert stages.simulated == (2 * (20 + 1), 2 * (60 + 3))
+    assert mode.predicted == (2 * 3 * _closed_form_iterations(sp2, eps_mode),
+                              2 * (_closed_form_iterations(ap2, eps_mode) + 1))
+    assert stages.predicted == (2 * (_closed_form_iterations(ap2, eps_24) + 1),
+                                2 * (_closed_form_iterations(ap4, eps_24) + 3))
+    # the theory: AP2 cheaper than SP2 (438 vs 432 cycles: not the simulation's order); AP2
+    # cheaper than AP4 (the simulation's order): 0 of 1 mode pairs, 1 of 1 stages pairs
+    assert mode.predicted[0] > mode.predicted[1] and not mode.agree
+    assert stages.predicted[0] < stages.predicted[1] and stages.agree
+    assert result.count("mode") == (0, 1) and result.count("stages") == (1, 1)
+    assert (result.fraction("mode"), result.fraction("stages")) == (0.0, 1.0)
+    assert result.vacuous == {"mode": 0, "stages": 2} and result.unreached == {"mode": 0,
+                                                                               "stages": 0}
+    assert result.count("stages", "analog_sgd_sp") == (0, 0)
+    assert result.fraction("stages", "analog_sgd_sp") is None
+    data = result.to_dict()
+    assert (data["mode_pairs"], data["stages_agree"], data["stages_vacuous"]) == (1, 1, 2)
+    # a tie only matches a tie
+    tie = replace(mode, predicted=(5, 5), simulated=(5, 5))
+    assert tie.agree and not replace(tie, simulated=(4, 5)).agree
+
+
+def test_ranking_agreement_on_the_quick_suite(tmp_path):
+    checks = run_suite("quick", jobs=1, cache=tmp_path)
+    result = suites.ranking_agreement(checks)
+    for kind in ("mode", "stages"):
+        agree, ranked = result.count(kind)
+        assert 0 <= agree <= ranked
+        fraction = result.fraction(kind)
+        assert fraction is None or 0.0 <= fraction <= 1.0
+    # the quick suite's one SP row (M = 4, B = 4) and its AP row (M = 4) form one mode pair
+    assert result.count("mode")[1] + result.vacuous["mode"] + result.unreached["mode"] == 1
+    with pytest.raises(ParameterError, match="every check needs its prediction"):
+        suites.ranking_agreement([replace(checks[0], prediction=None)])
+
+
+def test_a_tampered_prediction_is_refused_by_validate_check():
+    sp2 = _tiny_checks()[0]
+    good = sp2.to_dict()
+    suites.validate_check(good)
+    p = sp2.prediction
+    for bad in (replace(p, ratio=p.ratio * 1.001), replace(p, running=p.running[:-1]),
+                replace(p, eps=p.eps * 1.01), replace(p, predicted_iterations=1),
+                replace(p, floor=p.floor * 2)):
+        with pytest.raises(ValueError):
+            suites.validate_check(replace(sp2, prediction=bad).to_dict())
+    with pytest.raises(ValueError, match="no prediction"):
+        suites.validate_check(replace(sp2, prediction=None).to_dict())

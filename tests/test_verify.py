@@ -25,7 +25,7 @@ from simulate.verify import (
     empirical_floor,
     region_step_cap,
 )
-from theory.admissible import predicted_cycles
+from theory.admissible import compiled_bound, predicted_cycles
 from theory.complexity import evaluate_complexity
 from theory.errors import ParameterError
 from theory.theorems import get_bound
@@ -285,3 +285,105 @@ def test_out_and_cache_dir_are_checked_before_any_check_runs(tmp_path, monkeypat
         assert main(["verify", *argv]) == 2
         (line,) = capsys.readouterr().err.splitlines()
         assert f"error: {flag}=" in line and "cannot be used" in line, line
+
+
+# ------------------------------------------------------------------------------------------------
+# the check read as a prediction (issue 14)
+
+
+@pytest.mark.parametrize("name, settings", [
+    ("digital_sgd", dict(sigma2=0.1, lr=0.5)),
+    ("analog_sgd_sp", dict(stages=2, micro_batches=2, sigma2=0.1, lr=0.1111)),
+    ("analog_sgd_ap", dict(stages=4, micro_batch_size=2, sigma2=0.1, lr=0.023)),
+])
+def test_prediction_is_the_first_k_of_guarantee_and_simulation(name, settings):
+    config = config_for(name, steps=300, seeds=6, log_every=300, **settings)
+    check = check_bound(name, config)
+    p = check.prediction
+    trace = run(replace(config, log_every=1))
+    gn2 = trace.grad_norm2[:, :-1]
+    # by brute force: the ensemble mean running average, the bound at every K
+    mean = np.array([gn2[:, :k].sum(axis=1).mean() / k for k in range(1, config.steps + 1)])
+    assert p.start == pytest.approx(gn2[:, 0].mean(), rel=1e-14)
+    k = check.constants
+    c = compiled_bound(name)
+    theta = 0.0 if k["theta"] is None else k["theta"]
+    assert p.floor == pytest.approx(float(c.value(theta, 1e300, k["alpha"], k)), rel=1e-12)
+    assert not p.vacuous and p.floor < p.eps < p.start
+    assert p.eps == pytest.approx(math.sqrt(p.floor * p.start), rel=1e-15)
+    ks = np.arange(1, 100_000)
+    k_pred = int(np.argmax(c.value(theta, ks, k["alpha"], k) <= p.eps)) + 1
+    assert p.predicted_iterations == k_pred
+    k_sim = int(np.argmax(mean <= p.eps)) + 1
+    assert p.simulated_iterations == k_sim and mean[k_sim - 1] <= p.eps < mean[k_sim - 2]
+    cycles = cycles_after(config.mode, config.stages, config.micro_batches, [k_pred, k_sim])
+    assert (p.predicted_cycles, p.simulated_cycles) == tuple(int(v) for v in cycles)
+    n = config.samples_per_update
+    assert (p.predicted_samples, p.simulated_samples) == (k_pred * n, k_sim * n)
+    assert p.ratio == p.predicted_cycles / p.simulated_cycles
+    # the bound holds at every K, so the guarantee never promises eps before the simulation
+    # reaches it (a property that fails if a bound is violated at K_pred)
+    assert check.passed and p.ratio >= 1
+    assert p.ci_low <= p.simulated_cycles <= p.ci_high and p.resamples == 1000
+    assert p.ratio_low <= p.ratio <= p.ratio_high
+    assert p.running == pytest.approx(tuple(mean[:k_sim]), rel=1e-12)
+    # the check's own numbers are those of the run logged once (the same iterates)
+    once = run(config)
+    assert check.empirical == float(np.mean(once.avg_grad_norm2))
+    assert Check.from_dict(json.loads(json.dumps(check.to_dict()))) == check
+
+
+def test_a_floor_above_the_start_makes_a_vacuous_prediction():
+    config = config_for("digital_sgd", sigma2=1.0, lr=0.5, steps=100, seeds=4, log_every=100)
+    p = check_bound("digital_sgd", config).prediction
+    assert p.floor >= p.start and p.vacuous
+    assert (p.eps, p.predicted_cycles, p.simulated_cycles, p.ratio, p.running) == (
+        None, None, None, None, ())
+
+
+def test_cli_prints_the_prediction_summary(tmp_path, capsys):
+    cache = str(tmp_path / "c")
+    assert main(["verify", "--suite", "quick", "--jobs", "1", "--cache-dir", cache]) == 0
+    text = capsys.readouterr().out
+    assert "median predicted/simulated cycles" in text and "SP vs AP" in text
+    assert main(["verify", "--suite", "quick", "--jobs", "1", "--cache-dir", cache,
+                 "--markdown"]) == 0
+    text = capsys.readouterr().out
+    assert "| bound | checks | vacuous | median predicted/simulated cycles |" in text
+    assert main(["verify", "--suite", "quick", "--jobs", "1", "--cache-dir", cache,
+                 "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    for entry in data:
+        p = entry["prediction"]
+        assert {"floor", "start", "eps", "predicted_cycles", "simulated_cycles", "ci_low",
+                "ci_high", "ratio", "running"} <= set(p)
+        if p["ratio"] is not None:
+            assert p["ratio"] >= 1
+
+
+def test_prediction_summaries_count_vacuous_checks_apart():
+    from simulate.prediction import Prediction
+
+    config = config_for("analog_sgd", lr=0.01, **SMALL)
+    base = dict(floor=0.1, start=0.2, predicted_iterations=1, predicted_samples=1,
+                simulated_iterations=1, simulated_samples=1, ci_low=1, ci_high=1, resamples=1)
+
+    def made(ratio):
+        if ratio is None:
+            return Prediction(**{**base, "floor": 0.3}, eps=None, predicted_cycles=None,
+                              simulated_cycles=None, ratio=None, ratio_low=None,
+                              ratio_high=None)
+        return Prediction(**base, eps=0.14, predicted_cycles=int(10 * ratio),
+                          simulated_cycles=10, ratio=ratio, ratio_low=ratio, ratio_high=ratio)
+
+    checks = [Check("analog_sgd", config, 1.0, 0.1, 2.0, 2.0, 4.0, True, {}, made(r))
+              for r in (3.0, None, 1.5, 9.0)]
+    (s,) = verify_cli.prediction_summaries(checks)
+    assert (s.checks, s.vacuous, s.unreached, s.median_ratio, s.worst_ratio) == (
+        4, 1, 0, 3.0, 9.0)
+
+
+def test_a_check_too_long_to_log_every_iterate_is_a_user_error_naming_steps():
+    config = config_for("analog_sgd", lr=0.01, steps=10**8, seeds=48, log_every=10**8)
+    with pytest.raises(ParameterError, match=r"^steps=100000000 with seeds=48: .*logs every"):
+        check_bound("analog_sgd", config)

@@ -3,8 +3,12 @@
 Runs a case table of :mod:`simulate.suites` (:func:`simulate.suites.run_suite`: one
 :func:`simulate.verify.check_bound` per row) as a cached sweep, prints one row per
 check (bound, configuration, empirical mean +- standard error, bound value, ratio bound/empirical,
-pass) and a summary per registry entry (smallest and median ratio), writes ``verify.csv`` and
-``verify.json`` into ``--out``, and exits 1 when a check fails (naming it on stderr).
+pass), a summary per registry entry (smallest and median ratio) and the bounds read as
+predictions (:mod:`simulate.prediction`: per entry the median and worst ratio of predicted to
+simulated cycles to ``eps = sqrt(floor * start)`` at the run's step, over the checks that have
+such a target, and the fractions of pairs ranked like the simulation,
+:func:`simulate.suites.ranking_agreement`), writes ``verify.csv`` and ``verify.json`` into
+``--out``, and exits 1 when a check fails (naming it on stderr).
 """
 
 from __future__ import annotations
@@ -24,18 +28,20 @@ from theory.fileio import check_writable_dir, strict_json
 from theory.tables import markdown_table as md_table
 from theory.tables import text_table
 
-from ..suites import SUITES, run_suite
+from ..suites import SUITES, RankingAgreement, ranking_agreement, run_suite
 from ..verify import Check
 from .options import add_sweep_arguments, sweep_options
 
 __all__ = [
     "CSV_COLUMNS",
     "DESCRIPTION",
+    "PredictionSummary",
     "RatioSummary",
     "build_parser",
     "config_label",
     "main",
     "markdown_table",
+    "prediction_summaries",
     "ratio_summaries",
     "run",
     "write_csv",
@@ -46,7 +52,10 @@ DESCRIPTION = (
     "simulated ensembles on the oracle problems (quadratic, least squares), where every constant "
     "is known. Empirical = mean over seeds of (1/K) sum_k ||grad f(W_k)||^2; a check passes when "
     "empirical <= bound + z * stderr; ratio = bound/empirical (>= 1: the bound holds, larger: "
-    "looser). Exit status 1 if any check fails."
+    "looser). Each check is also read as a prediction: predicted (the bound at the run's step) "
+    "versus simulated cycles to eps = sqrt(floor * start), with a bootstrap interval over seeds, "
+    "and the fraction of SP-vs-AP and M-vs-M' pairs ranked like the simulation. Exit status 1 if "
+    "any check fails."
 )
 
 #: CSV columns: the check, its configuration and the constants plugged into the bound
@@ -54,7 +63,8 @@ CSV_COLUMNS = (
     "bound", "problem", "mode", "algorithm", "stages", "micro_batches", "micro_batch_size",
     "device", "tau", "sigma2", "lr", "steps", "seeds", "seed", "empirical", "stderr",
     "bound_value", "ratio", "margin_z", "passed", "theta", "L", "Delta", "q_min", "q_max",
-    "G_inf", "w_lo", "w_hi",
+    "G_inf", "w_lo", "w_hi", "eps", "predicted_cycles", "simulated_cycles", "simulated_ci_low",
+    "simulated_ci_high", "prediction_ratio", "vacuous",
 )
 
 
@@ -87,7 +97,12 @@ def config_label(check: Check) -> str:
 
 
 def _row(check: Check) -> dict:
-    c, k = check.config, check.constants
+    c, k, p = check.config, check.constants, check.prediction
+    prediction = {} if p is None else {
+        "eps": p.eps, "predicted_cycles": p.predicted_cycles,
+        "simulated_cycles": p.simulated_cycles, "simulated_ci_low": p.ci_low,
+        "simulated_ci_high": p.ci_high, "prediction_ratio": p.ratio, "vacuous": p.vacuous,
+    }
     return {
         "bound": check.bound_name, "problem": c.problem, "mode": c.mode,
         "algorithm": c.algorithm, "stages": c.stages, "micro_batches": c.micro_batches,
@@ -98,6 +113,7 @@ def _row(check: Check) -> dict:
         "theta": k.get("theta"), "L": k.get("L"), "Delta": k.get("Delta"),
         "q_min": k.get("q_min"), "q_max": k.get("q_max"), "G_inf": k.get("G_inf"),
         "w_lo": k.get("w_lo"), "w_hi": k.get("w_hi"),
+        **{name: prediction.get(name) for name in CSV_COLUMNS[-7:]},
     }
 
 
@@ -145,6 +161,104 @@ def ratio_summaries(checks: list[Check]) -> list[RatioSummary]:
     return out
 
 
+@dataclass(frozen=True)
+class PredictionSummary:
+    """One registry entry read as a prediction over a suite (:mod:`simulate.prediction`).
+
+    Attributes
+    ----------
+    bound_name : str
+    checks : int
+        Checks with a prediction.
+    vacuous : int
+        Of them, those whose floor at the run's step is at or above the start
+        ``||grad f(W_0)||^2`` (no target below the start is guaranteed); left out of the ratios.
+    unreached : int
+        Those whose ensemble mean did not reach the target within the run; left out.
+    median_ratio, worst_ratio : float or None
+        Median and worst (farthest from 1 in log) ``predicted / simulated`` cycles over the
+        others (``None`` when there is none).
+    worst_interval : (float, float) or None
+        The bootstrap interval over seeds of the worst ratio (an end ``None``: beyond the run).
+    """
+
+    bound_name: str
+    checks: int
+    vacuous: int
+    unreached: int
+    median_ratio: float | None
+    worst_ratio: float | None
+    worst_interval: tuple | None
+
+
+def prediction_summaries(checks: list[Check]) -> list[PredictionSummary]:
+    """One :class:`PredictionSummary` per registry entry with predictions, in order of first
+    appearance."""
+    names = list(dict.fromkeys(c.bound_name for c in checks if c.prediction is not None))
+    out = []
+    for name in names:
+        mine = [c.prediction for c in checks if c.bound_name == name and c.prediction is not None]
+        vacuous = sum(p.vacuous for p in mine)
+        ranked = [p for p in mine if p.ratio is not None]
+        unreached = len(mine) - vacuous - len(ranked)
+        worst = max(ranked, key=lambda p: abs(np.log(p.ratio)), default=None)
+        out.append(PredictionSummary(
+            bound_name=name, checks=len(mine), vacuous=vacuous, unreached=unreached,
+            median_ratio=float(np.median([p.ratio for p in ranked])) if ranked else None,
+            worst_ratio=None if worst is None else worst.ratio,
+            worst_interval=None if worst is None else (worst.ratio_low, worst.ratio_high),
+        ))
+    return out
+
+
+def _fmt(value, spec: str = ".3g") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _agreement(ranking: RankingAgreement, kind: str, bound: str | None = None) -> str:
+    agree, ranked = ranking.count(kind, bound)
+    return f"{agree}/{ranked}" if ranked else "-"
+
+
+_PREDICTION_HEADER = ("bound", "checks", "vacuous", "median predicted/simulated cycles",
+                      "worst (95% CI)", "M vs M' agree", "SP vs AP agree")
+
+
+def _prediction_rows(checks: list[Check], ranking: RankingAgreement) -> list[tuple[str, ...]]:
+    rows = []
+    for s in prediction_summaries(checks):
+        interval = "" if s.worst_interval is None else (
+            f" ({_fmt(s.worst_interval[0])}-{_fmt(s.worst_interval[1])})")
+        mode = (_agreement(ranking, "mode", s.bound_name)
+                if s.bound_name in ("analog_sgd_sp", "analog_sgd_ap", "analog_sgd_ap_b") else "-")
+        rows.append((s.bound_name, str(s.checks), str(s.vacuous), _fmt(s.median_ratio),
+                     _fmt(s.worst_ratio) + interval, _agreement(ranking, "stages", s.bound_name),
+                     mode))
+    return rows
+
+
+def _ranking_line(ranking: RankingAgreement) -> str:
+    parts = []
+    for kind, label in (("mode", "SP vs AP"), ("stages", "M vs M'")):
+        agree, ranked = ranking.count(kind)
+        fraction = ranking.fraction(kind)
+        parts.append(f"{label} {agree}/{ranked}" + ("" if fraction is None else
+                                                     f" = {fraction:.2f}")
+                     + f" ({ranking.vacuous[kind]} pairs vacuous, {ranking.unreached[kind]} "
+                     "unreached)")
+    return ("Pairs the guarantee ranks like the simulation (cycles to a common target): "
+            + "; ".join(parts) + ".")
+
+
+def _predictions(checks: list[Check]) -> tuple[list[tuple[str, ...]], str] | None:
+    """The prediction table's rows and the ranking line (``None``: no check has a prediction)."""
+    with_prediction = [c for c in checks if c.prediction is not None]
+    if not with_prediction:
+        return None
+    ranking = ranking_agreement(with_prediction)
+    return _prediction_rows(with_prediction, ranking), _ranking_line(ranking)
+
+
 def _table_rows(checks: list[Check]) -> list[tuple[str, ...]]:
     return [
         (check.bound_name, config_label(check), f"{check.empirical:.4g} +- {check.stderr:.2g}",
@@ -162,7 +276,13 @@ def markdown_table(checks: list[Check]) -> str:
     summary = [(f"`{s.bound_name}`", str(s.checks), str(s.passed), f"{s.min_ratio:.3g}",
                 f"{s.median_ratio:.3g}") for s in ratio_summaries(checks)]
     summary_header = ("bound", "checks", "passed", "smallest ratio", "median ratio")
-    return md_table(_HEADER, rows) + "\n\n" + md_table(summary_header, summary) + "\n"
+    out = md_table(_HEADER, rows) + "\n\n" + md_table(summary_header, summary) + "\n"
+    predictions = _predictions(checks)
+    if predictions is not None:
+        rows, line = predictions
+        rows = [(f"`{r[0]}`", *r[1:]) for r in rows]
+        out += "\n" + md_table(_PREDICTION_HEADER, rows) + "\n\n" + line + "\n"
+    return out
 
 
 def _summary_text(checks: list[Check]) -> str:
@@ -206,6 +326,12 @@ def run(args: argparse.Namespace) -> int:
         print(text_table(_HEADER, _table_rows(checks)))
         print()
         print(_summary_text(checks))
+        predictions = _predictions(checks)
+        if predictions is not None:
+            rows, line = predictions
+            print()
+            print(text_table(_PREDICTION_HEADER, rows))
+            print(line)
     failed = [check for check in checks if not check.passed]
     for check in failed:
         print(f"FAILED {check.bound_name}: {config_label(check)}: empirical {check.empirical:.6g} "
