@@ -248,6 +248,19 @@ class Check:
         return cls(**data)
 
 
+def _run_every_iterate(config: SimConfig, why: str) -> Trace:
+    """``run(config)`` with every iterate logged (``log_every = 1``), or a one-line error naming
+    ``steps`` when that trace would exceed the memory limit (``why`` says who needs it)."""
+    try:
+        every = replace(config, log_every=1)
+    except ParameterError as error:  # the trace of every iterate would be too large
+        raise ParameterError(
+            f"steps={config.steps} with seeds={config.seeds}: {why}, and that trace is too large "
+            f"({error}); valid: fewer steps or seeds"
+        ) from None
+    return run(every)
+
+
 def check_bound(name: str, config: SimConfig, *, z: float = 4.0) -> Check:
     """Run ``config`` and check bound ``name`` against it (see the module docstring).
 
@@ -271,14 +284,7 @@ def check_bound(name: str, config: SimConfig, *, z: float = 4.0) -> Check:
     check_range("z", z, 0, None)
     # every iterate logged (for the prediction's running average): the iterates, their average
     # and the visited region do not depend on log_every (the check's numbers keep their bits)
-    try:
-        every = replace(config, log_every=1)
-    except ParameterError as error:  # the trace of every iterate would be too large
-        raise ParameterError(
-            f"steps={config.steps} with seeds={config.seeds}: the check logs every iterate for "
-            f"its prediction, and that trace is too large ({error}); valid: fewer steps or seeds"
-        ) from None
-    trace = run(every)
+    trace = _run_every_iterate(config, "the check logs every iterate for its prediction")
     per_seed = np.asarray(trace.avg_grad_norm2, dtype=float)
     empirical = float(per_seed.mean())
     stderr = float(per_seed.std(ddof=1) / math.sqrt(per_seed.size))
@@ -340,14 +346,7 @@ def empirical_floor(config: SimConfig, *, tail: float = 0.5) -> FloorEstimate:
     differences of such runs are paired comparisons.
     """
     check_range("tail", tail, 0, 1, low_open=True)
-    try:
-        every = replace(config, log_every=1)
-    except ParameterError as error:  # the trace of every iterate would be too large
-        raise ParameterError(
-            f"steps={config.steps} with seeds={config.seeds}: the check logs every iterate for "
-            f"its prediction, and that trace is too large ({error}); valid: fewer steps or seeds"
-        ) from None
-    trace = run(every)
+    trace = _run_every_iterate(config, "the floor estimate logs every iterate of its tail")
     start = int(math.floor((1.0 - tail) * config.steps))
     per_seed = trace.grad_norm2[:, start:].mean(axis=1)
     r = per_seed.size
