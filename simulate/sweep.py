@@ -373,22 +373,20 @@ def _drain(
     queue = deque(items)
     deferred: deque[tuple[int, dict]] = deque()
 
-    def take(block: bool) -> tuple[int, dict] | None:
-        while queue:
-            item = queue.popleft()
-            state = claim(item[0], False)
-            if state == _RUN:
-                return item
-            if state == _BUSY:
-                deferred.append(item)
-        for _ in range(len(deferred)):
-            item = deferred.popleft()
-            state = claim(item[0], block)
+    def scan(source: deque, wait: bool) -> tuple[int, dict] | None:
+        """The first item of one pass over ``source`` that may run; busy ones go to deferred."""
+        for _ in range(len(source)):
+            item = source.popleft()
+            state = claim(item[0], wait)
             if state == _RUN:
                 return item
             if state == _BUSY:
                 deferred.append(item)
         return None
+
+    def take(block: bool) -> tuple[int, dict] | None:
+        # new points first (never waiting on a lock), then one pass over the deferred ones
+        return scan(queue, False) or scan(deferred, block)
 
     slot_of: dict[Future, int] = {}
     pending: set[Future] = set()
