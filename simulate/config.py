@@ -17,8 +17,10 @@ from theory.limits import MAX_ARRAY_BYTES, MAX_COUNT, MAX_UPDATES, check_size
 from theory.schedules import MODES
 from theory.theorems import ALGORITHMS
 
+from .mvm import IO_PRESETS
+
 __all__ = [
-    "ALGORITHMS", "DEFAULT_DW_MIN", "DEFAULT_TAU", "MAX_STAGES", "NETWORK_PROBLEMS",
+    "ALGORITHMS", "DEFAULT_DW_MIN", "DEFAULT_TAU", "IO_CHOICES", "MAX_STAGES", "NETWORK_PROBLEMS",
     "ORACLE_PROBLEMS", "PROBLEMS", "PULSE_TYPES", "SimConfig", "UPDATES", "check_device_tau",
     "device_from_config", "device_named", "network_bytes_per_member",
 ]
@@ -31,6 +33,8 @@ PROBLEMS = ORACLE_PROBLEMS + NETWORK_PROBLEMS
 UPDATES = ("expected", "pulsed")
 #: pulse types of the pulse-level update (aihwkit vocabulary; :func:`simulate.analog.pulsed_update`)
 PULSE_TYPES = ("deterministic", "stochastic", "mean-count")
+#: IO presets of the analog forward and backward products (:data:`simulate.mvm.IO_PRESETS`)
+IO_CHOICES = tuple(IO_PRESETS)
 #: the most pipeline stages a run may have: a sanity cap on the input, not a limit of the method
 #: (an async run keeps ``M - m + 1`` copies of stage m's block, about ``M / 2`` copies of the whole
 #: model, and the paper's pipelines have at most a few dozen stages)
@@ -112,6 +116,13 @@ class SimConfig:
         a batch of ``n``).
     seed : int
         Root seed; ensemble member ``r`` uses ``SeedSequence(seed).spawn(seeds)[r]``.
+    forward_io, backward_io : {"perfect", "aihwkit", "companion"}
+        IO non-idealities (DAC, output noise, ADC, noise and bound management) of the analog
+        products of the networks' forward (``h W``) and backward (``delta_z W^T``) passes,
+        presets of :data:`simulate.mvm.IO_PRESETS`; ``perfect`` (default) is the exact
+        product. Only for ``algorithm="analog"`` on a network problem (a digital run computes
+        exactly; an oracle problem's gradient is not an MVM): anything but ``perfect`` elsewhere
+        is refused. The weight gradient ``h^T delta_z`` is the update, not an MVM.
 
     Notes
     -----
@@ -173,6 +184,17 @@ class SimConfig:
         default=1.0, metadata={"help": "per-sample gradient-noise variance of the oracle problems"}
     )
     seed: int = field(default=0, metadata={"help": "root seed"})
+    forward_io: str = field(default="perfect", metadata={
+        "help": "IO non-idealities of the analog forward products h W of a network (aihwkit "
+                "IOParameters presets): perfect = exact; aihwkit = its defaults; companion = "
+                "DAC 7 bits, ADC 9 bits, out_noise 0.06, out_bound 12, inp_bound 1",
+        "choices": IO_CHOICES,
+    })
+    backward_io: str = field(default="perfect", metadata={
+        "help": "IO non-idealities of the analog backward products delta W^T (as --forward-io; "
+                "bound management is ignored in the backward, as in aihwkit)",
+        "choices": IO_CHOICES,
+    })
 
     def __post_init__(self):
         _choice("problem", self.problem, PROBLEMS)
@@ -180,6 +202,19 @@ class SimConfig:
         _choice("algorithm", self.algorithm, ALGORITHMS)
         _choice("update", self.update, UPDATES)
         _choice("pulse_type", self.pulse_type, PULSE_TYPES)
+        for name in ("forward_io", "backward_io"):
+            value = _choice(name, getattr(self, name), IO_CHOICES)
+            if value == "perfect":
+                continue
+            if self.problem in ORACLE_PROBLEMS:
+                raise ParameterError(
+                    f"{name}={value!r} does not apply to problem={self.problem!r}: an oracle "
+                    "gradient is not a matrix-vector product; use a network problem "
+                    f"({', '.join(NETWORK_PROBLEMS)}) or {name}='perfect'")
+            if self.algorithm != "analog":
+                raise ParameterError(
+                    f"{name}={value!r} applies to algorithm='analog' only (a digital run "
+                    f"computes in exact arithmetic); use {name}='perfect'")
         if not isinstance(self.device, str):
             raise ParameterError(f"device={show_value(self.device)} is not a name; valid: a "
                                  "preset or a family of theory.devices")

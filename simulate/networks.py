@@ -65,6 +65,13 @@ cost a full-training-set backward pass per update, about 90 times the work of th
 its ``data`` stream, its pulses from its ``device`` stream (:mod:`simulate.rng`); all arithmetic is
 row-wise, so a member gives the same bits alone and inside an ensemble.
 
+**Analog forward and backward products.** With ``SimConfig.forward_io`` / ``backward_io`` other
+than ``perfect`` (analog runs only), the products ``h W`` of every layer's forward and
+``delta_z W^T`` of its backward go through the tile's DAC, output noise and ADC with noise and
+bound management (:mod:`simulate.mvm`, aihwkit's rules), drawing from the member's ``io`` stream;
+the weight gradient ``h^T delta_z`` (the update) and the measurements (training loss, gradient
+norm, test accuracy of the weights) are exact.
+
 **Divergence.** The training loss (at every logging point) and the weights (after every update)
 are checked with the rules of :mod:`simulate.staleness`: a non-finite value, or one beyond
 ``NETWORK_LOSS_FACTOR`` (10, the loss) or ``DIVERGENCE_FACTOR`` (the weights) times
@@ -88,6 +95,7 @@ from theory.limits import MAX_ARRAY_BYTES, check_size
 from .analog import DeviceSpread, Updater, check_bit_length, coincidence_counts
 from .config import NETWORK_PROBLEMS, SimConfig, device_from_config, network_bytes_per_member
 from .digits import DigitsData, load_digits_split, sample_indices
+from .mvm import AnalogPass, io_preset
 from .problems import row_dot
 from .rng import member_generators
 from .staleness import (
@@ -107,6 +115,7 @@ __all__ = [
     "NetworkRun",
     "NetworkSpec",
     "StageView",
+    "io_passes",
     "run_network",
     "softmax_cross_entropy",
     "train_network",
@@ -300,7 +309,8 @@ class Network:
         return tuple(self.stage_view(s, w[:, ws], c[:, cs]) for s, (ws, cs)
                      in enumerate(zip(self.weight_slices, self.bias_slices, strict=True)))
 
-    def forward_stage(self, s: int, params: StageView, h: np.ndarray):
+    def forward_stage(self, s: int, params: StageView, h: np.ndarray,
+                      mvm: AnalogPass | None = None):
         """Forward of stage ``s`` through the weights and biases ``params`` it reads.
 
         Parameters
@@ -311,6 +321,9 @@ class Network:
             The weight version the forward reads.
         h : ndarray, shape (R, n, fan_in) or (n, fan_in)
             The stage's input.
+        mvm : AnalogPass, optional
+            The analog product ``h W`` with IO non-idealities (:mod:`simulate.mvm`); exact
+            ``h @ W`` when ``None``.
 
         Returns
         -------
@@ -322,7 +335,7 @@ class Network:
         saved = []
         tanh = self.activation == "tanh"
         for layer, weight, bias in zip(self.stages[s], params.weights, params.biases, strict=True):
-            z = h @ weight
+            z = h @ weight if mvm is None else mvm(h, weight)
             z += bias
             if layer.kind == "output":
                 saved.append((h, None))
@@ -335,7 +348,7 @@ class Network:
 
     def backward_stage(
         self, s: int, weights: Sequence[np.ndarray], saved, delta: np.ndarray, grads: StageView,
-        input_grad: bool = True, factors: list | None = None,
+        input_grad: bool = True, factors: list | None = None, mvm: AnalogPass | None = None,
     ) -> np.ndarray | None:
         """Backward of stage ``s`` through the layer ``weights`` it reads (the current ones).
 
@@ -343,7 +356,9 @@ class Network:
         dL/d input (``None`` when ``input_grad`` is false, for the first stage). With a list
         ``factors``, appends ``(i, h, dz)`` per layer ``i`` of the stage (last layer first): the
         layer's input ``h`` and error ``dz``, whose product ``h^T dz`` is its weight gradient
-        (for the rank-1 pulse trains of a one-sample batch).
+        (for the rank-1 pulse trains of a one-sample batch). With ``mvm``
+        (:class:`simulate.mvm.AnalogPass`), the product ``dz W^T`` passed back is the analog one
+        with IO non-idealities; the weight gradient ``h^T dz`` stays exact (it is the update).
         """
         layers = self.stages[s]
         tanh = self.activation == "tanh"
@@ -363,7 +378,8 @@ class Network:
             dz.sum(axis=-2, keepdims=True, out=grads.biases[i])
             if i == 0 and not input_grad:
                 return None
-            back = dz @ weights[i].swapaxes(-1, -2)
+            back = (dz @ weights[i].swapaxes(-1, -2) if mvm is None
+                    else mvm(dz, weights[i].swapaxes(-1, -2)))
             if layers[i].kind == "residual":
                 back += delta
             delta = back
@@ -372,7 +388,8 @@ class Network:
     def gradient(
         self, x: np.ndarray, y: np.ndarray, forward: Sequence[StageView],
         backward: Sequence[Sequence[np.ndarray]], grads: Sequence[StageView],
-        factors: list | None = None,
+        factors: list | None = None, forward_mvm: AnalogPass | None = None,
+        backward_mvm: AnalogPass | None = None,
     ) -> np.ndarray:
         """Loss and gradient of one batch through given weight versions, stage by stage.
 
@@ -389,6 +406,9 @@ class Network:
         factors : list, optional
             Filled with ``(s, i, h, dz)`` per layer ``i`` of stage ``s`` (backward order): the
             factors of its weight gradient ``h^T dz`` (:meth:`backward_stage`).
+        forward_mvm, backward_mvm : AnalogPass, optional
+            The analog products of the forward (``h W``) and backward (``dz W^T``) passes
+            (:mod:`simulate.mvm`); exact when ``None``.
 
         Returns
         -------
@@ -397,22 +417,24 @@ class Network:
         """
         h, saved = x, []
         for s, params in enumerate(forward):
-            h, stage_saved = self.forward_stage(s, params, h)
+            h, stage_saved = self.forward_stage(s, params, h, forward_mvm)
             saved.append(stage_saved)
         loss, delta = softmax_cross_entropy(h, y, grad=True)
         for s in range(self.n_stages - 1, -1, -1):
             stage = None if factors is None else []
             delta = self.backward_stage(s, backward[s], saved[s], delta, grads[s],
-                                        input_grad=s > 0, factors=stage)
+                                        input_grad=s > 0, factors=stage, mvm=backward_mvm)
             if factors is not None:
                 factors += [(s, i, h, dz) for i, h, dz in stage]
         return loss
 
-    def logits(self, w: np.ndarray, c: np.ndarray, x: np.ndarray) -> np.ndarray:
-        """Logits of ``x`` through the flat weights ``w`` and biases ``c`` (one version)."""
+    def logits(self, w: np.ndarray, c: np.ndarray, x: np.ndarray,
+               mvm: AnalogPass | None = None) -> np.ndarray:
+        """Logits of ``x`` through the flat weights ``w`` and biases ``c`` (one version), exact
+        or through the analog forward products ``mvm``."""
         h = x
         for s, params in enumerate(self.views(w, c)):
-            h, _ = self.forward_stage(s, params, h)
+            h, _ = self.forward_stage(s, params, h, mvm)
         return h
 
 
@@ -547,6 +569,7 @@ def train_network(
     update = Updater.from_config(config, device)
     streams = member_generators(seed, members)
     data_rngs, device_rngs = streams["data"], streams["device"]
+    forward_mvm, backward_mvm = io_passes(config, streams["io"])
 
     w, c = network.init(data_rngs, spec.init_fraction * device.w_min,
                         spec.init_fraction * device.w_max)
@@ -600,7 +623,8 @@ def train_network(
             fwd_rec[k] = [stale.version(k, s) for s in range(n_stages)]
             bwd_rec[k] = k
         factors = [] if rank1 else None
-        network.gradient(data.x_train[idx], data.y_train[idx], forward, backward, grads, factors)
+        network.gradient(data.x_train[idx], data.y_train[idx], forward, backward, grads, factors,
+                         forward_mvm, backward_mvm)
         gw *= -config.lr
         if rank1:  # aihwkit's trains on the outer product h dz^T of each layer (one sample)
             for s, i, h, dz in factors:
@@ -649,6 +673,18 @@ def run_network(
     """The :class:`~simulate.trace.Trace` of :func:`train_network` with the default
     :class:`NetworkSpec` (the entry point of :func:`simulate.engine.run` for the networks)."""
     return train_network(config, seed, members=members, progress=progress).trace
+
+
+def io_passes(config: SimConfig, rngs: Sequence[np.random.Generator]):
+    """The analog forward and backward products of ``config`` (``config.forward_io``,
+    ``config.backward_io``; ``None`` for ``perfect``, the exact product), drawing from the
+    members' generators ``rngs`` (the ``io`` stream). The forward pass draws before the backward
+    pass of each layer's update, both from one stream per member."""
+    passes = []
+    for name, direction in ((config.forward_io, "forward"), (config.backward_io, "backward")):
+        io = io_preset(name)
+        passes.append(None if io.is_perfect else AnalogPass(io, tuple(rngs), direction))
+    return tuple(passes)
 
 
 def _measure(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray, grad_norm: bool):
