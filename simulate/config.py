@@ -210,11 +210,11 @@ class SimConfig:
                 raise ParameterError(
                     f"{name}={value!r} does not apply to problem={self.problem!r}: an oracle "
                     "gradient is not a matrix-vector product; use a network problem "
-                    f"({', '.join(NETWORK_PROBLEMS)}) or {name}='perfect'")
+                    f"({', '.join(NETWORK_PROBLEMS)}) or the preset 'perfect'")
             if self.algorithm != "analog":
                 raise ParameterError(
                     f"{name}={value!r} applies to algorithm='analog' only (a digital run "
-                    f"computes in exact arithmetic); use {name}='perfect'")
+                    "computes in exact arithmetic); use the preset 'perfect'")
         if not isinstance(self.device, str):
             raise ParameterError(f"device={show_value(self.device)} is not a name; valid: a "
                                  "preset or a family of theory.devices")

@@ -270,8 +270,12 @@ def _noise_scale(x: np.ndarray, io: IOParameters) -> np.ndarray | None:
 
 
 def _stacked(rngs, method):
+    """A draw of ``shape = (R, ...)``: member ``r`` fills row ``r`` from its own generator."""
     def draw(shape):
-        return np.stack([getattr(g, method)(shape[1:]) for g in rngs])
+        out = np.empty(shape)
+        for r, g in enumerate(rngs):
+            getattr(g, method)(out=out[r])
+        return out
     return draw
 
 
@@ -320,10 +324,11 @@ def analog_matmul(x: np.ndarray, w: np.ndarray, io: IOParameters,
         scale = np.ones(x.shape[:-1] + (1,)) if scale is None else scale
     y, passed = _one_pass(x, w, scale, io, _stacked(rngs, "standard_normal"),
                           _stacked(rngs, "random"), bm=bm)
-    if bm:
+    if bm and passed is not None and not passed.all():
         limit = io.max_bm_res / io.inp_step if io.inp_step > 0 else np.inf
         base = scale.copy()
-        for r, rng in enumerate(rngs):
+        for r in np.flatnonzero(~passed.all(axis=-1)):  # members with a clipped row
+            rng = rngs[r]
             rows = np.flatnonzero(~passed[r])
             reduction = 1.0
             while rows.size and not (int(reduction) > io.max_bm_factor or reduction > limit):
