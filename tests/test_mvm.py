@@ -178,6 +178,20 @@ def small(**kw):
     return SimConfig(**{**base, **kw})
 
 
+def test_member_alone_equals_member_in_ensemble_with_bound_management():
+    rng = np.random.default_rng(4)
+    x, w = rng.standard_normal((3, 40, 6)), 4 * rng.standard_normal((3, 6, 5))
+    w[1] *= 0.1  # member 1 never clips, the others recompute different rows
+    io = IO_PRESETS["companion"]
+    together = analog_matmul(x, w, io, rngs(3))
+    for r in range(3):
+        alone = analog_matmul(x[r:r + 1], w[r:r + 1], io, [np.random.default_rng([0, r])])
+        np.testing.assert_array_equal(together[r], alone[0])
+    scaled = x / np.abs(x).max(axis=-1, keepdims=True)  # abs-max: the array sees x / alpha
+    clipped = np.abs(scaled @ w).max(axis=-1) > 12  # rows that hit the ADC bound at first
+    assert clipped[0].any() and clipped[2].any() and not clipped[1].any()
+
+
 def test_member_alone_equals_member_in_ensemble_with_io_noise():
     spec = NetworkSpec(layers=4, width=16, grad_norm=False)
     for mode in ("sync", "async"):
