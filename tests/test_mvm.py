@@ -118,6 +118,29 @@ def test_noise_management_makes_the_product_scale_invariant():
     np.testing.assert_array_equal(zero, 0.0)  # abs-max 0: output 0 (aihwkit short cut)
 
 
+def test_input_noise_is_added_after_the_dac_and_clip():
+    io = IOParameters(inp_noise=0.1, out_res=0.0, out_noise=0.0, bound_management="none")
+    x = np.tile([1.0, 0.5], (20000, 1))  # abs-max 1: levels 63/63 and 32/63, then the noise
+    v = one(x, np.eye(2), io)
+    resid = v - np.array([63, 32]) * io.inp_step
+    assert np.all(np.abs(resid.mean(axis=0)) < 4 * 0.1 / np.sqrt(len(v)))
+    assert np.all(np.abs(resid.std(axis=0) - 0.1) < 4 * 0.1 / np.sqrt(2 * len(v)))
+    # a zero row is not cut short when there is input noise (aihwkit: forward only)
+    assert np.all(one(np.zeros((50, 2)), np.eye(2), io) != 0.0)
+    np.testing.assert_array_equal(one(np.zeros((50, 2)), np.eye(2), io, "backward"), 0.0)
+
+
+def test_max_and_constant_noise_management():
+    io = IOParameters(noise_management="max", out_noise=0.0, out_res=0.0,
+                      bound_management="none")
+    # max = 0.5: scaled [1, -2] is clipped to [1, -1], rescaled [0.5, -0.5]
+    np.testing.assert_array_equal(one([[0.5, -1.0]], np.eye(2), io), [[0.5, -0.5]])
+    np.testing.assert_array_equal(one([[-0.5, -1.0]], np.eye(2), io), [[0.0, 0.0]])  # max < 0
+    const = IOParameters(noise_management="constant", nm_thres=2.0, out_noise=0.0, out_res=0.0,
+                         bound_management="none", inp_res=0.0)
+    np.testing.assert_array_equal(one([[1.0, -3.0]], np.eye(2), const), [[1.0, -2.0]])
+
+
 def test_stochastic_rounding_is_unbiased():
     io = IOParameters(inp_sto_round=True, out_res=0.0, out_noise=0.0, bound_management="none")
     x = np.tile([1.0, 0.3], (20000, 1))  # 0.3 * 63 = 18.9: 19/63 w.p. 0.9, 18/63 w.p. 0.1
