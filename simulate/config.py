@@ -19,7 +19,8 @@ from theory.theorems import ALGORITHMS
 
 __all__ = [
     "ALGORITHMS", "DEFAULT_DW_MIN", "DEFAULT_TAU", "MAX_STAGES", "NETWORK_PROBLEMS",
-    "ORACLE_PROBLEMS", "PROBLEMS", "PULSE_TYPES", "SimConfig", "UPDATES", "check_device_tau",
+    "ORACLE_PROBLEMS", "PROBLEMS", "PULSE_TYPES", "SimConfig", "UPDATES", "WRITE_SEMANTICS",
+    "check_device_tau",
     "device_from_config", "device_named", "network_bytes_per_member",
 ]
 
@@ -31,6 +32,9 @@ PROBLEMS = ORACLE_PROBLEMS + NETWORK_PROBLEMS
 UPDATES = ("expected", "pulsed")
 #: pulse types of the pulse-level update (aihwkit vocabulary; :func:`simulate.analog.pulsed_update`)
 PULSE_TYPES = ("deterministic", "stochastic", "mean-count")
+#: how a batch's gradient is written to the weights: one update of the batch mean (the theory's
+#: model, Theorems 2-4'), or one rank-1 update per sample in sample order (a crossbar, aihwkit)
+WRITE_SEMANTICS = ("batch-mean", "per-sample")
 #: the most pipeline stages a run may have: a sanity cap on the input, not a limit of the method
 #: (an async run keeps ``M - m + 1`` copies of stage m's block, about ``M / 2`` copies of the whole
 #: model, and the paper's pipelines have at most a few dozen stages)
@@ -48,6 +52,8 @@ _DRAW_CHUNK = 256
 #: for the memory estimates of the network runs (:func:`network_bytes_per_member`)
 _DIGITS_TRAIN, _DIGITS_FEATURES, _DIGITS_CLASSES = 1437, 64, 10
 _NETWORK_LAYERS, _NETWORK_WIDTH = 16, 32
+#: weights of the least-squares oracle problem (columns of its A)
+_LEAST_SQUARES_DIM = 40
 
 
 def _choice(name: str, value: str, valid: tuple[str, ...]) -> str:
@@ -94,9 +100,19 @@ class SimConfig:
         ``DeterministicImplicit``), ``stochastic`` (aihwkit's default ``StochasticCompressed``:
         the coincidences of two Bernoulli trains of ``desired_bl`` bits, Binomial per device) or
         ``mean-count`` (the expected count, no train noise); see
-        :func:`simulate.analog.pulsed_update`. A network with one sample per update fires the
-        trains on each layer's outer product (:func:`simulate.analog.coincidence_counts`).
+        :func:`simulate.analog.pulsed_update`. A network with one sample per update (or ``write =
+        "per-sample"``) fires the trains on each layer's outer product
+        (:func:`simulate.analog.coincidence_counts`).
         Recorded with every run; unused by ``expected``.
+    write : {"batch-mean", "per-sample"}
+        How the ``n`` = :attr:`samples_per_update` gradients of one update (all computed at the
+        same read weights) are written: ``batch-mean`` (the default) applies one update with the
+        desired increment ``-lr * mean_i g_i``; ``per-sample`` applies ``n`` updates in sample
+        order, the i-th with desired increment ``-(lr / n) g_i`` through the device (each at the
+        weights the previous write left), as a crossbar's rank-1 outer-product updates do
+        (aihwkit). Identical bits at ``n = 1``. The floor of analog SGD does not shrink with ``n``
+        under ``per-sample`` (docs/theory.md,
+        Corollary 3PS).
     lr : float
         Step size ``alpha`` (> 0).
     steps : int
@@ -158,6 +174,12 @@ class SimConfig:
                 "at most desired_bl pulses); mean-count = the expected count, no train noise",
         "choices": PULSE_TYPES,
     })
+    write: str = field(default="batch-mean", metadata={
+        "help": "write semantics of one update: batch-mean = one update of the batch-mean "
+                "gradient; per-sample = one rank-1 update per sample, -(lr/n) g_i each, in "
+                "sample order (a crossbar, aihwkit)",
+        "choices": WRITE_SEMANTICS,
+    })
     lr: float = field(
         default=0.05, metadata={"help": "step size alpha (weight units per gradient unit)"}
     )
@@ -180,6 +202,7 @@ class SimConfig:
         _choice("algorithm", self.algorithm, ALGORITHMS)
         _choice("update", self.update, UPDATES)
         _choice("pulse_type", self.pulse_type, PULSE_TYPES)
+        _choice("write", self.write, WRITE_SEMANTICS)
         if not isinstance(self.device, str):
             raise ParameterError(f"device={show_value(self.device)} is not a name; valid: a "
                                  "preset or a family of theory.devices")
@@ -333,6 +356,14 @@ def _check_memory(config: SimConfig) -> None:
         per_member = max(per_member, 8 * dim * min(_DRAW_CHUNK, config.steps))
         _limit("dim", dim, need=per_member, limit=limit,
                    what="bytes of weights and noise per member")
+    if config.problem in ORACLE_PROBLEMS and config.write == "per-sample":
+        # per-sample noise: n draws per update, max(1, 256 // n) updates at a time (engine)
+        n = config.samples_per_update
+        dim = config.dim if config.problem == "quadratic" else _LEAST_SQUARES_DIM
+        rows = n * min(max(1, _DRAW_CHUNK // n), config.steps)
+        per_member = max(per_member, 8 * dim * rows)
+        _limit("micro_batch_size", config.micro_batch_size, need=per_member, limit=limit,
+               what="bytes of per-sample gradient noise per member (write='per-sample')")
     elif config.problem in NETWORK_PROBLEMS:
         b, n = config.micro_batch_size, config.samples_per_update
         _limit("micro_batch_size", b, need=network_bytes_per_member(b, config.steps),
