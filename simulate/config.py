@@ -15,13 +15,12 @@ from theory.devices import Device
 from theory.errors import ParameterError, check_range, show_value
 from theory.limits import MAX_ARRAY_BYTES, MAX_COUNT, MAX_UPDATES, check_size
 from theory.schedules import MODES
-from theory.theorems import ALGORITHMS
+from theory.theorems import ALGORITHMS, WRITE_SEMANTICS  # write semantics: Corollary 3PS
 
 __all__ = [
     "ALGORITHMS", "DEFAULT_DW_MIN", "DEFAULT_TAU", "MAX_STAGES", "NETWORK_PROBLEMS",
     "ORACLE_PROBLEMS", "PROBLEMS", "PULSE_TYPES", "SimConfig", "UPDATES", "WRITE_SEMANTICS",
-    "check_device_tau",
-    "device_from_config", "device_named", "network_bytes_per_member",
+    "check_device_tau", "device_from_config", "device_named", "network_bytes_per_member",
 ]
 
 #: problems with every constant of the theory known exactly (:mod:`simulate.problems`)
@@ -32,9 +31,6 @@ PROBLEMS = ORACLE_PROBLEMS + NETWORK_PROBLEMS
 UPDATES = ("expected", "pulsed")
 #: pulse types of the pulse-level update (aihwkit vocabulary; :func:`simulate.analog.pulsed_update`)
 PULSE_TYPES = ("deterministic", "stochastic", "mean-count")
-#: how a batch's gradient is written to the weights: one update of the batch mean (the theory's
-#: model, Theorems 2-4'), or one rank-1 update per sample in sample order (a crossbar, aihwkit)
-WRITE_SEMANTICS = ("batch-mean", "per-sample")
 #: the most pipeline stages a run may have: a sanity cap on the input, not a limit of the method
 #: (an async run keeps ``M - m + 1`` copies of stage m's block, about ``M / 2`` copies of the whole
 #: model, and the paper's pipelines have at most a few dozen stages)

@@ -12,7 +12,7 @@ with the device constants on the weight region :func:`step_region` (``[-0.5, 0.5
 of the device range), rounded to :data:`STEP_DIGITS` significant digits. The tables:
 
 - :data:`QUICK`: one row per entry (seconds; ``aimc-pipeline verify`` and the report);
-- :data:`STANDARD`: ~70 rows over noise, devices, stages, micro-batches and step fractions
+- :data:`STANDARD`: ~75 rows over noise, devices, stages, micro-batches and step fractions
   (write semantics: the per-sample rows of Corollary 3PS; every other row writes the batch mean);
 - :data:`THOROUGH`: a grid of 270 rows over three root seeds.
 
@@ -204,7 +204,7 @@ STANDARD: tuple[Case, ...] = tuple(dict.fromkeys((
          **_STANDARD),
     Case("analog_sgd_per_sample", 0.9, micro_batches=4, problem="least-squares", **_STANDARD),
     *(Case("analog_sgd_sp_per_sample", 0.5, stages=stages, micro_batches=mb, micro_batch_size=b,
-           **_STANDARD) for stages, mb, b in ((4, 4, 1), (4, 4, 4), (8, 8, 2))),
+           **_STANDARD) for stages, mb, b in ((2, 16, 1), (4, 4, 1), (4, 4, 4), (8, 8, 2))),
     # Theorem 4' (these rows were the old Theorem 4's; their steps now follow the new cap)
     *(Case("analog_sgd_ap", 0.5, stages=stages, micro_batch_size=b, sigma2=sigma2, **_STANDARD)
       for stages, b, sigma2 in ((1, 1, 1.0), (2, 1, 1.0), (2, 4, 1.0), (4, 1, 1.0), (4, 2, 0.1),

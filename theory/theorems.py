@@ -57,8 +57,8 @@ from .symbols import (
 )
 
 __all__ = [
-    "ALGORITHMS", "Bound", "LATEX_NAMES", "PROVENANCES", "REGISTRY", "ap_b_floor_factor",
-    "WRITE_SEMANTICS", "ap_general_parts", "ap_inv_step_cap", "ap_kappa", "ap_kappa_3", "ap_root",
+    "ALGORITHMS", "Bound", "LATEX_NAMES", "PROVENANCES", "REGISTRY", "WRITE_SEMANTICS",
+    "ap_b_floor_factor", "ap_general_parts", "ap_inv_step_cap", "ap_kappa", "ap_kappa_3", "ap_root",
     "bound_for", "bounds_for", "get_bound",
 ]
 
