@@ -204,7 +204,9 @@ STANDARD: tuple[Case, ...] = tuple(dict.fromkeys((
          **_STANDARD),
     Case("analog_sgd_per_sample", 0.9, micro_batches=4, problem="least-squares", **_STANDARD),
     *(Case("analog_sgd_sp_per_sample", 0.5, stages=stages, micro_batches=mb, micro_batch_size=b,
-           **_STANDARD) for stages, mb, b in ((2, 16, 1), (4, 4, 1), (4, 4, 4), (8, 8, 2))),
+           tau=tau, sigma2=sigma2, **_STANDARD)
+      for stages, mb, b, tau, sigma2 in ((2, 16, 1, 1.0, 1.0), (4, 4, 1, 1.0, 1.0),
+                                         (4, 4, 1, 0.5, 1.0), (8, 8, 2, 1.0, 4.0))),
     # Theorem 4' (these rows were the old Theorem 4's; their steps now follow the new cap)
     *(Case("analog_sgd_ap", 0.5, stages=stages, micro_batch_size=b, sigma2=sigma2, **_STANDARD)
       for stages, b, sigma2 in ((1, 1, 1.0), (2, 1, 1.0), (2, 4, 1.0), (4, 1, 1.0), (4, 2, 0.1),
