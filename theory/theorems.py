@@ -219,7 +219,7 @@ def _analog(batch: sp.Expr) -> dict[str, sp.Expr]:
 
 
 def _analog_per_sample(batch: sp.Expr) -> dict[str, sp.Expr]:
-    r"""Corollary 3PS of docs/theory.md: analog SGD with one write per sample (Steps 1-4 there).
+    r"""Corollary 3PS of docs/theory.md: analog SGD with one write per sample (Steps 1-5 there).
 
     The ``batch`` samples of an update (``n`` or ``B b``) are written one after the other, each
     with desired increment :math:`-(\alpha/n) g_i`; every noise term keeps the per-sample
