@@ -15,14 +15,14 @@ from theory.devices import Device
 from theory.errors import ParameterError, check_range, show_value
 from theory.limits import MAX_ARRAY_BYTES, MAX_COUNT, MAX_UPDATES, check_size
 from theory.schedules import MODES
-from theory.theorems import ALGORITHMS
+from theory.theorems import ALGORITHMS, WRITE_SEMANTICS  # write semantics: Corollary 3PS
 
 from .mvm import IO_PRESETS
 
 __all__ = [
     "ALGORITHMS", "DEFAULT_DW_MIN", "DEFAULT_TAU", "IO_CHOICES", "MAX_STAGES", "NETWORK_PROBLEMS",
-    "ORACLE_PROBLEMS", "PROBLEMS", "PULSE_TYPES", "SimConfig", "UPDATES", "check_device_tau",
-    "device_from_config", "device_named", "network_bytes_per_member",
+    "ORACLE_PROBLEMS", "PROBLEMS", "PULSE_TYPES", "SimConfig", "UPDATES", "WRITE_SEMANTICS",
+    "check_device_tau", "device_from_config", "device_named", "network_bytes_per_member",
 ]
 
 #: problems with every constant of the theory known exactly (:mod:`simulate.problems`)
@@ -52,6 +52,8 @@ _DRAW_CHUNK = 256
 #: for the memory estimates of the network runs (:func:`network_bytes_per_member`)
 _DIGITS_TRAIN, _DIGITS_FEATURES, _DIGITS_CLASSES = 1437, 64, 10
 _NETWORK_LAYERS, _NETWORK_WIDTH = 16, 32
+#: weights of the least-squares oracle problem (columns of its A)
+_LEAST_SQUARES_DIM = 40
 
 
 def _choice(name: str, value: str, valid: tuple[str, ...]) -> str:
@@ -98,9 +100,19 @@ class SimConfig:
         ``DeterministicImplicit``), ``stochastic`` (aihwkit's default ``StochasticCompressed``:
         the coincidences of two Bernoulli trains of ``desired_bl`` bits, Binomial per device) or
         ``mean-count`` (the expected count, no train noise); see
-        :func:`simulate.analog.pulsed_update`. A network with one sample per update fires the
-        trains on each layer's outer product (:func:`simulate.analog.coincidence_counts`).
+        :func:`simulate.analog.pulsed_update`. A network with one sample per update (or ``write =
+        "per-sample"``) fires the trains on each layer's outer product
+        (:func:`simulate.analog.coincidence_counts`).
         Recorded with every run; unused by ``expected``.
+    write : {"batch-mean", "per-sample"}
+        How the ``n`` = :attr:`samples_per_update` gradients of one update (all computed at the
+        same read weights) are written: ``batch-mean`` (the default) applies one update with the
+        desired increment ``-lr * mean_i g_i``; ``per-sample`` applies ``n`` updates in sample
+        order, the i-th with desired increment ``-(lr / n) g_i`` through the device (each at the
+        weights the previous write left), as a crossbar's rank-1 outer-product updates do
+        (aihwkit). Identical bits at ``n = 1``. The floor of analog SGD does not shrink with ``n``
+        under ``per-sample`` (docs/theory.md,
+        Corollary 3PS).
     lr : float
         Step size ``alpha`` (> 0).
     steps : int
@@ -169,6 +181,12 @@ class SimConfig:
                 "at most desired_bl pulses); mean-count = the expected count, no train noise",
         "choices": PULSE_TYPES,
     })
+    write: str = field(default="batch-mean", metadata={
+        "help": "write semantics of one update: batch-mean = one update of the batch-mean "
+                "gradient; per-sample = one rank-1 update per sample, -(lr/n) g_i each, in "
+                "sample order (a crossbar, aihwkit)",
+        "choices": WRITE_SEMANTICS,
+    })
     lr: float = field(
         default=0.05, metadata={"help": "step size alpha (weight units per gradient unit)"}
     )
@@ -202,6 +220,7 @@ class SimConfig:
         _choice("algorithm", self.algorithm, ALGORITHMS)
         _choice("update", self.update, UPDATES)
         _choice("pulse_type", self.pulse_type, PULSE_TYPES)
+        _choice("write", self.write, WRITE_SEMANTICS)
         for name in ("forward_io", "backward_io"):
             value = _choice(name, getattr(self, name), IO_CHOICES)
             if value == "perfect":
@@ -368,6 +387,14 @@ def _check_memory(config: SimConfig) -> None:
         per_member = max(per_member, 8 * dim * min(_DRAW_CHUNK, config.steps))
         _limit("dim", dim, need=per_member, limit=limit,
                    what="bytes of weights and noise per member")
+    if config.problem in ORACLE_PROBLEMS and config.write == "per-sample":
+        # per-sample noise: n draws per update, max(1, 256 // n) updates at a time (engine)
+        n = config.samples_per_update
+        dim = config.dim if config.problem == "quadratic" else _LEAST_SQUARES_DIM
+        rows = n * min(max(1, _DRAW_CHUNK // n), config.steps)
+        per_member = max(per_member, 8 * dim * rows)
+        _limit("micro_batch_size", config.micro_batch_size, need=per_member, limit=limit,
+               what="bytes of per-sample gradient noise per member (write='per-sample')")
     elif config.problem in NETWORK_PROBLEMS:
         b, n = config.micro_batch_size, config.samples_per_update
         _limit("micro_batch_size", b, need=network_bytes_per_member(b, config.steps),

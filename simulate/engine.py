@@ -19,6 +19,13 @@ with :math:`U` the digital, expected-analog or pulse-level update (:mod:`simulat
   keeps its last :math:`d_m + 1` versions only (:class:`simulate.staleness.StaleVersions`). After
   ``k`` updates, :math:`2(k + M - 1)` cycles have elapsed (0 before the first).
 
+**Write semantics** (``SimConfig.write``). ``batch-mean`` (above) writes the batch mean once.
+``per-sample`` draws the ``n`` samples' gradients :math:`g_{k,i} = \nabla f(\hat W_k) +
+\sqrt{\sigma^2/d}\, \xi_{k,i}` at the same read point (so their mean has the law of :math:`g_k`)
+and writes them one after the other, :math:`V_i = U(V_{i-1}, -(\alpha/n)\, g_{k,i})`,
+:math:`V_0 = W_k`, :math:`W_{k+1} = V_n`; the visited region (``w_min/max_visited``) includes the
+intermediate :math:`V_i`. At ``n = 1`` both semantics give the same bits (tested).
+
 Cycles come from :func:`simulate.staleness.cycles_after` (the closed forms of
 :mod:`theory.schedules`).
 
@@ -178,6 +185,9 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
     w_limit = divergence_limit(w)  # limits relative to the start (the gradient's: at k = 0)
     g_limit = None
     t, reported = 0, 0
+    per_sample = config.write == "per-sample"
+    # per-sample writes draw n noise vectors per update, fewer updates per chunk (same bits)
+    chunk = max(1, _NOISE_CHUNK // n) if per_sample else _NOISE_CHUNK
     for k in range(steps + 1):
         g = problem.grad(w)
         gn2 = row_dot(g, g)
@@ -196,9 +206,10 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
         if k == steps:
             break
         sum_grad_norm2 += gn2
-        if k % _NOISE_CHUNK == 0:
-            rows = min(_NOISE_CHUNK, steps - k)
-            xi = np.stack([r.standard_normal((rows, dim)) for r in noise_rngs])
+        if k % chunk == 0:
+            rows = min(chunk, steps - k)
+            shape = (rows, n, dim) if per_sample else (rows, dim)
+            xi = np.stack([r.standard_normal(shape) for r in noise_rngs])
         if not stale.stale:
             w_hat, versions = w, (k,) * config.stages
         else:
@@ -206,9 +217,19 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
             g = problem.grad(w_hat)
         if record_versions is not None:
             record_versions(k, versions)
-        signal = g + problem.noise(xi[:, k % _NOISE_CHUNK], n)
-        w = updater(w, -config.lr * signal, device_rngs, spread)
-        w_lo, w_hi = np.minimum(w_lo, w.min(axis=1)), np.maximum(w_hi, w.max(axis=1))
+        if not per_sample:
+            signal = g + problem.noise(xi[:, k % chunk], n)
+            w = updater(w, -config.lr * signal, device_rngs, spread)
+            w_lo, w_hi = np.minimum(w_lo, w.min(axis=1)), np.maximum(w_hi, w.max(axis=1))
+            continue
+        # per-sample writes: sample i's gradient g + sqrt(sigma2/d) xi_i (read at the same point),
+        # written with desired increment -(lr/n) g_i at the weights the previous write left; the
+        # visited region includes the intermediate weights (where A3 must hold, Corollary 3PS)
+        step = config.lr / n
+        for i in range(n):
+            signal = g + problem.noise(xi[:, k % chunk, i], 1)
+            w = updater(w, -step * signal, device_rngs, spread)
+            w_lo, w_hi = np.minimum(w_lo, w.min(axis=1)), np.maximum(w_hi, w.max(axis=1))
 
     if monitor is not None:
         monitor.warn()

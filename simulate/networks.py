@@ -36,7 +36,14 @@ output layer. The loss is the mean softmax cross-entropy
   stage is :math:`\delta_z W_k^\top` (the crossbar holding the current weights does that MVM),
   while the weight gradient :math:`h^\top \delta_z` and :math:`\phi'(z)` use the stale stored
   input and activation;
-- every stage then applies its update, giving ``W_{k+1}``.
+- every stage then applies its update, giving ``W_{k+1}``: one write of the batch-mean gradient
+  (``SimConfig.write = "batch-mean"``), or (``"per-sample"``) one write per sample of the batch in
+  sample order, sample t's desired increment :math:`-\alpha\, h_t\, \delta_{z,t}^\top` per layer
+  (:math:`-(\alpha/n)` times its own loss's gradient; every write at the weights the previous one
+  left, all gradients read before the first write, as a crossbar does). With the
+  ``stochastic``/``mean-count`` pulse types each such write fires aihwkit's bit trains on the
+  outer product. Biases (digital) take the batch mean once in both semantics (equal to per-sample
+  digital writes up to rounding).
 
 Before the pipeline has filled (``k < d_m``) the forward reads ``W_0``. Only the versions that
 will be read are kept: a ring buffer of ``d_m + 1`` copies of stage m's block (none for
@@ -592,13 +599,17 @@ def train_network(
     records, reported = [], 0
     batch = config.samples_per_update
     w_limit, loss_limit = divergence_limit(w), None
-    # one sample per update: each layer's gradient is a rank-1 outer product, so the stochastic
-    # and mean-count pulse types fire aihwkit's bit trains on it (shared along rows and columns)
-    rank1 = update.kind == "pulsed" and update.pulse_type != "deterministic" and batch == 1
+    # one sample per update, or per-sample writes: each write is a layer's rank-1 outer product,
+    # so the stochastic and mean-count pulse types fire aihwkit's bit trains on it (shared along
+    # rows and columns)
+    per_sample = config.write == "per-sample"
+    trains = update.kind == "pulsed" and update.pulse_type != "deterministic"
+    rank1 = trains and (batch == 1 or per_sample)
+    count_views = None
     if rank1:
         check_bit_length(device.desired_bl, "desired_bl")
         counts = np.zeros(w.shape, dtype=np.int64)
-        count_views = network.views(counts, np.zeros(c.shape, dtype=np.int64))
+        count_views = (counts, network.views(counts, np.zeros(c.shape, dtype=np.int64)))
 
     for k in range(steps + 1):
         if k == log_at[len(records)]:
@@ -622,23 +633,22 @@ def train_network(
         if fwd_rec is not None:
             fwd_rec[k] = [stale.version(k, s) for s in range(n_stages)]
             bwd_rec[k] = k
-        factors = [] if rank1 else None
+        factors = [] if rank1 or per_sample else None
         network.gradient(data.x_train[idx], data.y_train[idx], forward, backward, grads, factors,
                          forward_mvm, backward_mvm)
-        gw *= -config.lr
-        if rank1:  # aihwkit's trains on the outer product h dz^T of each layer (one sample)
-            for s, i, h, dz in factors:
-                for r, g in enumerate(device_rngs):
-                    count_views[s].weights[i][r] = coincidence_counts(
-                        h[r, 0], dz[r, 0], config.lr, device.dw_min, device.desired_bl, g,
-                        config.pulse_type).T
-            np.copyto(w, update.fire(w, counts, gw >= 0, device_rngs, spread))
+        if per_sample:  # one write per sample, in order, each read at the batch's weights
+            for t in range(batch):
+                _write_sample(t, factors, grads, gw, config.lr)
+                _write(update, w, gw, device_rngs, spread, factors, t, rank1, count_views, config)
+                np.minimum(w_min, w.min(axis=1), out=w_min)
+                np.maximum(w_max, w.max(axis=1), out=w_max)
         else:
-            np.copyto(w, update(w, gw, device_rngs, spread))
+            gw *= -config.lr
+            _write(update, w, gw, device_rngs, spread, factors, 0, rank1, count_views, config)
+            np.minimum(w_min, w.min(axis=1), out=w_min)
+            np.maximum(w_max, w.max(axis=1), out=w_max)
         gc *= config.lr
         c -= gc
-        np.minimum(w_min, w.min(axis=1), out=w_min)
-        np.maximum(w_max, w.max(axis=1), out=w_max)
         if not (-w_limit <= w_min.min() and w_max.max() <= w_limit):  # False for nan too
             check_divergence(k + 1, "max |w|", np.maximum(-w_min, w_max), w_limit, config.lr)
         stale.push(k + 1, blocks)
@@ -685,6 +695,37 @@ def io_passes(config: SimConfig, rngs: Sequence[np.random.Generator]):
         io = io_preset(name)
         passes.append(None if io.is_perfect else AnalogPass(io, tuple(rngs), direction))
     return tuple(passes)
+
+
+def _write_sample(t: int, factors, grads: Sequence[StageView], gw: np.ndarray, lr: float) -> None:
+    r"""Fill ``gw`` with sample ``t``'s desired increment :math:`-(\alpha/n)\, g_t`.
+
+    Layer ``i``'s part of the gradient of sample ``t``'s own loss is :math:`n\, h_t\, dz_t^\top`
+    (``dz`` of the mean loss carries the ``1/n``), so the increment is
+    :math:`-\alpha\, h_t\, dz_t^\top`, computed as the batch path computes its ``h^T dz``
+    times ``-lr`` (at ``n = 1`` the same bits).
+    """
+    for s, i, h, dz in factors:
+        np.multiply(h[:, t, :, None], dz[:, t, None, :], out=grads[s].weights[i])
+    gw *= -lr
+
+
+def _write(update: Updater, w: np.ndarray, gw: np.ndarray, rngs, spread, factors, t: int,
+           rank1: bool, count_views, config: SimConfig) -> None:
+    """Apply one write of desired increment ``gw`` to ``w`` in place: through the update, or
+    (``rank1``) as aihwkit's bit trains on each layer's outer product ``h_t dz_t^T`` (sample
+    ``t`` of the batch) fired by :meth:`simulate.analog.Updater.fire`."""
+    if not rank1:
+        np.copyto(w, update(w, gw, rngs, spread))
+        return
+    counts, views = count_views
+    device = update.device
+    for s, i, h, dz in factors:
+        for r, g in enumerate(rngs):
+            views[s].weights[i][r] = coincidence_counts(
+                h[r, t], dz[r, t], config.lr, device.dw_min, device.desired_bl, g,
+                config.pulse_type).T
+    np.copyto(w, update.fire(w, counts, gw >= 0, rngs, spread))
 
 
 def _measure(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray, grad_norm: bool):

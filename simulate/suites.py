@@ -12,7 +12,8 @@ with the device constants on the weight region :func:`step_region` (``[-0.5, 0.5
 of the device range), rounded to :data:`STEP_DIGITS` significant digits. The tables:
 
 - :data:`QUICK`: one row per entry (seconds; ``aimc-pipeline verify`` and the report);
-- :data:`STANDARD`: ~40 rows over noise, devices, stages, micro-batches and step fractions;
+- :data:`STANDARD`: ~75 rows over noise, devices, stages, micro-batches and step fractions
+  (write semantics: the per-sample rows of Corollary 3PS; every other row writes the batch mean);
 - :data:`THOROUGH`: a grid of 270 rows over three root seeds.
 
 :func:`run_suite` runs a table as one cached sweep of :func:`check_point` (each row is
@@ -163,6 +164,8 @@ QUICK: tuple[Case, ...] = (
     Case("analog_sgd_ap", 0.5, stages=4, **_QUICK),
     Case("analog_sgd_ap_b", 0.5, stages=8, **_QUICK),
     Case("analog_sgd", 0.5, problem="least-squares", **_QUICK),
+    Case("analog_sgd_per_sample", 0.5, micro_batches=4, **_QUICK),
+    Case("analog_sgd_sp_per_sample", 0.5, stages=4, micro_batches=4, **_QUICK),
 )
 
 #: step fractions of the asynchronous rows at Theorem 4''s cap: half, most, all but 0.1 % of it
@@ -193,6 +196,17 @@ STANDARD: tuple[Case, ...] = tuple(dict.fromkeys((
       for tau in (0.5, 2.0)),
     Case("analog_sgd_sp", 0.5, stages=4, micro_batches=4, device="ecram-linearstep", tau=None,
          **_STANDARD),
+    # Corollary 3PS (per-sample writes): n = 1, 4, 16 samples written one by one, devices, noise
+    *(Case("analog_sgd_per_sample", 0.5, micro_batches=mb, tau=tau, sigma2=sigma2, **_STANDARD)
+      for mb, tau, sigma2 in ((1, 1.0, 1.0), (4, 1.0, 1.0), (16, 1.0, 1.0), (4, 0.5, 1.0),
+                              (4, 2.0, 4.0), (16, 1.0, 0.1))),
+    Case("analog_sgd_per_sample", 0.2, micro_batches=4, device="ecram-linearstep", tau=None,
+         **_STANDARD),
+    Case("analog_sgd_per_sample", 0.9, micro_batches=4, problem="least-squares", **_STANDARD),
+    *(Case("analog_sgd_sp_per_sample", 0.5, stages=stages, micro_batches=mb, micro_batch_size=b,
+           tau=tau, sigma2=sigma2, **_STANDARD)
+      for stages, mb, b, tau, sigma2 in ((2, 16, 1, 1.0, 1.0), (4, 4, 1, 1.0, 1.0),
+                                         (4, 4, 1, 0.5, 1.0), (8, 8, 2, 1.0, 4.0))),
     # Theorem 4' (these rows were the old Theorem 4's; their steps now follow the new cap)
     *(Case("analog_sgd_ap", 0.5, stages=stages, micro_batch_size=b, sigma2=sigma2, **_STANDARD)
       for stages, b, sigma2 in ((1, 1, 1.0), (2, 1, 1.0), (2, 4, 1.0), (4, 1, 1.0), (4, 2, 0.1),

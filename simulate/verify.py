@@ -17,7 +17,12 @@ the constants that held in the run:
 - ``n = B b`` (none, sync), ``b`` and ``B`` from the configuration, ``D`` the schedule's maximal
   forward delay (``M - 1`` for async);
 - ``q_min``, ``q_max``, ``G_inf`` from :meth:`theory.devices.Device.constants` on the interval
-  ``[min_r w_min_visited, max_r w_max_visited]`` the ensemble visited (assumption A3).
+  ``[min_r w_min_visited, max_r w_max_visited]`` the ensemble visited (assumption A3; with
+  per-sample writes the weights between the writes of one update are visited too).
+
+**Write semantics.** An analog entry is checked on runs with its own write semantics
+(``Bound.write``; :func:`config_for` sets it): Theorem 2 and Corollary 3 on batch-mean writes,
+Corollary 3PS (``analog_sgd_per_sample``, ``analog_sgd_sp_per_sample``) on per-sample writes.
 
 **Choice of theta.** The theorems hold for every :math:`\theta \in (0, 1)` whose step cap admits
 the step; the check uses the tightest admissible bound, :func:`theory.admissible.tightest_theta`
@@ -93,11 +98,13 @@ def _require_verifiable(name: str) -> None:
 def config_for(name: str, **settings) -> SimConfig:
     """A :class:`SimConfig` for bound ``name``: its algorithm and mode, ``settings`` for the rest.
 
-    ``update`` defaults to ``"expected"`` (the analog update the theorems analyse).
+    ``update`` defaults to ``"expected"`` (the analog update the theorems analyse) and ``write``
+    to the entry's write semantics (``per-sample`` for Corollary 3PS).
     """
     _require_verifiable(name)
     bound = get_bound(name)
     settings.setdefault("update", "expected")
+    settings.setdefault("write", bound.write)
     return SimConfig(algorithm=bound.algorithm, mode=bound.mode, **settings)
 
 
@@ -109,6 +116,11 @@ def _validate(name: str, config: SimConfig) -> None:
         raise ParameterError(
             f"{name} describes algorithm={want[0]!r}, mode={want[1]!r}; the config has "
             f"algorithm={config.algorithm!r}, mode={config.mode!r} (use config_for)"
+        )
+    if config.algorithm == "analog" and config.write != bound.write:
+        raise ParameterError(
+            f"write={config.write!r}: {name} is proved for write={bound.write!r} (use config_for, "
+            "or the entry of the config's write semantics, theory.theorems.bound_for)"
         )
     if config.problem not in ORACLE_PROBLEMS:
         raise ParameterError(
@@ -441,7 +453,7 @@ def cycles_to_eps(
         a number: simulate ``config`` with that step for ``config.steps``.
     """
     check_range("eps", eps, 0, None, low_open=True)
-    name = bound_for(config.mode, config.algorithm).name
+    name = bound_for(config.mode, config.algorithm, config.write).name
     _validate(name, config)
     problem = make_problem(config)
     values = _base_constants(config, problem.L, problem.Delta, problem.sigma2)
@@ -449,7 +461,8 @@ def cycles_to_eps(
         region = (-2 * W_STAR_SCALE, 2 * W_STAR_SCALE)
     if config.algorithm == "analog":
         values |= _device_constants(config, *region, visited=False)
-    name, result, theta = predicted_guarantee(config.mode, eps, values, config.algorithm)
+    name, result, theta = predicted_guarantee(config.mode, eps, values, config.algorithm,
+                                              config.write)
     if lr is None:
         config = replace(config, lr=float(result.step), steps=int(result.iterations_int))
     else:

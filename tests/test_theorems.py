@@ -69,7 +69,8 @@ c_pos = sp.Symbol("c_pos", positive=True)
 c_nn = sp.Symbol("c", nonnegative=True)
 THETA01 = {theta: s / (1 + s)}
 k_root = sp.Symbol("k_root", positive=True)  # stands for sqrt(8 kappa/(1 - theta)) of Theorem 4'
-DERIVED_ANALOG = ("analog_sgd", "analog_sgd_sp", "analog_sgd_ap", "analog_sgd_ap_b")
+DERIVED_ANALOG = ("analog_sgd", "analog_sgd_sp", "analog_sgd_ap", "analog_sgd_ap_b",
+                  "analog_sgd_per_sample", "analog_sgd_sp_per_sample")
 ASYNC_ANALOG = ("analog_sgd_ap", "analog_sgd_ap_b")
 FIELDS = ("expr", "inv_step_cap", "rate_a", "rate_c", "floor", "best_step", "noise_step")
 
@@ -106,8 +107,8 @@ def opaque_root(expr):
 def test_registry_names_and_order():
     assert list(REGISTRY) == [
         "digital_sgd", "analog_sgd_companion", "analog_sgd", "analog_sgd_sp", "analog_sgd_ap",
-        "analog_sgd_ap_b", "literature_sgd", "literature_delay_fixed", "literature_delay_arbitrary",
-        "literature_async_sgd",
+        "analog_sgd_ap_b", "analog_sgd_per_sample", "analog_sgd_sp_per_sample", "literature_sgd",
+        "literature_delay_fixed", "literature_delay_arbitrary", "literature_async_sgd",
     ]
     for name, bound in REGISTRY.items():
         assert bound.name == name
@@ -120,7 +121,8 @@ def test_batches_and_modes():
     expected = {
         "digital_sgd": (n, "none"), "analog_sgd_companion": (n, "none"),
         "analog_sgd": (n, "none"), "analog_sgd_sp": (B * b, "sync"), "analog_sgd_ap": (b, "async"),
-        "analog_sgd_ap_b": (b, "async"),
+        "analog_sgd_ap_b": (b, "async"), "analog_sgd_per_sample": (n, "none"),
+        "analog_sgd_sp_per_sample": (B * b, "sync"),
     }
     for name, (batch, mode) in expected.items():
         assert is_zero(REGISTRY[name].batch - batch)
@@ -179,7 +181,7 @@ def test_bound_for_maps_every_schedule_to_its_theorem():
     assert [bd.name for bd in bounds_for("async")] == list(ASYNC_ANALOG)
     for bound in REGISTRY.values():
         if bound.provenance == "derived":
-            assert bound in bounds_for(bound.mode, bound.algorithm)
+            assert bound in bounds_for(bound.mode, bound.algorithm, bound.write)
     with pytest.raises(ParameterError, match="valid pairs: analog/async"):
         bound_for("sync", "digital")
 
@@ -401,6 +403,8 @@ INCREASING = {
     "analog_sgd_sp": (sigma2, L, Delta, G_inf),
     "analog_sgd_ap": (sigma2, L, Delta, G_inf, D, L_s),
     "analog_sgd_ap_b": (sigma2, L, Delta, G_inf, D, L_s),
+    "analog_sgd_per_sample": (sigma2, L, Delta, G_inf),
+    "analog_sgd_sp_per_sample": (sigma2, L, Delta, G_inf),
     "literature_sgd": (sigma2, L, Delta),
     "literature_delay_fixed": (sigma2, L, Delta, D),
     "literature_delay_arbitrary": (sigma2, L, Delta, D),

@@ -304,8 +304,10 @@ def predicted_cycles(
 
 def predicted_guarantee(
     mode: str, eps: float, constants: Mapping[str, float], algorithm: str = "analog",
+    write: str = "batch-mean",
 ) -> tuple[str, ComplexityResult, float | None]:
-    r"""The fewest predicted cycles to ``eps`` over the proved bounds of ``(algorithm, mode)``.
+    r"""The fewest predicted cycles to ``eps`` over the proved bounds of ``(algorithm, mode)``
+    under the ``write`` semantics.
 
     Each entry of :func:`theory.theorems.bounds_for` is a valid guarantee (for ``async``: Theorem
     4' and 4'B); each is evaluated by :func:`predicted_cycles` (best theta) and the one of fewest
@@ -321,7 +323,7 @@ def predicted_guarantee(
         If no entry reaches ``eps`` (the first entry's floor is named).
     """
     found, first_error = [], None
-    for bound in bounds_for(mode, algorithm):
+    for bound in bounds_for(mode, algorithm, write):
         try:
             result, theta = predicted_cycles(bound.name, eps, constants)
         except UnreachableTargetError as error:

@@ -57,14 +57,17 @@ from .symbols import (
 )
 
 __all__ = [
-    "ALGORITHMS", "Bound", "LATEX_NAMES", "PROVENANCES", "REGISTRY", "ap_b_floor_factor",
-    "ap_general_parts", "ap_inv_step_cap", "ap_kappa", "ap_kappa_3", "ap_root", "bound_for",
-    "bounds_for", "get_bound",
+    "ALGORITHMS", "Bound", "LATEX_NAMES", "PROVENANCES", "REGISTRY", "WRITE_SEMANTICS",
+    "ap_b_floor_factor", "ap_general_parts", "ap_inv_step_cap", "ap_kappa", "ap_kappa_3", "ap_root",
+    "bound_for", "bounds_for", "get_bound",
 ]
 
 PROVENANCES = ("paper", "companion", "derived", "literature")
 #: how the weights are updated: exactly, or through the device's response functions
 ALGORITHMS = ("digital", "analog")
+#: how the samples of one update are written: one update of the batch-mean gradient (Theorems
+#: 2-4'), or one update of -(alpha/n) g_i per sample, in order (Corollary 3PS)
+WRITE_SEMANTICS = ("batch-mean", "per-sample")
 
 #: LaTeX names of the symbols (sympy would print ``sigma2`` as :math:`\\sigma_2`)
 LATEX_NAMES = {
@@ -111,6 +114,10 @@ class Bound:
         (the "noise balance" step); see :attr:`best_step`.
     min_iterations : sympy.Expr
         Smallest ``K`` for which the bound is established (0 unless a theorem needs more).
+    write : str
+        The write semantics the bound is proved for (:data:`WRITE_SEMANTICS`): ``"batch-mean"``
+        (the default; one update of the batch's mean gradient) or ``"per-sample"`` (one update
+        per sample, Corollary 3PS).
     """
 
     name: str
@@ -128,6 +135,7 @@ class Bound:
     conditions: tuple[str, ...]
     noise_step: sp.Expr
     min_iterations: sp.Expr = field(default=sp.Integer(0))
+    write: str = "batch-mean"
 
     def __post_init__(self):
         if self.provenance not in PROVENANCES:
@@ -139,6 +147,10 @@ class Bound:
         if self.algorithm not in ALGORITHMS:
             raise ParameterError(
                 f"algorithm={self.algorithm!r} is unknown; valid: {', '.join(ALGORITHMS)}"
+            )
+        if self.write not in WRITE_SEMANTICS:
+            raise ParameterError(
+                f"write={self.write!r} is unknown; valid: {', '.join(WRITE_SEMANTICS)}"
             )
         if self.provenance == "derived" and not self.proof:
             raise ParameterError(f"bound {self.name!r} is derived but names no proof")
@@ -204,6 +216,23 @@ def _analog(batch: sp.Expr) -> dict[str, sp.Expr]:
         noise_step=noise_step,
         batch=batch,
     )
+
+
+def _analog_per_sample(batch: sp.Expr) -> dict[str, sp.Expr]:
+    r"""Corollary 3PS of docs/theory.md: analog SGD with one write per sample (Steps 1-5 there).
+
+    The ``batch`` samples of an update (``n`` or ``B b``) are written one after the other, each
+    with desired increment :math:`-(\alpha/n) g_i`; every noise term keeps the per-sample
+    variance, so the bound is Theorem 2's at a batch of 1 (the mini-batch divides nothing), with
+    ``batch`` samples per iteration:
+
+    .. math::
+
+        \frac{2\Delta}{\alpha q_{\min} K} + \frac{L\alpha q_{\max}^2\sigma^2}{q_{\min}}
+        + \frac{G_\infty^2\sigma^2}{\theta q_{\min}^2},
+        \qquad \alpha \le \frac{(1-\theta) q_{\min}}{L q_{\max}^2}.
+    """
+    return dict(_analog(sp.Integer(1)), batch=batch)
 
 
 def _digital() -> dict[str, sp.Expr]:
@@ -439,13 +468,24 @@ _AP_CAP = (
 _ORDER = "order only: the unknown constants of the published rate are set to 1"
 
 
+_A2_PS = (
+    "A2 per sample: each sample's gradient noise has mean 0 and variance <= sigma2 given the "
+    "earlier samples of its update (independent samples)"
+)
+_A3_PS = (
+    "A3 on the region the weights visit, the weights between the writes of one update included"
+)
+_PER_SAMPLE = "per-sample writes: n updates of -(alpha/n) g_i, all g_i read at W_k"
+
+
 def _make(
     name: str, *, provenance: str, reference: str, mode: str, algorithm: str,
     conditions: list[str], parts: dict[str, sp.Expr], proof: str | None = None,
+    write: str = "batch-mean",
 ) -> Bound:
     return Bound(
         name=name, provenance=provenance, reference=reference, proof=proof, mode=mode,
-        algorithm=algorithm, conditions=tuple(conditions), **parts,
+        algorithm=algorithm, conditions=tuple(conditions), write=write, **parts,
     )
 
 
@@ -502,6 +542,22 @@ def _build_registry() -> dict[str, Bound]:
             parts=_analog_ap_b(),
         ),
         _make(
+            "analog_sgd_per_sample", provenance="derived", proof="Corollary 3PS",
+            reference="Corollary 3PS of docs/theory.md (Theorem 2 with per-sample writes)",
+            mode="none", algorithm="analog", write="per-sample",
+            conditions=[_A1, _A2_PS, _A3_PS, _THETA, "alpha <= (1 - theta) q_min/(L q_max^2)",
+                        _PER_SAMPLE],
+            parts=_analog_per_sample(n),
+        ),
+        _make(
+            "analog_sgd_sp_per_sample", provenance="derived", proof="Corollary 3PS",
+            reference="Corollary 3PS of docs/theory.md (Corollary 3 with per-sample writes)",
+            mode="sync", algorithm="analog", write="per-sample",
+            conditions=[_A1, _A2_PS, _A3_PS, _THETA, "alpha <= (1 - theta) q_min/(L q_max^2)",
+                        _PER_SAMPLE + " (n = B b)"],
+            parts=_analog_per_sample(B * b),
+        ),
+        _make(
             "literature_sgd", provenance="literature",
             reference="Ghadimi and Lan 2013: N = O(L Delta/eps + L Delta sigma2/eps^2)",
             mode="none", algorithm="digital",
@@ -555,39 +611,51 @@ def get_bound(name: str) -> Bound:
         ) from None
 
 
-def bounds_for(mode: str, algorithm: str = "analog") -> tuple[Bound, ...]:
-    """The ``derived`` entries proved for ``algorithm`` under the ``mode`` schedule, in order.
+def bounds_for(mode: str, algorithm: str = "analog",
+               write: str = "batch-mean") -> tuple[Bound, ...]:
+    """The ``derived`` entries proved for ``algorithm`` under the ``mode`` schedule and the
+    ``write`` semantics, in order.
 
     These are the guarantees the package turns into iterations, cycles and plans; the first one is
-    :func:`bound_for`'s answer.
+    :func:`bound_for`'s answer. A digital update is linear in its increment, so per-sample digital
+    writes sum to the batch-mean write exactly: ``write`` does not change the digital entries.
 
     Raises
     ------
     ParameterError
-        For an unknown mode or algorithm, or a pair without a derived bound.
+        For an unknown mode, algorithm or write semantics, or a combination without a derived
+        bound (e.g. analog per-sample writes under ``async``).
     """
     if mode not in MODES:
         raise ParameterError(f"mode={mode!r} is unknown; valid: {', '.join(MODES)}")
     if algorithm not in ALGORITHMS:
         raise ParameterError(f"algorithm={algorithm!r} is unknown; valid: {', '.join(ALGORITHMS)}")
+    if write not in WRITE_SEMANTICS:
+        raise ParameterError(f"write={write!r} is unknown; valid: {', '.join(WRITE_SEMANTICS)}")
+    wanted = "batch-mean" if algorithm == "digital" else write
     found = tuple(
         bound for bound in REGISTRY.values()
         if bound.provenance == "derived" and bound.mode == mode and bound.algorithm == algorithm
+        and bound.write == wanted
     )
     if not found:
-        derived = [x for x in REGISTRY.values() if x.provenance == "derived"]
-        pairs = sorted({(x.algorithm, x.mode) for x in derived})
+        derived = [x for x in REGISTRY.values()
+                   if x.provenance == "derived" and x.write in ("batch-mean", wanted)]
+        pairs = sorted({(x.algorithm, x.mode) for x in derived
+                        if x.write == wanted or x.algorithm == "digital"})
+        semantics = "" if write == "batch-mean" else f" and write={write!r}"
         raise ParameterError(
-            f"no derived bound for algorithm={algorithm!r} with mode={mode!r}; valid pairs: "
-            + ", ".join(f"{a}/{m}" for a, m in pairs)
+            f"no derived bound for algorithm={algorithm!r} with mode={mode!r}{semantics}; valid "
+            "pairs: " + ", ".join(f"{a}/{m}" for a, m in pairs)
         )
     return found
 
 
-def bound_for(mode: str, algorithm: str = "analog") -> Bound:
+def bound_for(mode: str, algorithm: str = "analog", write: str = "batch-mean") -> Bound:
     """The registry's primary ``derived`` bound for ``algorithm`` under the ``mode`` schedule.
 
     ``("digital", "none")`` is Theorem 1, ``("analog", "none")`` Theorem 2, ``("analog", "sync")``
-    Corollary 3 and ``("analog", "async")`` Theorem 4' (``bounds_for`` adds Theorem 4'B).
+    Corollary 3 and ``("analog", "async")`` Theorem 4' (``bounds_for`` adds Theorem 4'B); with
+    ``write="per-sample"``, ``("analog", "none")`` and ``("analog", "sync")`` are Corollary 3PS.
     """
-    return bounds_for(mode, algorithm)[0]
+    return bounds_for(mode, algorithm, write)[0]
