@@ -6,6 +6,12 @@ three best alternatives, which term of the bound dominates, and the relaxed opti
 ``--json`` prints the same fields as one JSON object, ``--out DIR`` also writes ``plan.json`` and
 ``plan_alternatives.csv``. ``--list-models`` lists the built-in models. The report itself is
 :meth:`bounds.planner.Plan.table`.
+
+``--hardware FILE.toml`` (accelerator kinds, :mod:`bounds.hardware`), ``--digital-accelerators N``
+or ``--compare-modes`` also print the best plan of each mode (sync, async, dp, hybrid) on the same
+accelerators with its predicted time, dominant cost and layer-to-kind assignment
+(:func:`bounds.mode_planner.plan_modes`); JSON then has a ``modes`` object (and ``--out`` writes
+``modes.json``). With ``--hardware`` today's plan is made for its first analog kind.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from theory.commands import command_main
 from theory.errors import ParameterError, check_range
 from theory.fileio import atomic_write, check_writable_dir
 
+from ..hardware import KindsHardware, load_hardware, single_kind, with_digital
+from ..mode_planner import ModeLimits, plan_modes
 from ..models import list_models, load_model
 from ..params import DEFAULT_EPS, DEFAULT_PRESET, PLAN_MODES, PlanHardware, PlanLimits, from_preset
 from ..planner import Plan, plan
@@ -98,6 +106,24 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
                         help="also write DIR/plan.json and DIR/plan_alternatives.csv")
     parser.add_argument("--list-models", action="store_true",
                         help="list the built-in models and exit")
+    kinds = parser.add_argument_group("accelerator kinds and modes (bounds.mode_planner)")
+    kinds.add_argument(
+        "--hardware", metavar="FILE.toml", default=argparse.SUPPRESS,
+        help="hardware description with accelerator kinds ([[kinds]] tables: type analog or "
+        "digital, count, tiles or memory_bytes, preset); also prints the best plan per mode",
+    )
+    kinds.add_argument(
+        "--digital-accelerators", type=int, metavar="N", default=argparse.SUPPRESS,
+        help="add N digital accelerators (A100-like defaults of bounds.hardware) to the "
+        "--accelerators analog ones; also prints the best plan per mode",
+    )
+    kinds.add_argument("--compare-modes", action="store_true",
+                       help="also print the best plan of each mode (sync, async, dp, hybrid)")
+    kinds.add_argument(
+        "--mode-micro-batch-sizes", type=int, nargs="+", metavar="b",
+        default=list(ModeLimits().micro_batch_sizes),
+        help="values of b the per-mode comparison searches",
+    )
 
 
 def _list_models() -> str:
@@ -141,6 +167,16 @@ def run(args: argparse.Namespace) -> int:
         tiles_per_accelerator=args.tiles_per_accelerator,
         activation_buffer_bytes=args.buffer_bytes, bytes_per_activation=args.bytes_per_activation,
     )
+    kinds = _kinds(args, hardware)
+    if kinds is not None and "hardware" in args:
+        first = next(k for k in kinds.kinds if k.analog)
+        hardware = PlanHardware(
+            first.hardware, accelerators=first.count, tiles_per_accelerator=first.tiles,
+            activation_buffer_bytes=args.buffer_bytes,
+            bytes_per_activation=args.bytes_per_activation,
+        )
+    mode_limits = ModeLimits(micro_batch_sizes=tuple(args.mode_micro_batch_sizes)) \
+        if kinds is not None else None
     problem = problem_from_args(args)
     if "out" in args:
         check_writable_dir(args.out, "--out")
@@ -152,14 +188,39 @@ def run(args: argparse.Namespace) -> int:
     overrides = {"sequence_length": args.sequence_length} if "sequence_length" in args else {}
     model = load_model(args.model, **overrides)
     result = plan(model, hardware, problem, args.eps, limits, relax=not args.no_relax)
+    modes = None if kinds is None else plan_modes(model, kinds, problem, args.eps, mode_limits)
     if "out" in args:
         try:
             _write_out(result, Path(args.out))
+            if modes is not None:
+                text = json.dumps(modes.to_dict(), indent=2, allow_nan=False) + "\n"
+                atomic_write(Path(args.out) / "modes.json", text.encode())
         except OSError as error:
             raise ParameterError(f"out={args.out!r} cannot be written: {error.strerror}") \
                 from None
-    print(_json(result) if args.json else result.table())
+    if modes is None:
+        print(_json(result) if args.json else result.table())
+    elif args.json:
+        print(json.dumps(result.to_dict() | {"modes": modes.to_dict()}, indent=2,
+                         allow_nan=False))
+    else:
+        print(result.table() + "\n\n" + modes.table())
     return 0
+
+
+def _kinds(args: argparse.Namespace, hardware: PlanHardware) -> KindsHardware | None:
+    """The accelerator kinds of the flags, or None when no mode comparison is asked for."""
+    if "hardware" in args:
+        if "digital_accelerators" in args:
+            raise ParameterError(
+                f"digital-accelerators={args.digital_accelerators} with --hardware: give the "
+                "digital kind in the hardware file's [[kinds]] instead"
+            )
+        return load_hardware(args.hardware)
+    if "digital_accelerators" in args:
+        check_range("digital-accelerators", args.digital_accelerators, 1, integer=True)
+        return with_digital(single_kind(hardware), args.digital_accelerators)
+    return single_kind(hardware) if args.compare_modes else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
