@@ -58,14 +58,15 @@ from .params import ProblemParams, check_type
 from .partition import KindPartition, KindTable, kind_partitions
 
 __all__ = [
-    "COSTS", "ModeComparison", "ModeLimits", "ModePlan", "layer_arrays", "plan_modes",
-    "segment_times",
+    "COSTS", "ModeComparison", "ModeLimits", "ModePlan", "STEP_GRID", "layer_arrays",
+    "plan_modes", "segment_times",
 ]
 
 #: the cost factors a plan's time is split into (the largest is its dominant cost)
 COSTS = ("bubbles", "staleness", "floor", "averaging")
 _POWERS = tuple(2**i for i in range(10))
-_STEP_GRID = 2.0 ** (-np.arange(0, 81) / 4)  # alpha = cap * 2^(-j/4), 1 down to 1e-6
+#: the steps of the local-SGD row searched, as fractions of the step cap: 2^(-j/4), 1 to 1e-6
+STEP_GRID = 2.0 ** (-np.arange(0, 81) / 4)
 
 
 @dataclass(frozen=True)
@@ -167,8 +168,9 @@ class ModePlan:
 
     @property
     def dominant(self) -> str:
-        """The largest cost factor."""
-        return max(COSTS, key=lambda k: self.costs[k])
+        """The largest cost factor; ``"none"`` when every factor is 1 (an ideal run)."""
+        top = max(COSTS, key=lambda k: self.costs[k])
+        return top if self.costs[top] > 1 + 1e-9 else "none"
 
     def assignment(self) -> str:
         """Layers per stage grouped by kind, e.g. ``gpu[1] aimc[4 x 56] gpu[1]``.
@@ -340,21 +342,45 @@ class _Search:
         self.arrays = layer_arrays(model, hardware)
         n = len(model.chain)
         self.max_stages = min(n, hardware.accelerators)
-        self.tables: dict[int, KindTable] = {}
+        self.tables: dict[tuple, KindTable | None] = {}
+        self.segments: dict[int, tuple] = {}
+        kinds = range(len(hardware.kinds))
+        self.subsets = [tuple(t for t in kinds if mask >> t & 1)
+                        for mask in range(1, 2 ** len(hardware.kinds))]
+        self.subsets.sort(key=len)  # the last is every kind
         self.k_step = compile_expr(local_sgd.iterations_at_step())
         self.floor_fn = compile_expr(local_sgd.floor_at_step())
 
-    def table(self, b: int) -> KindTable:
-        if b not in self.tables:
-            self.tables[b] = kind_partitions(segment_times(self.model, self.hw, b),
-                                             self.hw.counts, self.max_stages)
-        return self.tables[b]
+    def table(self, b: int, subset: tuple[int, ...]) -> KindTable | None:
+        """The DP of the kinds in ``subset`` only (the other kinds' counts set to 0)."""
+        key = (b, subset)
+        if key not in self.tables:
+            if b not in self.segments:
+                self.segments[b] = segment_times(self.model, self.hw, b)
+            counts = tuple(c if t in subset else 0 for t, c in enumerate(self.hw.counts))
+            top = min(self.max_stages, sum(counts))
+            self.tables[key] = kind_partitions(self.segments[b], counts, top) if top else None
+        return self.tables[key]
+
+    def layouts(self, b, stages, available):
+        """The fewest-bottleneck layout of every subset of the kinds (its guarantee constants
+        only improve with fewer kinds, so the best time is among these)."""
+        out = []
+        for subset in self.subsets:
+            table = self.table(b, subset)
+            if table is None:
+                continue
+            value, state = table.best(stages, available)
+            if math.isfinite(value):
+                out.append(table.partition(stages, state))
+        return out
 
     def layout(self, b, stages, available):
-        value, state = self.table(b).best(stages, available)
+        """The fewest-bottleneck layout over all kinds, or None."""
+        value, state = self.table(b, self.subsets[-1]).best(stages, available)
         if not math.isfinite(value):
             return None
-        return self.table(b).partition(stages, state)
+        return self.table(b, self.subsets[-1]).partition(stages, state)
 
     def kinds_of(self, part: KindPartition):
         return [self.hw.kinds[t] for t in part.kinds]
@@ -370,10 +396,8 @@ class _Search:
         counts = np.arange(1, self.limits.max_micro_batches + 1) if mode == "sync" \
             else np.ones(1, dtype=np.int64)
         for b in self.limits.micro_batch_sizes:
-            for stages in range(1, self.max_stages + 1):
-                part = self.layout(b, stages, self.hw.counts)
-                if part is None:
-                    continue
+            for stages, part in ((m, p) for m in range(1, self.max_stages + 1)
+                                 for p in self.layouts(b, m, self.hw.counts)):
                 values = guarantee_values(self.kinds_of(part), self.problem)
                 grid = {"b": b, "M": stages} | ({"B": counts} if mode == "sync" else {})
                 r = evaluate_guarantee(mode, self.eps, on_unreachable="status", **values, **grid)
@@ -427,19 +451,14 @@ class _Search:
                 if sum(available) == 0:
                     break
                 stage_range = range(1, min(self.max_stages, sum(available)) + 1)
-                found_min = False
                 for stages in stage_range:
-                    part = self.layout(b, stages, available)
-                    if part is None:
-                        continue
-                    if mode == "dp" and found_min:
-                        break
-                    found_min = True
-                    cand = self._evaluate(mode, b, replicas, stages, part, bs, periods)
-                    if cand is not None and (best is None or cand[0] < best[0]):
-                        best = cand
-                    if mode == "dp":
-                        break
+                    parts = self.layouts(b, stages, available)
+                    for part in parts:
+                        cand = self._evaluate(mode, b, replicas, stages, part, bs, periods)
+                        if cand is not None and (best is None or cand[0] < best[0]):
+                            best = cand
+                    if mode == "dp" and parts:
+                        break  # dp: each replica on as few accelerators as it needs
         if best is None:
             return None
         return best[1]()
@@ -457,7 +476,7 @@ class _Search:
         inv_cap = np.maximum(values["L"] * values["q_max"] ** 2
                              / ((1 - values["theta"]) * values["q_min"]),
                              2 * values["L"] * periods)
-        alpha = _STEP_GRID[None, None, :] / inv_cap
+        alpha = STEP_GRID[None, None, :] / inv_cap
         point = dict(values, alpha=alpha, epsilon=self.eps, R=replicas, n=bs * b, P=periods,
                      nu=nu)
         k_real = np.asarray(self.k_step(point), dtype=float)

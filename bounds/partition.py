@@ -220,7 +220,9 @@ class KindTable:
     def _usage(self) -> np.ndarray:
         """Counts of the first K-1 kinds of every state, shape (S, K-1)."""
         shape = tuple(c + 1 for c in self.counts[:-1])
-        size = int(np.prod(shape)) if shape else 1
+        if not shape:
+            return np.zeros((1, 0), dtype=np.int64)
+        size = int(np.prod(shape))
         return np.array(np.unravel_index(np.arange(size), shape)).T.reshape(size, len(shape))
 
     def usage(self, stages: int) -> np.ndarray:
