@@ -36,6 +36,7 @@ TOML layout (:func:`load_hardware`)::
     count = 48
     tiles = 16384
     preset = "reram-softbounds"  # its [timing]; read_time_s, bit_length, ... may be overridden
+    # programming_error_std = 1e-4  # optional (weight units); default from the device
 
     [[kinds]]
     name = "gpu"
@@ -90,7 +91,7 @@ _DIGITAL_DEFAULTS = {
 }
 _ROUNDING_SLACK = 1e-9  # as bounds.timing: 80 ns at 1 GHz is 80 periods
 _ANALOG_KEYS = ("name", "type", "count", "tiles", "preset", "weight_bound",
-                *PRESET_TIMING_KEYS)
+                "programming_error_std", *PRESET_TIMING_KEYS)
 _DIGITAL_KEYS = ("name", "type", "count", *_DIGITAL_DEFAULTS)
 _TOP_KEYS = ("link_bytes_per_s", "bytes_per_weight", "kinds")
 
@@ -113,6 +114,9 @@ class AcceleratorKind:
     memory_bytes, mac_time_s, update_time_per_weight_s, clock_hz : float
         Digital only: weight memory (bytes), seconds per multiply-accumulate, seconds of an exact
         update per weight, clock (Hz); defaults in the module docstring.
+    programming_error_std : float, optional
+        Analog only: standard deviation of a weight programmed to a target (weight units), >= 0;
+        default from the device (:func:`bounds.modes.programming_noise`).
     """
 
     name: str
@@ -124,6 +128,7 @@ class AcceleratorKind:
     mac_time_s: float = _DIGITAL_DEFAULTS["mac_time_s"]
     update_time_per_weight_s: float = _DIGITAL_DEFAULTS["update_time_per_weight_s"]
     clock_hz: float = _DIGITAL_DEFAULTS["clock_hz"]
+    programming_error_std: float | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -139,7 +144,12 @@ class AcceleratorKind:
                        "an analog kind needs a device: bounds.from_preset(NAME)")
             object.__setattr__(self, "tiles", check_range(f"{self.name}.tiles", self.tiles, 1,
                                                           MAX_COUNT, integer=True))
+            if self.programming_error_std is not None:
+                check_range(f"{self.name}.programming_error_std", self.programming_error_std, 0)
         else:
+            if self.programming_error_std is not None:
+                raise ParameterError(f"{self.name}.programming_error_std is given for a digital "
+                                     "kind; valid: None (digital weights are averaged exactly)")
             if self.hardware is not None:
                 raise ParameterError(f"{self.name}.hardware is given for a digital kind; valid: "
                                      "None (digital stages update exactly)")
@@ -177,6 +187,7 @@ class AcceleratorKind:
             h = self.hardware
             out |= {"tiles": self.tiles, "device": h.device.name,
                     "weight_bound": float(h.weight_bound),
+                    "programming_error_std": self.programming_error_std,
                     **{key: getattr(h, key) for key in PRESET_TIMING_KEYS}}
         else:
             out |= {key: getattr(self, key) for key in _DIGITAL_DEFAULTS}
@@ -291,7 +302,8 @@ def _kind_from_table(where: str, table: dict) -> AcceleratorKind:
                              "tiles per accelerator")
     overrides = {key: table[key] for key in (*PRESET_TIMING_KEYS, "weight_bound") if key in table}
     hardware = from_preset(table.get("preset", DEFAULT_PRESET), **overrides)
-    return AcceleratorKind(name, ANALOG, table["count"], hardware=hardware, tiles=table["tiles"])
+    return AcceleratorKind(name, ANALOG, table["count"], hardware=hardware, tiles=table["tiles"],
+                           programming_error_std=table.get("programming_error_std"))
 
 
 def load_hardware(path) -> KindsHardware:

@@ -17,11 +17,12 @@ most the same accelerators of each kind:
   :func:`theory.schedules.cycles_after`; ``b`` over :attr:`ModeLimits.micro_batch_sizes`,
   ``B`` over ``1..max_micro_batches``;
 - ``dp`` (``M`` the fewest stages a replica needs, schedule ``none``) and ``hybrid`` (``R >= 2``
-  replicas of an ``M``-stage sync pipeline): :math:`T = K\,t_\mathrm{step} + \lfloor K/P\rfloor
-  t_\mathrm{avg}` with :math:`K` from the ``literature`` local-SGD row of :mod:`theory.local_sgd`
-  at the best step of a geometric grid (each a valid step), :math:`t_\mathrm{avg}` and the
-  programming noise from :mod:`bounds.modes`; ``B`` over :attr:`ModeLimits.replica_micro_batches`
-  and ``P`` over :attr:`ModeLimits.periods`; both have ``R >= 2``.
+  replicas of an ``M``-stage sync pipeline, ``M >= 2``):
+  :math:`T = K\,t_\mathrm{step} + \lfloor K/P\rfloor t_\mathrm{avg}` with :math:`K` from the
+  ``literature`` local-SGD row of :mod:`theory.local_sgd` at the best step of a geometric grid
+  (each a valid step), :math:`t_\mathrm{avg}` and the programming noise from :mod:`bounds.modes`;
+  ``B`` over :attr:`ModeLimits.replica_micro_batches` and ``P`` over :attr:`ModeLimits.periods`;
+  both have ``R >= 2``.
 
 Each plan names its **dominant cost**, the largest of four factors by which its time exceeds an
 ideal run (:data:`COSTS`): ``bubbles`` (cycles per step over the busy ``2B``), ``staleness``
@@ -350,6 +351,7 @@ class _Search:
         self.subsets.sort(key=len)  # the last is every kind
         self.k_step = compile_expr(local_sgd.iterations_at_step())
         self.floor_fn = compile_expr(local_sgd.floor_at_step())
+        self.floors: dict[str, tuple[float, float]] = {}  # mode -> smallest floor, its noise
 
     def table(self, b: int, subset: tuple[int, ...]) -> KindTable | None:
         """The DP of the kinds in ``subset`` only (the other kinds' counts set to 0)."""
@@ -450,7 +452,8 @@ class _Search:
                 available = tuple(int(c) for c in counts // replicas)
                 if sum(available) == 0:
                     break
-                stage_range = range(1, min(self.max_stages, sum(available)) + 1)
+                low = 1 if mode == "dp" else 2  # hybrid: pipelined replicas (M = 1 is dp)
+                stage_range = range(low, min(self.max_stages, sum(available)) + 1)
                 for stages in stage_range:
                     parts = self.layouts(b, stages, available)
                     for part in parts:
@@ -479,6 +482,14 @@ class _Search:
         alpha = STEP_GRID[None, None, :] / inv_cap
         point = dict(values, alpha=alpha, epsilon=self.eps, R=replicas, n=bs * b, P=periods,
                      nu=nu)
+        floor = np.broadcast_to(np.asarray(self.floor_fn(point), dtype=float),
+                                np.broadcast_shapes(bs.shape, periods.shape, alpha.shape))
+        j = int(np.argmin(floor))
+        if floor.flat[j] < self.floors.get(mode, (math.inf,))[0]:
+            jb, jp, ja = np.unravel_index(j, floor.shape)
+            a_j, p_j = alpha[0, min(jp, alpha.shape[1] - 1), ja], periods.flat[jp]
+            noise = values["L"] * nu / (a_j * values["q_min"] * p_j)
+            self.floors[mode] = (float(floor.flat[j]), float(noise))
         k_real = np.asarray(self.k_step(point), dtype=float)
         k_real = np.where((k_real > 0) & np.isfinite(k_real) & (k_real < 2.0**62), k_real,
                           np.inf)
@@ -562,10 +573,16 @@ def plan_modes(model: Model, hardware: KindsHardware, problem: ProblemParams | N
             feasible = any(search.layout(b, m, hardware.counts) is not None
                            for b in limits.micro_batch_sizes[:1]
                            for m in range(1, search.max_stages + 1))
-            reason = (f"eps={eps:g} is not reached by its bound for any choice searched"
-                      if feasible else "no layout of the model fits the accelerators")
-            if mode == "hybrid" and feasible:
-                reason += " (or two replicas do not fit)"
+            if mode in search.floors:
+                floor, noise = search.floors[mode]
+                reason = (f"eps={eps:g} is at or below the floor of the local-SGD row for every "
+                          f"choice searched (smallest floor {floor:.4g}, of which programming "
+                          f"noise {noise:.4g})")
+            elif mode in ("dp", "hybrid") and feasible:
+                reason = "two replicas do not fit the accelerators"
+            else:
+                reason = (f"eps={eps:g} is not reached by its bound for any choice searched"
+                          if feasible else "no layout of the model fits the accelerators")
             ruled_out.append((mode, reason))
         else:
             plans.append(plan)

@@ -23,8 +23,11 @@ the same stage of the other replicas, all stages at once; the slowest stage sets
 pulse of the target, so the error of a weight is at most the last pulse: uniform quantisation
 :math:`\Delta w_{\min}^2/12` plus that pulse's cycle-to-cycle noise
 :math:`(\Delta w_{\min}\sigma_c)^2` (``dw_min_std``); :math:`\nu` sums it over the analog weights
-(digital weights are averaged exactly). It enters the ``literature`` local-SGD row of
-:mod:`theory.local_sgd` as :math:`L\nu/(\alpha q_{\min} P)`.
+(digital weights are averaged exactly); a kind's ``programming_error_std`` replaces the
+per-weight value. It enters the ``literature`` local-SGD row of :mod:`theory.local_sgd` as
+:math:`L\nu/(\alpha q_{\min} P)`; with the row's step cap :math:`\alpha P \le 1/(2L)` this is at
+least :math:`2L^2\nu/q_{\min}` whatever the period: a floor that grows with the analog weights
+averaged (in the problem's weight units, like ``W_max``).
 
 **Mixed stages** (:func:`guarantee_values`): the hook of the guarantee for a pipeline with analog
 and digital stages. Until the block-wise theorem lands it returns the constants of A3 over *all*
@@ -105,12 +108,14 @@ def programming_noise(kind: AcceleratorKind, weights) -> np.ndarray:
     r""":math:`\nu` of one averaging of ``weights`` weights on ``kind`` (0 for digital).
 
     :math:`\nu = N\,\Delta w_{\min}^2(1/12 + \sigma_c^2)` (module docstring), weight units
-    squared.
+    squared; :math:`N s^2` when the kind gives ``programming_error_std`` :math:`s`.
     """
     if not kind.analog:
         return np.zeros_like(np.asarray(weights, dtype=float))
     device = kind.hardware.device
     per_weight = device.dw_min**2 * (1 / 12 + device.dw_min_std**2)
+    if kind.programming_error_std is not None:
+        per_weight = kind.programming_error_std**2
     return np.asarray(weights, dtype=float) * per_weight
 
 

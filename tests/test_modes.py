@@ -34,8 +34,9 @@ from theory.symbols import K, alpha, n
 ANALOG = from_preset("reram-softbounds")
 
 
-def _hardware(analog=3, digital=2, tiles=3, memory=2e4):
-    kinds = [AcceleratorKind("aimc", "analog", analog, hardware=ANALOG, tiles=tiles)]
+def _hardware(analog=3, digital=2, tiles=3, memory=2e4, std=None):
+    kinds = [AcceleratorKind("aimc", "analog", analog, hardware=ANALOG, tiles=tiles,
+                             programming_error_std=std)]
     if digital:
         kinds.append(AcceleratorKind("gpu", "digital", digital, memory_bytes=memory,
                                      mac_time_s=2e-12, clock_hz=1e9))
@@ -167,7 +168,8 @@ def _brute_modes(model, hw, problem, eps, lim):
                     t_avg = averaging_time_s(kinds, stage_w, replicas, hw.link_bytes_per_s,
                                              hw.bytes_per_weight)
                     for mode in ("dp", "hybrid"):
-                        if mode == "dp" and stages != fewest:
+                        if (mode == "dp" and stages != fewest) or (mode == "hybrid"
+                                                                      and stages < 2):
                             continue
                         for count in lim.replica_micro_batches:
                             per_step = (2 * stages * count if mode == "dp"
@@ -185,14 +187,19 @@ def _brute_modes(model, hw, problem, eps, lim):
     return best
 
 
-@pytest.mark.parametrize("digital", [0, 2])
-def test_mode_planner_matches_brute_force(digital):
+@pytest.mark.parametrize(("digital", "memory", "std", "eps", "every_mode"), [
+    (0, 2e4, None, 0.6, False),  # the device's programming noise: dp, hybrid below their floor
+    (2, 2e4, None, 0.6, False),
+    (0, 2e4, 1e-4, 1.0, True),  # a precise programming: every mode has a plan
+    (2, 1e5, 1e-4, 0.6, True),  # digital kinds large enough for whole replicas
+    (2, 2e4, 1e-4, 1.0, True),  # mixed layouts
+])
+def test_mode_planner_matches_brute_force(digital, memory, std, eps, every_mode):
     model = _model([(100, 100), (200, 100), (100, 50)], [4, 2, 8], digital_last=bool(digital))
-    hw = _hardware(analog=4, digital=digital)
+    hw = _hardware(analog=4, digital=digital, memory=memory, std=std)
     lim = ModeLimits(max_micro_batches=3, micro_batch_sizes=(1, 2), replica_micro_batches=(1, 2),
                      periods=(1, 2, 4))
     problem = ProblemParams()
-    eps = 0.6
     got = plan_modes(model, hw, problem, eps, lim)
     want = _brute_modes(model, hw, problem, eps, lim)
     for mode, value in want.items():
@@ -204,6 +211,9 @@ def test_mode_planner_matches_brute_force(digital):
             assert plan.seconds == pytest.approx(value, rel=1e-12), mode
             assert plan.accelerators <= hw.accelerators
     assert set(want) == {p.mode for p in got.plans} | {m for m, _ in got.ruled_out}
+    if every_mode:  # the brute force covers the choices of R, P and the kinds of every mode
+        assert {p.mode for p in got.plans} == set(want)
+        assert any(p.replicas > 1 for p in got.plans)
 
 
 # -- the conservative guarantee of mixed stages --------------------------------------------------
