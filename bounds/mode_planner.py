@@ -220,6 +220,9 @@ class ModeComparison:
         One per mode that has a feasible plan, in the order of :data:`bounds.modes.MODES`.
     ruled_out : tuple of (str, str)
         Modes without a plan, with the reason.
+    unplanned : tuple of str
+        Digital-only layers left out because the hardware has no digital kind (they run on
+        digital hardware outside the plan, as for the single-kind planner).
     """
 
     model: str
@@ -227,6 +230,7 @@ class ModeComparison:
     hardware: KindsHardware
     plans: tuple[ModePlan, ...]
     ruled_out: tuple[tuple[str, str], ...]
+    unplanned: tuple[str, ...] = ()
 
     def get(self, mode: str) -> ModePlan | None:
         """The plan of ``mode``, or None."""
@@ -237,17 +241,24 @@ class ModeComparison:
         """The fastest plan of all modes."""
         return min(self.plans, key=lambda p: p.seconds)
 
+    def best_of(self, modes) -> ModePlan | None:
+        """The fastest plan among ``modes``, or None."""
+        found = [p for p in self.plans if p.mode in modes]
+        return min(found, key=lambda p: p.seconds) if found else None
+
     def ratio(self) -> float:
-        """Time of the best data-parallel plan (dp or hybrid) over the best pipeline (sync or
-        async); ``nan`` when either is missing. Above 1: the pipeline is faster."""
-        pipe = [p.seconds for p in self.plans if p.mode in ("sync", "async")]
-        data = [p.seconds for p in self.plans if p.mode in ("dp", "hybrid")]
-        return min(data) / min(pipe) if pipe and data else math.nan
+        """Time of the best pipeline (sync or async) over the best data-parallel plan (dp or
+        hybrid); ``nan`` when either is missing. Below 1: the pipeline is faster."""
+        pipe, data = self.best_of(("sync", "async")), self.best_of(("dp", "hybrid"))
+        return pipe.seconds / data.seconds if pipe and data else math.nan
 
     @property
     def notes(self) -> tuple[str, ...]:
         """What the numbers rely on."""
         notes = []
+        if self.unplanned:
+            notes.append(f"digital-only layers {', '.join(self.unplanned)} are not planned: the "
+                         "hardware has no digital kind (they run on digital hardware outside)")
         if any(p.conservative for p in self.plans):
             notes.append(CONSERVATIVE_NOTE)
         if any(p.mode in ("dp", "hybrid") for p in self.plans):
@@ -273,7 +284,9 @@ class ModeComparison:
                          f"{avg}; costs x: {costs}")
         ratio = self.ratio()
         if math.isfinite(ratio):
-            lines.append(f"best data-parallel / best pipeline time: {ratio:.3g}")
+            pipe, data = self.best_of(("sync", "async")), self.best_of(("dp", "hybrid"))
+            lines.append(f"best pipeline ({pipe.mode}, {pipe.seconds:.4g} s) / best data-parallel "
+                         f"({data.mode}, {data.seconds:.4g} s) = {ratio:.3g}")
         for mode, reason in self.ruled_out:
             lines.append(f"ruled out: {mode}: {reason}")
         lines += [f"note: {n}" for n in self.notes]
@@ -286,7 +299,8 @@ class ModeComparison:
             "model": self.model, "eps": self.eps, "hardware": self.hardware.to_dict(),
             "plans": [p.to_dict() for p in self.plans],
             "ruled_out": [{"mode": m, "reason": r} for m, r in self.ruled_out],
-            "data_parallel_over_pipeline": ratio if math.isfinite(ratio) else None,
+            "pipeline_over_data_parallel": ratio if math.isfinite(ratio) else None,
+            "unplanned": list(self.unplanned),
             "notes": list(self.notes),
         }
 
@@ -432,6 +446,8 @@ class _Search:
                                         **point, D=0)
             costs["staleness"] = iters / float(fresh.iterations_int)
         mixed = len({k.analog for k in self.kinds_of(part)}) > 1
+        if not any(k.analog for k in self.kinds_of(part)):
+            bound += " (q = 1, G = 0)"
         return ModePlan(
             mode=mode, seconds=seconds, stages=stages, replicas=1, period=1,
             micro_batches=count, micro_batch_size=b, iterations=iters,
@@ -565,6 +581,10 @@ def plan_modes(model: Model, hardware: KindsHardware, problem: ProblemParams | N
     check_type("problem", problem, ProblemParams)
     check_type("limits", limits, ModeLimits)
     eps = check_range("eps", eps, 0, low_open=True)
+    unplanned = ()
+    if all(k.analog for k in hardware.kinds) and len(model.chain) > len(model):
+        unplanned = tuple(x.name for x in (*model.digital_first, *model.digital_last))
+        model = Model(model.name, model.layers, model.description, model.parameters)
     search = _Search(model, hardware, problem, eps, limits)
     plans, ruled_out = [], []
     for mode in limits.modes:
@@ -587,4 +607,4 @@ def plan_modes(model: Model, hardware: KindsHardware, problem: ProblemParams | N
         else:
             plans.append(plan)
     return ModeComparison(model=model.name, eps=float(eps), hardware=hardware,
-                          plans=tuple(plans), ruled_out=tuple(ruled_out))
+                          plans=tuple(plans), ruled_out=tuple(ruled_out), unplanned=unplanned)

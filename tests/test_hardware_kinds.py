@@ -183,3 +183,21 @@ def test_plan_refuses_both_hardware_and_digital_flags(hardware_file, capsys):
     assert main(["plan", "--model", "digits-mlp", "--hardware", str(hardware_file),
                  "--digital-accelerators", "2", *SMALL]) == 2
     assert "digital-accelerators=2" in capsys.readouterr().err
+
+
+def test_analog_only_hardware_leaves_the_digital_ends_unplanned():
+    from bounds.mode_planner import ModeLimits, plan_modes
+
+    model = model_from_table({"name": "m", "blocks": [
+        {"hosts": "digital", "layers": [{"rows": 8, "cols": 8}]},
+        {"repeat": 3, "layers": [{"rows": 16, "cols": 16}]},
+    ]})
+    hw = KindsHardware((AcceleratorKind("aimc", "analog", 3, hardware=from_preset(
+        "softbounds-tau1"), tiles=4, programming_error_std=1e-4),))
+    lim = ModeLimits(max_micro_batches=4, micro_batch_sizes=(1,), replica_micro_batches=(1, 2),
+                     periods=(1, 2))
+    result = plan_modes(model, hw, eps=2.0, limits=lim)
+    assert result.unplanned == ("layer1",) and "not planned" in result.table()
+    assert all(sum(p.partition.sizes) == 3 for p in result.plans)
+    pipe, data = result.best_of(("sync", "async")), result.best_of(("dp", "hybrid"))
+    assert result.ratio() == pipe.seconds / data.seconds
