@@ -317,3 +317,26 @@ def test_unequal_stage_times_fill_is_the_sum_and_the_cycle_the_slowest(durations
     assert _replay(longer, durations) - total == 2 * max(durations)
     sync = build_timeline("sync", stages, 6)
     assert _replay(sync, durations) <= sync.cycles * max(durations)
+
+
+@pytest.mark.parametrize("model_name", ["digits-mlp", "resnet-cnn"])
+def test_one_analog_kind_reproduces_the_single_kind_planner(model_name):
+    """Without digital kinds and with memory not binding, the kinds planner's sync and async
+    plans are today's planner's (same grids: every b, every B)."""
+    from bounds.hardware import single_kind
+    from bounds.models import load_model
+    from bounds.params import PlanHardware, PlanLimits
+    from bounds.planner import plan
+
+    hardware = PlanHardware(from_preset("reram-softbounds"), accelerators=6,
+                            tiles_per_accelerator=16384, activation_buffer_bytes=2.0**40)
+    model = load_model(model_name)
+    for mode in ("sync", "async"):
+        old = plan(model, hardware, ProblemParams(), 0.5, PlanLimits(12, 12, (mode,)),
+                   relax=False)
+        new = plan_modes(model, single_kind(hardware), ProblemParams(), 0.5,
+                         ModeLimits(12, tuple(range(1, 13)), modes=(mode,))).get(mode)
+        assert new.seconds == pytest.approx(old.seconds, rel=1e-12)
+        assert (new.stages, new.micro_batches, new.micro_batch_size) == (
+            old.stages, old.micro_batches, old.micro_batch_size)
+        assert new.bound == old.best.bound
