@@ -12,8 +12,8 @@ most the same accelerators of each kind:
   its clock cycle is the slowest stage's time (:meth:`~bounds.hardware.AcceleratorKind.
   stage_time_s`);
 - ``sync`` / ``async``: :math:`T = C(K)\,t_\mathrm{cycle}` with :math:`K` from
-  :func:`theory.complexity.evaluate_guarantee` at the constants of
-  :func:`bounds.modes.guarantee_values` (conservative for mixed stages) and :math:`C` from
+  :func:`bounds.modes.stage_guarantee` (the hook of the mixed-stage guarantee; today
+  conservative for mixed stages) and :math:`C` from
   :func:`theory.schedules.cycles_after`; ``b`` over :attr:`ModeLimits.micro_batch_sizes`,
   ``B`` over ``1..max_micro_batches``;
 - ``dp`` (``M`` the fewest stages a replica needs, schedule ``none``) and ``hybrid`` (``R >= 2``
@@ -41,7 +41,7 @@ import numpy as np
 
 from theory import local_sgd
 from theory.compiled import compile_expr
-from theory.complexity import REACHABLE, evaluate_complexity, evaluate_guarantee
+from theory.complexity import REACHABLE, evaluate_complexity
 from theory.errors import ParameterError, check_range
 from theory.schedules import cycles_after
 from theory.tables import text_table
@@ -54,6 +54,7 @@ from .modes import (
     averaging_time_s,
     guarantee_values,
     programming_noise,
+    stage_guarantee,
 )
 from .params import ProblemParams, check_type
 from .partition import KindPartition, KindTable, kind_partitions
@@ -260,7 +261,7 @@ class ModeComparison:
             notes.append(f"digital-only layers {', '.join(self.unplanned)} are not planned: the "
                          "hardware has no digital kind (they run on digital hardware outside)")
         if any(p.conservative for p in self.plans):
-            notes.append(CONSERVATIVE_NOTE)
+            notes.append("* " + CONSERVATIVE_NOTE)
         if any(p.mode in ("dp", "hybrid") for p in self.plans):
             notes.append("dp/hybrid iterations: literature local-SGD row (theory.local_sgd: "
                          + local_sgd.REFERENCE + ")")
@@ -273,7 +274,8 @@ class ModeComparison:
         header = ["mode", "seconds", "R", "M", "P", "B", "b", "iterations", "dominant",
                   "bound"]
         rows = [[p.mode, f"{p.seconds:.4g}", p.replicas, p.stages, p.period, p.micro_batches,
-                 p.micro_batch_size, f"{p.iterations:,d}", p.dominant, p.bound]
+                 p.micro_batch_size, f"{p.iterations:,d}", p.dominant,
+                 p.bound + ("*" if p.conservative else "")]
                 for p in self.plans]
         lines = [f"best plan per mode for model {self.model!r} at eps = {self.eps:g} on "
                  f"{self.hardware.describe()}", text_table(header, rows)]
@@ -414,9 +416,9 @@ class _Search:
         for b in self.limits.micro_batch_sizes:
             for stages, part in ((m, p) for m in range(1, self.max_stages + 1)
                                  for p in self.layouts(b, m, self.hw.counts)):
-                values = guarantee_values(self.kinds_of(part), self.problem)
+                kinds = self.kinds_of(part)
                 grid = {"b": b, "M": stages} | ({"B": counts} if mode == "sync" else {})
-                r = evaluate_guarantee(mode, self.eps, on_unreachable="status", **values, **grid)
+                r = stage_guarantee(mode, self.eps, kinds, self.problem, **grid)
                 iters = np.where(np.asarray(r.status) == REACHABLE,
                                  np.asarray(r.iterations_int, dtype=float), np.inf)
                 iters = np.broadcast_to(iters, counts.shape)
@@ -428,13 +430,13 @@ class _Search:
                 seconds = cycles * part.bottleneck
                 i = int(np.argmin(seconds))
                 if best is None or seconds[i] < best[0]:
-                    best = (float(seconds[i]), b, stages, int(counts[i]), int(iters[i]), part,
-                            values)
+                    best = (float(seconds[i]), b, stages, int(counts[i]), int(iters[i]), part)
         if best is None:
             return None
-        seconds, b, stages, count, iters, part, values = best
+        seconds, b, stages, count, iters, part = best
         point = {"b": b, "M": stages} | ({"B": count} if mode == "sync" else {})
-        r = evaluate_guarantee(mode, self.eps, **values, **point)
+        r = stage_guarantee(mode, self.eps, self.kinds_of(part), self.problem, "raise", **point)
+        values = guarantee_values(self.kinds_of(part), self.problem)
         bound = str(r.algorithm)
         costs = dict.fromkeys(COSTS, 1.0)
         costs["floor"] = iters / _no_floor(r)
@@ -486,10 +488,7 @@ class _Search:
         kinds = self.kinds_of(part)
         values = guarantee_values(kinds, self.problem)
         weights = self.stage_weights(part)
-        if replicas == 1:
-            periods = np.ones((1, 1, 1))
-        nu = 0.0 if replicas == 1 else float(sum(
-            programming_noise(k, w) for k, w in zip(kinds, weights, strict=True)))
+        nu = float(sum(programming_noise(k, w) for k, w in zip(kinds, weights, strict=True)))
         t_avg = averaging_time_s(kinds, weights, replicas, self.hw.link_bytes_per_s,
                                  self.hw.bytes_per_weight)
         inv_cap = np.maximum(values["L"] * values["q_max"] ** 2

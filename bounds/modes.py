@@ -29,13 +29,17 @@ per-weight value. It enters the ``literature`` local-SGD row of :mod:`theory.loc
 least :math:`2L^2\nu/q_{\min}` whatever the period: a floor that grows with the analog weights
 averaged (in the problem's weight units, like ``W_max``).
 
-**Mixed stages** (:func:`guarantee_values`): the hook of the guarantee for a pipeline with analog
-and digital stages. Until the block-wise theorem lands it returns the constants of A3 over *all*
-coordinates: :math:`q_{\min} = \min(1, \min_\text{analog} q_{\min})`, :math:`q_{\max} =
-\max(1, \max q_{\max})`, :math:`G_\infty = \max G_\infty` (a digital coordinate has
-:math:`q_\pm = 1`, :math:`G = 0`, inside these ranges), so Theorems 2, Corollary 3 and Theorem 4'
-apply unchanged; the bounds are monotone in the constants (tested), so this is an upper bound of
-any block-wise version. A pipeline of digital stages only gets :math:`q = 1`, :math:`G = 0`.
+**Mixed stages** (:func:`stage_guarantee`, the one hook of the guarantee of a pipeline with
+analog and digital stages; the kinds planner calls nothing else for it). Until the block-wise
+theorem lands it evaluates today's theorems (:func:`theory.complexity.evaluate_guarantee`) at
+the constants of :func:`guarantee_values`, those of A3 over *all* coordinates:
+:math:`q_{\min} = \min(1, \min_\text{analog} q_{\min})`,
+:math:`q_{\max} = \max(1, \max_\text{analog} q_{\max})`, :math:`G_\infty = \max G_\infty`.
+A digital coordinate has :math:`q_\pm = 1`, :math:`G = 0`, inside these ranges, so Theorem 2,
+Corollary 3 and Theorem 4' apply unchanged; the iterations grow as :math:`q_{\min}` falls and
+:math:`q_{\max}`, :math:`G_\infty` rise (a property test), so constants of the worst analog stage
+widened to contain the digital response are the conservative choice. A pipeline of digital
+stages only gets :math:`q = 1`, :math:`G = 0`.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ import math
 
 import numpy as np
 
+from theory.complexity import ComplexityResult, evaluate_guarantee
 from theory.errors import ParameterError
 
 from .evaluate import theory_values
@@ -57,6 +62,7 @@ __all__ = [
     "guarantee_values",
     "programming_noise",
     "stage_averaging_time_s",
+    "stage_guarantee",
 ]
 
 #: the modes the kinds planner compares
@@ -102,6 +108,29 @@ def guarantee_values(kinds: list[AcceleratorKind], problem: ProblemParams) -> di
         out["q_min"] = min(out["q_min"], 1.0)
         out["q_max"] = max(out["q_max"], 1.0)
     return out
+
+
+def stage_guarantee(mode: str, eps: float, kinds: list[AcceleratorKind], problem: ProblemParams,
+                    on_unreachable: str = "status", **grid) -> ComplexityResult:
+    """The proved iterations of a ``mode`` pipeline whose stages run on ``kinds`` (the hook).
+
+    Today: :func:`theory.complexity.evaluate_guarantee` at :func:`guarantee_values` (module
+    docstring; conservative for mixed stages). The block-wise theorem replaces this body.
+
+    Parameters
+    ----------
+    mode : {"sync", "async"}
+    eps : float
+    kinds : list of AcceleratorKind
+        Kind of every stage, stage 1 first.
+    problem : ProblemParams
+    on_unreachable : str
+        As for :func:`theory.complexity.evaluate_complexity`.
+    **grid
+        ``b``, ``M`` and (sync) ``B``, arrays broadcast.
+    """
+    values = guarantee_values(kinds, problem)
+    return evaluate_guarantee(mode, eps, on_unreachable=on_unreachable, **values, **grid)
 
 
 def programming_noise(kind: AcceleratorKind, weights) -> np.ndarray:
