@@ -263,8 +263,9 @@ class ModeComparison:
         if any(p.conservative for p in self.plans):
             notes.append("* " + CONSERVATIVE_NOTE)
         if any(p.mode in ("dp", "hybrid") for p in self.plans):
-            notes.append("dp/hybrid iterations: literature local-SGD row (theory.local_sgd: "
-                         + local_sgd.REFERENCE + ")")
+            notes.append("dp/hybrid iterations: the literature local-SGD row of "
+                         "theory.local_sgd (Wang and Joshi 2021, order only; programming-noise "
+                         "term L nu/(alpha q_min P))")
         if any(p.mode == "async" for p in self.plans):
             notes.append("async iterations assume A4 (see the plan's note)")
         return tuple(notes)
