@@ -262,6 +262,11 @@ def test_local_sgd_is_theorem_2_without_replicas_averaging_or_noise():
     parts = local_sgd.parts()
     assert parts["rate_a"] == 0 and not parts["floor"].has(alpha) and not parts["floor"].has(K)
     assert parts["batch"] == local_sgd.R * n
+    # the parts make a registry entry as they are (registration: one _make call in theorems.py)
+    entry = theorems.Bound(name="local_sgd", provenance="literature",
+                           reference=local_sgd.REFERENCE, proof=None, mode="sync",
+                           algorithm="analog", conditions=local_sgd.CONDITIONS, **parts)
+    assert {"R", "P", "nu"} <= set(entry.parameters)
 
 
 def test_programming_noise_and_averaging_time():

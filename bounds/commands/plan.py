@@ -175,8 +175,9 @@ def run(args: argparse.Namespace) -> int:
             activation_buffer_bytes=args.buffer_bytes,
             bytes_per_activation=args.bytes_per_activation,
         )
-    mode_limits = ModeLimits(micro_batch_sizes=tuple(args.mode_micro_batch_sizes)) \
-        if kinds is not None else None
+    sizes = tuple(check_range("mode-micro-batch-sizes", b, 1, 10**9, integer=True)
+                  for b in args.mode_micro_batch_sizes)
+    mode_limits = ModeLimits(micro_batch_sizes=sizes) if kinds is not None else None
     problem = problem_from_args(args)
     if "out" in args:
         check_writable_dir(args.out, "--out")
