@@ -43,6 +43,7 @@ from theory import local_sgd
 from theory.compiled import compile_expr
 from theory.complexity import REACHABLE, evaluate_complexity
 from theory.errors import ParameterError, check_range
+from theory.limits import MAX_ARRAY_BYTES, check_size
 from theory.schedules import cycles_after
 from theory.tables import text_table
 
@@ -357,9 +358,18 @@ class _Search:
     def __init__(self, model, hardware, problem, eps, limits):
         self.model, self.hw, self.problem, self.eps, self.limits = (model, hardware, problem, eps,
                                                                      limits)
-        self.arrays = layer_arrays(model, hardware)
         n = len(model.chain)
         self.max_stages = min(n, hardware.accelerators)
+        kinds = len(hardware.kinds)
+        check_size("model", n, need=8.0 * kinds * (n + 1) ** 2, limit=MAX_ARRAY_BYTES,
+                   what="bytes of the segment-time tables (layers^2 x kinds)",
+                   hint="a model with fewer layers")
+        states = math.prod(c + 1 for c in hardware.counts[:-1])
+        check_size("accelerators", hardware.accelerators,
+                   need=24.0 * self.max_stages * (n + 1) * states, limit=MAX_ARRAY_BYTES,
+                   what="bytes of the kinds DP (stages x layers x kind usages)",
+                   hint="fewer accelerators or kinds")
+        self.arrays = layer_arrays(model, hardware)
         self.tables: dict[tuple, KindTable | None] = {}
         self.segments: dict[int, tuple] = {}
         kinds = range(len(hardware.kinds))

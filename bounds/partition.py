@@ -262,6 +262,10 @@ class KindTable:
         return KindPartition(tuple(starts[::-1]), tuple(kinds[::-1]), tuple(times[::-1]), n)
 
 
+#: largest [k, i, state] block of the kinds DP evaluated at once (32 MB of float64)
+_CHUNK_CELLS = 2**22
+
+
 def _strides(counts) -> tuple[int, ...]:
     shape = [c + 1 for c in counts[:-1]]
     strides, step = [0] * len(shape), 1
@@ -335,19 +339,22 @@ def kind_partitions(seg_times, counts, max_stages: int) -> KindTable:
             else:
                 src = prev[:, states]
             src = src[rows]
-            alive = np.isfinite(src).any(axis=0)
-            if not alive.any():
+            alive = np.flatnonzero(np.isfinite(src).any(axis=0))
+            if not alive.size:
                 continue
             cost = np.where(lower, table, np.inf)[rows]
-            cand = np.maximum(src[:, None, alive], cost[:, :, None])  # [k, i, s]
-            k_best = np.argmin(cand, axis=0)
-            v = np.take_along_axis(cand, k_best[None], axis=0)[0]
-            k_best = k_best + (j - 1)
-            cur = sub_best[:, alive]
-            better = v < cur
-            sub_best[:, alive] = np.where(better, v, cur)
-            sub_k[:, alive] = np.where(better, k_best, sub_k[:, alive])
-            sub_t[:, alive] = np.where(better, t, sub_t[:, alive])
+            # states in chunks, so that one [k, i, s] block stays below _CHUNK_CELLS values
+            step = max(1, _CHUNK_CELLS // cost.size)
+            for first in range(0, alive.size, step):
+                cols = alive[first:first + step]
+                cand = np.maximum(src[:, None, cols], cost[:, :, None])  # [k, i, s]
+                k_best = np.argmin(cand, axis=0)
+                v = np.take_along_axis(cand, k_best[None], axis=0)[0]
+                cur = sub_best[:, cols]
+                better = v < cur
+                sub_best[:, cols] = np.where(better, v, cur)
+                sub_k[:, cols] = np.where(better, k_best + (j - 1), sub_k[:, cols])
+                sub_t[:, cols] = np.where(better, t, sub_t[:, cols])
         best[:, states] = sub_best
         best_k[:, states] = sub_k
         best_t[:, states] = sub_t

@@ -345,3 +345,18 @@ def test_one_analog_kind_reproduces_the_single_kind_planner(model_name):
         assert (new.stages, new.micro_batches, new.micro_batch_size) == (
             old.stages, old.micro_batches, old.micro_batch_size)
         assert new.bound == old.best.bound
+
+
+def test_kind_dp_in_chunks_of_states_is_the_same(monkeypatch):
+    from bounds import partition
+
+    rng = np.random.default_rng(7)
+    seg = [rng.integers(1, 30, size=(9, 9)).astype(float) for _ in range(3)]
+    whole = kind_partitions(seg, (3, 2, 3), 8)
+    monkeypatch.setattr(partition, "_CHUNK_CELLS", 5)  # a block of about one state at a time
+    chunked = kind_partitions(seg, (3, 2, 3), 8)
+    for a, b_ in zip(whole.value, chunked.value, strict=True):
+        assert np.array_equal(a, b_)
+    for stages in range(1, 9):
+        assert whole.best(stages) == chunked.best(stages)
+        assert whole.best(stages)[0] == _brute_layout(seg, (3, 2, 3), stages, (3, 2, 3))
