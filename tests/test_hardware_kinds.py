@@ -201,3 +201,18 @@ def test_analog_only_hardware_leaves_the_digital_ends_unplanned():
     assert all(sum(p.partition.sizes) == 3 for p in result.plans)
     pipe, data = result.best_of(("sync", "async")), result.best_of(("dp", "hybrid"))
     assert result.ratio() == pipe.seconds / data.seconds
+
+
+def test_mode_comparison_runs_when_the_single_kind_plan_cannot(tmp_path, capsys):
+    """One analog accelerator cannot hold the model; two digital ones can: the command reports
+    why today's plan is missing and still prints the comparison."""
+    path = tmp_path / "hw.toml"
+    path.write_text("[[kinds]]\ntype = 'analog'\ncount = 1\ntiles = 4\n"
+                    "[[kinds]]\ntype = 'digital'\ncount = 2\n")
+    assert main(["plan", "--model", "digits-mlp", "--hardware", str(path), *SMALL]) == 0
+    out = capsys.readouterr().out
+    assert "not available" in out and "best plan per mode" in out
+    assert main(["plan", "--model", "digits-mlp", "--hardware", str(path), *SMALL,
+                 "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert "tiles" in data["plan_error"] and data["modes"]["plans"]

@@ -11,7 +11,9 @@ three best alternatives, which term of the bound dominates, and the relaxed opti
 or ``--compare-modes`` also print the best plan of each mode (sync, async, dp, hybrid) on the same
 accelerators with its predicted time, dominant cost and layer-to-kind assignment
 (:func:`bounds.mode_planner.plan_modes`); JSON then has a ``modes`` object (and ``--out`` writes
-``modes.json``). With ``--hardware`` today's plan is made for its first analog kind.
+``modes.json``). With ``--hardware`` today's plan is made for its first analog kind; when that
+plan cannot be made (say the model needs the digital kinds too), the reason is printed (JSON
+``plan_error``) and the comparison still runs.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from theory.errors import ParameterError, check_range
 from theory.fileio import atomic_write, check_writable_dir
 
 from ..hardware import KindsHardware, load_hardware, single_kind, with_digital
-from ..mode_planner import ModeLimits, plan_modes
+from ..mode_planner import ModeComparison, ModeLimits, plan_modes
 from ..models import list_models, load_model
 from ..params import DEFAULT_EPS, DEFAULT_PRESET, PLAN_MODES, PlanHardware, PlanLimits, from_preset
 from ..planner import Plan, plan
@@ -188,25 +190,42 @@ def run(args: argparse.Namespace) -> int:
         )
     overrides = {"sequence_length": args.sequence_length} if "sequence_length" in args else {}
     model = load_model(args.model, **overrides)
-    result = plan(model, hardware, problem, args.eps, limits, relax=not args.no_relax)
-    modes = None if kinds is None else plan_modes(model, kinds, problem, args.eps, mode_limits)
-    if "out" in args:
-        try:
-            _write_out(result, Path(args.out))
-            if modes is not None:
-                text = json.dumps(modes.to_dict(), indent=2, allow_nan=False) + "\n"
-                atomic_write(Path(args.out) / "modes.json", text.encode())
-        except OSError as error:
-            raise ParameterError(f"out={args.out!r} cannot be written: {error.strerror}") \
-                from None
-    if modes is None:
+    if kinds is None:
+        result = plan(model, hardware, problem, args.eps, limits, relax=not args.no_relax)
+        _write(args, result, None)
         print(_json(result) if args.json else result.table())
-    elif args.json:
-        print(json.dumps(result.to_dict() | {"modes": modes.to_dict()}, indent=2,
-                         allow_nan=False))
+        return 0
+    # with kinds, a single-kind plan that cannot be made does not stop the mode comparison
+    try:
+        result, failure = plan(model, hardware, problem, args.eps, limits,
+                               relax=not args.no_relax), None
+    except ParameterError as error:  # includes UnreachableTargetError
+        result, failure = None, str(error)
+    modes = plan_modes(model, kinds, problem, args.eps, mode_limits)
+    _write(args, result, modes)
+    head = {"plan_error": failure} if result is None else result.to_dict()
+    if args.json:
+        print(json.dumps(head | {"modes": modes.to_dict()}, indent=2, allow_nan=False))
     else:
-        print(result.table() + "\n\n" + modes.table())
+        first = result.table() if result is not None else (
+            f"single-kind plan (first analog kind alone): not available: {failure}")
+        print(first + "\n\n" + modes.table())
     return 0
+
+
+def _write(args: argparse.Namespace, result: Plan | None, modes: ModeComparison | None) -> None:
+    """Write ``--out DIR`` files: plan.json and plan_alternatives.csv, and modes.json."""
+    if "out" not in args:
+        return
+    try:
+        if result is not None:
+            _write_out(result, Path(args.out))
+        if modes is not None:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            text = json.dumps(modes.to_dict(), indent=2, allow_nan=False) + "\n"
+            atomic_write(Path(args.out) / "modes.json", text.encode())
+    except OSError as error:
+        raise ParameterError(f"out={args.out!r} cannot be written: {error.strerror}") from None
 
 
 def _kinds(args: argparse.Namespace, hardware: PlanHardware) -> KindsHardware | None:
