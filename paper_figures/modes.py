@@ -13,6 +13,7 @@ dominant cost and the layer-to-kind assignment.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,9 @@ from bounds.params import ProblemParams, from_preset
 
 from .common import new_figure, use_style, write_figure
 
-__all__ = ["DESCRIPTION", "NAME", "compute", "hardware", "manifest", "plot", "table", "write"]
+__all__ = [
+    "DESCRIPTION", "NAME", "caption", "compute", "hardware", "manifest", "plot", "table", "write",
+]
 
 NAME = "modes"
 DESCRIPTION = "predicted time to eps against accelerators, per mode (sync, async, dp, hybrid)"
@@ -94,6 +97,21 @@ def table(data: dict) -> list[dict[str, object]]:
                 "ruled_out": reason,
             })
     return rows
+
+
+def caption(rows: Sequence[Mapping]) -> str:
+    """One sentence from the CSV: the fastest mode of each model at the most accelerators."""
+    largest = max(int(r["accelerators"]) for r in rows)
+    parts = []
+    for name in dict.fromkeys(r["model"] for r in rows):
+        found = [r for r in rows if r["model"] == name and int(r["accelerators"]) == largest
+                 and r["seconds"]]
+        if found:
+            best = min(found, key=lambda r: float(r["seconds"]))
+            parts.append(f"{best['mode']} for {name} ({float(best['seconds']):.3g} s, "
+                         f"{best['dominant']})")
+    return (f"On {largest} accelerators the fastest mode is " + ", ".join(parts) + "."
+            if parts else f"No mode reaches eps on {largest} accelerators.")
 
 
 def plot(data: dict) -> Figure:

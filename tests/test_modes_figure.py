@@ -38,3 +38,8 @@ def test_modes_figure_files_match_the_planner(tmp_path, monkeypatch):
                 assert row["assignment"] == plan.assignment()
     manifest = json.loads((tmp_path / "modes.json").read_text())
     assert manifest["config"]["accelerators"] == [4, 8]
+    best = min((r for r in rows if r["accelerators"] == "8" and r["seconds"]),
+               key=lambda r: float(r["seconds"]))
+    text = modes.caption(rows)
+    assert text.startswith("On 8 accelerators the fastest mode is " + best["mode"])
+    assert f"{float(best['seconds']):.3g} s" in text
