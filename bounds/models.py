@@ -32,6 +32,17 @@ Descriptions are TOML files (the built-ins are shipped in ``bounds/model_data/``
 ``mvms_per_sample`` (default 1) is an integer or the name of an entry of ``[parameters]`` (looked
 up, never evaluated); ``activations`` defaults to ``rows * mvms_per_sample``. Unknown keys raise
 :class:`theory.errors.ParameterError` listing the valid ones.
+
+**Which accelerator kinds may host a layer.** A block may say ``hosts = "digital"`` (default
+``"any"``: an analog or a digital accelerator): its layers must run on a digital accelerator
+(:mod:`bounds.hardware`). Digital-only blocks stand at the start or the end of the model (an
+embedding, an output head); they are kept apart from :attr:`Model.layers`, in
+:attr:`Model.digital_first` and :attr:`Model.digital_last`, so that the single-kind planner
+(:mod:`bounds.planner`, all accelerators analog) plans exactly the analog-capable layers, as it
+always did, and treats the digital ends as done elsewhere; :attr:`Model.chain` is the whole
+network for the kinds planner (:mod:`bounds.mode_planner`). A layer's ``ops_per_mvm`` (default
+``rows * cols``: one multiply-accumulate per weight) is its digital cost per MVM (an embedding
+lookup reads one row: ``ops_per_mvm = cols``).
 """
 
 from __future__ import annotations
@@ -48,12 +59,14 @@ from theory.limits import MAX_LAYER_SIZE, MAX_MODEL_LAYERS
 
 from .params import check_keys, read_text, read_toml
 
-__all__ = ["Layer", "Model", "list_models", "load_model", "model_from_table"]
+__all__ = ["HOSTS", "Layer", "Model", "list_models", "load_model", "model_from_table"]
 
 _DATA = "model_data"
 _TOP_KEYS = ("name", "description", "parameters", "blocks")
-_BLOCK_KEYS = ("name", "repeat", "layers")
-_LAYER_KEYS = ("name", "rows", "cols", "mvms_per_sample", "activations")
+_BLOCK_KEYS = ("name", "repeat", "layers", "hosts")
+_LAYER_KEYS = ("name", "rows", "cols", "mvms_per_sample", "activations", "ops_per_mvm")
+#: the accelerator classes a layer may run on: ``("analog", "digital")`` or ``("digital",)``
+HOSTS = {"any": ("analog", "digital"), "digital": ("digital",)}
 
 
 def _ceil_div(a, b):
@@ -76,6 +89,11 @@ class Layer:
     activations : int, optional
         Activation values the layer stores per sample for its backward (its input), >= 0.
         Default ``rows * mvms_per_sample``.
+    hosts : tuple of str
+        Accelerator classes that may host it: ``("analog", "digital")`` (default) or
+        ``("digital",)`` (:data:`HOSTS`).
+    ops_per_mvm : int, optional
+        Multiply-accumulates of one MVM on a digital accelerator, >= 1. Default ``rows * cols``.
 
     Notes
     -----
@@ -89,6 +107,8 @@ class Layer:
     cols: int
     mvms_per_sample: int = 1
     activations: int | None = None
+    hosts: tuple[str, ...] = HOSTS["any"]
+    ops_per_mvm: int | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str):
@@ -102,6 +122,22 @@ class Layer:
         object.__setattr__(self, "activations", check_range(
             f"{self.name}.activations", self.activations, 0, MAX_LAYER_SIZE**2, integer=True
         ))
+        if tuple(self.hosts) not in HOSTS.values():
+            raise ParameterError(
+                f"{self.name}.hosts={show_value(self.hosts)} is invalid; valid: "
+                + " or ".join(repr(v) for v in HOSTS.values())
+            )
+        object.__setattr__(self, "hosts", tuple(self.hosts))
+        if self.ops_per_mvm is None:
+            object.__setattr__(self, "ops_per_mvm", self.rows * self.cols)
+        object.__setattr__(self, "ops_per_mvm", check_range(
+            f"{self.name}.ops_per_mvm", self.ops_per_mvm, 1, MAX_LAYER_SIZE**2, integer=True
+        ))
+
+    @property
+    def analog(self) -> bool:
+        """Whether an analog accelerator may host it."""
+        return "analog" in self.hosts
 
     def tiles(self, tile_rows: int, tile_cols: int) -> int:
         r"""Tiles of size ``tile_rows x tile_cols`` it occupies.
@@ -125,20 +161,45 @@ class Model:
         One line for listings.
     parameters : dict
         The named integers the description used (e.g. ``sequence_length``), for the record.
+    digital_first, digital_last : tuple of Layer
+        Digital-only layers before and after :attr:`layers` (an embedding, an output head); the
+        single-kind planner does not plan them (they run on digital hardware outside its
+        pipeline), the kinds planner plans :attr:`chain`. Default none.
     """
 
     name: str
     layers: tuple[Layer, ...]
     description: str = ""
     parameters: dict = field(default_factory=dict, compare=False)
+    digital_first: tuple[Layer, ...] = ()
+    digital_last: tuple[Layer, ...] = ()
 
     def __post_init__(self):
         object.__setattr__(self, "layers", tuple(self.layers))
         if not self.layers:
             raise ParameterError(f"model {self.name!r} has no layers; valid: at least 1 layer")
-        for layer in self.layers:
+        for key in ("digital_first", "digital_last"):
+            object.__setattr__(self, key, tuple(getattr(self, key)))
+        for layer in self.chain:
             if not isinstance(layer, Layer):
                 raise ParameterError(f"model {self.name!r}: {layer!r} is not a Layer")
+        for layer in (*self.digital_first, *self.digital_last):
+            if layer.analog:
+                raise ParameterError(
+                    f"model {self.name!r}: layer {layer.name!r} of digital_first/digital_last "
+                    f"has hosts={layer.hosts!r}; valid: ('digital',)"
+                )
+        if len(self.chain) > MAX_MODEL_LAYERS:
+            raise ParameterError(
+                f"model {self.name!r} has {len(self.chain)} layers, more than the limit of "
+                f"{MAX_MODEL_LAYERS} (theory.limits.MAX_MODEL_LAYERS)"
+            )
+
+    @property
+    def chain(self) -> tuple[Layer, ...]:
+        """Every layer in pipeline order: :attr:`digital_first`, :attr:`layers`,
+        :attr:`digital_last`."""
+        return (*self.digital_first, *self.layers, *self.digital_last)
 
     def __len__(self) -> int:
         return len(self.layers)
@@ -187,7 +248,8 @@ def _frozen(values) -> np.ndarray:
     return arr
 
 
-def _layer(where: str, table: dict, parameters: dict, name: str) -> Layer:
+def _layer(where: str, table: dict, parameters: dict, name: str,
+           hosts: tuple[str, ...] = HOSTS["any"]) -> Layer:
     check_keys(where, table, _LAYER_KEYS)
     for key in ("rows", "cols"):
         if key not in table:
@@ -200,7 +262,8 @@ def _layer(where: str, table: dict, parameters: dict, name: str) -> Layer:
                 f"{', '.join(parameters) or '(none: add a [parameters] table)'}"
             )
         mvms = parameters[mvms]
-    return Layer(name, table["rows"], table["cols"], mvms, table.get("activations"))
+    return Layer(name, table["rows"], table["cols"], mvms, table.get("activations"),
+                 hosts, table.get("ops_per_mvm"))
 
 
 def model_from_table(table: dict, **parameters) -> Model:
@@ -255,14 +318,42 @@ def model_from_table(table: dict, **parameters) -> Model:
                 f"{where}: repeat={repeat} gives {need:.3g} layers, more than the "
                 f"limit of {MAX_MODEL_LAYERS:.3g} model layers (theory.limits.MAX_MODEL_LAYERS)"
             )
+        hosts = block.get("hosts", "any")
+        if not isinstance(hosts, str) or hosts not in HOSTS:
+            raise ParameterError(f"hosts={show_value(hosts)} of {where} is invalid; valid: "
+                                 f"{', '.join(map(repr, HOSTS))}")
         for r in range(1, repeat + 1):
             for j, entry in enumerate(entries, 1):
                 base = entry.get("name", f"layer{j}") if isinstance(entry, dict) else f"layer{j}"
                 label = (
                     f"{prefix}{r}.{base}" if prefix else (f"{base}.{r}" if repeat > 1 else base)
                 )
-                layers.append(_layer(f"layer {j} of {where}", entry, values, label))
-    return Model(name, tuple(layers), table.get("description", ""), values)
+                layers.append(_layer(f"layer {j} of {where}", entry, values, label,
+                                     HOSTS[hosts]))
+    return _split_ends(name, layers, table.get("description", ""), values)
+
+
+def _split_ends(name: str, layers: list[Layer], description: str, values: dict) -> Model:
+    """The model with its leading and trailing digital-only layers kept apart (module docstring).
+
+    A digital-only layer between analog-capable ones is refused (one line naming it).
+    """
+    analog = [i for i, layer in enumerate(layers) if layer.analog]
+    if not layers:
+        return Model(name, (), description, values)  # refused there: no layers
+    if not analog:
+        raise ParameterError(f"model {name!r} has no layer an analog accelerator may host; "
+                             "valid: at least one block with hosts = \"any\"")
+    first, last = analog[0], analog[-1]
+    for layer in layers[first:last + 1]:
+        if not layer.analog:
+            raise ParameterError(
+                f"model {name!r}: layer {layer.name!r} has hosts = \"digital\" between layers "
+                "an analog accelerator may host; valid: digital-only blocks at the start or the "
+                "end of the model"
+            )
+    return Model(name, tuple(layers[first:last + 1]), description, values,
+                 digital_first=tuple(layers[:first]), digital_last=tuple(layers[last + 1:]))
 
 
 def list_models() -> list[str]:

@@ -33,13 +33,14 @@ operations for :math:`\ell` layers.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from theory.errors import ParameterError, check_range
 
-__all__ = ["Partition", "best_partition"]
+__all__ = ["KindPartition", "KindTable", "Partition", "best_partition", "kind_partitions"]
 
 
 @dataclass(frozen=True)
@@ -155,3 +156,210 @@ def best_partition(
         end = int(choice[j, end])
         starts.append(end)
     return Partition.from_starts(starts[::-1], work, tiles, activations)
+
+
+@dataclass(frozen=True)
+class KindPartition:
+    """A split of a layer chain into contiguous stages, each on an accelerator kind.
+
+    Attributes
+    ----------
+    starts : tuple of int
+        First layer (0-based) of each stage, stage 1 first.
+    kinds : tuple of int
+        Index of the kind hosting each stage.
+    stage_times : tuple of float
+        Seconds of one forward (or backward) of a micro-batch on each stage.
+    layers : int
+        Layers of the chain.
+    """
+
+    starts: tuple[int, ...]
+    kinds: tuple[int, ...]
+    stage_times: tuple[float, ...]
+    layers: int
+
+    @property
+    def stages(self) -> int:
+        """Number of stages ``M``."""
+        return len(self.starts)
+
+    @property
+    def bottleneck(self) -> float:
+        """Seconds of the slowest stage: the pipeline's clock cycle."""
+        return max(self.stage_times)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """Layers per stage."""
+        ends = (*self.starts[1:], self.layers)
+        return tuple(e - s for s, e in zip(self.starts, ends, strict=True))
+
+    def used(self, kinds: int) -> tuple[int, ...]:
+        """Stages on each of ``kinds`` kinds."""
+        return tuple(self.kinds.count(t) for t in range(kinds))
+
+
+@dataclass(frozen=True)
+class KindTable:
+    r"""The exact bottleneck of every stage count and kind usage (:func:`kind_partitions`).
+
+    ``value[j][s]`` is the smallest slowest-stage time of a split into ``j + 1`` stages whose
+    usage of the kinds is state ``s`` (the counts of all kinds but the last, flattened over
+    ``counts[:-1] + 1``; the last kind's count is ``j + 1`` minus their sum), ``inf`` where no
+    split exists. :meth:`best` reads it for given stage count and available counts,
+    :meth:`partition` rebuilds a split.
+    """
+
+    value: tuple[np.ndarray, ...]
+    kind_choice: tuple[np.ndarray, ...]
+    start_choice: tuple[np.ndarray, ...]
+    counts: tuple[int, ...]
+    seg_times: tuple[np.ndarray, ...]
+
+    def _usage(self) -> np.ndarray:
+        """Counts of the first K-1 kinds of every state, shape (S, K-1)."""
+        shape = tuple(c + 1 for c in self.counts[:-1])
+        if not shape:
+            return np.zeros((1, 0), dtype=np.int64)
+        size = int(np.prod(shape))
+        return np.array(np.unravel_index(np.arange(size), shape)).T.reshape(size, len(shape))
+
+    def usage(self, stages: int) -> np.ndarray:
+        """Counts of every kind of every state at ``stages`` stages, shape (S, K)."""
+        first = self._usage()
+        last = stages - first.sum(axis=1, keepdims=True)
+        return np.concatenate([first, last], axis=1)
+
+    def best(self, stages: int, available=None) -> tuple[float, int]:
+        """Smallest bottleneck at ``stages`` stages using at most ``available`` of each kind.
+
+        Returns ``(seconds, state)``; ``(inf, -1)`` when infeasible. Ties: the lowest state.
+        """
+        if not 1 <= stages <= len(self.value):
+            return math.inf, -1
+        available = self.counts if available is None else tuple(available)
+        ok = np.all(self.usage(stages) <= np.asarray(available)[None, :], axis=1)
+        values = np.where(ok, self.value[stages - 1][-1], np.inf)
+        s = int(np.argmin(values))
+        return (float(values[s]), s) if np.isfinite(values[s]) else (math.inf, -1)
+
+    def partition(self, stages: int, state: int) -> KindPartition:
+        """Rebuild the split of ``stages`` stages ending in ``state`` (from :meth:`best`)."""
+        n = self.value[0].shape[0] - 1
+        strides = _strides(self.counts)
+        starts, kinds, times = [], [], []
+        end, s = n, state
+        for j in range(stages - 1, -1, -1):
+            t = int(self.kind_choice[j][end, s])
+            k = int(self.start_choice[j][end, s])
+            starts.append(k)
+            kinds.append(t)
+            times.append(float(self.seg_times[t][k, end]))
+            if t < len(self.counts) - 1:
+                s -= strides[t]
+            end = k
+        return KindPartition(tuple(starts[::-1]), tuple(kinds[::-1]), tuple(times[::-1]), n)
+
+
+#: largest [k, i, state] block of the kinds DP evaluated at once (32 MB of float64)
+_CHUNK_CELLS = 2**22
+
+
+def _strides(counts) -> tuple[int, ...]:
+    shape = [c + 1 for c in counts[:-1]]
+    strides, step = [0] * len(shape), 1
+    for t in range(len(shape) - 1, -1, -1):
+        strides[t] = step
+        step *= shape[t]
+    return tuple(strides)
+
+
+def kind_partitions(seg_times, counts, max_stages: int) -> KindTable:
+    r"""Exact DP: contiguous stages, each on a kind, at most ``counts[t]`` stages on kind ``t``.
+
+    Parameters
+    ----------
+    seg_times : sequence of array, shape (n + 1, n + 1)
+        Per kind ``t``, ``seg_times[t][k, i]`` is the time of a stage holding layers ``k..i-1``
+        on kind ``t`` (``inf`` where it does not fit or may not host them; ``k >= i`` is never
+        read).
+    counts : sequence of int
+        Accelerators of each kind.
+    max_stages : int
+        Largest stage count to solve (at most ``n`` and ``sum(counts)``).
+
+    Notes
+    -----
+    With ``u`` the usage of the kinds (a state) and :math:`e_t` the unit vector of kind ``t``,
+
+    .. math::
+
+        V_j(i, u) = \min_{t,\ k < i} \max\big(V_{j-1}(k, u - e_t),\ T_t(k, i)\big),
+        \qquad V_0(0, 0) = 0,
+
+    over the states with :math:`u_t \le \mathrm{counts}_t` and :math:`\sum_t u_t = j`; the last
+    kind's count is implied by ``j``, so a state holds the counts of the others. Among equal
+    values the lowest start ``k``, then the lowest kind, wins (deterministic).
+    """
+    counts = tuple(int(c) for c in counts)
+    seg = tuple(np.asarray(t, dtype=float) for t in seg_times)
+    if not seg or len(seg) != len(counts):
+        raise ParameterError(f"seg_times has {len(seg)} kinds and counts {len(counts)}; valid: "
+                             "one segment-time table per kind, at least one")
+    n = seg[0].shape[0] - 1
+    max_stages = check_range("max_stages", max_stages, 1, min(n, sum(counts)), integer=True)
+    strides = _strides(counts)
+    shape = [c + 1 for c in counts[:-1]]
+    size = int(np.prod(shape)) if shape else 1
+    digits = (np.array(np.unravel_index(np.arange(size), shape)).T.reshape(size, len(shape))
+              if shape else np.zeros((1, 0), dtype=np.int64))
+    used = digits.sum(axis=1)
+    k_idx, i_idx = np.indices((n + 1, n + 1))
+    lower = k_idx < i_idx
+    prev = np.full((n + 1, size), np.inf)
+    prev[0, 0] = 0.0
+    values, kinds, starts = [], [], []
+    for j in range(1, max_stages + 1):
+        last = j - used
+        valid = (last >= 0) & (last <= counts[-1])
+        states = np.flatnonzero(valid)  # only these can be reached with j stages
+        rows = slice(j - 1, n + 1)  # a start k needs k >= j - 1 layers before it
+        best = np.full((n + 1, size), np.inf)
+        best_k = np.zeros((n + 1, size), dtype=np.int64)
+        best_t = np.zeros((n + 1, size), dtype=np.int64)
+        sub_best = np.full((n + 1, states.size), np.inf)
+        sub_k = np.zeros((n + 1, states.size), dtype=np.int64)
+        sub_t = np.zeros((n + 1, states.size), dtype=np.int64)
+        for t, table in enumerate(seg):
+            if t < len(counts) - 1:
+                has = digits[states, t] >= 1
+                src = np.full((n + 1, states.size), np.inf)
+                src[:, has] = prev[:, states[has] - strides[t]]
+            else:
+                src = prev[:, states]
+            src = src[rows]
+            alive = np.flatnonzero(np.isfinite(src).any(axis=0))
+            if not alive.size:
+                continue
+            cost = np.where(lower, table, np.inf)[rows]
+            # states in chunks, so that one [k, i, s] block stays below _CHUNK_CELLS values
+            step = max(1, _CHUNK_CELLS // cost.size)
+            for first in range(0, alive.size, step):
+                cols = alive[first:first + step]
+                cand = np.maximum(src[:, None, cols], cost[:, :, None])  # [k, i, s]
+                k_best = np.argmin(cand, axis=0)
+                v = np.take_along_axis(cand, k_best[None], axis=0)[0]
+                cur = sub_best[:, cols]
+                better = v < cur
+                sub_best[:, cols] = np.where(better, v, cur)
+                sub_k[:, cols] = np.where(better, k_best + (j - 1), sub_k[:, cols])
+                sub_t[:, cols] = np.where(better, t, sub_t[:, cols])
+        best[:, states] = sub_best
+        best_k[:, states] = sub_k
+        best_t[:, states] = sub_t
+        values.append(best)
+        kinds.append(best_t)
+        starts.append(best_k)
+        prev = best
+    return KindTable(tuple(values), tuple(kinds), tuple(starts), counts, seg)

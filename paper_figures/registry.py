@@ -17,6 +17,7 @@ FIGURES: dict[str, str] = {
     "schedule": "paper_figures.schedule",
     "complexity": "paper_figures.complexity",
     "plan": "paper_figures.plan",
+    "modes": "paper_figures.modes",
     "theory-vs-sim": "paper_figures.theory_vs_sim",
     "asymptotic": "paper_figures.asymptotic",
     "training": "paper_figures.training",

@@ -41,7 +41,7 @@ def read_rows(path):
 
 def test_every_figure_is_registered_and_complete():
     assert set(FIGURES) == {"schedule", "plan", "speedup", "training", "asymptotic",
-                            "theory-vs-sim", "complexity"}
+                            "theory-vs-sim", "complexity", "modes"}
     for name in FIGURES:
         module = load_figure(name)
         assert module.NAME == name

@@ -6,6 +6,14 @@ three best alternatives, which term of the bound dominates, and the relaxed opti
 ``--json`` prints the same fields as one JSON object, ``--out DIR`` also writes ``plan.json`` and
 ``plan_alternatives.csv``. ``--list-models`` lists the built-in models. The report itself is
 :meth:`bounds.planner.Plan.table`.
+
+``--hardware FILE.toml`` (accelerator kinds, :mod:`bounds.hardware`), ``--digital-accelerators N``
+or ``--compare-modes`` also print the best plan of each mode (sync, async, dp, hybrid) on the same
+accelerators with its predicted time, dominant cost and layer-to-kind assignment
+(:func:`bounds.mode_planner.plan_modes`); JSON then has a ``modes`` object (and ``--out`` writes
+``modes.json``). With ``--hardware`` today's plan is made for its first analog kind; when that
+plan cannot be made (say the model needs the digital kinds too), the reason is printed (JSON
+``plan_error``) and the comparison still runs.
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ from theory.commands import command_main
 from theory.errors import ParameterError, check_range
 from theory.fileio import atomic_write, check_writable_dir
 
+from ..hardware import KindsHardware, load_hardware, single_kind, with_digital
+from ..mode_planner import ModeComparison, ModeLimits, plan_modes
 from ..models import list_models, load_model
 from ..params import DEFAULT_EPS, DEFAULT_PRESET, PLAN_MODES, PlanHardware, PlanLimits, from_preset
 from ..planner import Plan, plan
@@ -98,6 +108,24 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
                         help="also write DIR/plan.json and DIR/plan_alternatives.csv")
     parser.add_argument("--list-models", action="store_true",
                         help="list the built-in models and exit")
+    kinds = parser.add_argument_group("accelerator kinds and modes (bounds.mode_planner)")
+    kinds.add_argument(
+        "--hardware", metavar="FILE.toml", default=argparse.SUPPRESS,
+        help="hardware description with accelerator kinds ([[kinds]] tables: type analog or "
+        "digital, count, tiles or memory_bytes, preset); also prints the best plan per mode",
+    )
+    kinds.add_argument(
+        "--digital-accelerators", type=int, metavar="N", default=argparse.SUPPRESS,
+        help="add N digital accelerators (A100-like defaults of bounds.hardware) to the "
+        "--accelerators analog ones; also prints the best plan per mode",
+    )
+    kinds.add_argument("--compare-modes", action="store_true",
+                       help="also print the best plan of each mode (sync, async, dp, hybrid)")
+    kinds.add_argument(
+        "--mode-micro-batch-sizes", type=int, nargs="+", metavar="b",
+        default=list(ModeLimits().micro_batch_sizes),
+        help="values of b the per-mode comparison searches",
+    )
 
 
 def _list_models() -> str:
@@ -141,6 +169,17 @@ def run(args: argparse.Namespace) -> int:
         tiles_per_accelerator=args.tiles_per_accelerator,
         activation_buffer_bytes=args.buffer_bytes, bytes_per_activation=args.bytes_per_activation,
     )
+    kinds = _kinds(args, hardware)
+    if kinds is not None and "hardware" in args:
+        first = next(k for k in kinds.kinds if k.analog)
+        hardware = PlanHardware(
+            first.hardware, accelerators=first.count, tiles_per_accelerator=first.tiles,
+            activation_buffer_bytes=args.buffer_bytes,
+            bytes_per_activation=args.bytes_per_activation,
+        )
+    sizes = tuple(check_range("mode-micro-batch-sizes", b, 1, 10**9, integer=True)
+                  for b in args.mode_micro_batch_sizes)
+    mode_limits = ModeLimits(micro_batch_sizes=sizes) if kinds is not None else None
     problem = problem_from_args(args)
     if "out" in args:
         check_writable_dir(args.out, "--out")
@@ -151,15 +190,57 @@ def run(args: argparse.Namespace) -> int:
         )
     overrides = {"sequence_length": args.sequence_length} if "sequence_length" in args else {}
     model = load_model(args.model, **overrides)
-    result = plan(model, hardware, problem, args.eps, limits, relax=not args.no_relax)
-    if "out" in args:
-        try:
-            _write_out(result, Path(args.out))
-        except OSError as error:
-            raise ParameterError(f"out={args.out!r} cannot be written: {error.strerror}") \
-                from None
-    print(_json(result) if args.json else result.table())
+    if kinds is None:
+        result = plan(model, hardware, problem, args.eps, limits, relax=not args.no_relax)
+        _write(args, result, None)
+        print(_json(result) if args.json else result.table())
+        return 0
+    # with kinds, a single-kind plan that cannot be made does not stop the mode comparison
+    try:
+        result, failure = plan(model, hardware, problem, args.eps, limits,
+                               relax=not args.no_relax), None
+    except ParameterError as error:  # includes UnreachableTargetError
+        result, failure = None, str(error)
+    modes = plan_modes(model, kinds, problem, args.eps, mode_limits)
+    _write(args, result, modes)
+    head = {"plan_error": failure} if result is None else result.to_dict()
+    if args.json:
+        print(json.dumps(head | {"modes": modes.to_dict()}, indent=2, allow_nan=False))
+    else:
+        first = result.table() if result is not None else (
+            f"single-kind plan (first analog kind alone): not available: {failure}")
+        print(first + "\n\n" + modes.table())
     return 0
+
+
+def _write(args: argparse.Namespace, result: Plan | None, modes: ModeComparison | None) -> None:
+    """Write ``--out DIR`` files: plan.json and plan_alternatives.csv, and modes.json."""
+    if "out" not in args:
+        return
+    try:
+        if result is not None:
+            _write_out(result, Path(args.out))
+        if modes is not None:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            text = json.dumps(modes.to_dict(), indent=2, allow_nan=False) + "\n"
+            atomic_write(Path(args.out) / "modes.json", text.encode())
+    except OSError as error:
+        raise ParameterError(f"out={args.out!r} cannot be written: {error.strerror}") from None
+
+
+def _kinds(args: argparse.Namespace, hardware: PlanHardware) -> KindsHardware | None:
+    """The accelerator kinds of the flags, or None when no mode comparison is asked for."""
+    if "hardware" in args:
+        if "digital_accelerators" in args:
+            raise ParameterError(
+                f"digital-accelerators={args.digital_accelerators} with --hardware: give the "
+                "digital kind in the hardware file's [[kinds]] instead"
+            )
+        return load_hardware(args.hardware)
+    if "digital_accelerators" in args:
+        check_range("digital-accelerators", args.digital_accelerators, 1, integer=True)
+        return with_digital(single_kind(hardware), args.digital_accelerators)
+    return single_kind(hardware) if args.compare_modes else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

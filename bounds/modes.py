@@ -1,0 +1,185 @@
+r"""Cycle models of the data-parallel and hybrid modes, and the guarantee constants of mixed stages.
+
+**Modes** (:data:`MODES`): ``sync`` and ``async`` are the pipelines of :mod:`bounds.planner`;
+``dp`` runs ``R`` replicas of the whole model, each on as few accelerators as its tiles need
+(its stages run one after the other: schedule ``none``, :math:`2MB` cycles per step of ``B``
+micro-batches), averaged every ``P`` steps; ``hybrid`` runs ``R`` replicas of an ``M``-stage
+synchronous pipeline (:math:`2(B + M - 1)` cycles per step), ``R x M`` accelerators, period ``P``.
+Cycles per step come from :func:`theory.schedules.cycles_after`.
+
+**Averaging** (:func:`averaging_time_s`). Every accelerator of a replica averages its stage with
+the same stage of the other replicas, all stages at once; the slowest stage sets the time:
+
+- analog stage: *read* every tile, one row per MVM with a one-hot input (tiles in parallel, as
+  the timing rule assumes for MVMs): :math:`r\,t_\mathrm{read}`; *combine* digitally over the link
+  by a ring all-reduce of the stage's weights, :math:`2\frac{R-1}{R} N\,\mathrm{bytes}/
+  \mathrm{bandwidth}`; *program* the mean back row by row with closed-loop pulses, each row at most
+  :math:`n_p = \lceil 2W_{\max}/\Delta w_{\min}\rceil` pulses (a full-range write) and one verify
+  read: :math:`r\,(n_p t_\mathrm{pulse} + t_\mathrm{read})`. Each phase is rounded up to whole
+  periods of the kind's clock.
+- digital stage: one pass over its weights (:math:`N t_\mathrm{upd}`) and the same all-reduce.
+
+**Programming noise** (:func:`programming_noise`): closed-loop programming stops within one
+pulse of the target, so the error of a weight is at most the last pulse: uniform quantisation
+:math:`\Delta w_{\min}^2/12` plus that pulse's cycle-to-cycle noise
+:math:`(\Delta w_{\min}\sigma_c)^2` (``dw_min_std``); :math:`\nu` sums it over the analog weights
+(digital weights are averaged exactly); a kind's ``programming_error_std`` replaces the
+per-weight value. It enters the ``literature`` local-SGD row of :mod:`theory.local_sgd` as
+:math:`L\nu/(\alpha q_{\min} P)`; with the row's step cap :math:`\alpha P \le 1/(2L)` this is at
+least :math:`2L^2\nu/q_{\min}` whatever the period: a floor that grows with the analog weights
+averaged (in the problem's weight units, like ``W_max``).
+
+**Mixed stages** (:func:`stage_guarantee`, the one hook of the guarantee of a pipeline with
+analog and digital stages; the kinds planner calls nothing else for it). Until the block-wise
+theorem lands it evaluates today's theorems (:func:`theory.complexity.evaluate_guarantee`) at
+the constants of :func:`guarantee_values`, those of A3 over *all* coordinates:
+:math:`q_{\min} = \min(1, \min_\text{analog} q_{\min})`,
+:math:`q_{\max} = \max(1, \max_\text{analog} q_{\max})`, :math:`G_\infty = \max G_\infty`.
+A digital coordinate has :math:`q_\pm = 1`, :math:`G = 0`, inside these ranges, so Theorem 2,
+Corollary 3 and Theorem 4' apply unchanged; the iterations grow as :math:`q_{\min}` falls and
+:math:`q_{\max}`, :math:`G_\infty` rise (a property test), so constants of the worst analog stage
+widened to contain the digital response are the conservative choice. A pipeline of digital
+stages only gets :math:`q = 1`, :math:`G = 0`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from theory.complexity import ComplexityResult, evaluate_guarantee
+from theory.errors import ParameterError
+
+from .evaluate import theory_values
+from .hardware import AcceleratorKind
+from .params import ProblemParams
+
+__all__ = [
+    "CONSERVATIVE_NOTE",
+    "MODES",
+    "averaging_time_s",
+    "guarantee_values",
+    "programming_noise",
+    "stage_averaging_time_s",
+    "stage_guarantee",
+]
+
+#: the modes the kinds planner compares
+MODES = ("sync", "async", "dp", "hybrid")
+#: what a guarantee with digital and analog stages relies on until the block-wise theorem lands
+CONSERVATIVE_NOTE = (
+    "mixed analog/digital stages: the guarantee uses the A3 constants over all coordinates "
+    "(q_min = min(1, analog q_min), q_max = max(1, analog q_max), G_inf = analog G_inf), an "
+    "upper bound of a block-wise theorem (bounds.modes.guarantee_values)"
+)
+_ROUNDING_SLACK = 1e-9
+
+
+def guarantee_values(kinds: list[AcceleratorKind], problem: ProblemParams) -> dict[str, float]:
+    """The constants a guarantee for stages on ``kinds`` uses (the block-wise hook).
+
+    Parameters
+    ----------
+    kinds : list of AcceleratorKind
+        The kinds of the stages (repeats allowed).
+    problem : ProblemParams
+
+    Returns
+    -------
+    dict
+        ``theory_values``-style constants ``L, L_s, Delta, sigma2, theta, q_min, q_max, G_inf``
+        (module docstring: conservative for mixed stages).
+    """
+    analog = [k for k in kinds if k.analog]
+    digital = any(not k.analog for k in kinds)
+    if not kinds:
+        raise ParameterError("kinds=[] is empty; valid: the kinds of at least one stage")
+    if not analog:
+        base = {"L": problem.L, "L_s": problem.L_s, "Delta": problem.Delta,
+                "sigma2": problem.sigma2, "theta": problem.theta}
+        return base | {"q_min": 1.0, "q_max": 1.0, "G_inf": 0.0}
+    values = [theory_values(k.hardware, problem) for k in analog]
+    out = dict(values[0])
+    out["q_min"] = min(v["q_min"] for v in values)
+    out["q_max"] = max(v["q_max"] for v in values)
+    out["G_inf"] = max(v["G_inf"] for v in values)
+    if digital:
+        out["q_min"] = min(out["q_min"], 1.0)
+        out["q_max"] = max(out["q_max"], 1.0)
+    return out
+
+
+def stage_guarantee(mode: str, eps: float, kinds: list[AcceleratorKind], problem: ProblemParams,
+                    on_unreachable: str = "status", **grid) -> ComplexityResult:
+    """The proved iterations of a ``mode`` pipeline whose stages run on ``kinds`` (the hook).
+
+    Today: :func:`theory.complexity.evaluate_guarantee` at :func:`guarantee_values` (module
+    docstring; conservative for mixed stages). The block-wise theorem replaces this body.
+
+    Parameters
+    ----------
+    mode : {"sync", "async"}
+    eps : float
+    kinds : list of AcceleratorKind
+        Kind of every stage, stage 1 first.
+    problem : ProblemParams
+    on_unreachable : str
+        As for :func:`theory.complexity.evaluate_complexity`.
+    **grid
+        ``b``, ``M`` and (sync) ``B``, arrays broadcast.
+    """
+    values = guarantee_values(kinds, problem)
+    return evaluate_guarantee(mode, eps, on_unreachable=on_unreachable, **values, **grid)
+
+
+def programming_noise(kind: AcceleratorKind, weights) -> np.ndarray:
+    r""":math:`\nu` of one averaging of ``weights`` weights on ``kind`` (0 for digital).
+
+    :math:`\nu = N\,\Delta w_{\min}^2(1/12 + \sigma_c^2)` (module docstring), weight units
+    squared; :math:`N s^2` when the kind gives ``programming_error_std`` :math:`s`.
+    """
+    if not kind.analog:
+        return np.zeros_like(np.asarray(weights, dtype=float))
+    device = kind.hardware.device
+    per_weight = device.dw_min**2 * (1 / 12 + device.dw_min_std**2)
+    if kind.programming_error_std is not None:
+        per_weight = kind.programming_error_std**2
+    return np.asarray(weights, dtype=float) * per_weight
+
+
+def _clock(seconds, clock_hz: float):
+    return np.ceil(np.asarray(seconds, dtype=float) * clock_hz * (1 - _ROUNDING_SLACK)) / clock_hz
+
+
+def stage_averaging_time_s(kind: AcceleratorKind, weights, replicas, link_bytes_per_s: float,
+                           bytes_per_weight: int):
+    """Seconds to average one stage of ``weights`` weights over ``replicas`` (module docstring).
+
+    Vectorised over ``weights`` and ``replicas``; 0 for one replica.
+    """
+    weights = np.asarray(weights, dtype=float)
+    replicas = np.asarray(replicas, dtype=float)
+    share = np.where(replicas > 1, 2 * (replicas - 1) / np.maximum(replicas, 1), 0.0)
+    reduce_s = share * weights * bytes_per_weight / link_bytes_per_s
+    if kind.analog:
+        h = kind.hardware
+        rows = h.tile_rows
+        pulses = math.ceil(2 * h.weight_bound / h.device.dw_min)
+        clk = h.clock_hz
+        local = (_clock(rows * h.read_time_s, clk)
+                 + _clock(rows * (pulses * h.pulse_width_s + h.read_time_s), clk))
+        reduce_s = _clock(reduce_s, clk)
+    else:
+        local = _clock(weights * kind.update_time_per_weight_s, kind.clock_hz)
+        reduce_s = _clock(reduce_s, kind.clock_hz)
+    return np.where(replicas > 1, local + reduce_s, 0.0)
+
+
+def averaging_time_s(stage_kinds: list[AcceleratorKind], stage_weights, replicas: int,
+                     link_bytes_per_s: float, bytes_per_weight: int) -> float:
+    """Seconds of one averaging of ``replicas`` replicas: the slowest stage's."""
+    if replicas <= 1:
+        return 0.0
+    return max(float(stage_averaging_time_s(k, w, replicas, link_bytes_per_s, bytes_per_weight))
+               for k, w in zip(stage_kinds, stage_weights, strict=True))

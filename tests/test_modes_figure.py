@@ -1,0 +1,45 @@
+"""Figure ``modes``: its CSV is the per-mode comparison of bounds.mode_planner, point for point."""
+
+import csv
+import json
+
+from bounds.mode_planner import ModeLimits, plan_modes
+from bounds.models import load_model
+from bounds.params import ProblemParams
+from paper_figures import modes
+
+
+def _tiny(quick):
+    return {"preset": modes.PRESET, "tiles": 64, "eps": 0.5, "digital_share": 0.25,
+            "accelerators": [4, 8], "micro_batch_sizes": [1, 2], "periods": [1, 4],
+            "models": ["digits-mlp"], "model_parameters": {}}
+
+
+def test_modes_figure_files_match_the_planner(tmp_path, monkeypatch):
+    monkeypatch.setattr(modes, "_config", _tiny)
+    monkeypatch.setattr(modes, "TILES", 64)
+    paths = modes.write(tmp_path, quick=True)
+    assert sorted(p.suffix for p in paths) == [".csv", ".json", ".pdf", ".png"]
+    with (tmp_path / "modes.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert {(r["accelerators"], r["mode"]) for r in rows} == {
+        (str(n), m) for n in (4, 8) for m in ("sync", "async", "dp", "hybrid")}
+    limits = ModeLimits(micro_batch_sizes=(1, 2), replica_micro_batches=(1, 2), periods=(1, 4))
+    for n in (4, 8):
+        hardware = modes.hardware(n)
+        assert hardware.counts == (n - n // 4, n // 4)
+        expected = plan_modes(load_model("digits-mlp"), hardware, ProblemParams(), 0.5, limits)
+        for row in (r for r in rows if r["accelerators"] == str(n)):
+            plan = expected.get(row["mode"])
+            if plan is None:
+                assert row["seconds"] == "" and row["ruled_out"]
+            else:
+                assert float(row["seconds"]) == plan.seconds
+                assert row["assignment"] == plan.assignment()
+    manifest = json.loads((tmp_path / "modes.json").read_text())
+    assert manifest["config"]["accelerators"] == [4, 8]
+    best = min((r for r in rows if r["accelerators"] == "8" and r["seconds"]),
+               key=lambda r: float(r["seconds"]))
+    text = modes.caption(rows)
+    assert text.startswith("On 8 accelerators the fastest mode is " + best["mode"])
+    assert f"{float(best['seconds']):.3g} s" in text
