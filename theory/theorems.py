@@ -64,7 +64,7 @@ __all__ = [
 
 PROVENANCES = ("paper", "companion", "derived", "literature")
 #: how the weights are updated: exactly, or through the device's response functions
-ALGORITHMS = ("digital", "analog")
+ALGORITHMS = ("digital", "analog", "tiki-taka")
 
 #: LaTeX names of the symbols (sympy would print ``sigma2`` as :math:`\\sigma_2`)
 LATEX_NAMES = {
@@ -103,7 +103,8 @@ class Bound:
     mode : str
         Pipeline schedule of :mod:`theory.schedules` (``"none"``, ``"sync"``, ``"async"``).
     algorithm : str
-        ``"digital"`` (exact updates) or ``"analog"`` (the device's response functions).
+        ``"digital"`` (exact updates), ``"analog"`` (the device's response functions) or
+        ``"tiki-taka"`` (two analog arrays and transfers, :mod:`simulate.tiki_taka`).
     conditions : tuple of str
         Assumptions and conditions used (A1-A4, the step cap, a minimal ``K``).
     noise_step : sympy.Expr
