@@ -6,6 +6,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+import sympy as sp
+from _sympy_checks import is_zero
 
 from simulate.analog import Updater
 from simulate.config import SimConfig
@@ -22,6 +24,8 @@ from simulate.tiki_taka import (
     transfer_cycles,
 )
 from theory.errors import ParameterError
+from theory.symbols import B, b, n
+from theory.theorems import REGISTRY
 
 SMALL = NetworkSpec(layers=4, width=8, grad_norm=False)
 BASE = dict(algorithm="tiki-taka", steps=120, seeds=3, log_every=20, lr=0.05)
@@ -173,3 +177,16 @@ def test_tiki_taka_removes_most_of_the_analog_floor():
     analog = run(replace(config, algorithm="analog")).grad_norm2[:, tail].mean()
     tt = run(replace(config, algorithm="tiki-taka")).grad_norm2[:, tail].mean()
     assert tt < analog / 3, (tt, analog)
+
+
+# ---- theory: Proposition TT --------------------------------------------------------------------
+
+def test_sp_entry_is_the_companion_at_n_equal_Bb():
+    """Step 4 of Proposition TT (docs/theory.md): the SP entry is the companion's at n = B b."""
+    flat, piped = REGISTRY["tiki_taka_companion"], REGISTRY["tiki_taka_sp"]
+    assert (flat.algorithm, flat.mode, piped.algorithm, piped.mode) == (
+        "tiki-taka", "none", "tiki-taka", "sync")
+    for attr in ("expr", "inv_step_cap", "rate_a", "rate_c", "floor", "noise_step", "batch"):
+        assert is_zero(getattr(piped, attr) - sp.sympify(getattr(flat, attr)).subs(n, B * b)), attr
+    assert flat.floor == 0 and piped.proof == "Proposition TT"
+    assert all(bound.provenance != "derived" for bound in (flat, piped))  # not guarantees
