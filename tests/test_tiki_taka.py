@@ -190,3 +190,43 @@ def test_sp_entry_is_the_companion_at_n_equal_Bb():
         assert is_zero(getattr(piped, attr) - sp.sympify(getattr(flat, attr)).subs(n, B * b)), attr
     assert flat.floor == 0 and piped.proof == "Proposition TT"
     assert all(bound.provenance != "derived" for bound in (flat, piped))  # not guarantees
+
+
+# ---- the figure --------------------------------------------------------------------------------
+
+def test_figure_writes_its_numbers_and_a_computed_caption(tmp_path, monkeypatch):
+    import csv
+
+    from paper_figures import tiki_taka as figure
+    from paper_figures.report import figure_caption
+
+    tiny = figure.TikiTakaSettings(taus=(0.4,), sigma2s=(0.25, 1.0), stages=(2,), steps=300,
+                                   seeds=2, cycle_steps=300, cycle_seeds=3, eps=0.2)
+    monkeypatch.setattr(figure, "settings", lambda quick: tiny)
+    paths = figure.write(tmp_path, quick=True, jobs=1, cache=False)
+    assert [p.suffix for p in paths] == [".png", ".pdf", ".csv", ".json"]
+    with open(paths[2], newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    floors = [r for r in rows if r["kind"] == "floor"]
+    # (none, sync, async) x 2 algorithms x (1 tau + 1 extra noise level), + the shared point
+    assert len(floors) == 3 * 2 * 2 + 3 * 2
+    cycles = [r for r in rows if r["kind"] == "cycles"]
+    assert {r["algorithm"] for r in cycles} == {"analog", "tiki-taka"}
+    for r in cycles:
+        assert float(r["sp_low"]) <= float(r["sp_cycles"]) <= float(r["sp_high"])
+    sentence = figure_caption("tiki-taka", paths[2])
+    assert sentence.startswith("At tau = 0.4, Tiki-Taka lowers the asymptotic error from ")
+    assert sentence.count(".") >= 2 and "\n" not in sentence
+
+
+def test_cycles_interval_is_the_bootstrap_of_the_mean_running_average():
+    from paper_figures.tiki_taka import cycles_interval
+
+    g = np.array([[4.0, 2.0, 1.0, 1.0], [4.0, 4.0, 4.0, 0.0]])
+    cycles = np.array([0, 10, 20, 30, 40])
+    point, lo, hi, values = cycles_interval(g, cycles, 2.5)
+    # mean running average 4, 3.5, 3.17, 2.5: K = 4, 40 cycles; seed 0 twice: 4, 3, 2.33 (K = 3);
+    # seed 1 twice never gets there
+    assert point == 40.0
+    assert set(np.unique(values)) == {30.0, 40.0, np.inf}
+    assert lo <= point <= hi
