@@ -78,8 +78,8 @@ class TikiTakaSettings:
         The one step of every run (> 0).
     steps, seeds : int
         Updates and ensemble size of the asymptotic-error runs.
-    eps : float
-        Target of the running average for the cycles panel (> 0).
+    eps : tuple of float
+        Targets of the running average for the cycles (> 0); the panel shows the first.
     cycle_steps, cycle_seeds : int
         Updates and ensemble size of the cycles runs (every iterate logged).
     log_every : int
@@ -92,7 +92,7 @@ class TikiTakaSettings:
     lr: float = 0.02
     steps: int = 8000
     seeds: int = 8
-    eps: float = 0.03
+    eps: tuple[float, ...] = (0.03, 0.06)
     cycle_steps: int = 6000
     cycle_seeds: int = 16
     log_every: int = 10
@@ -107,7 +107,10 @@ class TikiTakaSettings:
         for value in self.stages:
             check_range("stages", value, 1, 16, integer=True)
         check_range("lr", self.lr, 0, None, low_open=True)
-        check_range("eps", self.eps, 0, None, low_open=True)
+        if not self.eps:
+            raise ParameterError("eps must hold at least one value")
+        for value in self.eps:
+            check_range("eps", value, 0, None, low_open=True)
         for name in ("steps", "seeds", "cycle_steps", "cycle_seeds", "log_every"):
             check_range(name, getattr(self, name), 2 if "seeds" in name else 1, None,
                         integer=True)
@@ -224,25 +227,24 @@ def compute(quick: bool = False, jobs: int | None = None, scheduler=None, cache=
                and r["tau"] == s.taus[0]]
     runs = dict(zip(cycle_plan, sweep.results[len(plan):], strict=True))
     cycles = []
-    for m in s.stages:
-        for algorithm in ALGORITHMS:
-            sp_run, ap_run = runs[(algorithm, "sync", m)], runs[(algorithm, "async", m)]
-            sp = cycles_interval(np.asarray(sp_run["grad_norm2"]), np.asarray(sp_run["cycles"]),
-                                 s.eps)
-            ap = cycles_interval(np.asarray(ap_run["grad_norm2"]), np.asarray(ap_run["cycles"]),
-                                 s.eps, seed=1)
-            with np.errstate(invalid="ignore"):
-                ratios = sp[3] / ap[3]  # inf/inf (neither reached) -> nan, counted as unknown
-            tail = (1.0 - CI_LEVEL) / 2
-            ratios = np.where(np.isnan(ratios), math.inf, ratios)
-            lo, hi = np.quantile(ratios, [tail, 1.0 - tail], method="inverted_cdf")
-            with np.errstate(invalid="ignore"):
-                ratio = sp[0] / ap[0] if math.isfinite(sp[0]) or math.isfinite(ap[0]) \
-                    else math.nan
-            cycles.append({"algorithm": algorithm, "M": m, "eps": s.eps,
-                           "sp_cycles": sp[0], "sp_low": sp[1], "sp_high": sp[2],
-                           "ap_cycles": ap[0], "ap_low": ap[1], "ap_high": ap[2],
-                           "ratio": ratio, "ratio_low": float(lo), "ratio_high": float(hi)})
+    for eps, m, algorithm in ((e, m, a) for e in s.eps for m in s.stages for a in ALGORITHMS):
+        sp_run, ap_run = runs[(algorithm, "sync", m)], runs[(algorithm, "async", m)]
+        sp = cycles_interval(np.asarray(sp_run["grad_norm2"]), np.asarray(sp_run["cycles"]),
+                             eps)
+        ap = cycles_interval(np.asarray(ap_run["grad_norm2"]), np.asarray(ap_run["cycles"]),
+                             eps, seed=1)
+        with np.errstate(invalid="ignore"):
+            ratios = sp[3] / ap[3]  # inf/inf (neither reached) -> nan, counted as unknown
+        tail = (1.0 - CI_LEVEL) / 2
+        ratios = np.where(np.isnan(ratios), math.inf, ratios)
+        lo, hi = np.quantile(ratios, [tail, 1.0 - tail], method="inverted_cdf")
+        with np.errstate(invalid="ignore"):
+            ratio = sp[0] / ap[0] if math.isfinite(sp[0]) or math.isfinite(ap[0]) \
+                else math.nan
+        cycles.append({"algorithm": algorithm, "M": m, "eps": eps,
+                       "sp_cycles": sp[0], "sp_low": sp[1], "sp_high": sp[2],
+                       "ap_cycles": ap[0], "ap_low": ap[1], "ap_high": ap[2],
+                       "ratio": ratio, "ratio_low": float(lo), "ratio_high": float(hi)})
     return {"settings": s, "floors": floors, "cycles": cycles}
 
 
@@ -286,7 +288,7 @@ def plot(data: dict) -> Figure:
         axes[1].set_title(f"tau = {s.taus[0]:g}")
         ax = axes[2]
         labels, x = [], 0
-        for r in data["cycles"]:
+        for r in (r for r in data["cycles"] if r["eps"] == s.eps[0]):
             for mode, key, color in (("SP", "sp", "C0"), ("AP", "ap", "C3")):
                 value, lo, hi = r[f"{key}_cycles"], r[f"{key}_low"], r[f"{key}_high"]
                 top = max(v for v in (value, lo, hi, 1.0) if math.isfinite(v))
@@ -301,7 +303,7 @@ def plot(data: dict) -> Figure:
                 x += 1
         ax.set_xticks(range(x), labels, fontsize=6)
         ax.set_yscale("log")
-        ax.set_ylabel(f"cycles to eps = {s.eps:g} (hatched: not reached)")
+        ax.set_ylabel(f"cycles to eps = {s.eps[0]:g} (hatched: not reached)")
         ax.set_title(f"tau = {s.taus[0]:g}, sigma2 = {s.sigma2s[-1]:g}")
         handles, names = axes[0].get_legend_handles_labels()
         fig.legend(handles, names, loc="outside lower center", ncols=5, fontsize=6)
@@ -325,8 +327,9 @@ def caption(rows: Sequence[Mapping]) -> str:
         return next(_value(r, "error") for r in floors if r["algorithm"] == algorithm
                     and r["mode"] == mode and int(r["M"]) == stages and _value(r, "tau") == tau)
 
+    eps = min(_value(r, "eps") for r in rows if r["kind"] == "cycles")
     cycles = next(r for r in rows if r["kind"] == "cycles" and r["algorithm"] == "tiki-taka"
-                  and int(r["M"]) == m)
+                  and int(r["M"]) == m and _value(r, "eps") == eps)
     return (f"At tau = {tau:g}, Tiki-Taka lowers the asymptotic error from "
             f"{error('analog', 'none', 1):.3g} to {error('tiki-taka', 'none', 1):.3g} without "
             f"pipeline and from {error('analog', 'async', m):.3g} to "

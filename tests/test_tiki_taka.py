@@ -201,7 +201,7 @@ def test_figure_writes_its_numbers_and_a_computed_caption(tmp_path, monkeypatch)
     from paper_figures.report import figure_caption
 
     tiny = figure.TikiTakaSettings(taus=(0.4,), sigma2s=(0.25, 1.0), stages=(2,), steps=300,
-                                   seeds=2, cycle_steps=300, cycle_seeds=3, eps=0.2)
+                                   seeds=2, cycle_steps=300, cycle_seeds=3, eps=(0.2,))
     monkeypatch.setattr(figure, "settings", lambda quick: tiny)
     paths = figure.write(tmp_path, quick=True, jobs=1, cache=False)
     assert [p.suffix for p in paths] == [".png", ".pdf", ".csv", ".json"]
