@@ -230,3 +230,12 @@ def test_cycles_interval_is_the_bootstrap_of_the_mean_running_average():
     assert point == 40.0
     assert set(np.unique(values)) == {30.0, 40.0, np.inf}
     assert lo <= point <= hi
+
+
+def test_simulate_command_prints_the_transfer_settings(capsys):
+    from simulate.commands.simulate import main
+
+    assert main(["--algorithm", "tiki-taka", "--steps", "20", "-T", "4", "--transfer-lr", "0.5",
+                 "--transfer-slice", "all", "--fast-device", "softbounds"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head.endswith("T=4, transfer_lr=0.5, gamma=0, slice=all, fast_device=softbounds")
