@@ -13,6 +13,10 @@ Run from the repository root: ``python bench/tiki_taka.py [--quick]``.
     SGD the same ratio grows with K (its floor); for Tiki-Taka it should not.
 (b) Cost of the simulation: Tiki-Taka against analog SGD on the same run (oracle quadratic and the
     digits MLP), the minimum of a few repeats.
+(c) With ``--digits``: the digits MLP (16 layers of width 32, soft bounds tau = 2, step 0.1,
+    micro-batches of 8, M = 4) at equal samples through SP (B = 4) and AP, with and without
+    Tiki-Taka (T = 1 and T = 4): final test accuracy (mean +- std over seeds) and the cycles (transfers included)
+    until the seed-mean test accuracy first reaches the target (logged every 5 % of the run).
 
 No timing is asserted; nothing here is a test.
 """
@@ -57,6 +61,28 @@ def companion_ratios(steps: tuple[int, ...], seeds: int) -> list[tuple]:
     return rows
 
 
+def digits_rows(samples: int, seeds: int, target: float) -> list[tuple]:
+    """Rows ``(algorithm, mode, updates, final accuracy mean, std, cycles to target)``; the
+    target is reached up to float rounding of the seed mean (``>= target - 1e-9``)."""
+    rows = []
+    spec = NetworkSpec(grad_norm=False)
+    for label, algorithm, every in (("analog", "analog", 1), ("TT, T=1", "tiki-taka", 1),
+                                    ("TT, T=4", "tiki-taka", 4)):
+        for mode, batches in (("sync", 4), ("async", 1)):
+            steps = samples // (8 * batches)
+            config = SimConfig(problem="digits-mlp", algorithm=algorithm, mode=mode, stages=4,
+                               micro_batches=batches, micro_batch_size=8, tau=2.0, lr=0.1,
+                               steps=steps, seeds=seeds, log_every=max(1, steps // 20),
+                               transfer_every=every)
+            trace = train_network(config, spec=spec).trace
+            curve = trace.test_accuracy.mean(axis=0)
+            hit = [i for i, v in enumerate(curve) if v >= target - 1e-9]
+            cycles = int(trace.cycles[hit[0]]) if hit else None
+            final = trace.test_accuracy[:, -1]
+            rows.append((label, mode, steps, float(final.mean()), float(final.std()), cycles))
+    return rows
+
+
 def best_seconds(function, repeats: int) -> float:
     best = math.inf
     for _ in range(repeats):
@@ -69,6 +95,7 @@ def best_seconds(function, repeats: int) -> float:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer updates and seeds")
+    parser.add_argument("--digits", action="store_true", help="also run (c), a few minutes")
     args = parser.parse_args(argv)
     steps = (500, 2000) if args.quick else (500, 2000, 8000)
     seeds = 4 if args.quick else 8
@@ -92,6 +119,14 @@ def main(argv=None) -> None:
         analog = best_seconds(lambda c=config, f=fn: f(c), repeats)
         tt = best_seconds(lambda c=config, f=fn: f(replace(c, algorithm="tiki-taka")), repeats)
         print(f"  {label}: {tt / analog:.2f}x ({tt:.2f} s vs {analog:.2f} s)")
+    if args.digits:
+        samples, seeds, target = (3200, 2, 0.5) if args.quick else (9600, 3, 0.7)
+        print(f"\n(c) digits MLP, M = 4, b = 8, {samples} samples, {seeds} seeds; cycles to test "
+              f"accuracy {target:g}")
+        for algorithm, mode, steps, mean, std, cycles in digits_rows(samples, seeds, target):
+            shown = "not reached" if cycles is None else f"{cycles}"
+            print(f"  {algorithm:<10} {mode:<5} {steps:>5} updates  accuracy {mean:.3f} +- "
+                  f"{std:.3f}  cycles to target {shown}")
 
 
 if __name__ == "__main__":
