@@ -15,8 +15,9 @@ Run from the repository root: ``python bench/tiki_taka.py [--quick]``.
     digits MLP), the minimum of a few repeats.
 (c) With ``--digits``: the digits MLP (16 layers of width 32, soft bounds tau = 2, step 0.1,
     micro-batches of 8, M = 4) at equal samples through SP (B = 4) and AP, with and without
-    Tiki-Taka (T = 1 and T = 4): final test accuracy (mean +- std over seeds) and the cycles (transfers included)
-    until the seed-mean test accuracy first reaches the target (logged every 5 % of the run).
+    Tiki-Taka (T = 1 and T = 4): final test accuracy (mean +- std over seeds) and the cycles
+    (transfers included) until the seed-mean test accuracy first reaches the target (logged
+    every 5 % of the run).
 
 No timing is asserted; nothing here is a test.
 """
