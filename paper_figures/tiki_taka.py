@@ -288,11 +288,13 @@ def plot(data: dict) -> Figure:
         axes[1].set_title(f"tau = {s.taus[0]:g}")
         ax = axes[2]
         labels, x = [], 0
-        for r in (r for r in data["cycles"] if r["eps"] == s.eps[0]):
+        shown_rows = [r for r in data["cycles"] if r["eps"] == s.eps[0]]
+        top = max([r[f"{k}_{e}"] for r in shown_rows for k in ("sp", "ap")
+                   for e in ("cycles", "high") if math.isfinite(r[f"{k}_{e}"])] or [1.0])
+        for r in shown_rows:
             for mode, key, color in (("SP", "sp", "C0"), ("AP", "ap", "C3")):
                 value, lo, hi = r[f"{key}_cycles"], r[f"{key}_low"], r[f"{key}_high"]
-                top = max(v for v in (value, lo, hi, 1.0) if math.isfinite(v))
-                shown = value if math.isfinite(value) else top * 2
+                shown = value if math.isfinite(value) else top * 2  # not reached: off the top
                 ax.bar(x, shown, color=color, alpha=0.8 if math.isfinite(value) else 0.2,
                        hatch=None if math.isfinite(value) else "//")
                 if math.isfinite(lo) and math.isfinite(hi):
