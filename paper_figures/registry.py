@@ -22,6 +22,7 @@ FIGURES: dict[str, str] = {
     "asymptotic": "paper_figures.asymptotic",
     "training": "paper_figures.training",
     "speedup": "paper_figures.speedup",
+    "tiki-taka": "paper_figures.tiki_taka",
 }
 
 

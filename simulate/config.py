@@ -21,8 +21,9 @@ from .mvm import IO_PRESETS
 
 __all__ = [
     "ALGORITHMS", "DEFAULT_DW_MIN", "DEFAULT_TAU", "IO_CHOICES", "MAX_STAGES", "NETWORK_PROBLEMS",
-    "ORACLE_PROBLEMS", "PROBLEMS", "PULSE_TYPES", "SimConfig", "UPDATES", "WRITE_SEMANTICS",
-    "check_device_tau", "device_from_config", "device_named", "network_bytes_per_member",
+    "ORACLE_PROBLEMS", "PROBLEMS", "PULSE_TYPES", "SimConfig", "TRANSFER_SLICES", "UPDATES",
+    "WRITE_SEMANTICS", "check_device_tau", "device_from_config", "device_named",
+    "fast_device_from_config", "network_bytes_per_member",
 ]
 
 #: problems with every constant of the theory known exactly (:mod:`simulate.problems`)
@@ -45,7 +46,9 @@ DEFAULT_DW_MIN = 0.001
 DEFAULT_TAU = 1.0
 #: the integer fields of :class:`SimConfig` (an integral float such as ``20.0`` is stored as int)
 _INTEGER_FIELDS = ("stages", "micro_batches", "micro_batch_size", "steps", "seeds", "log_every",
-                   "dim", "seed")
+                   "dim", "seed", "transfer_every")
+#: what a Tiki-Taka transfer event moves (:mod:`simulate.tiki_taka`)
+TRANSFER_SLICES = ("column", "all")
 #: updates whose gradient noise (oracle) or batches (networks) are drawn at once, see the engine
 _DRAW_CHUNK = 256
 #: the digits training split (images, features, classes) and the default network (layers, width),
@@ -75,8 +78,9 @@ class SimConfig:
     problem : {"quadratic", "least-squares", "digits-mlp", "digits-resmlp"}
     mode : {"none", "sync", "async"}
         Pipeline schedule (paper-notes section 2).
-    algorithm : {"digital", "analog"}
-        Plain SGD, or analog SGD through the device's response functions.
+    algorithm : {"digital", "analog", "tiki-taka"}
+        Plain SGD, analog SGD through the device's response functions, or Tiki-Taka (two analog
+        arrays, :mod:`simulate.tiki_taka`).
     stages : int
         Pipeline stages ``M`` (1 to :data:`MAX_STAGES`); the model's weights are split into ``M``
         contiguous blocks.
@@ -135,6 +139,12 @@ class SimConfig:
         product. Only for ``algorithm="analog"`` on a network problem (a digital run computes
         exactly; an oracle problem's gradient is not an MVM): anything but ``perfect`` elsewhere
         is refused. The weight gradient ``h^T delta_z`` is the update, not an MVM.
+    transfer_every, transfer_lr, tt_gamma, transfer_slice, fast_device
+        Tiki-Taka (``algorithm="tiki-taka"``, :mod:`simulate.tiki_taka`; unused otherwise): the
+        period ``T`` (updates), the transfer rate relative to ``lr`` (``beta = transfer_lr * lr``,
+        aihwkit's ``scale_transfer_lr``), the weight ``gamma`` of A in
+        ``W = gamma A + C``, the slice moved per event (``column`` round robin or ``all``) and
+        the fast array's device (``None``: the run's device).
 
     Notes
     -----
@@ -151,7 +161,8 @@ class SimConfig:
     )
     mode: str = field(default="none", metadata={"help": "pipeline schedule", "choices": MODES})
     algorithm: str = field(
-        default="analog", metadata={"help": "digital or analog SGD", "choices": ALGORITHMS}
+        default="analog",
+        metadata={"help": "digital SGD, analog SGD or tiki-taka", "choices": ALGORITHMS},
     )
     stages: int = field(default=1, metadata={
         "help": f"pipeline stages M (1 to {MAX_STAGES}; at most --dim for the quadratic, layers "
@@ -213,6 +224,24 @@ class SimConfig:
                 "bound management is ignored in the backward, as in aihwkit)",
         "choices": IO_CHOICES,
     })
+    transfer_every: int = field(default=1, metadata={
+        "help": "tiki-taka: a transfer from A to C after every T-th update (>= 1)",
+        "flags": ("-T",),
+    })
+    transfer_lr: float = field(default=1.0, metadata={
+        "help": "tiki-taka: transfer rate relative to --lr (aihwkit scale_transfer_lr): "
+                "C += transfer_lr * lr * (column of A) through C's update (>= 0)",
+    })
+    tt_gamma: float = field(default=0.0, metadata={
+        "help": "tiki-taka: weight gamma of A in the effective weight W = gamma A + C (>= 0)",
+    })
+    transfer_slice: str = field(default="column", metadata={
+        "help": "tiki-taka: what a transfer moves: one column of every tile (round robin, "
+                "aihwkit) or all of A", "choices": TRANSFER_SLICES,
+    })
+    fast_device: str | None = field(default=None, metadata={
+        "help": "tiki-taka: device preset or family of the fast array A (default: --device)",
+    })
 
     def __post_init__(self):
         _choice("problem", self.problem, PROBLEMS)
@@ -238,7 +267,7 @@ class SimConfig:
             raise ParameterError(f"device={show_value(self.device)} is not a name; valid: a "
                                  "preset or a family of theory.devices")
         lows = {"stages": 1, "micro_batches": 1, "micro_batch_size": 1, "steps": 1, "seeds": 1,
-                "log_every": 1, "dim": 1, "seed": 0}
+                "log_every": 1, "dim": 1, "seed": 0, "transfer_every": 1}
         for name in _INTEGER_FIELDS:  # stored as Python int (20.0 -> 20), never a numpy scalar
             high = MAX_STAGES if name == "stages" else None
             value = check_range(name, getattr(self, name), lows[name], high, integer=True)
@@ -247,6 +276,17 @@ class SimConfig:
             check_range("tau", self.tau, 0, None, low_open=True)
         check_range("lr", self.lr, 0, None, low_open=True)
         check_range("sigma2", self.sigma2, 0, None)
+        check_range("transfer_lr", self.transfer_lr, 0, None)
+        check_range("tt_gamma", self.tt_gamma, 0, None)
+        _choice("transfer_slice", self.transfer_slice, TRANSFER_SLICES)
+        if self.fast_device is not None:
+            try:
+                fast_device_from_config(self)
+            except ParameterError as error:
+                text = str(error)
+                text = (f"fast_{text}" if text.startswith("device=")
+                        else f"fast_device={self.fast_device!r}: {text}")
+                raise ParameterError(text) from None
         if self.stages > self.dim and self.problem == "quadratic":
             raise ParameterError(
                 f"stages={self.stages} exceeds dim={self.dim}; valid range [1, {self.dim}]"
@@ -418,6 +458,17 @@ def device_from_config(config: SimConfig) -> Device:
     refuses another value, :func:`check_device_tau`).
     """
     return device_named(config.device, config.tau)
+
+
+def fast_device_from_config(config: SimConfig) -> Device | None:
+    """The device of Tiki-Taka's fast array A: ``None`` (the run's device) unless
+    ``config.fast_device`` names one; a family with a range ``tau`` gets ``config.tau`` (or
+    :data:`DEFAULT_TAU` when the run's device records none), a preset its own range."""
+    if config.fast_device is None:
+        return None
+    tau = DEFAULT_TAU if config.tau is None else config.tau
+    return device_named(config.fast_device,
+                        check_device_tau(config.fast_device, tau, explicit=False))
 
 
 def device_named(device: str, tau: float | None) -> Device:

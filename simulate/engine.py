@@ -51,7 +51,7 @@ import numpy as np
 
 from theory.errors import ParameterError
 
-from . import networks
+from . import networks, tiki_taka
 from .analog import DeviceSpread, Updater
 from .config import NETWORK_PROBLEMS, ORACLE_PROBLEMS, SimConfig, device_from_config
 from .problems import LeastSquares, OracleProblem, Quadratic, row_dot
@@ -174,6 +174,8 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
     w = np.tile(problem.w0, (n_members, 1))
     spread = DeviceSpread.draw(updater.device, w.shape, device_rngs) if updater.uses_dtod else None
     blocks = problem.blocks
+    tiles = tiki_taka.oracle_tiles(blocks)
+    updater = tiki_taka.wrap(config, updater, spread, w, tiles, device_rngs)
     stale = StaleVersions(forward_delays(config.mode, config.stages), [(w[:, b],) for b in blocks])
 
     monitor = updater.pinned_monitor(spread)
@@ -240,7 +242,8 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
     return Trace(
         step=logged,
         samples=logged * n,
-        cycles=cycles_after(config.mode, config.stages, config.micro_batches, logged),
+        cycles=cycles_after(config.mode, config.stages, config.micro_batches, logged)
+        + tiki_taka.transfer_cycles(updater, logged),
         loss=loss,
         grad_norm2=grad_norm2,
         test_accuracy=np.full_like(loss, np.nan),

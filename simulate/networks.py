@@ -99,6 +99,7 @@ import numpy as np
 from theory.errors import ParameterError, check_range
 from theory.limits import MAX_ARRAY_BYTES, check_size
 
+from . import tiki_taka
 from .analog import DeviceSpread, Updater, check_bit_length, coincidence_counts
 from .config import NETWORK_PROBLEMS, SimConfig, device_from_config, network_bytes_per_member
 from .digits import DigitsData, load_digits_split, sample_indices
@@ -581,6 +582,7 @@ def train_network(
     w, c = network.init(data_rngs, spec.init_fraction * device.w_min,
                         spec.init_fraction * device.w_max)
     spread = DeviceSpread.draw(device, w.shape, device_rngs) if update.uses_dtod else None
+    update = tiki_taka.wrap(config, update, spread, w, tiki_taka.layer_tiles(network), device_rngs)
     monitor = update.pinned_monitor(spread)
     # w and c are updated in place, so their stage blocks and views stay valid for the whole run
     blocks = [(w[:, ws], c[:, cs])
@@ -607,7 +609,7 @@ def train_network(
     rank1 = trains and (batch == 1 or per_sample)
     count_views = None
     if rank1:
-        check_bit_length(device.desired_bl, "desired_bl")
+        check_bit_length(update.device.desired_bl, "desired_bl")
         counts = np.zeros(w.shape, dtype=np.int64)
         count_views = (counts, network.views(counts, np.zeros(c.shape, dtype=np.int64)))
 
@@ -660,7 +662,8 @@ def train_network(
     trace = Trace(
         step=step,
         samples=step * batch,
-        cycles=cycles_after(config.mode, config.stages, config.micro_batches, step),
+        cycles=cycles_after(config.mode, config.stages, config.micro_batches, step)
+        + tiki_taka.transfer_cycles(update, step),
         loss=loss,
         grad_norm2=grad_norm2,
         test_accuracy=accuracy,

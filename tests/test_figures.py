@@ -41,13 +41,13 @@ def read_rows(path):
 
 def test_every_figure_is_registered_and_complete():
     assert set(FIGURES) == {"schedule", "plan", "speedup", "training", "asymptotic",
-                            "theory-vs-sim", "complexity", "modes"}
+                            "theory-vs-sim", "complexity", "modes", "tiki-taka"}
     for name in FIGURES:
         module = load_figure(name)
         assert module.NAME == name
         for attribute in ("DESCRIPTION", "compute", "plot", "write"):
             assert hasattr(module, attribute), (name, attribute)
-    simulated = {"speedup", "training", "asymptotic", "theory-vs-sim"}
+    simulated = {"speedup", "training", "asymptotic", "theory-vs-sim", "tiki-taka"}
     for name in FIGURES:
         module = load_figure(name)
         assert module.USES_SWEEP == (name in simulated), name

@@ -107,7 +107,8 @@ def opaque_root(expr):
 def test_registry_names_and_order():
     assert list(REGISTRY) == [
         "digital_sgd", "analog_sgd_companion", "analog_sgd", "analog_sgd_sp", "analog_sgd_ap",
-        "analog_sgd_ap_b", "analog_sgd_per_sample", "analog_sgd_sp_per_sample", "literature_sgd",
+        "analog_sgd_ap_b", "analog_sgd_per_sample", "analog_sgd_sp_per_sample",
+        "tiki_taka_companion", "tiki_taka_sp", "literature_sgd",
         "literature_delay_fixed", "literature_delay_arbitrary", "literature_async_sgd",
     ]
     for name, bound in REGISTRY.items():
@@ -405,6 +406,8 @@ INCREASING = {
     "analog_sgd_ap_b": (sigma2, L, Delta, G_inf, D, L_s),
     "analog_sgd_per_sample": (sigma2, L, Delta, G_inf),
     "analog_sgd_sp_per_sample": (sigma2, L, Delta, G_inf),
+    "tiki_taka_companion": (sigma2, L, Delta),
+    "tiki_taka_sp": (sigma2, L, Delta),
     "literature_sgd": (sigma2, L, Delta),
     "literature_delay_fixed": (sigma2, L, Delta, D),
     "literature_delay_arbitrary": (sigma2, L, Delta, D),

@@ -64,7 +64,7 @@ __all__ = [
 
 PROVENANCES = ("paper", "companion", "derived", "literature")
 #: how the weights are updated: exactly, or through the device's response functions
-ALGORITHMS = ("digital", "analog")
+ALGORITHMS = ("digital", "analog", "tiki-taka")
 #: how the samples of one update are written: one update of the batch-mean gradient (Theorems
 #: 2-4'), or one update of -(alpha/n) g_i per sample, in order (Corollary 3PS)
 WRITE_SEMANTICS = ("batch-mean", "per-sample")
@@ -106,7 +106,8 @@ class Bound:
     mode : str
         Pipeline schedule of :mod:`theory.schedules` (``"none"``, ``"sync"``, ``"async"``).
     algorithm : str
-        ``"digital"`` (exact updates) or ``"analog"`` (the device's response functions).
+        ``"digital"`` (exact updates), ``"analog"`` (the device's response functions) or
+        ``"tiki-taka"`` (two analog arrays and transfers, :mod:`simulate.tiki_taka`).
     conditions : tuple of str
         Assumptions and conditions used (A1-A4, the step cap, a minimal ``K``).
     noise_step : sympy.Expr
@@ -271,6 +272,19 @@ def _companion() -> dict[str, sp.Expr]:
         batch=n,
         min_iterations=16 * L * Delta * n / sigma2,
     )
+
+
+def _tiki_taka(batch: sp.Expr) -> dict[str, sp.Expr]:
+    r"""The companion's Tiki-Taka statement (NeurIPS 2024) at its published order, batch ``batch``.
+
+    Exact convergence (no floor) at the rate of SGD; the constants are not verified here, so the
+    unknown constant :math:`C_{TT}` is set to 1 (stated in the conditions):
+
+    .. math::
+
+        \sqrt{rac{L\Delta\sigma^2}{n K}} + rac{L\Delta}{K}, \qquad lpha \le 1/L .
+    """
+    return _literature(batch, sp.Integer(1))
 
 
 def ap_kappa() -> sp.Expr:
@@ -466,6 +480,15 @@ _AP_CAP = (
     "+ L_s D q_max sqrt(8 kappa/(1 - theta)))"
 )
 _ORDER = "order only: the unknown constants of the published rate are set to 1"
+_TT_CONDITIONS = (
+    _A1, _A2,
+    "both arrays soft bounds (linear response, range tau) with saturation bounded away from "
+    "tau along the run (a condition on the iterates, as the companion's S_min)",
+    "transfer of the whole fast array after every update (T = 1, slice all) with rates alpha "
+    "and beta as the theorem prescribes; column round robin (T >= 1) is not covered",
+    "uncertain: the published constants (and their dependence on tau, beta, gamma) are not "
+    "verified here; C_TT = 1 is used in the rate a = C_TT sqrt(L Delta sigma2/n), c = L Delta",
+)
 
 
 _A2_PS = (
@@ -556,6 +579,23 @@ def _build_registry() -> dict[str, Bound]:
             conditions=[_A1, _A2_PS, _A3_PS, _THETA, "alpha <= (1 - theta) q_min/(L q_max^2)",
                         _PER_SAMPLE + " (n = B b)"],
             parts=_analog_per_sample(B * b),
+        ),
+        _make(
+            "tiki_taka_companion", provenance="companion",
+            reference="Wu, Gokmen, Rasch and Chen, NeurIPS 2024 (arXiv 2406.12774), Tiki-Taka "
+            "convergence theorem: exact convergence to a critical point, no asymptotic error; "
+            "paper-notes section 3",
+            mode="none", algorithm="tiki-taka",
+            conditions=[*_TT_CONDITIONS, "batch n per update"], parts=_tiki_taka(n),
+        ),
+        _make(
+            "tiki_taka_sp", provenance="companion", proof="Proposition TT",
+            reference="tiki_taka_companion at n = B b through Proposition TT of docs/theory.md "
+            "(the synchronous pipeline keeps the non-pipelined iterates)",
+            mode="sync", algorithm="tiki-taka",
+            conditions=[*_TT_CONDITIONS, "n = B b (Proposition TT)",
+                        "cycles 2 (B + M - 1) K + floor(K/T) c_T (transfers counted on top)"],
+            parts=_tiki_taka(B * b),
         ),
         _make(
             "literature_sgd", provenance="literature",

@@ -117,7 +117,11 @@ def run(args: argparse.Namespace) -> int:
           f"M={config.stages}, B={config.micro_batches}, b={config.micro_batch_size}, "
           f"device={config.device}, lr={config.lr:g}"
           + (f", pulse_type={config.pulse_type}" if config.update == "pulsed"
-             and config.algorithm == "analog" and config.pulse_type != "deterministic" else ""))
+             and config.algorithm != "digital" and config.pulse_type != "deterministic" else "")
+          + (f", T={config.transfer_every}, transfer_lr={config.transfer_lr:g}, "
+             f"gamma={config.tt_gamma:g}, slice={config.transfer_slice}"
+             + (f", fast_device={config.fast_device}" if config.fast_device else "")
+             if config.algorithm == "tiki-taka" else ""))
     for name, value in rows:
         print(f"  {name:<{width}}  {value}")
     return 0
