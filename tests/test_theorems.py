@@ -26,6 +26,7 @@ from theory.symbols import (
     B,
     D,
     Delta,
+    G2_bar,
     G_inf,
     K,
     L,
@@ -36,6 +37,7 @@ from theory.symbols import (
     b,
     eps,
     n,
+    p2_bar,
     q_max,
     q_min,
     sigma2,
@@ -43,6 +45,7 @@ from theory.symbols import (
     theta,
 )
 from theory.theorems import (
+    MIXED_ENTRIES,
     PROVENANCES,
     REGISTRY,
     Bound,
@@ -106,7 +109,8 @@ def opaque_root(expr):
 def test_registry_names_and_order():
     assert list(REGISTRY) == [
         "digital_sgd", "analog_sgd_companion", "analog_sgd", "analog_sgd_sp", "analog_sgd_ap",
-        "analog_sgd_ap_b", "literature_sgd", "literature_delay_fixed", "literature_delay_arbitrary",
+        "analog_sgd_ap_b", "analog_sgd_mixed", "analog_sgd_sp_mixed", "analog_sgd_ap_mixed",
+        "literature_sgd", "literature_delay_fixed", "literature_delay_arbitrary",
         "literature_async_sgd",
     ]
     for name, bound in REGISTRY.items():
@@ -130,7 +134,7 @@ def test_batches_and_modes():
 def test_derived_entries_name_a_heading_of_docs():
     headings = re.findall(r"^## (.+)$", DOCS.read_text(), flags=re.MULTILINE)
     derived = [bd for bd in REGISTRY.values() if bd.provenance == "derived"]
-    assert {bd.name for bd in derived} == {"digital_sgd", *DERIVED_ANALOG}
+    assert {bd.name for bd in derived} == {"digital_sgd", *DERIVED_ANALOG, *MIXED_ENTRIES}
     for bound in derived:
         assert any(h.startswith(f"{bound.proof} ") for h in headings), bound.proof
         assert f"`{bound.name}`" in next(h for h in headings if h.startswith(f"{bound.proof} "))
@@ -296,6 +300,8 @@ def constants(draw):
         theta: draw(st.floats(0.01, 0.99)), n: draw(st.integers(1, 256)),
         b: draw(st.integers(1, 64)), B: draw(st.integers(1, 32)), M: draw(st.integers(1, 16)),
         D: draw(st.integers(0, 15)), tau: 1.0, W_max: wmax,
+        # Theorem 2M's noise-weighted sums (drawn after the others: their draws are unchanged)
+        p2_bar: qmin**2 * (1 + draw(st.floats(0.0, 15.0))), G2_bar: draw(st.floats(0, 1)),
     }
 
 
@@ -401,6 +407,9 @@ INCREASING = {
     "analog_sgd_sp": (sigma2, L, Delta, G_inf),
     "analog_sgd_ap": (sigma2, L, Delta, G_inf, D, L_s),
     "analog_sgd_ap_b": (sigma2, L, Delta, G_inf, D, L_s),
+    "analog_sgd_mixed": (sigma2, L, Delta, p2_bar),
+    "analog_sgd_sp_mixed": (sigma2, L, Delta, p2_bar),
+    "analog_sgd_ap_mixed": (sigma2, L, Delta, p2_bar, D, L_s),
     "literature_sgd": (sigma2, L, Delta),
     "literature_delay_fixed": (sigma2, L, Delta, D),
     "literature_delay_arbitrary": (sigma2, L, Delta, D),
