@@ -69,8 +69,9 @@ class SimConfig:
     problem : {"quadratic", "least-squares", "digits-mlp", "digits-resmlp"}
     mode : {"none", "sync", "async"}
         Pipeline schedule (paper-notes section 2).
-    algorithm : {"digital", "analog"}
-        Plain SGD, or analog SGD through the device's response functions.
+    algorithm : {"digital", "analog", "mixed"}
+        Plain SGD, analog SGD through the device's response functions, or ``mixed``: analog SGD
+        except on the stages of ``digital_stages``, whose blocks update digitally (Theorem 2M).
     stages : int
         Pipeline stages ``M`` (1 to :data:`MAX_STAGES`); the model's weights are split into ``M``
         contiguous blocks.
@@ -112,6 +113,10 @@ class SimConfig:
         a batch of ``n``).
     seed : int
         Root seed; ensemble member ``r`` uses ``SeedSequence(seed).spawn(seeds)[r]``.
+    digital_stages : str
+        ``algorithm="mixed"`` only: comma list of 1-based stages whose weight block updates
+        digitally (``w + dw``); the other stages update through the device. Stored sorted
+        (``"3,1"`` -> ``"1,3"``); empty (the default) is every stage analog.
 
     Notes
     -----
@@ -173,6 +178,10 @@ class SimConfig:
         default=1.0, metadata={"help": "per-sample gradient-noise variance of the oracle problems"}
     )
     seed: int = field(default=0, metadata={"help": "root seed"})
+    digital_stages: str = field(default="", metadata={
+        "help": "algorithm mixed: comma list of 1-based stages updated digitally (e.g. 1,4); "
+                "the others update through the device",
+    })
 
     def __post_init__(self):
         _choice("problem", self.problem, PROBLEMS)
@@ -197,10 +206,16 @@ class SimConfig:
             raise ParameterError(
                 f"stages={self.stages} exceeds dim={self.dim}; valid range [1, {self.dim}]"
             )
+        object.__setattr__(self, "digital_stages", _digital_stages(self))
         tau = check_device_tau(self.device, self.tau, explicit=self.tau != DEFAULT_TAU)
         object.__setattr__(self, "tau", tau)
         _check_counts(self)
         _check_memory(self)
+
+    @property
+    def digital_stage_indices(self) -> tuple[int, ...]:
+        """The 1-based stages of ``digital_stages`` (sorted; empty unless ``mixed``)."""
+        return tuple(int(x) for x in self.digital_stages.split(",")) if self.digital_stages else ()
 
     @property
     def samples_per_update(self) -> int:
@@ -212,6 +227,36 @@ class SimConfig:
     def to_dict(self) -> dict:
         """The configuration as a JSON-ready dict."""
         return asdict(self)
+
+
+def _digital_stages(config: SimConfig) -> str:
+    """``config.digital_stages`` checked (stages in ``[1, M]``, no repeat, only for ``mixed`` on
+    an oracle problem) and written sorted without spaces."""
+    text = config.digital_stages
+    if not isinstance(text, str):
+        raise ParameterError(f"digital_stages={show_value(text)} is not a comma list; valid: e.g. "
+                             "'1,4'")
+    if config.algorithm == "mixed" and config.problem not in ORACLE_PROBLEMS:
+        raise ParameterError(f"algorithm='mixed' is for the oracle problems; valid problems: "
+                             f"{', '.join(ORACLE_PROBLEMS)}")
+    if not text.strip():
+        return ""
+    if config.algorithm != "mixed":
+        raise ParameterError(f"digital_stages={text!r} applies to algorithm='mixed' only (the "
+                             f"algorithm is {config.algorithm!r})")
+    stages = []
+    for item in text.split(","):
+        try:
+            stage = int(item.strip())
+        except ValueError:
+            stage = None
+        if stage is None or not 1 <= stage <= config.stages or stage in stages:
+            raise ParameterError(
+                f"digital_stages={text!r} is out of range: {item.strip()!r} is not a new stage "
+                f"of 1..{config.stages}; valid: distinct stages in [1, {config.stages}]"
+            )
+        stages.append(stage)
+    return ",".join(str(x) for x in sorted(stages))
 
 
 def _limit(name: str, value, *, need, limit: float, what: str, hint: str = "") -> None:
