@@ -325,3 +325,90 @@ def test_monotonicity_needs_normalised_responses():
     before, _ = _numbers("analog_sgd_mixed", high, 2.0)
     after, _ = _numbers("analog_sgd_mixed", made, 2.0)
     assert float(after.rate_c) > float(before.rate_c)
+
+
+# ---- simulation: SimConfig.digital_stages, the engine, the pairing ------------------------------
+
+def test_digital_stages_is_checked_and_stored_sorted():
+    from simulate.config import SimConfig
+
+    config = SimConfig(algorithm="mixed", stages=4, digital_stages="4, 1")
+    assert config.digital_stages == "1,4" and config.digital_stage_indices == (1, 4)
+    assert SimConfig().digital_stages == "" and SimConfig().digital_stage_indices == ()
+    bad = [
+        (dict(algorithm="mixed", stages=4, digital_stages="5"), "^digital_stages='5' is out of"),
+        (dict(algorithm="mixed", stages=4, digital_stages="0"), "^digital_stages='0' is out of"),
+        (dict(algorithm="mixed", stages=4, digital_stages="2,2"), "^digital_stages='2,2' is out"),
+        (dict(algorithm="mixed", stages=4, digital_stages="x"), "^digital_stages='x' is out of"),
+        (dict(algorithm="analog", stages=4, digital_stages="1"),
+         "^digital_stages='1' applies to algorithm='mixed' only"),
+        (dict(algorithm="mixed", problem="digits-mlp"), "^algorithm='mixed' is for the oracle"),
+    ]
+    for kwargs, message in bad:
+        with pytest.raises(ParameterError, match=message) as info:
+            SimConfig(**kwargs)
+        assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("mode", ["none", "sync", "async"])
+def test_no_digital_stage_is_analog_and_every_stage_is_digital_bit_for_bit(mode):
+    from simulate.config import SimConfig
+    from simulate.engine import run
+
+    base = dict(stages=4, mode=mode, micro_batches=2, steps=200, seeds=3, lr=0.05, log_every=50)
+    analog = run(SimConfig(algorithm="analog", **base))
+    mixed = run(SimConfig(algorithm="mixed", **base))
+    digital = run(SimConfig(algorithm="digital", **base))
+    every = run(SimConfig(algorithm="mixed", digital_stages="1,2,3,4", **base))
+    for a, b_ in ((analog, mixed), (digital, every)):
+        for field in ("avg_grad_norm2", "loss", "grad_norm2", "w_min_visited", "w_max_visited"):
+            np.testing.assert_array_equal(getattr(a, field), getattr(b_, field))
+
+
+def test_digital_stage_updates_exactly_and_analog_stages_through_the_device():
+    """digital_blocks: the listed blocks get w + dw exactly, the others keep the device's update."""
+    from simulate.analog import digital_blocks, expected_update
+    from theory.devices import make_device
+
+    device = make_device("softbounds", tau=1.0, dw_min=0.001)
+    rng = np.random.default_rng(0)
+    w, dw = rng.uniform(-0.5, 0.5, (2, 6)), rng.normal(0, 0.1, (2, 6))
+    analog = expected_update(w, dw, device)
+    mixed = digital_blocks(analog.copy(), w, dw, [slice(0, 2), slice(4, 6)])
+    np.testing.assert_array_equal(mixed[:, 0:2], w[:, 0:2] + dw[:, 0:2])
+    np.testing.assert_array_equal(mixed[:, 4:6], w[:, 4:6] + dw[:, 4:6])
+    np.testing.assert_array_equal(mixed[:, 2:4], analog[:, 2:4])
+    assert not np.array_equal(analog[:, 0:2], w[:, 0:2] + dw[:, 0:2])  # the device matters here
+
+
+def test_check_plugs_in_the_aggregated_constants_of_the_run():
+    from simulate.config import device_from_config
+    from simulate.verify import check_bound, config_for
+
+    config = config_for("analog_sgd_sp_mixed", stages=4, micro_batches=4, digital_stages="1,2",
+                        steps=300, seeds=4, lr=0.05, log_every=300)
+    check = check_bound("analog_sgd_sp_mixed", config)
+    c = check.constants
+    # analog stages 3, 4 on the region they visited; stages 1, 2 digital; shares 1/4 (dim 16)
+    dc = device_from_config(config).constants(c["w_lo"], c["w_hi"])
+    assert c["q_min"] == pytest.approx(min(dc.q_min, 1.0))
+    assert c["q_max"] == pytest.approx(max(dc.q_max, 1.0))
+    assert c["p2_bar"] == pytest.approx(0.5 * dc.q_max**2 + 0.5)
+    assert c["G2_bar"] == pytest.approx(0.5 * dc.G_inf**2)
+    assert check.passed and check.ratio > 1
+
+
+def test_simulated_floor_follows_the_analog_share():
+    """Paired runs (same noise): the tail error falls as stages turn digital, as the bound's floor.
+
+    Threshold: the all-analog minus half-digital difference of the tail means is > 10 standard
+    errors at these settings (measured ~40; bench.mixed_floors has the long runs)."""
+    from simulate.config import SimConfig
+    from simulate.verify import empirical_floor
+
+    base = dict(problem="quadratic", mode="sync", algorithm="mixed", stages=4, micro_batches=1,
+                lr=0.02, steps=3000, seeds=8, log_every=3000)
+    tails = [empirical_floor(SimConfig(digital_stages=d, **base)) for d in ("", "1,2", "1,2,3,4")]
+    for hi, lo in zip(tails, tails[1:], strict=False):
+        diff = hi.per_seed - lo.per_seed
+        assert diff.mean() > 10 * diff.std(ddof=1) / math.sqrt(diff.size)
