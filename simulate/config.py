@@ -230,15 +230,12 @@ class SimConfig:
 
 
 def _digital_stages(config: SimConfig) -> str:
-    """``config.digital_stages`` checked (stages in ``[1, M]``, no repeat, only for ``mixed`` on
-    an oracle problem) and written sorted without spaces."""
+    """``config.digital_stages`` checked (stages in ``[1, M]``, no repeat, only for ``mixed``) and
+    written sorted without spaces."""
     text = config.digital_stages
     if not isinstance(text, str):
         raise ParameterError(f"digital_stages={show_value(text)} is not a comma list; valid: e.g. "
                              "'1,4'")
-    if config.algorithm == "mixed" and config.problem not in ORACLE_PROBLEMS:
-        raise ParameterError(f"algorithm='mixed' is for the oracle problems; valid problems: "
-                             f"{', '.join(ORACLE_PROBLEMS)}")
     if not text.strip():
         return ""
     if config.algorithm != "mixed":

@@ -47,7 +47,8 @@ pass, so their iterates are identical; they differ in the cycles counted.
 **Analog and digital parameters.** The weight matrices are the analog arrays: they are updated by
 the run's algorithm (digital ``w + dw`` or analog through :mod:`simulate.analog`, with
 :math:`dw = -\alpha\,\partial L/\partial W`) and are what ``max_abs_w`` and ``w_min/max_visited``
-measure. Biases are digital for every algorithm (``c - alpha dL/dc``), as in a periphery that adds
+measure (``algorithm="mixed"``: the weights of ``digital_stages`` update digitally, the others
+through the device). Biases are digital for every algorithm (``c - alpha dL/dc``), as in a periphery that adds
 the bias after the crossbar MVM; they are read with the same staleness as their stage's weights.
 
 **Initialisation.** ``W ~ N(0, 1/fan_in)`` clipped to ``init_fraction`` times the device range
@@ -85,7 +86,7 @@ import numpy as np
 from theory.errors import ParameterError, check_range
 from theory.limits import MAX_ARRAY_BYTES, check_size
 
-from .analog import DeviceSpread, Updater, check_bit_length, coincidence_counts
+from .analog import DeviceSpread, Updater, check_bit_length, coincidence_counts, digital_blocks
 from .config import NETWORK_PROBLEMS, SimConfig, device_from_config, network_bytes_per_member
 from .digits import DigitsData, load_digits_split, sample_indices
 from .problems import row_dot
@@ -556,6 +557,8 @@ def train_network(
     blocks = [(w[:, ws], c[:, cs])
               for ws, cs in zip(network.weight_slices, network.bias_slices, strict=True)]
     stale = StaleVersions(delays, blocks)
+    # algorithm "mixed": the weights of these stages update digitally (w + dw)
+    digital = [network.weight_slices[stage - 1] for stage in config.digital_stage_indices]
     current = network.views(w, c)
     slot_views = [[network.stage_view(s, *stale.stored(s, j)) for j in range(d + 1)] if d else None
                   for s, d in enumerate(delays)]
@@ -608,9 +611,10 @@ def train_network(
                     count_views[s].weights[i][r] = coincidence_counts(
                         h[r, 0], dz[r, 0], config.lr, device.dw_min, device.desired_bl, g,
                         config.pulse_type).T
-            np.copyto(w, update.fire(w, counts, gw >= 0, device_rngs, spread))
+            new = update.fire(w, counts, gw >= 0, device_rngs, spread)
         else:
-            np.copyto(w, update(w, gw, device_rngs, spread))
+            new = update(w, gw, device_rngs, spread)
+        np.copyto(w, digital_blocks(new, w, gw, digital) if digital else new)
         gc *= config.lr
         c -= gc
         np.minimum(w_min, w.min(axis=1), out=w_min)

@@ -342,7 +342,6 @@ def test_digital_stages_is_checked_and_stored_sorted():
         (dict(algorithm="mixed", stages=4, digital_stages="x"), "^digital_stages='x' is out of"),
         (dict(algorithm="analog", stages=4, digital_stages="1"),
          "^digital_stages='1' applies to algorithm='mixed' only"),
-        (dict(algorithm="mixed", problem="digits-mlp"), "^algorithm='mixed' is for the oracle"),
     ]
     for kwargs, message in bad:
         with pytest.raises(ParameterError, match=message) as info:
@@ -363,6 +362,22 @@ def test_no_digital_stage_is_analog_and_every_stage_is_digital_bit_for_bit(mode)
     for a, b_ in ((analog, mixed), (digital, every)):
         for field in ("avg_grad_norm2", "loss", "grad_norm2", "w_min_visited", "w_max_visited"):
             np.testing.assert_array_equal(getattr(a, field), getattr(b_, field))
+
+
+def test_network_mixed_runs_are_analog_and_digital_at_the_ends_bit_for_bit():
+    from simulate.config import SimConfig
+    from simulate.engine import run
+
+    base = dict(problem="digits-mlp", stages=4, steps=30, seeds=2, lr=0.05, log_every=10,
+                micro_batch_size=4)
+    analog, digital = (run(SimConfig(algorithm=a, **base)) for a in ("analog", "digital"))
+    mixed = run(SimConfig(algorithm="mixed", **base))
+    every = run(SimConfig(algorithm="mixed", digital_stages="1,2,3,4", **base))
+    half = run(SimConfig(algorithm="mixed", digital_stages="1,2", **base))
+    np.testing.assert_array_equal(analog.loss, mixed.loss)
+    np.testing.assert_array_equal(digital.loss, every.loss)
+    assert not np.array_equal(half.loss, analog.loss)
+    assert not np.array_equal(half.loss, digital.loss)
 
 
 def test_digital_stage_updates_exactly_and_analog_stages_through_the_device():
