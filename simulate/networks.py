@@ -48,8 +48,9 @@ pass, so their iterates are identical; they differ in the cycles counted.
 the run's algorithm (digital ``w + dw`` or analog through :mod:`simulate.analog`, with
 :math:`dw = -\alpha\,\partial L/\partial W`) and are what ``max_abs_w`` and ``w_min/max_visited``
 measure (``algorithm="mixed"``: the weights of ``digital_stages`` update digitally, the others
-through the device). Biases are digital for every algorithm (``c - alpha dL/dc``), as in a periphery that adds
-the bias after the crossbar MVM; they are read with the same staleness as their stage's weights.
+through the device). Biases are digital for every algorithm (``c - alpha dL/dc``), as in a
+periphery that adds the bias after the crossbar MVM; they are read with the same staleness as
+their stage's weights.
 
 **Initialisation.** ``W ~ N(0, 1/fan_in)`` clipped to ``init_fraction`` times the device range
 ``[w_min, w_max]`` (default half of it), biases 0. The device range is used for digital runs too, so
