@@ -368,7 +368,7 @@ def test_network_mixed_runs_are_analog_and_digital_at_the_ends_bit_for_bit():
     from simulate.config import SimConfig
     from simulate.engine import run
 
-    base = dict(problem="digits-mlp", stages=4, steps=30, seeds=2, lr=0.05, log_every=10,
+    base = dict(problem="digits-mlp", stages=4, steps=10, seeds=1, lr=0.05, log_every=10,
                 micro_batch_size=4)
     analog, digital = (run(SimConfig(algorithm=a, **base)) for a in ("analog", "digital"))
     mixed = run(SimConfig(algorithm="mixed", **base))
