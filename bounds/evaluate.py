@@ -152,12 +152,16 @@ def _batch(name: str):
 
 
 def theory_values(hardware: HardwareParams, problem: ProblemParams) -> dict[str, float]:
-    """The constants the theory's bounds need, by symbol name (problem and A3 device constants)."""
+    """The constants the theory's bounds need, by symbol name (problem and A3 device constants).
+
+    ``p2_bar`` and ``G2_bar`` (Theorem 2M) are those of every stage on this one device:
+    ``q_max**2`` and ``G_inf**2``.
+    """
     dc = hardware.device_constants()
     return {
         "L": problem.L, "L_s": problem.L_s, "Delta": problem.Delta, "sigma2": problem.sigma2,
         "theta": problem.theta, "q_min": float(dc.q_min), "q_max": float(dc.q_max),
-        "G_inf": float(dc.G_inf),
+        "G_inf": float(dc.G_inf), "p2_bar": float(dc.q_max) ** 2, "G2_bar": float(dc.G_inf) ** 2,
     }
 
 

@@ -86,6 +86,12 @@ def eps_grid(s: ComplexitySettings, floor: float | None) -> np.ndarray:
     return grid
 
 
+#: why the Theorem 2M rows have no curve: with every stage on the figure's one device they are
+#: the analog rows (Theorems 2, 3, 4')
+_MIXED_REASON = ("not drawn: Theorem 2M (mixed analog/digital stages) with every stage on this "
+                 "device equals the analog rows")
+
+
 def compute(quick: bool = False) -> dict:
     """Evaluate every registry bound on its grid (deterministic; sweep options are unused).
 
@@ -102,6 +108,10 @@ def compute(quick: bool = False) -> dict:
     problem, pipeline = ProblemParams(), PipelineConfig()
     curves = {}
     for name, bound in REGISTRY.items():
+        if bound.algorithm == "mixed":  # per-stage constants: not a curve of one device
+            curves[name] = {"provenance": bound.provenance, "mode": bound.mode, "floor": None,
+                            "eps": [], "iterations": [], "cycles": [], "reason": _MIXED_REASON}
+            continue
         probe = evaluate(name, s.eps_max, hardware, problem, pipeline)
         curve = {"provenance": bound.provenance, "mode": bound.mode, "floor": probe.floor,
                  "eps": [], "iterations": [], "cycles": [], "reason": None}

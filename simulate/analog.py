@@ -51,8 +51,8 @@ from .staleness import PinnedMonitor
 
 __all__ = [
     "DeviceSpread", "PULSE_TYPES", "UPDATE_KINDS", "Updater", "apply_pulses", "check_bit_length",
-    "coincidence_counts", "digital_update", "draw_bound_scale", "draw_dw_min_scale",
-    "expected_update", "pulse_counts", "pulsed_update", "train_scale",
+    "coincidence_counts", "digital_blocks", "digital_update", "draw_bound_scale",
+    "draw_dw_min_scale", "expected_update", "pulse_counts", "pulsed_update", "train_scale",
 ]
 
 UPDATE_KINDS = ("digital", "expected", "pulsed")
@@ -63,6 +63,17 @@ Rng = np.random.Generator | Sequence[np.random.Generator]
 def digital_update(w: np.ndarray, dw: np.ndarray) -> np.ndarray:
     r"""Digital SGD: :math:`w + \Delta w`."""
     return w + dw
+
+
+def digital_blocks(new: np.ndarray, w: np.ndarray, dw: np.ndarray, blocks) -> np.ndarray:
+    r"""``new`` (an update of ``w`` by ``dw``) with the ``blocks`` (slices of the last axis) set to
+    the digital update :math:`w + \Delta w`: the digital stages of a mixed pipeline (Theorem 2M).
+
+    Modifies and returns ``new``.
+    """
+    for block in blocks:
+        new[..., block] = digital_update(w[..., block], dw[..., block])
+    return new
 
 
 def expected_update(w: np.ndarray, dw: np.ndarray, device) -> np.ndarray:

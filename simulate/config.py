@@ -78,9 +78,10 @@ class SimConfig:
     problem : {"quadratic", "least-squares", "digits-mlp", "digits-resmlp"}
     mode : {"none", "sync", "async"}
         Pipeline schedule (paper-notes section 2).
-    algorithm : {"digital", "analog", "tiki-taka"}
-        Plain SGD, analog SGD through the device's response functions, or Tiki-Taka (two analog
-        arrays, :mod:`simulate.tiki_taka`).
+    algorithm : {"digital", "analog", "tiki-taka", "mixed"}
+        Plain SGD, analog SGD through the device's response functions, Tiki-Taka (two analog
+        arrays, :mod:`simulate.tiki_taka`), or ``mixed``: analog SGD except on the stages of
+        ``digital_stages``, whose blocks update digitally (Theorem 2M).
     stages : int
         Pipeline stages ``M`` (1 to :data:`MAX_STAGES`); the model's weights are split into ``M``
         contiguous blocks.
@@ -145,6 +146,10 @@ class SimConfig:
         aihwkit's ``scale_transfer_lr``), the weight ``gamma`` of A in
         ``W = gamma A + C``, the slice moved per event (``column`` round robin or ``all``) and
         the fast array's device (``None``: the run's device).
+    digital_stages : str
+        ``algorithm="mixed"`` only: comma list of 1-based stages whose weight block updates
+        digitally (``w + dw``); the other stages update through the device. Stored sorted
+        (``"3,1"`` -> ``"1,3"``); empty (the default) is every stage analog.
 
     Notes
     -----
@@ -242,6 +247,10 @@ class SimConfig:
     fast_device: str | None = field(default=None, metadata={
         "help": "tiki-taka: device preset or family of the fast array A (default: --device)",
     })
+    digital_stages: str = field(default="", metadata={
+        "help": "algorithm mixed: comma list of 1-based stages updated digitally (e.g. 1,4); "
+                "the others update through the device",
+    })
 
     def __post_init__(self):
         _choice("problem", self.problem, PROBLEMS)
@@ -291,10 +300,16 @@ class SimConfig:
             raise ParameterError(
                 f"stages={self.stages} exceeds dim={self.dim}; valid range [1, {self.dim}]"
             )
+        object.__setattr__(self, "digital_stages", _digital_stages(self))
         tau = check_device_tau(self.device, self.tau, explicit=self.tau != DEFAULT_TAU)
         object.__setattr__(self, "tau", tau)
         _check_counts(self)
         _check_memory(self)
+
+    @property
+    def digital_stage_indices(self) -> tuple[int, ...]:
+        """The 1-based stages of ``digital_stages`` (sorted; empty unless ``mixed``)."""
+        return tuple(int(x) for x in self.digital_stages.split(",")) if self.digital_stages else ()
 
     @property
     def samples_per_update(self) -> int:
@@ -306,6 +321,33 @@ class SimConfig:
     def to_dict(self) -> dict:
         """The configuration as a JSON-ready dict."""
         return asdict(self)
+
+
+def _digital_stages(config: SimConfig) -> str:
+    """``config.digital_stages`` checked (stages in ``[1, M]``, no repeat, only for ``mixed``) and
+    written sorted without spaces."""
+    text = config.digital_stages
+    if not isinstance(text, str):
+        raise ParameterError(f"digital_stages={show_value(text)} is not a comma list; valid: e.g. "
+                             "'1,4'")
+    if not text.strip():
+        return ""
+    if config.algorithm != "mixed":
+        raise ParameterError(f"digital_stages={text!r} applies to algorithm='mixed' only (the "
+                             f"algorithm is {config.algorithm!r})")
+    stages = []
+    for item in text.split(","):
+        try:
+            stage = int(item.strip())
+        except ValueError:
+            stage = None
+        if stage is None or not 1 <= stage <= config.stages or stage in stages:
+            raise ParameterError(
+                f"digital_stages={text!r} is out of range: {item.strip()!r} is not a new stage "
+                f"of 1..{config.stages}; valid: distinct stages in [1, {config.stages}]"
+            )
+        stages.append(stage)
+    return ",".join(str(x) for x in sorted(stages))
 
 
 def _limit(name: str, value, *, need, limit: float, what: str, hint: str = "") -> None:

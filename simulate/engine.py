@@ -7,7 +7,10 @@ Oracle problems (``quadratic``, ``least-squares``), update :math:`k = 0, \dots, 
     g_k = \nabla f(\hat W_k) + \sqrt{\sigma^2/(n d)}\, \xi_k, \qquad
     W_{k+1} = U(W_k, -\alpha g_k),
 
-with :math:`U` the digital, expected-analog or pulse-level update (:mod:`simulate.analog`) and
+with :math:`U` the digital, expected-analog or pulse-level update (:mod:`simulate.analog`; for
+``algorithm="mixed"`` the analog update with the blocks of ``digital_stages`` updated digitally,
+:func:`simulate.analog.digital_blocks`; the trace's visited region, where A3 must hold, is then
+that of the analog stages) and
 
 - ``none`` / ``sync``: :math:`\hat W_k = W_k`, :math:`n = B b` (the mean of ``B`` micro-batch
   gradients). The two modes draw the same numbers and produce the same iterates bit for bit; they
@@ -52,7 +55,7 @@ import numpy as np
 from theory.errors import ParameterError
 
 from . import networks, tiki_taka
-from .analog import DeviceSpread, Updater
+from .analog import DeviceSpread, Updater, digital_blocks
 from .config import NETWORK_PROBLEMS, ORACLE_PROBLEMS, SimConfig, device_from_config
 from .problems import LeastSquares, OracleProblem, Quadratic, row_dot
 from .rng import member_generators, problem_generator
@@ -176,6 +179,9 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
     blocks = problem.blocks
     tiles = tiki_taka.oracle_tiles(blocks)
     updater = tiki_taka.wrap(config, updater, spread, w, tiles, device_rngs)
+    digital = [blocks[stage - 1] for stage in config.digital_stage_indices]  # mixed: exact blocks
+    # the visited region (A3) is that of the analog stages; all weights if every stage is digital
+    seen = _analog_columns(dim, blocks, config.digital_stage_indices)
     stale = StaleVersions(forward_delays(config.mode, config.stages), [(w[:, b],) for b in blocks])
 
     monitor = updater.pinned_monitor(spread)
@@ -183,7 +189,7 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
     loss = np.full((n_members, len(logged)), np.nan)
     grad_norm2 = np.full_like(loss, np.nan)
     sum_grad_norm2 = np.zeros(n_members)
-    w_lo, w_hi = w.min(axis=1), w.max(axis=1)
+    w_lo, w_hi = w[:, seen].min(axis=1), w[:, seen].max(axis=1)
     w_limit = divergence_limit(w)  # limits relative to the start (the gradient's: at k = 0)
     g_limit = None
     t, reported = 0, 0
@@ -221,8 +227,9 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
             record_versions(k, versions)
         if not per_sample:
             signal = g + problem.noise(xi[:, k % chunk], n)
-            w = updater(w, -config.lr * signal, device_rngs, spread)
-            w_lo, w_hi = np.minimum(w_lo, w.min(axis=1)), np.maximum(w_hi, w.max(axis=1))
+            w = _write(updater, w, -config.lr * signal, device_rngs, spread, digital)
+            w_seen = w[:, seen]
+            w_lo, w_hi = np.minimum(w_lo, w_seen.min(axis=1)), np.maximum(w_hi, w_seen.max(axis=1))
             continue
         # per-sample writes: sample i's gradient g + sqrt(sigma2/d) xi_i (read at the same point),
         # written with desired increment -(lr/n) g_i at the weights the previous write left; the
@@ -230,8 +237,9 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
         step = config.lr / n
         for i in range(n):
             signal = g + problem.noise(xi[:, k % chunk, i], 1)
-            w = updater(w, -step * signal, device_rngs, spread)
-            w_lo, w_hi = np.minimum(w_lo, w.min(axis=1)), np.maximum(w_hi, w.max(axis=1))
+            w = _write(updater, w, -step * signal, device_rngs, spread, digital)
+            w_seen = w[:, seen]
+            w_lo, w_hi = np.minimum(w_lo, w_seen.min(axis=1)), np.maximum(w_hi, w_seen.max(axis=1))
 
     if monitor is not None:
         monitor.warn()
@@ -254,6 +262,23 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
         avg_grad_norm2=sum_grad_norm2 / steps,
         constants=constants,
     )
+
+
+def _analog_columns(dim: int, blocks, digital_stages: tuple[int, ...]):
+    """The weights whose visited region the trace records: every weight (``slice(None)``, the
+    same bits as before) unless some stages are digital, then the analog stages' weights (all
+    weights if no stage is analog)."""
+    if not digital_stages or len(digital_stages) == len(blocks):
+        return slice(None)
+    cols = [np.arange(dim)[b] for s, b in enumerate(blocks, start=1) if s not in digital_stages]
+    return np.concatenate(cols)
+
+
+def _write(updater, w: np.ndarray, dw: np.ndarray, rngs, spread, digital) -> np.ndarray:
+    """One write of desired increment ``dw``: through the updater, except on the ``digital``
+    blocks (``mixed`` runs, Theorem 2M), which take ``w + dw``."""
+    w_next = updater(w, dw, rngs, spread)
+    return digital_blocks(w_next, w, dw, digital) if digital else w_next
 
 
 def _stale_point(stale: StaleVersions, k: int, w: np.ndarray, blocks) -> tuple[np.ndarray, tuple]:

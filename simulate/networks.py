@@ -54,8 +54,10 @@ pass, so their iterates are identical; they differ in the cycles counted.
 **Analog and digital parameters.** The weight matrices are the analog arrays: they are updated by
 the run's algorithm (digital ``w + dw`` or analog through :mod:`simulate.analog`, with
 :math:`dw = -\alpha\,\partial L/\partial W`) and are what ``max_abs_w`` and ``w_min/max_visited``
-measure. Biases are digital for every algorithm (``c - alpha dL/dc``), as in a periphery that adds
-the bias after the crossbar MVM; they are read with the same staleness as their stage's weights.
+measure (``algorithm="mixed"``: the weights of ``digital_stages`` update digitally, the others
+through the device). Biases are digital for every algorithm (``c - alpha dL/dc``), as in a
+periphery that adds the bias after the crossbar MVM; they are read with the same staleness as
+their stage's weights.
 
 **Initialisation.** ``W ~ N(0, 1/fan_in)`` clipped to ``init_fraction`` times the device range
 ``[w_min, w_max]`` (default half of it), biases 0. The device range is used for digital runs too, so
@@ -100,7 +102,13 @@ from theory.errors import ParameterError, check_range
 from theory.limits import MAX_ARRAY_BYTES, check_size
 
 from . import tiki_taka
-from .analog import DeviceSpread, Updater, check_bit_length, coincidence_counts
+from .analog import (
+    DeviceSpread,
+    Updater,
+    check_bit_length,
+    coincidence_counts,
+    digital_blocks,
+)
 from .config import NETWORK_PROBLEMS, SimConfig, device_from_config, network_bytes_per_member
 from .digits import DigitsData, load_digits_split, sample_indices
 from .mvm import AnalogPass, io_preset
@@ -588,6 +596,8 @@ def train_network(
     blocks = [(w[:, ws], c[:, cs])
               for ws, cs in zip(network.weight_slices, network.bias_slices, strict=True)]
     stale = StaleVersions(delays, blocks)
+    # algorithm "mixed": the weights of these stages update digitally (w + dw)
+    digital = [network.weight_slices[stage - 1] for stage in config.digital_stage_indices]
     current = network.views(w, c)
     slot_views = [[network.stage_view(s, *stale.stored(s, j)) for j in range(d + 1)] if d else None
                   for s, d in enumerate(delays)]
@@ -641,12 +651,14 @@ def train_network(
         if per_sample:  # one write per sample, in order, each read at the batch's weights
             for t in range(batch):
                 _write_sample(t, factors, grads, gw, config.lr)
-                _write(update, w, gw, device_rngs, spread, factors, t, rank1, count_views, config)
+                _write(update, w, gw, device_rngs, spread, factors, t, rank1, count_views, config,
+                       digital)
                 np.minimum(w_min, w.min(axis=1), out=w_min)
                 np.maximum(w_max, w.max(axis=1), out=w_max)
         else:
             gw *= -config.lr
-            _write(update, w, gw, device_rngs, spread, factors, 0, rank1, count_views, config)
+            _write(update, w, gw, device_rngs, spread, factors, 0, rank1, count_views, config,
+                   digital)
             np.minimum(w_min, w.min(axis=1), out=w_min)
             np.maximum(w_max, w.max(axis=1), out=w_max)
         gc *= config.lr
@@ -714,12 +726,14 @@ def _write_sample(t: int, factors, grads: Sequence[StageView], gw: np.ndarray, l
 
 
 def _write(update: Updater, w: np.ndarray, gw: np.ndarray, rngs, spread, factors, t: int,
-           rank1: bool, count_views, config: SimConfig) -> None:
+           rank1: bool, count_views, config: SimConfig, digital=()) -> None:
     """Apply one write of desired increment ``gw`` to ``w`` in place: through the update, or
     (``rank1``) as aihwkit's bit trains on each layer's outer product ``h_t dz_t^T`` (sample
-    ``t`` of the batch) fired by :meth:`simulate.analog.Updater.fire`."""
+    ``t`` of the batch) fired by :meth:`simulate.analog.Updater.fire`; the ``digital`` weight
+    slices (``mixed`` runs, Theorem 2M) take ``w + gw`` instead."""
     if not rank1:
-        np.copyto(w, update(w, gw, rngs, spread))
+        new = update(w, gw, rngs, spread)
+        np.copyto(w, digital_blocks(new, w, gw, digital) if digital else new)
         return
     counts, views = count_views
     device = update.device
@@ -728,7 +742,8 @@ def _write(update: Updater, w: np.ndarray, gw: np.ndarray, rngs, spread, factors
             views[s].weights[i][r] = coincidence_counts(
                 h[r, t], dz[r, t], config.lr, device.dw_min, device.desired_bl, g,
                 config.pulse_type).T
-    np.copyto(w, update.fire(w, counts, gw >= 0, rngs, spread))
+    new = update.fire(w, counts, gw >= 0, rngs, spread)
+    np.copyto(w, digital_blocks(new, w, gw, digital) if digital else new)
 
 
 def _measure(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray, grad_norm: bool):

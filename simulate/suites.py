@@ -103,8 +103,9 @@ class Case:
         The step as a fraction of the step cap on :func:`step_region`, in (0, 1).
     steps, seeds : int
         Iterations ``K`` and ensemble size ``R`` (>= 2).
-    problem, stages, micro_batches, micro_batch_size, device, tau, sigma2, seed
-        The :class:`~simulate.config.SimConfig` fields of the same name (the same defaults).
+    problem, stages, micro_batches, micro_batch_size, device, tau, sigma2, seed, digital_stages
+        The :class:`~simulate.config.SimConfig` fields of the same name (the same defaults;
+        ``digital_stages`` for the ``mixed`` entries of Theorem 2M).
     """
 
     bound: str
@@ -119,6 +120,7 @@ class Case:
     tau: float | None = _DEFAULT.tau
     sigma2: float = _DEFAULT.sigma2
     seed: int = _DEFAULT.seed
+    digital_stages: str = _DEFAULT.digital_stages
 
     def __post_init__(self):
         if self.bound not in CHECKABLE:
@@ -135,6 +137,8 @@ class Case:
             device = "digital"
         else:
             device = self.device if self.tau is None else f"{self.device}(tau={self.tau:g})"
+        if get_bound(self.bound).algorithm == "mixed":
+            device += f"-digital[{self.digital_stages}]"
         return (f"{self.bound}-{self.problem}-M{self.stages}-B{self.micro_batches}"
                 f"-b{self.micro_batch_size}-{device}-sigma2={self.sigma2:g}"
                 f"-frac{self.fraction:g}-K{self.steps}-R{self.seeds}-seed{self.seed}")
@@ -147,6 +151,7 @@ class Case:
             micro_batches=self.micro_batches, micro_batch_size=self.micro_batch_size,
             device=self.device, tau=self.tau, sigma2=self.sigma2, steps=self.steps,
             seeds=self.seeds, log_every=self.steps, seed=self.seed,
+            **({"digital_stages": self.digital_stages} if self.digital_stages else {}),
         )  # at SimConfig's default lr, which the step cap does not read
         return replace(base, lr=capped_step(self.bound, base, self.fraction, step_region(base)))
 
@@ -166,6 +171,10 @@ QUICK: tuple[Case, ...] = (
     Case("analog_sgd", 0.5, problem="least-squares", **_QUICK),
     Case("analog_sgd_per_sample", 0.5, micro_batches=4, **_QUICK),
     Case("analog_sgd_sp_per_sample", 0.5, stages=4, micro_batches=4, **_QUICK),
+    # Theorem 2M: half of the M = 4 stages digital
+    Case("analog_sgd_mixed", 0.5, stages=4, digital_stages="1,2", **_QUICK),
+    Case("analog_sgd_sp_mixed", 0.5, stages=4, micro_batches=4, digital_stages="1,2", **_QUICK),
+    Case("analog_sgd_ap_mixed", 0.5, stages=4, digital_stages="1,2", **_QUICK),
 )
 
 #: step fractions of the asynchronous rows at Theorem 4''s cap: half, most, all but 0.1 % of it
@@ -226,6 +235,15 @@ STANDARD: tuple[Case, ...] = tuple(dict.fromkeys((
     *(Case(bound, 0.2, stages=8, device=device, tau=None, **_STANDARD)
       for bound in ("analog_sgd_ap", "analog_sgd_ap_b")
       for device in ("ecram-linearstep", "capacitor-linearstep")),
+    # Theorem 2M: M = 4 with 1, 2, 3 digital stages (soft bounds, G_inf > 0), and one of each
+    # schedule with the early stages (largest delay) digital on a narrower device
+    *(Case(bound, 0.5, stages=4, micro_batches=mb, digital_stages=digital, **_STANDARD)
+      for bound, mb in (("analog_sgd_mixed", 1), ("analog_sgd_sp_mixed", 4),
+                        ("analog_sgd_ap_mixed", 1))
+      for digital in ("4", "3,4", "2,3,4")),
+    *(Case(bound, 0.5, stages=4, micro_batches=mb, digital_stages="1,2", tau=0.5, **_STANDARD)
+      for bound, mb in (("analog_sgd_mixed", 1), ("analog_sgd_sp_mixed", 4),
+                        ("analog_sgd_ap_mixed", 1))),
 )))
 
 _THOROUGH = dict(steps=3000, seeds=32)

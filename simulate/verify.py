@@ -18,7 +18,10 @@ the constants that held in the run:
   forward delay (``M - 1`` for async);
 - ``q_min``, ``q_max``, ``G_inf`` from :meth:`theory.devices.Device.constants` on the interval
   ``[min_r w_min_visited, max_r w_max_visited]`` the ensemble visited (assumption A3; with
-  per-sample writes the weights between the writes of one update are visited too).
+  per-sample writes the weights between the writes of one update are visited too);
+- ``mixed`` runs (Theorem 2M): those device constants on every analog stage, ``(1, 1, 0)`` on the
+  stages of ``digital_stages``, noise shares :math:`d_m/d`, aggregated by
+  :func:`theory.mixed.mixed_constants` into ``q_min``, ``q_max``, ``p2_bar``, ``G2_bar``.
 
 **Write semantics.** An analog entry is checked on runs with its own write semantics
 (``Bound.write``; :func:`config_for` sets it): Theorem 2 and Corollary 3 on batch-mean writes,
@@ -52,11 +55,13 @@ import numpy as np
 
 from theory.admissible import compiled_bound, predicted_guarantee, step_cap, tightest_theta
 from theory.errors import ParameterError, check_range
+from theory.mixed import digital_block, mixed_constants, shares_from_sizes
 from theory.theorems import REGISTRY, bound_for, get_bound
 
 from .config import ORACLE_PROBLEMS, SimConfig, device_from_config
 from .engine import W_STAR_SCALE, make_problem, run
 from .prediction import Prediction, predict
+from .problems import stage_blocks
 from .staleness import cycles_after, forward_delays
 from .trace import Trace
 
@@ -127,7 +132,7 @@ def _validate(name: str, config: SimConfig) -> None:
             f"problem={config.problem!r}: bounds are checked on {', '.join(ORACLE_PROBLEMS)} only "
             "(where A1-A4 hold exactly)"
         )
-    if config.algorithm == "analog" and config.update != "expected":
+    if config.algorithm in ("analog", "mixed") and config.update != "expected":
         raise ParameterError(
             f"update={config.update!r}: the theorems analyse the expected analog update; "
             "valid: 'expected'"
@@ -158,6 +163,36 @@ def _device_constants(config: SimConfig, w_lo: float, w_hi: float, *, visited: b
     return {"q_min": dc.q_min, "q_max": dc.q_max, "G_inf": dc.G_inf}
 
 
+def _block_constants(config: SimConfig, w_lo: float, w_hi: float, dim: int, *,
+                     visited: bool) -> dict:
+    r"""Theorem 2M's ``q_min``, ``q_max``, ``p2_bar``, ``G2_bar`` of a ``mixed`` run.
+
+    The analog stages have the device constants on ``[w_lo, w_hi]`` (:func:`_device_constants`),
+    the stages of ``digital_stages`` are digital, and stage ``m`` carries the noise share
+    :math:`d_m/d` of its block (isotropic oracle noise, :func:`theory.mixed.shares_from_sizes`).
+    """
+    sizes = [s.stop - s.start for s in stage_blocks(dim, config.stages)]
+    shares = shares_from_sizes(sizes)
+    digital = set(config.digital_stage_indices)
+    if len(digital) == config.stages:
+        return mixed_constants([digital_block(s) for s in shares]).values()
+    dc = _device_constants(config, w_lo, w_hi, visited=visited)
+    rows = [digital_block(share) if stage in digital
+            else (dc["q_min"], dc["q_max"], dc["G_inf"], share)
+            for stage, share in enumerate(shares, start=1)]
+    return mixed_constants(rows).values()
+
+
+def _update_constants(config: SimConfig, w_lo: float, w_hi: float, dim: int, *,
+                      visited: bool) -> dict:
+    """The A3 constants the bound of ``config.algorithm`` reads (none for ``digital``)."""
+    if config.algorithm == "analog":
+        return _device_constants(config, w_lo, w_hi, visited=visited)
+    if config.algorithm == "mixed":
+        return _block_constants(config, w_lo, w_hi, dim, visited=visited)
+    return {}
+
+
 def region_step_cap(name: str, config: SimConfig, w_lo: float, w_hi: float) -> float:
     r"""Supremum of the admissible steps of bound ``name`` if the weights stay in ``[w_lo, w_hi]``.
 
@@ -174,8 +209,7 @@ def region_step_cap(name: str, config: SimConfig, w_lo: float, w_hi: float) -> f
     _validate(name, config)
     problem = make_problem(config)
     values = _base_constants(config, problem.L, problem.Delta, problem.sigma2)
-    if config.algorithm == "analog":
-        values |= _device_constants(config, w_lo, w_hi, visited=False)
+    values |= _update_constants(config, w_lo, w_hi, problem.dim, visited=False)
     return step_cap(name, values)
 
 
@@ -184,8 +218,7 @@ def _constants_of_run(name: str, config: SimConfig, trace: Trace) -> dict:
     values = _base_constants(config, consts.L, consts.Delta, consts.sigma2)
     w_lo, w_hi = float(np.min(trace.w_min_visited)), float(np.max(trace.w_max_visited))
     values |= {"w_lo": w_lo, "w_hi": w_hi}
-    if config.algorithm == "analog":
-        values |= _device_constants(config, w_lo, w_hi, visited=True)
+    values |= _update_constants(config, w_lo, w_hi, consts.dim, visited=True)
     return values
 
 
@@ -459,8 +492,7 @@ def cycles_to_eps(
     values = _base_constants(config, problem.L, problem.Delta, problem.sigma2)
     if region is None:
         region = (-2 * W_STAR_SCALE, 2 * W_STAR_SCALE)
-    if config.algorithm == "analog":
-        values |= _device_constants(config, *region, visited=False)
+    values |= _update_constants(config, *region, problem.dim, visited=False)
     name, result, theta = predicted_guarantee(config.mode, eps, values, config.algorithm,
                                               config.write)
     if lr is None:

@@ -26,6 +26,7 @@ from theory.symbols import (
     B,
     D,
     Delta,
+    G2_bar,
     G_inf,
     K,
     L,
@@ -36,6 +37,7 @@ from theory.symbols import (
     b,
     eps,
     n,
+    p2_bar,
     q_max,
     q_min,
     sigma2,
@@ -43,6 +45,7 @@ from theory.symbols import (
     theta,
 )
 from theory.theorems import (
+    MIXED_ENTRIES,
     PROVENANCES,
     REGISTRY,
     Bound,
@@ -108,8 +111,9 @@ def test_registry_names_and_order():
     assert list(REGISTRY) == [
         "digital_sgd", "analog_sgd_companion", "analog_sgd", "analog_sgd_sp", "analog_sgd_ap",
         "analog_sgd_ap_b", "analog_sgd_per_sample", "analog_sgd_sp_per_sample",
-        "tiki_taka_companion", "tiki_taka_sp", "literature_sgd",
-        "literature_delay_fixed", "literature_delay_arbitrary", "literature_async_sgd",
+        "tiki_taka_companion", "tiki_taka_sp", "analog_sgd_mixed", "analog_sgd_sp_mixed",
+        "analog_sgd_ap_mixed", "literature_sgd", "literature_delay_fixed",
+        "literature_delay_arbitrary", "literature_async_sgd",
     ]
     for name, bound in REGISTRY.items():
         assert bound.name == name
@@ -133,7 +137,7 @@ def test_batches_and_modes():
 def test_derived_entries_name_a_heading_of_docs():
     headings = re.findall(r"^## (.+)$", DOCS.read_text(), flags=re.MULTILINE)
     derived = [bd for bd in REGISTRY.values() if bd.provenance == "derived"]
-    assert {bd.name for bd in derived} == {"digital_sgd", *DERIVED_ANALOG}
+    assert {bd.name for bd in derived} == {"digital_sgd", *DERIVED_ANALOG, *MIXED_ENTRIES}
     for bound in derived:
         assert any(h.startswith(f"{bound.proof} ") for h in headings), bound.proof
         assert f"`{bound.name}`" in next(h for h in headings if h.startswith(f"{bound.proof} "))
@@ -299,6 +303,8 @@ def constants(draw):
         theta: draw(st.floats(0.01, 0.99)), n: draw(st.integers(1, 256)),
         b: draw(st.integers(1, 64)), B: draw(st.integers(1, 32)), M: draw(st.integers(1, 16)),
         D: draw(st.integers(0, 15)), tau: 1.0, W_max: wmax,
+        # Theorem 2M's noise-weighted sums (drawn after the others: their draws are unchanged)
+        p2_bar: qmin**2 * (1 + draw(st.floats(0.0, 15.0))), G2_bar: draw(st.floats(0, 1)),
     }
 
 
@@ -408,6 +414,9 @@ INCREASING = {
     "analog_sgd_sp_per_sample": (sigma2, L, Delta, G_inf),
     "tiki_taka_companion": (sigma2, L, Delta),
     "tiki_taka_sp": (sigma2, L, Delta),
+    "analog_sgd_mixed": (sigma2, L, Delta, p2_bar),
+    "analog_sgd_sp_mixed": (sigma2, L, Delta, p2_bar),
+    "analog_sgd_ap_mixed": (sigma2, L, Delta, p2_bar, D, L_s),
     "literature_sgd": (sigma2, L, Delta),
     "literature_delay_fixed": (sigma2, L, Delta, D),
     "literature_delay_arbitrary": (sigma2, L, Delta, D),

@@ -45,9 +45,10 @@ import sympy as sp
 
 from .compiled import compile_expr
 from .errors import IterationLimitError, ParameterError, UnreachableTargetError, check_array
-from .schedules import cycles_for_iterations, max_delay
+from .mixed import Block, mixed_constants
+from .schedules import MODES, cycles_for_iterations, max_delay
 from .symbols import B, K, b, eps
-from .theorems import REGISTRY, Bound, bounds_for, get_bound
+from .theorems import MIXED_ENTRIES, REGISTRY, Bound, bounds_for, get_bound
 
 __all__ = [
     "BELOW_FLOOR",
@@ -59,6 +60,7 @@ __all__ = [
     "cycles_expr",
     "evaluate_complexity",
     "evaluate_guarantee",
+    "evaluate_mixed",
     "iterations_expr",
     "latex_table",
     "samples_expr",
@@ -80,6 +82,8 @@ _COUNT_FROM_ZERO = (0, None, False, False, True)
 PARAMETER_RANGES: dict[str, tuple] = {
     **dict.fromkeys(("L", "L_s", "Delta", "sigma2", "q_min", "q_max", "tau", "W_max"), _POSITIVE),
     "G_inf": _NONNEGATIVE,
+    "p2_bar": _POSITIVE,
+    "G2_bar": _NONNEGATIVE,
     "theta": _UNIT_OPEN,
     **dict.fromkeys(("n", "b", "B", "M"), _COUNT),
     "D": _COUNT_FROM_ZERO,
@@ -242,6 +246,32 @@ def _check_relations(values: dict[str, np.ndarray]) -> None:
                 f"G_inf={g.flat[i].item():g} is out of range; valid range: G_inf <= "
                 f"(q_max - q_min)/2 = {limit.flat[i].item():g} (A3: the responses lie in "
                 "[q_min, q_max])"
+            )
+    _check_block_sums(values)
+
+
+def _check_block_sums(values: dict[str, np.ndarray]) -> None:
+    """Theorem 2M: ``q_min^2 <= p2_bar <= q_max^2`` and ``G2_bar <= ((q_max - q_min)/2)^2``
+    (noise-weighted means of per-block values that lie in those ranges)."""
+    if not {"q_min", "q_max"} <= set(values):
+        return
+    for name in ("p2_bar", "G2_bar"):
+        if name not in values:
+            continue
+        x, lo, hi = np.broadcast_arrays(values[name], values["q_min"], values["q_max"])
+        if name == "p2_bar":
+            low, high, text = lo * lo, hi * hi, "q_min^2 <= p2_bar <= q_max^2"
+        else:
+            low, high, text = np.zeros_like(lo), ((hi - lo) / 2) ** 2, \
+                "G2_bar <= ((q_max - q_min)/2)^2"
+        slack = _A3_SLACK * (1 + high)
+        bad = (x < low * (1 - _A3_SLACK) - slack) | (x > high * (1 + _A3_SLACK) + slack)
+        if bad.any():
+            i = np.flatnonzero(bad)[0]
+            raise ParameterError(
+                f"{name}={x.flat[i].item():g} is out of range; valid range: {text} = "
+                f"[{low.flat[i].item():g}, {high.flat[i].item():g}] (noise-weighted mean over "
+                "the blocks, theory.mixed)"
             )
 
 
@@ -452,6 +482,61 @@ def evaluate_guarantee(mode: str, eps, *, algorithm: str = "analog",
     fields = {f.name: pick(f.name) for f in dataclasses.fields(ComplexityResult)
               if f.name != "algorithm"}
     return ComplexityResult(algorithm=_scalar(names), **fields)
+
+
+#: the Theorem 2M entry of each schedule
+_MIXED_BY_MODE = {get_bound(name).mode: name for name in MIXED_ENTRIES}
+#: what :func:`evaluate_mixed` computes from the blocks (not accepted as keywords)
+_BLOCK_NAMES = ("q_min", "q_max", "G_inf", "p2_bar", "G2_bar")
+
+
+def evaluate_mixed(mode: str, eps, blocks, *, on_unreachable: str = "raise", **values
+                   ) -> ComplexityResult:
+    r"""Theorem 2M for a pipeline of analog and digital blocks: K(eps), samples, cycles, step.
+
+    The block constants are aggregated by :func:`theory.mixed.mixed_constants`
+    (:math:`q_{\min} = \min_m q_{\min,m}`, :math:`q_{\max} = \max_m q_{\max,m}`,
+    :math:`\overline{p^2} = \sum_m s_m q_{\max,m}^2`, :math:`\overline{G^2} = \sum_m s_m
+    G_{\infty,m}^2`) and the entry of ``mode`` (``analog_sgd_mixed``, ``analog_sgd_sp_mixed``,
+    ``analog_sgd_ap_mixed``) is evaluated by :func:`evaluate_complexity`.
+
+    Parameters
+    ----------
+    mode : {"none", "sync", "async"}
+    eps : float or array
+        Target (squared-gradient units).
+    blocks : sequence of theory.mixed.Block or (q_min, q_max, G_inf, noise_share)
+        One per stage, shares summing to 1; a digital stage is ``(1, 1, 0, share)``
+        (:func:`theory.mixed.digital_block`).
+    on_unreachable : {"raise", "status"}
+        As for :func:`evaluate_complexity`.
+    **values
+        The other constants (``L``, ``Delta``, ``sigma2``, ``theta``, ``n`` / ``B``, ``b`` /
+        ``b``, ``M``, ``L_s``, optional ``D``); arrays broadcast. Not ``q_min``, ``q_max``,
+        ``G_inf``, ``p2_bar``, ``G2_bar`` (they come from ``blocks``).
+
+    Returns
+    -------
+    ComplexityResult
+        ``algorithm`` names the Theorem 2M entry used.
+
+    Examples
+    --------
+    >>> half = [(0.7, 1.3, 0.3, 0.25)] * 2 + [(1, 1, 0, 0.25)] * 2
+    >>> r = evaluate_mixed("sync", 0.5, half, L=1, Delta=1, sigma2=1, theta=0.5, B=4, b=1, M=4)
+    >>> r.algorithm, round(float(r.floor), 6)
+    ('analog_sgd_sp_mixed', 0.045918)
+    """
+    if mode not in _MIXED_BY_MODE:
+        raise ParameterError(f"mode={mode!r} is unknown; valid: {', '.join(MODES)}")
+    given = sorted(set(values) & set(_BLOCK_NAMES))
+    if given:
+        raise ParameterError(f"{given[0]}={values[given[0]]!r} is given twice: evaluate_mixed "
+                             "computes q_min, q_max, G_inf, p2_bar, G2_bar from blocks")
+    blocks = [block if isinstance(block, Block) else tuple(block) for block in blocks]
+    constants = mixed_constants(blocks)
+    return evaluate_complexity(_MIXED_BY_MODE[mode], eps, on_unreachable=on_unreachable,
+                               **values, **constants.values())
 
 
 def latex_table() -> str:

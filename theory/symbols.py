@@ -12,8 +12,8 @@ from __future__ import annotations
 import sympy as sp
 
 __all__ = [
-    "B", "D", "Delta", "G_inf", "K", "L", "L_s", "M", "N", "W_max", "alpha", "b", "eps", "kappa_2",
-    "lam", "m", "mb", "n", "q_max", "q_min", "sigma2", "tau", "theta",
+    "B", "D", "Delta", "G2_bar", "G_inf", "K", "L", "L_s", "M", "N", "W_max", "alpha", "b", "eps",
+    "kappa_2", "lam", "m", "mb", "n", "p2_bar", "q_max", "q_min", "sigma2", "tau", "theta",
 ]
 
 # problem (A1, A2)
@@ -48,3 +48,9 @@ q_max = sp.Symbol("q_max", positive=True)  #: upper bound of the response functi
 G_inf = sp.Symbol("G_inf", nonnegative=True)  #: sup |G(w)| = sup |q_- - q_+|/2 on the region
 tau = sp.Symbol("tau", positive=True)  #: dynamic range of the soft-bounds device
 W_max = sp.Symbol("W_max", positive=True)  #: bound on ||W_k||_inf, W_max < tau
+
+# mixed analog/digital blocks (Theorem 2M of docs/theory.md; aggregated by theory.mixed)
+#: noise-weighted mean of the blocks' q_max^2: sum_m s_m q_max,m^2 (digital block: 1)
+p2_bar = sp.Symbol("p2_bar", positive=True)
+#: noise-weighted mean of the blocks' G_inf^2: sum_m s_m G_inf,m^2 (digital block: 0)
+G2_bar = sp.Symbol("G2_bar", nonnegative=True)

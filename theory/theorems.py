@@ -38,6 +38,7 @@ from .symbols import (
     B,
     D,
     Delta,
+    G2_bar,
     G_inf,
     K,
     L,
@@ -49,6 +50,7 @@ from .symbols import (
     kappa_2,
     lam,
     n,
+    p2_bar,
     q_max,
     q_min,
     sigma2,
@@ -57,14 +59,16 @@ from .symbols import (
 )
 
 __all__ = [
-    "ALGORITHMS", "Bound", "LATEX_NAMES", "PROVENANCES", "REGISTRY", "WRITE_SEMANTICS",
+    "ALGORITHMS", "Bound", "LATEX_NAMES", "MIXED_ENTRIES", "PROVENANCES", "REGISTRY",
+    "WRITE_SEMANTICS",
     "ap_b_floor_factor", "ap_general_parts", "ap_inv_step_cap", "ap_kappa", "ap_kappa_3", "ap_root",
     "bound_for", "bounds_for", "get_bound",
 ]
 
 PROVENANCES = ("paper", "companion", "derived", "literature")
-#: how the weights are updated: exactly, or through the device's response functions
-ALGORITHMS = ("digital", "analog", "tiki-taka")
+#: how the weights are updated: exactly, through the device's response functions, Tiki-Taka's
+#: two arrays, or per block (``mixed``: some stages analog, some digital; Theorem 2M)
+ALGORITHMS = ("digital", "analog", "tiki-taka", "mixed")
 #: how the samples of one update are written: one update of the batch-mean gradient (Theorems
 #: 2-4'), or one update of -(alpha/n) g_i per sample, in order (Corollary 3PS)
 WRITE_SEMANTICS = ("batch-mean", "per-sample")
@@ -73,6 +77,7 @@ WRITE_SEMANTICS = ("batch-mean", "per-sample")
 LATEX_NAMES = {
     sigma2: r"\sigma^2", G_inf: r"G_\infty", q_min: r"q_{\min}", q_max: r"q_{\max}",
     W_max: r"W_{\max}", L_s: "L_s", kappa_2: r"\kappa_2", lam: r"\lambda",
+    p2_bar: r"\overline{p^2}", G2_bar: r"\overline{G^2}",
 }
 
 #: the left-hand side every bound bounds (LaTeX; no ``|`` so it can sit inside a Markdown table)
@@ -439,6 +444,65 @@ def _analog_ap_b() -> dict[str, sp.Expr]:
     )
 
 
+def _analog_mixed(batch: sp.Expr) -> dict[str, sp.Expr]:
+    r"""Theorem 2M (a), (b) of docs/theory.md: Theorem 2 / Corollary 3 with per-block constants.
+
+    ``q_min``, ``q_max`` are the worst block's (:math:`\min_m q_{\min,m}`,
+    :math:`\max_m q_{\max,m}`), ``p2_bar`` :math:`= \sum_m s_m q_{\max,m}^2` and ``G2_bar``
+    :math:`= \sum_m s_m G_{\infty,m}^2` the noise-weighted sums
+    (:func:`theory.mixed.mixed_constants`;
+    digital blocks: 1, 1, 1, 0). Steps 1-5 there:
+
+    .. math::
+
+        \frac{2\Delta}{\alpha q_{\min} K} + \frac{L\alpha\overline{p^2}\sigma^2}{n q_{\min}}
+        + \frac{\overline{G^2}\sigma^2}{\theta n q_{\min}^2},
+        \qquad \alpha \le \frac{(1-\theta) q_{\min}}{L q_{\max}^2}.
+
+    With ``p2_bar = q_max**2``, ``G2_bar = G_inf**2`` it is :func:`_analog` exactly.
+    """
+    inv_cap = L * q_max**2 / ((1 - theta) * q_min)
+    noise_step = sp.sqrt(2 * Delta * batch / (K * L * p2_bar * sigma2))
+    floor = G2_bar * sigma2 / (theta * batch * q_min**2)
+    return dict(
+        expr=2 * Delta / (alpha * q_min * K) + L * alpha * p2_bar * sigma2 / (batch * q_min)
+        + floor,
+        inv_step_cap=inv_cap,
+        rate_a=2 * sp.sqrt(2 * Delta * L * p2_bar * sigma2 / batch) / q_min,
+        rate_c=2 * Delta * inv_cap / q_min,
+        floor=floor,
+        noise_step=noise_step,
+        batch=batch,
+    )
+
+
+def _analog_ap_mixed() -> dict[str, sp.Expr]:
+    r"""Theorem 2M (c) of docs/theory.md: Theorem 4' with per-block constants (micro-batch ``b``).
+
+    Cap and :math:`\kappa` of Theorem 4' at the worst block's ``q_min``, ``q_max``; the noise and
+    bias of the window are noise-weighted sums (Steps 0, 3, 4 blockwise):
+
+    .. math::
+
+        4\kappa L_s^2\alpha^2\bigl(\sqrt{D\,\overline{p^2}} + D\sqrt{\overline{G^2}}\bigr)^2
+        \sigma^2/b .
+
+    With ``p2_bar = q_max**2``, ``G2_bar = G_inf**2`` it is :func:`_analog_ap` exactly.
+    """
+    base = _analog_mixed(b)
+    inv_cap = ap_inv_step_cap()
+    kappa = ap_kappa()
+    window = (sp.sqrt(D * p2_bar) + D * sp.sqrt(G2_bar)) ** 2
+    stale = 4 * kappa * L_s**2 * alpha**2 * window * sigma2 / b
+    stale_c = 8 * kappa * L_s**2 * Delta * window / (L * p2_bar)  # R P/Q
+    return dict(
+        base,
+        expr=base["expr"] + stale,
+        inv_step_cap=inv_cap,
+        rate_c=2 * Delta * inv_cap / q_min + stale_c,
+    )
+
+
 def _literature(batch: sp.Expr, delay_factor: sp.Expr) -> dict[str, sp.Expr]:
     r"""A published order :math:`K \asymp L\Delta\sigma^2/(n\epsilon^2) + \kappa L\Delta/\epsilon`.
 
@@ -499,6 +563,14 @@ _A3_PS = (
     "A3 on the region the weights visit, the weights between the writes of one update included"
 )
 _PER_SAMPLE = "per-sample writes: n updates of -(alpha/n) g_i, all g_i read at W_k"
+
+_MIXED = (
+    "per block m (stage): A3 with q_min_m, q_max_m, G_inf_m (digital: 1, 1, 0) and noise share "
+    "s_m (E||nu^(m)||^2 <= s_m sigma2/batch, sum s_m = 1); q_min = min_m q_min_m, q_max = max_m "
+    "q_max_m, p2_bar = sum_m s_m q_max_m^2, G2_bar = sum_m s_m G_inf_m^2 (theory.mixed)"
+)
+#: the per-block entries (Theorem 2M), one per schedule
+MIXED_ENTRIES = ("analog_sgd_mixed", "analog_sgd_sp_mixed", "analog_sgd_ap_mixed")
 
 
 def _make(
@@ -596,6 +668,29 @@ def _build_registry() -> dict[str, Bound]:
             conditions=[*_TT_CONDITIONS, "n = B b (Proposition TT)",
                         "cycles 2 (B + M - 1) K + floor(K/T) c_T (transfers counted on top)"],
             parts=_tiki_taka(B * b),
+        ),
+        _make(
+            "analog_sgd_mixed", provenance="derived", proof="Theorem 2M",
+            reference="Theorem 2M (a) of docs/theory.md (Theorem 2 with per-block constants)",
+            mode="none", algorithm="mixed",
+            conditions=[_A1, _A2, _MIXED, _THETA, "alpha <= (1 - theta) q_min/(L q_max^2)"],
+            parts=_analog_mixed(n),
+        ),
+        _make(
+            "analog_sgd_sp_mixed", provenance="derived", proof="Theorem 2M",
+            reference="Theorem 2M (b) of docs/theory.md (Corollary 3 with per-block constants)",
+            mode="sync", algorithm="mixed",
+            conditions=[
+                _A1, _A2, _MIXED, _THETA, "alpha <= (1 - theta) q_min/(L q_max^2)", "n = B b",
+            ],
+            parts=_analog_mixed(B * b),
+        ),
+        _make(
+            "analog_sgd_ap_mixed", provenance="derived", proof="Theorem 2M",
+            reference="Theorem 2M (c) of docs/theory.md (Theorem 4' with per-block constants)",
+            mode="async", algorithm="mixed",
+            conditions=[*(c for c in _AP_CONDITIONS if c != _A3), _MIXED, _AP_CAP],
+            parts=_analog_ap_mixed(),
         ),
         _make(
             "literature_sgd", provenance="literature",
