@@ -113,15 +113,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     rows = summary_rows(trace)
     width = max(len(name) for name, _ in rows)
-    print(f"{config.problem}, mode={config.mode}, algorithm={config.algorithm}, "
-          f"M={config.stages}, B={config.micro_batches}, b={config.micro_batch_size}, "
-          f"device={config.device}, lr={config.lr:g}"
-          + (f", pulse_type={config.pulse_type}" if config.update == "pulsed"
-             and config.algorithm != "digital" and config.pulse_type != "deterministic" else "")
-          + (f", T={config.transfer_every}, transfer_lr={config.transfer_lr:g}, "
-             f"gamma={config.tt_gamma:g}, slice={config.transfer_slice}"
-             + (f", fast_device={config.fast_device}" if config.fast_device else "")
-             if config.algorithm == "tiki-taka" else ""))
+    print(_header(config))
     for name, value in rows:
         print(f"  {name:<{width}}  {value}")
     return 0
@@ -130,3 +122,26 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """``aimc-pipeline simulate`` (and ``python -m simulate``)."""
     return command_main("aimc-pipeline simulate", DESCRIPTION, build_parser, run, argv)
+
+
+def _header(config: SimConfig) -> str:
+    """The summary's first line: the run's settings (those at their defaults left out)."""
+    parts = [config.problem, f"mode={config.mode}", f"algorithm={config.algorithm}",
+             f"M={config.stages}", f"B={config.micro_batches}", f"b={config.micro_batch_size}",
+             f"device={config.device}", f"lr={config.lr:g}"]
+    analog = config.algorithm != "digital"
+    if config.update == "pulsed" and analog and config.pulse_type != "deterministic":
+        parts.append(f"pulse_type={config.pulse_type}")
+    if config.algorithm == "tiki-taka":
+        parts += [f"T={config.transfer_every}", f"transfer_lr={config.transfer_lr:g}",
+                  f"gamma={config.tt_gamma:g}", f"slice={config.transfer_slice}"]
+        if config.fast_device:
+            parts.append(f"fast_device={config.fast_device}")
+    if config.digital_stages:
+        parts.append(f"digital_stages={config.digital_stages}")
+    if config.write != "batch-mean":
+        parts.append(f"write={config.write}")
+    for name in ("forward_io", "backward_io"):
+        if getattr(config, name) != "perfect":
+            parts.append(f"{name}={getattr(config, name)}")
+    return ", ".join(parts)
