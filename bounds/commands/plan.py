@@ -14,9 +14,11 @@ import argparse
 import csv
 import io
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from theory.calibration import read_calibration
 from theory.commands import command_main
 from theory.errors import ParameterError, check_range
 from theory.fileio import atomic_write, check_writable_dir
@@ -98,6 +100,12 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
                         help="also write DIR/plan.json and DIR/plan_alternatives.csv")
     parser.add_argument("--list-models", action="store_true",
                         help="list the built-in models and exit")
+    parser.add_argument(
+        "--calibration", metavar="FILE", default=argparse.SUPPRESS,
+        help="a calibration file of aimc-pipeline calibrate: choose by the predicted "
+        "(calibrated) time to eps, in seconds with its 95%% interval, and report the guaranteed "
+        "(proved, worst-case) time beside it",
+    )
 
 
 def _list_models() -> str:
@@ -142,6 +150,9 @@ def run(args: argparse.Namespace) -> int:
         activation_buffer_bytes=args.buffer_bytes, bytes_per_activation=args.bytes_per_activation,
     )
     problem = problem_from_args(args)
+    calibration = None
+    if getattr(args, "calibration", None) is not None:
+        calibration = read_calibration(args.calibration)
     if "out" in args:
         check_writable_dir(args.out, "--out")
     if not getattr(args, "model", None):
@@ -151,7 +162,12 @@ def run(args: argparse.Namespace) -> int:
         )
     overrides = {"sequence_length": args.sequence_length} if "sequence_length" in args else {}
     model = load_model(args.model, **overrides)
-    result = plan(model, hardware, problem, args.eps, limits, relax=not args.no_relax)
+    extra = {}
+    if calibration is not None:
+        extra = {"calibration": calibration, "calibration_source": str(args.calibration)}
+    result = plan(model, hardware, problem, args.eps, limits, relax=not args.no_relax, **extra)
+    if result.forecast is not None and result.forecast.warning:
+        print(f"warning: {result.forecast.warning}", file=sys.stderr)
     if "out" in args:
         try:
             _write_out(result, Path(args.out))
