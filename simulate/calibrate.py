@@ -71,9 +71,11 @@ __all__ = [
     "design",
     "draw_instance",
     "fit_calibration",
+    "grid_target",
     "heldout_check",
     "hitting_run",
     "observations",
+    "simulate_grid",
 ]
 
 #: bumped when the meaning of a cached calibration run changes (part of every sweep point)
@@ -417,6 +419,8 @@ class HeldOut:
         Cycles to ``eps``: simulated (``inf``: not reached), proved and calibrated.
     calibrated_choice, theory_choice : int
         Index of the grid point each planner picks (fewest predicted / guaranteed cycles).
+    design : tuple of (str, int, int, int)
+        The ``(mode, M, B, b)`` the calibration was fitted on.
     """
 
     spec: CalibrationProblem
@@ -428,6 +432,7 @@ class HeldOut:
     predicted: tuple
     calibrated_choice: int
     theory_choice: int
+    design: tuple = ()
 
     @property
     def best(self) -> float:
@@ -470,46 +475,66 @@ def draw_instance(rng: np.random.Generator) -> tuple[CalibrationProblem, tuple, 
     return spec, grid, sync, async_
 
 
-def heldout_check(seed: int, *, seeds: int = 8, steps: int = 2000,
-                  fractions: Sequence[float] = (0.05, 0.2, 0.6), resamples: int = 0,
-                  jobs=1, scheduler=None, cache=False, progress: bool | None = False) -> HeldOut:
-    """Draw instance ``seed`` (:func:`draw_instance`), calibrate on its design, and judge both
-    planners on its grid (see :class:`HeldOut`).
+def grid_target(spec: CalibrationProblem, grid: Sequence[tuple]) -> tuple[float, list]:
+    r"""The target of a grid of ``(mode, M, B)`` (``b = 1``) and the guarantee at each point.
 
-    The target is :math:`\\epsilon = \\sqrt{F S}` with ``F`` the largest proved floor over the
-    grid and ``S`` the start :math:`\\lVert\\nabla f(W_0)\\rVert^2`, so every grid point has a
-    guarantee and a step.
+    :math:`\epsilon = \sqrt{F S}` with ``F`` the largest proved floor over the grid and ``S``
+    the start :math:`\lVert\nabla f(W_0)\rVert^2`, so every point has a guarantee and a step
+    (:func:`theory.complexity.evaluate_guarantee` with the problem's constants); returns ``eps``
+    and the guarantees (their ``step`` is the step a plan runs at, their ``cycles`` the proved
+    cycles).
     """
-    from theory.calibration import predicted_cycles
     from theory.complexity import evaluate_guarantee
 
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x4E1D]))
-    spec, grid, sync, async_ = draw_instance(rng)
     values = spec.constants()
     problem = make_problem(spec.config("sync", 1, 1, 1, 0.1, 10, 2))
     start = float(np.sum(problem.grad(problem.w0) ** 2))
     floors = [float(evaluate_guarantee(mode, start, on_unreachable="status", **values, M=m, B=c,
                                        b=1, n=c).floor) for mode, m, c in grid]
     eps = math.sqrt(max(floors) * start)
-    guarantees = [evaluate_guarantee(mode, eps, **values, M=m, B=c, b=1, n=c)
-                  for mode, m, c in grid]
+    return eps, [evaluate_guarantee(mode, eps, **values, M=m, B=c, b=1, n=c)
+                 for mode, m, c in grid]
+
+
+def simulate_grid(spec: CalibrationProblem, grid: Sequence[tuple], steps: Sequence[float],
+                  eps: float, *, seeds: int, jobs=None, scheduler=None, cache=True,
+                  progress: bool | None = None) -> tuple[float, ...]:
+    """Simulated cycles to ``eps`` of every ``(mode, M, B)`` (``b = 1``) at its step, one cached
+    sweep of :func:`hitting_run` (``inf``: not reached within :data:`_MAX_STEPS` updates)."""
+    hits = run_sweep(hitting_run, [
+        {"config": spec.config(mode, m, c, 1, lr, 10, seeds).to_dict(), "eps": eps,
+         "max_steps": _MAX_STEPS, "format": CALIBRATE_FORMAT}
+        for (mode, m, c), lr in zip(grid, steps, strict=True)],
+        jobs=jobs, scheduler=scheduler, cache=cache, progress=progress, desc="grid to eps")
+    out = []
+    for (mode, m, c), hit in zip(grid, hits.results, strict=True):
+        k = int(hit["iterations"])
+        out.append(float(cycles_after(mode, m, c, k)) if k else math.inf)
+    return tuple(out)
+
+
+def heldout_check(seed: int, *, seeds: int = 8, steps: int = 2000,
+                  fractions: Sequence[float] = (0.05, 0.2, 0.6), resamples: int = 0,
+                  jobs=1, scheduler=None, cache=False, progress: bool | None = False) -> HeldOut:
+    """Draw instance ``seed`` (:func:`draw_instance`), calibrate on its design, and judge both
+    planners on its grid (see :class:`HeldOut`; target and steps from :func:`grid_target`)."""
+    from theory.calibration import predicted_cycles
+
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x4E1D]))
+    spec, grid, sync, async_ = draw_instance(rng)
+    eps, guarantees = grid_target(spec, grid)
     lrs = tuple(float(g.step) for g in guarantees)
     points = design(spec, sync=sync, async_=async_, fractions=fractions, steps=steps,
                     seeds=seeds)
     options = dict(jobs=jobs, scheduler=scheduler, cache=cache, progress=progress)
     cal = calibrate(spec, points, resamples=resamples, **options)
-    hits = run_sweep(hitting_run, [
-        {"config": spec.config(mode, m, c, 1, lr, 10, seeds).to_dict(), "eps": eps,
-         "max_steps": _MAX_STEPS, "format": CALIBRATE_FORMAT}
-        for (mode, m, c), lr in zip(grid, lrs, strict=True)], desc="held-out grid", **options)
-    simulated = []
-    for (mode, m, c), hit in zip(grid, hits.results, strict=True):
-        k = int(hit["iterations"])
-        simulated.append(float(cycles_after(mode, m, c, k)) if k else math.inf)
+    simulated = simulate_grid(spec, grid, lrs, eps, seeds=seeds, **options)
     guaranteed = tuple(float(g.cycles) for g in guarantees)
     predicted = tuple(predicted_cycles(cal, mode, eps, m, c, 1, lr=lr).cycles
                       for (mode, m, c), lr in zip(grid, lrs, strict=True))
-    return HeldOut(spec=spec, eps=eps, grid=grid, steps=lrs, simulated=tuple(simulated),
+    return HeldOut(spec=spec, eps=eps, grid=grid, steps=lrs, simulated=simulated,
                    guaranteed=guaranteed, predicted=predicted,
                    calibrated_choice=int(np.argmin(predicted)),
-                   theory_choice=int(np.argmin(guaranteed)))
+                   theory_choice=int(np.argmin(guaranteed)),
+                   design=tuple(sorted({(p.mode, p.stages, p.micro_batches, p.micro_batch_size)
+                                        for p in points})))
