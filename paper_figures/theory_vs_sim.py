@@ -56,7 +56,7 @@ from .common import new_figure, use_style, write_figure
 
 __all__ = [
     "BOUNDS", "CALIBRATION_ASYNC", "CALIBRATION_MIN_STEPS", "CALIBRATION_SYNC", "DESCRIPTION",
-    "NAME", "PREDICTION_PROBLEM", "TheoryVsSimSettings", "caption", "calibration_of", "compute",
+    "NAME", "PREDICTION_PROBLEM", "TheoryVsSimSettings", "calibration_of", "caption", "compute",
     "configs", "manifest", "plot", "settings", "table", "write",
 ]
 

@@ -23,7 +23,9 @@ least_squares``, trust region reflective, on :math:`\log c`).
 of every point with replacement (:func:`simulate.prediction.bootstrap_means` with
 :func:`simulate.rng.bootstrap_generator` of the root seed: the same bits every time), recomputes
 the hitting times of the same targets and refits; the interval of each coefficient is the central
-``ci_level`` percentile interval of the refits, and the refits are kept (a forecast's interval is
+``ci_level`` percentile interval of the refits (widened to hold the fit itself, which a
+coefficient at its lower bound ``1e-12``, i.e. a term the data do not show, can leave), and the
+refits are kept (a forecast's interval is
 that of the joint fit, :func:`theory.calibration.forecast_iterations`).
 """
 
@@ -64,7 +66,9 @@ __all__ = [
     "HeldOut",
     "QUICK",
     "STANDARD",
+    "SUITE_FRACTIONS",
     "SYNC_DESIGN",
+    "SuiteForecast",
     "TARGETS",
     "calibrate",
     "calibration_run",
@@ -75,7 +79,9 @@ __all__ = [
     "heldout_check",
     "hitting_run",
     "observations",
+    "problem_of",
     "simulate_grid",
+    "suite_forecasts",
 ]
 
 #: bumped when the meaning of a cached calibration run changes (part of every sweep point)
@@ -334,9 +340,10 @@ def fit_calibration(spec: CalibrationProblem, points: Sequence[DesignPoint],
     for mode in modes:
         values = np.exp(best[mode][0])
         sample = np.asarray(draws[mode]).reshape(-1, values.size)
-        if sample.shape[0]:
+        if sample.shape[0]:  # (widened to hold the fit: at the bound 1e-12 the two may differ)
             low, high = (np.quantile(sample, q, axis=0, method="inverted_cdf")
                          for q in (tail, 1.0 - tail))
+            low, high = np.minimum(low, values), np.maximum(high, values)
         else:
             low = high = values
         fits[mode] = ModeFit(mode=mode, values=tuple(values), low=tuple(low), high=tuple(high),
@@ -457,16 +464,22 @@ class HeldOut:
 def draw_instance(rng: np.random.Generator) -> tuple[CalibrationProblem, tuple, tuple, tuple]:
     """A random held-out instance: the problem, the judged grid and the calibration design rows.
 
-    Soft-bounds device with ``tau`` log-uniform in [2, 8], ``sigma2`` log-uniform in
-    [0.05, 0.5], a quadratic of dimension 16 with a drawn root seed; stage counts ``{m, 4m}``
-    (``m`` in {1, 2}) and micro-batches ``{1, B_hi}`` (``B_hi`` in {4, 8}) for the grid; the
-    design uses the stage counts ``{m + 1, 3m}`` and micro-batches {2, 3}, none in the grid.
+    The device is, with probabilities 1/2, 1/4, 1/4: soft bounds with ``tau`` log-uniform in
+    [2, 8], the ECRAM or the capacitor linear-step preset; ``sigma2`` log-uniform in [0.05, 0.5];
+    a quadratic of dimension 16 with a drawn root seed; device constants on ``[-0.6, 0.6]``
+    around the device's centre. The grid has the stage counts ``{m, 4m}`` (``m`` in {1, 2, 3})
+    and the micro-batches ``{1, B_hi}`` (``B_hi`` in {4, 8}); the design uses the stage counts
+    ``{m + 1, 3m}`` and micro-batches {1, 2, 3} at other (M, B) or ``b = 2``: no grid point.
     """
-    tau = float(f"{math.exp(rng.uniform(math.log(2.0), math.log(8.0))):.3g}")
+    kind = int(rng.choice(4))
     sigma2 = float(f"{math.exp(rng.uniform(math.log(0.05), math.log(0.5))):.3g}")
-    spec = CalibrationProblem(problem="quadratic", dim=16, sigma2=sigma2, device="softbounds",
-                              tau=tau, weight_bound=0.6, seed=int(rng.integers(0, 2**31)))
-    m = int(rng.choice([1, 2]))
+    tau = float(f"{math.exp(rng.uniform(math.log(2.0), math.log(8.0))):.3g}")
+    device = {0: "softbounds", 1: "softbounds", 2: "ecram-linearstep",
+              3: "capacitor-linearstep"}[kind]
+    spec = CalibrationProblem(problem="quadratic", dim=16, sigma2=sigma2, device=device,
+                              tau=tau if kind < 2 else None, weight_bound=0.6,
+                              seed=int(rng.integers(0, 2**31)))
+    m = int(rng.choice([1, 2, 3]))
     b_hi = int(rng.choice([4, 8]))
     grid = tuple([("sync", stages, count) for stages in (m, 4 * m) for count in (1, b_hi)]
                  + [("async", stages, 1) for stages in (m, 4 * m)])
@@ -538,3 +551,105 @@ def heldout_check(seed: int, *, seeds: int = 8, steps: int = 2000,
                    theory_choice=int(np.argmin(guaranteed)),
                    design=tuple(sorted({(p.mode, p.stages, p.micro_batches, p.micro_batch_size)
                                         for p in points})))
+
+
+# ------------------------------------------------------------------------------------------------
+# the calibration read on a verification suite (the numbers beside docs/verification.md's)
+
+#: step fractions of a suite's calibrations: none is a fraction of the suites' checks
+SUITE_FRACTIONS = (0.15, 0.3, 0.7)
+#: the calibrated modes of the registry's pipeline entries
+_ENTRY_MODE = {"analog_sgd_sp": "sync", "analog_sgd_ap": "async", "analog_sgd_ap_b": "async"}
+
+
+def problem_of(config: SimConfig, weight_bound: float = 0.5) -> CalibrationProblem:
+    """The :class:`CalibrationProblem` a check's configuration runs on (its problem, dimension,
+    noise, device, ``tau`` and root seed)."""
+    return CalibrationProblem(problem=config.problem, dim=config.dim, sigma2=config.sigma2,
+                              device=config.device, tau=config.tau, weight_bound=weight_bound,
+                              seed=config.seed)
+
+
+@dataclass(frozen=True)
+class SuiteForecast:
+    """The calibration read on the pipeline checks of a suite (:func:`suite_forecasts`).
+
+    Attributes
+    ----------
+    ratios : dict
+        ``{entry: [calibrated / simulated cycles to each check's eps, ...]}`` over the checks with
+        a target the simulation reached.
+    bound_ratios : dict
+        The same checks' bound / simulated ratios (:attr:`simulate.prediction.Prediction.ratio`).
+    mode_pairs, stage_pairs : (int, int)
+        ``(agreeing, ranked)`` pairs of :func:`simulate.suites.ranking_agreement` that the
+        calibration ranks like the simulation (SP vs AP; M vs M').
+    calibrations : int
+        Problems calibrated (one per distinct problem of the checks).
+    """
+
+    ratios: dict
+    bound_ratios: dict
+    mode_pairs: tuple[int, int]
+    stage_pairs: tuple[int, int]
+    calibrations: int
+
+
+def suite_forecasts(checks: Sequence, *, steps: int = STANDARD["steps"],
+                    seeds: int = STANDARD["seeds"], resamples: int = 0, jobs=None,
+                    scheduler=None, cache=True, progress: bool | None = None) -> SuiteForecast:
+    """Calibrate the problem of every pipeline check (SP, AP, 4'B) with a target and compare.
+
+    Each distinct problem gets the standard design at :data:`SUITE_FRACTIONS` (no design point
+    is a checked run); each check's calibrated cycles to its own ``eps`` at its own step
+    (:func:`theory.calibration.predicted_cycles`) are divided by its simulated cycles; the pairs
+    of :func:`simulate.suites.ranking_agreement` between two such checks are ranked again with the
+    calibrated cycles at the pair's common target.
+    """
+    from theory.calibration import predicted_cycles
+
+    from .suites import ranking_agreement
+
+    checks = list(checks)
+    usable = [i for i, c in enumerate(checks) if c.bound_name in _ENTRY_MODE
+              and c.prediction is not None and c.prediction.eps is not None]
+    problems: dict[CalibrationProblem, Calibration] = {}
+    options = dict(jobs=jobs, scheduler=scheduler, cache=cache, progress=progress)
+    checked = {(c.config.mode, c.config.stages, c.config.micro_batches,
+                c.config.micro_batch_size, c.config.lr) for c in checks}
+    for i in usable:
+        spec = problem_of(checks[i].config)
+        if spec not in problems:
+            points = design(spec, fractions=SUITE_FRACTIONS, steps=steps, seeds=seeds)
+            overlap = [p for p in points if (p.mode, p.stages, p.micro_batches,
+                                             p.micro_batch_size, p.lr) in checked]
+            points = tuple(p for p in points if p not in overlap)
+            problems[spec] = calibrate(spec, points, resamples=resamples, **options)
+
+    def forecast(i: int, eps: float) -> float:
+        c = checks[i].config
+        return predicted_cycles(problems[problem_of(c)], _ENTRY_MODE[checks[i].bound_name], eps,
+                                c.stages, c.micro_batches, c.micro_batch_size, lr=c.lr).cycles
+
+    ratios: dict[str, list] = {}
+    bound_ratios: dict[str, list] = {}
+    for i in usable:
+        p = checks[i].prediction
+        if p.simulated_cycles is None:
+            continue
+        ratios.setdefault(checks[i].bound_name, []).append(forecast(i, p.eps) /
+                                                           p.simulated_cycles)
+        bound_ratios.setdefault(checks[i].bound_name, []).append(p.ratio)
+    counts = {"mode": [0, 0], "stages": [0, 0]}
+    inside = set(usable)
+    for pair in ranking_agreement(checks).pairs:
+        if pair.first not in inside or pair.second not in inside:
+            continue
+        a, b = forecast(pair.first, pair.eps), forecast(pair.second, pair.eps)
+        s_a, s_b = pair.simulated
+        agree = ((a > b) - (a < b)) == ((s_a > s_b) - (s_a < s_b))
+        counts[pair.kind][0] += int(agree)
+        counts[pair.kind][1] += 1
+    return SuiteForecast(ratios=ratios, bound_ratios=bound_ratios,
+                         mode_pairs=tuple(counts["mode"]), stage_pairs=tuple(counts["stages"]),
+                         calibrations=len(problems))

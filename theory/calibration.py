@@ -51,13 +51,22 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import numpy as np
+import sympy as sp
 
+from .compiled import compile_expr
 from .errors import ParameterError, check_range
 from .fileio import atomic_write, strict_json
 from .schedules import cycles_after
+from .symbols import B as B_sym
+from .symbols import D as D_sym
+from .symbols import K as K_sym
+from .symbols import alpha, n
+from .symbols import b as b_sym
+from .theorems import get_bound
 
 __all__ = [
     "CALIBRATED_MODES",
@@ -74,6 +83,7 @@ __all__ = [
     "predicted_cycles",
     "problem_fingerprint",
     "read_calibration",
+    "theory_coefficients",
     "write_calibration",
 ]
 
@@ -95,6 +105,46 @@ _FINGERPRINT_DIGITS = 6
 #: the keys of the file's top-level object
 _FILE_KEYS = ("format", "problem", "fingerprint", "fits", "design", "seeds", "version",
               "created_by", "ci_level")
+
+
+#: the registry entry whose form each mode's model takes (its coefficients are the proved ones)
+_FORM = {"sync": "analog_sgd_sp", "async": "analog_sgd_ap_b"}
+
+
+@cache
+def _proved_coefficients(mode: str) -> tuple[sp.Expr, ...]:
+    """The products of constants the registry entry of ``mode`` has where the model has free
+    coefficients (read off its expression: the ``1/(alpha K)``, ``alpha``, constant and
+    ``alpha^2`` parts, times the batch, or ``b/D`` for the staleness part)."""
+    bound = get_bound(_FORM[mode])
+    expr = sp.expand(bound.expr.subs(B_sym * b_sym, n)) if mode == "sync" else sp.expand(
+        bound.expr)
+    batch = n if mode == "sync" else b_sym
+    expr = expr.subs(B_sym, n / b_sym) if mode == "sync" else expr
+    transient = sp.simplify(expr.coeff(K_sym, -1) * alpha)
+    rest = sp.expand(expr - transient / (alpha * K_sym))
+    out = [transient, sp.simplify(rest.coeff(alpha, 1) * batch),
+           sp.simplify(rest.coeff(alpha, 0) * batch)]
+    if mode == "async":
+        out = [sp.simplify(x.subs(D_sym, 1)) for x in out]  # the floor factor for D >= 1
+        out.append(sp.simplify(rest.coeff(alpha, 2) * b_sym / D_sym))
+    return tuple(out)
+
+
+def theory_coefficients(mode: str, values: Mapping[str, float]) -> dict[str, float]:
+    r"""What the proofs put where the model has free coefficients, for these constants.
+
+    Read off the registry entry of the mode (Corollary 3 for ``sync``, Theorem 4'B for
+    ``async``, at ``values["theta"]``): :math:`c_K = 2\Delta/q_{\min}`,
+    :math:`c_{\mathrm{noise}} = L q_{\max}^2\sigma^2/q_{\min}`,
+    :math:`c_{\mathrm{floor}} = G_\infty^2\sigma^2/(\theta q_{\min}^2)` (times 4'B's factor
+    :math:`1 + \theta(1-\theta)q_{\min}^2/q_{\max}^2` for ``async``),
+    :math:`c_{\mathrm{stale}} = 8\kappa L_s^2 q_{\max}^2\sigma^2`. The fitted coefficients
+    divided by these say how much of each worst case the problem really has.
+    """
+    _check_mode(mode)
+    return {name: float(compile_expr(expr)(values)) for name, expr in
+            zip(COEFFICIENTS[mode], _proved_coefficients(mode), strict=True)}
 
 
 def problem_fingerprint(values: Mapping[str, float]) -> str:

@@ -16,7 +16,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from theory.calibration import COEFFICIENTS, FINGERPRINT_KEYS, Calibration, write_calibration
+from theory.calibration import (
+    COEFFICIENTS,
+    FINGERPRINT_KEYS,
+    Calibration,
+    theory_coefficients,
+    write_calibration,
+)
 from theory.commands import command_main
 from theory.errors import ParameterError, check_range
 from theory.fileio import check_writable_dir
@@ -48,10 +54,10 @@ DESCRIPTION = (
 
 #: what a coefficient measures (for the table)
 _MEANING = {
-    "c_K": "transient, loss units (theory 2 Delta/q_min)",
-    "c_noise": "noise ball per unit step (theory L q_max^2 sigma2/q_min)",
-    "c_floor": "analog floor x n, squared-gradient units (theory G^2 sigma2/(theta q_min^2))",
-    "c_stale": "staleness per unit step^2 (theory 8 kappa L_s^2 q_max^2 sigma2)",
+    "c_K": "transient c_K/(lr K); proof: 2 Delta/q_min",
+    "c_noise": "noise ball c_noise lr/n; proof: L q_max^2 sigma2/q_min",
+    "c_floor": "floor c_floor/n; proof: G_inf^2 sigma2/(theta q_min^2)",
+    "c_stale": "staleness c_stale lr^2 D/b; proof: 8 kappa L_s^2 q_max^2 sigma2",
 }
 
 
@@ -104,10 +110,13 @@ def coefficient_table(cal: Calibration) -> str:
     rows = []
     level = f"{100 * cal.ci_level:g}%"
     for mode, fit in cal.fits.items():
+        proved = theory_coefficients(mode, cal.problem)
         for name, value, low, high in zip(COEFFICIENTS[mode], fit.values, fit.low, fit.high,
                                           strict=True):
-            rows.append([mode, name, f"{value:.4g}", f"[{low:.4g}, {high:.4g}]", _MEANING[name]])
-    table = text_table(["mode", "coefficient", "fit", f"{level} interval", "meaning"], rows)
+            rows.append([mode, name, f"{value:.4g}", f"[{low:.4g}, {high:.4g}]",
+                         f"{proved[name]:.4g}", f"{value / proved[name]:.3g}", _MEANING[name]])
+    table = text_table(["mode", "coefficient", "fit", f"{level} interval", "proof",
+                        "fit/proof", "term"], rows)
     fits = ", ".join(f"{mode}: {fit.observations} hitting times, rms log residual "
                      f"{fit.residual_rms:.3g}" for mode, fit in cal.fits.items())
     constants = " ".join(f"{key}={cal.problem[key]:.6g}" for key in FINGERPRINT_KEYS)
