@@ -298,7 +298,8 @@ class Plan:
             f"  iterations           {best.iterations:,d}  ({best.samples:,d} samples)",
             f"  guarantee            {best.bound} ({get_bound(best.bound).proof})",
             f"  clock cycles         {best.cycles:,d}",
-            f"  predicted time       {_seconds(best.seconds)}",
+            ("  guaranteed time      " if self.forecast is not None else "  predicted time       ")
+            + _seconds(best.seconds),
             f"  peak stage memory    {max(best.memory_bytes):,d} bytes",
             "  dominant term        " + self.dominant + "  ("
             + ", ".join(f"{k} = {v:.4g}" for k, v in self.terms.items()) + ")",

@@ -540,7 +540,7 @@ def _row(search: _ForecastSearch, cand: Candidate) -> ForecastRow:
     if calibrated:
         terms = {name: float(np.asarray(v).ravel()[0]) for name, v in model_terms(
             cand.mode, search.calibration.fit(cand.mode).values, k, lr=lr, M=cand.stages,
-            B=cand.micro_batches, b=cand.micro_batch_size).items()}
+            B=cand.micro_batches, b=cand.micro_batch_size, start=search.calibration.start).items()}
         if cand.mode != "async":
             terms.pop("staleness")
     return ForecastRow(

@@ -11,7 +11,7 @@ with progress; function :func:`calibration_run`).
 **Observations.** For each point the ensemble mean running average
 :math:`\bar g(K) = \frac1R\sum_r\frac1K\sum_{k<K}\lVert\nabla f(W^{(r)}_k)\rVert^2` gives, at
 :data:`TARGETS` targets :math:`\epsilon_j` log-spaced between ``1.1`` times the curve's minimum
-and a third of its start :math:`\bar g(1)`, the first ``K_j`` with :math:`\bar g(K_j) \le
+and half of its start :math:`S = \bar g(1)`, the first ``K_j`` with :math:`\bar g(K_j) \le
 \epsilon_j` (:func:`simulate.prediction.first_hit`, the measure of cycles to eps of
 :mod:`simulate.prediction`).
 
@@ -260,7 +260,7 @@ def _points_of(spec: CalibrationProblem, points: Sequence[DesignPoint]) -> list[
 
 def _targets(mean: np.ndarray) -> np.ndarray:
     """The hitting-time targets of one mean curve (empty when it barely descends)."""
-    low, high = 1.1 * float(np.min(mean)), float(mean[0]) / 3.0
+    low, high = 1.1 * float(np.min(mean)), float(mean[0]) / 2.0
     if not high > low:
         return np.empty(0)
     return np.geomspace(low, high, TARGETS)
@@ -278,9 +278,9 @@ def observations(points: Sequence[DesignPoint], means: Sequence[np.ndarray],
     return {mode: np.asarray(r, dtype=float).reshape(-1, 6) for mode, r in rows.items()}
 
 
-def _residuals(x: np.ndarray, mode: str, obs: np.ndarray) -> np.ndarray:
+def _residuals(x: np.ndarray, mode: str, obs: np.ndarray, start: float) -> np.ndarray:
     m, big_b, b, lr, k, eps = obs.T
-    terms = model_terms(mode, np.exp(x), k, lr=lr, M=m, B=big_b, b=b)
+    terms = model_terms(mode, np.exp(x), k, lr=lr, M=m, B=big_b, b=b, start=start)
     return np.log(sum(terms.values())) - np.log(eps)
 
 
@@ -300,7 +300,8 @@ def _start(mode: str, obs: np.ndarray) -> np.ndarray:
     return np.log(np.maximum(start, 10 * _TINY))
 
 
-def _fit(mode: str, obs: np.ndarray, x0: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+def _fit(mode: str, obs: np.ndarray, start: float, x0: np.ndarray | None = None
+         ) -> tuple[np.ndarray, float]:
     """Least squares in log space; returns ``(log coefficients, rms of the log residuals)``."""
     width = len(COEFFICIENTS[mode])
     if obs.shape[0] < width:
@@ -309,7 +310,7 @@ def _fit(mode: str, obs: np.ndarray, x0: np.ndarray | None = None) -> tuple[np.n
             "coefficients; valid: more design points or steps"
         )
     x0 = _start(mode, obs) if x0 is None else np.clip(x0, math.log(_TINY), None)
-    result = least_squares(_residuals, x0, args=(mode, obs), method="trf",
+    result = least_squares(_residuals, x0, args=(mode, obs, start), method="trf",
                            bounds=(math.log(_TINY), np.inf), x_scale=1.0)
     rms = float(np.sqrt(np.mean(result.fun**2)))
     return result.x, rms
@@ -325,8 +326,9 @@ def fit_calibration(spec: CalibrationProblem, points: Sequence[DesignPoint],
     means = [r.mean(axis=0) for r in running]
     targets = [_targets(mean) for mean in means]
     obs = observations(points, means, targets)
+    start = float(np.median([mean[0] for mean in means]))  # every run starts at W_0
     modes = [mode for mode in ("sync", "async") if any(p.mode == mode for p in points)]
-    best = {mode: _fit(mode, obs[mode]) for mode in modes}
+    best = {mode: _fit(mode, obs[mode], start) for mode in modes}
     draws: dict[str, list] = {mode: [] for mode in modes}
     rng = bootstrap_generator(spec.seed)
     for _ in range(resamples):
@@ -334,7 +336,7 @@ def fit_calibration(spec: CalibrationProblem, points: Sequence[DesignPoint],
         again = observations(points, resampled, targets)
         for mode in modes:
             if again[mode].shape[0] >= len(COEFFICIENTS[mode]):
-                draws[mode].append(np.exp(_fit(mode, again[mode], best[mode][0])[0]))
+                draws[mode].append(np.exp(_fit(mode, again[mode], start, best[mode][0])[0]))
     tail = (1.0 - ci_level) / 2
     fits = {}
     for mode in modes:
@@ -350,7 +352,7 @@ def fit_calibration(spec: CalibrationProblem, points: Sequence[DesignPoint],
                              draws=tuple(tuple(row) for row in sample),
                              residual_rms=best[mode][1], observations=int(obs[mode].shape[0]))
     constants = spec.constants()
-    problem = {**spec.to_dict(), **constants}
+    problem = {**spec.to_dict(), **constants, "start": start}
     return Calibration(
         fits=fits, problem=problem, fingerprint=problem_fingerprint(constants),
         design=tuple(p.to_dict() for p in points),

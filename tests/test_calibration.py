@@ -26,6 +26,8 @@ from theory.calibration import (
 from theory.errors import ParameterError
 from theory.schedules import cycles_after
 
+#: the start ||grad f(W_0)||^2 of the synthetic curves
+START = 0.2
 #: coefficients the synthetic curves are drawn from (the fit must recover them)
 TRUE = {"sync": (0.15, 0.04, 0.002), "async": (0.13, 0.035, 0.003, 0.05)}
 
@@ -100,6 +102,27 @@ def test_forecast_unreachable_below_the_calibrated_floor():
     assert f.to_dict()["cycles"] is None
 
 
+def test_saturated_transient_inverts_exactly():
+    """With a recorded start S the transient is c_K/(lr K + c_K/S): K(eps) is the first whole K
+    of that model at or below eps, and a target near S needs only a few updates."""
+    cal = _calibration()
+    cal = Calibration(fits=cal.fits, problem={**cal.problem, "start": 0.2},
+                      fingerprint=cal.fingerprint, design=cal.design, seeds=cal.seeds,
+                      version="test")
+    assert cal.start == 0.2
+    for eps in (0.19, 0.1, 0.02):
+        f = predicted_cycles(cal, "async", eps, 4, 1, 2, lr=0.05)
+        k = f.iterations
+
+        def g(k):
+            return sum(model_terms("async", TRUE["async"], k, lr=0.05, M=4, b=2,
+                                   start=0.2).values())
+        assert g(k) <= eps and (k == 1 or g(k - 1) > eps)
+    plain = predicted_cycles(_calibration(), "async", 0.19, 4, 1, 2, lr=0.05)
+    near = predicted_cycles(cal, "async", 0.19, 4, 1, 2, lr=0.05)
+    assert near.iterations < plain.iterations / 5
+
+
 def test_interval_comes_from_the_draws():
     draws = tuple((0.15 * s, 0.04, 0.002) for s in (0.5, 1.0, 2.0))
     cal = _calibration({"sync": TRUE["sync"]}, draws=draws)
@@ -115,8 +138,8 @@ def _synthetic(points, rng, noise=0.02):
     for p in points:
         k = np.arange(1, p.steps + 1)
         curve = sum(model_terms(p.mode, TRUE[p.mode], k, lr=p.lr, M=p.stages,
-                                B=p.micro_batches, b=p.micro_batch_size).values())
-        curve = np.minimum(curve, 0.2)  # every run starts at ||grad f(W_0)||^2
+                                B=p.micro_batches, b=p.micro_batch_size, start=START).values())
+        curve[0] = START  # every run starts at ||grad f(W_0)||^2 (the fit reads S there)
         out.append(curve * (1 + noise * rng.standard_normal((p.seeds, 1))))
     return out
 

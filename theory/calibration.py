@@ -8,12 +8,17 @@ update (``B b`` sync, ``b`` async) and the maximal stage delay :math:`D = M - 1`
 
 .. math::
 
-    \hat g(K) = \underbrace{\frac{c_K}{\alpha K}}_{\text{transient}}
+    \hat g(K) = \underbrace{\frac{c_K}{\alpha K + c_K/S}}_{\text{transient}}
               + \underbrace{\frac{c_{\mathrm{noise}}\,\alpha}{n}}_{\text{noise}}
               + \underbrace{\frac{c_{\mathrm{floor}}}{n}}_{\text{floor}}
               + \underbrace{\frac{c_{\mathrm{stale}}\,\alpha^2 D}{b}}_{\text{staleness (async)}} .
 
-Term by term this is Theorem 2 / Corollary 3 (``sync``) and Theorem 4'B (``async``) of
+with :math:`S = \lVert\nabla f(W_0)\rVert^2` the start every run shares (measured by the
+calibration, ``problem["start"]``): the running average of a descent method cannot exceed its
+start, and :math:`c_K/(\alpha K + c_K/S)` is the theorems' :math:`c_K/(\alpha K)` once
+:math:`\alpha K \gg c_K/S`, saturating at :math:`S` for small ``K`` (without a recorded start the
+transient is :math:`c_K/(\alpha K)`). Term by term this is Theorem 2 / Corollary 3 (``sync``) and
+Theorem 4'B (``async``) of
 ``docs/theory.md``: :math:`2\Delta/(\alpha q_{\min} K)`, :math:`L\alpha q_{\max}^2\sigma^2/(n
 q_{\min})`, :math:`G_\infty^2\sigma^2/(\theta n q_{\min}^2)` and
 :math:`8\kappa L_s^2\alpha^2 D q_{\max}^2\sigma^2/b`, with each product of constants replaced by
@@ -23,7 +28,8 @@ best step of the bound this is the registry's rate form :math:`a/\sqrt K + c/K +
 
 .. math::
 
-    K(\epsilon) = \frac{c_K}{\alpha\,(\epsilon - F)}, \qquad
+    K(\epsilon) = \frac{1}{\alpha}\Bigl(\frac{c_K}{\epsilon - F} - \frac{c_K}{S}\Bigr),
+    \qquad
     F = \frac{c_{\mathrm{noise}}\alpha + c_{\mathrm{floor}}}{n}
         + \frac{c_{\mathrm{stale}}\alpha^2 D}{b},
 
@@ -182,11 +188,13 @@ def _samples(mode: str, B, b):
     return np.asarray(b, dtype=float) * (np.asarray(B, dtype=float) if mode == "sync" else 1.0)
 
 
-def model_terms(mode: str, coefficients, K, *, lr, M, B=1, b=1) -> dict[str, np.ndarray]:
+def model_terms(mode: str, coefficients, K, *, lr, M, B=1, b=1, start=None
+                ) -> dict[str, np.ndarray]:
     r"""The four terms of :math:`\hat g(K)` (module docstring) by :data:`MODEL_TERMS` name.
 
     ``coefficients`` is a mapping by :data:`COEFFICIENTS` name or a sequence in that order
-    (arrays broadcast with ``K``, ``lr``, ``M``, ``B``, ``b``); ``staleness`` is 0 for ``sync``.
+    (arrays broadcast with ``K``, ``lr``, ``M``, ``B``, ``b``); ``staleness`` is 0 for ``sync``;
+    ``start`` is :math:`S` (``None``: the unsaturated transient :math:`c_K/(\alpha K)`).
     """
     _check_mode(mode)
     c_k, c_noise, c_floor, c_stale = _coefficient_arrays(mode, coefficients)
@@ -194,7 +202,8 @@ def model_terms(mode: str, coefficients, K, *, lr, M, B=1, b=1) -> dict[str, np.
     n = _samples(mode, B, b)
     delay = np.maximum(np.asarray(M, dtype=float) - 1.0, 0.0) if mode == "async" else 0.0
     return {
-        "transient": c_k / (lr * np.asarray(K, dtype=float)),
+        "transient": c_k / (lr * np.asarray(K, dtype=float)
+                            + (0.0 if start is None else c_k / float(start))),
         "noise": c_noise * lr / n,
         "floor": c_floor / n,
         "staleness": c_stale * lr**2 * delay / np.asarray(b, dtype=float),
@@ -337,6 +346,13 @@ class Calibration:
                                  f"{', '.join(self.fits)}")
         return self.fits[mode]
 
+    @property
+    def start(self) -> float | None:
+        r""":math:`S = \lVert\nabla f(W_0)\rVert^2`, the start of every calibrated run
+        (``problem["start"]``; ``None`` when not recorded)."""
+        value = self.problem.get("start")
+        return None if value is None else float(value)
+
     def matches(self, values: Mapping[str, float]) -> bool:
         """Whether ``values`` (problem constants) have this calibration's fingerprint."""
         return problem_fingerprint(values) == self.fingerprint
@@ -439,8 +455,9 @@ def forecast_iterations(cal: Calibration, mode: str, eps, *, lr, M, B=1, b=1
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Calibrated iterations to ``eps`` at step ``lr``: the fit and its bootstrap interval.
 
-    :math:`K(\epsilon) = \lceil c_K/(\alpha(\epsilon - F))\rceil` (at least 1; ``inf`` where
-    :math:`\epsilon \le F`) for the fitted coefficients, and the :attr:`Calibration.ci_level`
+    :math:`K(\epsilon) = \lceil (c_K/(\epsilon - F) - c_K/S)/\alpha\rceil` (at least 1; ``inf``
+    where :math:`\epsilon \le F`; :math:`S` = :attr:`Calibration.start`) for the fitted
+    coefficients, and the :attr:`Calibration.ci_level`
     percentile interval of the same over the bootstrap draws. Arrays broadcast.
 
     Returns
@@ -449,6 +466,7 @@ def forecast_iterations(cal: Calibration, mode: str, eps, *, lr, M, B=1, b=1
         Iterations (float, whole numbers or ``inf``), the interval's low and high ends.
     """
     fit = cal.fit(mode)
+    start = cal.start
     eps = np.asarray(eps, dtype=float)
     shape = np.broadcast_shapes(eps.shape, *(np.shape(x) for x in (lr, M, B, b)))
 
@@ -457,7 +475,8 @@ def forecast_iterations(cal: Calibration, mode: str, eps, *, lr, M, B=1, b=1
         floor = model_floor(mode, coeffs, lr=lr, M=M, B=B, b=b)
         gap = eps - floor
         with np.errstate(divide="ignore", invalid="ignore"):
-            k = coeffs[0] / (np.asarray(lr, dtype=float) * gap)
+            k = (coeffs[0] / gap - (0.0 if start is None else coeffs[0] / start)) / np.asarray(
+                lr, dtype=float)
         k = np.where(gap > 0, np.maximum(np.ceil(k), 1.0), np.inf)
         return np.broadcast_to(k, np.broadcast_shapes(shape, np.shape(k)))
 
@@ -543,7 +562,7 @@ def predicted_cycles(cal: Calibration, mode: str, eps: float, M: int, B: int = 1
     k, low, high = (float(x) for x in forecast_iterations(cal, mode, eps, lr=lr, M=M, B=B, b=b))
     cycles, c_low, c_high = (float(_cycles(mode, x, M, B)) for x in (k, low, high))
     terms = {name: float(v) for name, v in model_terms(
-        mode, cal.fit(mode).values, k, lr=lr, M=M, B=B, b=b).items()}
+        mode, cal.fit(mode).values, k, lr=lr, M=M, B=B, b=b, start=cal.start).items()}
     if mode == "sync":
         terms.pop("staleness")
     return Forecast(mode=mode, stages=M, micro_batches=B, micro_batch_size=b, eps=float(eps),

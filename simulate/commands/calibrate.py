@@ -46,15 +46,16 @@ __all__ = ["DESCRIPTION", "build_parser", "coefficient_table", "main", "run"]
 DESCRIPTION = (
     "Calibrate the complexity model of one oracle problem: simulate small ensembles of the "
     "synchronous (SP) and asynchronous (AP) pipelines at a designed set of (M, B, b, lr), fit per "
-    "mode E||grad f||^2 after K updates = c_K/(lr K) + (c_noise lr + c_floor)/n "
-    "[+ c_stale lr^2 (M - 1)/b for AP] (the form of Corollary 3 and Theorem 4'B with free "
-    "coefficients) by least squares on log residuals, with bootstrap intervals over seeds, and "
-    "write the calibration file that 'aimc-pipeline plan --calibration' forecasts with."
+    "mode E||grad f||^2 after K updates = c_K/(lr K + c_K/S) + (c_noise lr + c_floor)/n "
+    "[+ c_stale lr^2 (M - 1)/b for AP], S = ||grad f(W_0)||^2 (the form of Corollary 3 and "
+    "Theorem 4'B with free coefficients, its transient saturating at the start) by least "
+    "squares on log residuals, with bootstrap intervals over seeds, and write the calibration "
+    "file that 'aimc-pipeline plan --calibration' forecasts with."
 )
 
 #: what a coefficient measures (for the table)
 _MEANING = {
-    "c_K": "transient c_K/(lr K); proof: 2 Delta/q_min",
+    "c_K": "transient c_K/(lr K + c_K/S); proof: 2 Delta/q_min",
     "c_noise": "noise ball c_noise lr/n; proof: L q_max^2 sigma2/q_min",
     "c_floor": "floor c_floor/n; proof: G_inf^2 sigma2/(theta q_min^2)",
     "c_stale": "staleness c_stale lr^2 D/b; proof: 8 kappa L_s^2 q_max^2 sigma2",
