@@ -225,3 +225,24 @@ def test_plan_forecast_matches_when_the_constants_do():
                                        result.micro_batch_size)
     assert f.guaranteed_choice.guaranteed_seconds == pytest.approx(result.seconds)
     assert ("choose differently" in f.reason) == f.differ
+
+
+@pytest.mark.parametrize("argv, pattern", [
+    (["--seeds", "1"], "--seeds=1 is out of range"),
+    (["--dim", "4"], "stages=8 exceeds dim=4"),
+    (["--theta", "1.5"], "theta=1.5"),
+])
+def test_calibrate_refuses_bad_flags_in_one_line(argv, pattern, capsys, tmp_path):
+    assert main(["calibrate", "--quick", "--no-cache", *argv]) == 2
+    err = capsys.readouterr().err
+    assert pattern in err and err.count("\n") == 1
+
+
+def test_plan_refuses_a_bad_calibration_file(tmp_path, capsys):
+    bad = tmp_path / "cal.json"
+    bad.write_text("[]")
+    argv = ["plan", "--model", "digits-mlp", "--accelerators", "2", "--no-relax",
+            "--calibration", str(bad)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "calibration=" in err and err.count("\n") == 1
