@@ -22,8 +22,8 @@ from .partition import Partition
 from .relaxation import SKIPPED, Relaxed
 
 __all__ = [
-    "A4_NOTE", "Candidate", "Grid", "OPTIMAL", "Plan", "RELAXATION_FAILED", "RateTerms",
-    "SolveTimes", "TERMS",
+    "A4_NOTE", "Candidate", "ForecastRow", "GUARANTEE_NOTE", "Grid", "OPTIMAL", "Plan",
+    "PlanForecast", "RELAXATION_FAILED", "RateTerms", "SolveTimes", "TERMS",
 ]
 
 #: names of the three terms of the rate form a/sqrt(K) + c/K + floor
@@ -38,6 +38,12 @@ A4_NOTE = (
 )
 #: :attr:`Plan.status`: the exact optimum, but the relaxation failed (no lower bound, no gap)
 RELAXATION_FAILED = "relaxation_failed"
+#: the line a plan without a calibration adds: what its time is
+GUARANTEE_NOTE = (
+    "the predicted time is the proved guarantee, a worst case: a run of this plan reaches eps by "
+    "then; for a forecast of the likely time fit a calibration (aimc-pipeline calibrate) and pass "
+    "it with --calibration FILE"
+)
 
 
 @dataclass(frozen=True)
@@ -239,6 +245,7 @@ class Plan:
     solve_times: SolveTimes
     status: str
     message: str
+    forecast: PlanForecast | None = None
 
     mode = property(lambda self: self.best.mode, doc="Pipeline mode of the plan.")
     stages = property(lambda self: self.best.stages, doc="Stages M.")
@@ -270,6 +277,8 @@ class Plan:
             "ruled_out": [{"mode": m, "reason": r} for m, r in self.ruled_out],
             "solve_times": self.solve_times.to_dict(),
             "status": self.status, "message": self.message, "notes": list(self.notes),
+            "chosen_by": "guaranteed time" if self.forecast is None else "predicted time",
+            "forecast": None if self.forecast is None else self.forecast.to_dict(),
         }
 
     def table(self) -> str:
@@ -289,7 +298,8 @@ class Plan:
             f"  iterations           {best.iterations:,d}  ({best.samples:,d} samples)",
             f"  guarantee            {best.bound} ({get_bound(best.bound).proof})",
             f"  clock cycles         {best.cycles:,d}",
-            f"  predicted time       {_seconds(best.seconds)}",
+            ("  guaranteed time      " if self.forecast is not None else "  predicted time       ")
+            + _seconds(best.seconds),
             f"  peak stage memory    {max(best.memory_bytes):,d} bytes",
             "  dominant term        " + self.dominant + "  ("
             + ", ".join(f"{k} = {v:.4g}" for k, v in self.terms.items()) + ")",
@@ -319,7 +329,181 @@ class Plan:
         for mode, reason in self.ruled_out:
             lines.append(f"ruled out: {mode}: {reason}")
         lines += [f"note: {note}" for note in self.notes]
-        return "\n".join(lines)
+        if self.forecast is None:
+            lines.append(f"note: {GUARANTEE_NOTE}")
+            return "\n".join(lines)
+        return "\n".join([*self.forecast.lines(), "", "the guarantee's own plan "
+                          "(proved bounds, worst case):", *lines])
+
+
+@dataclass(frozen=True)
+class ForecastRow:
+    """One choice (mode, M, B, b) with its guaranteed and its predicted (calibrated) time.
+
+    Attributes
+    ----------
+    mode : str
+    stages, micro_batches, micro_batch_size : int
+        ``M``, ``B`` (1 for async), ``b``.
+    lr : float
+        The step the plan runs at: the guarantee's best step for ``eps``.
+    cycle_time_s : float
+        Seconds per clock cycle (slowest stage of the choice's partition).
+    guaranteed_iterations : int
+        Proved whole iterations to eps (:func:`theory.complexity.evaluate_guarantee`).
+    guaranteed_seconds : float
+        Their clock cycles times ``cycle_time_s``: the worst case.
+    predicted_iterations : float
+        Calibrated iterations to eps at ``lr`` (:func:`theory.calibration.forecast_iterations`).
+    predicted_seconds, predicted_low_s, predicted_high_s : float
+        The forecast and its bootstrap interval, seconds.
+    guaranteed_dominant : str
+        The largest term of the bound's rate form at its iterations (:data:`TERMS`).
+    predicted_terms : dict
+        The calibrated model's terms at the predicted iterations
+        (:data:`theory.calibration.MODEL_TERMS`).
+    """
+
+    mode: str
+    stages: int
+    micro_batches: int
+    micro_batch_size: int
+    lr: float
+    cycle_time_s: float
+    guaranteed_iterations: int
+    guaranteed_seconds: float
+    predicted_iterations: float
+    predicted_seconds: float
+    predicted_low_s: float
+    predicted_high_s: float
+    guaranteed_dominant: str
+    predicted_terms: dict
+
+    @property
+    def key(self) -> tuple:
+        """``(mode, M, B, b)``."""
+        return (self.mode, self.stages, self.micro_batches, self.micro_batch_size)
+
+    @property
+    def predicted_dominant(self) -> str:
+        """The largest term of the calibrated model at the predicted iterations (``"n/a"``: the
+        calibration has no fit for this mode)."""
+        if not self.predicted_terms:
+            return "n/a"
+        return max(self.predicted_terms, key=self.predicted_terms.get)
+
+    @property
+    def label(self) -> str:
+        """``sync M=4 B=8 b=1`` (no B for async)."""
+        batch = f" B={self.micro_batches}" if self.mode != "async" else ""
+        return f"{self.mode} M={self.stages}{batch} b={self.micro_batch_size}"
+
+    def to_dict(self) -> dict:
+        """Strict-JSON-ready fields (an unreachable forecast is ``None``)."""
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        out["predicted_dominant"] = self.predicted_dominant
+        return strict_json(out)
+
+
+@dataclass(frozen=True)
+class PlanForecast:
+    """The plan chosen by the calibrated forecast, beside the guarantee's (``plan --calibration``).
+
+    Attributes
+    ----------
+    source : str
+        Where the calibration came from (its file).
+    fingerprint : str
+        The calibration's problem fingerprint.
+    matches : bool
+        Whether the plan's problem constants have that fingerprint.
+    chosen : ForecastRow
+        The choice of fewest predicted seconds.
+    alternatives : tuple of ForecastRow
+        The best of the next (mode, M) pairs by predicted seconds.
+    guaranteed_choice : ForecastRow
+        The guarantee's own plan (:attr:`Plan.best`) with its forecast.
+    eps : float
+        The target.
+    warning : str or None
+        One line when the constants do not match the calibration (``aimc-pipeline plan``
+        prints it on stderr; the JSON carries it).
+    """
+
+    source: str
+    fingerprint: str
+    matches: bool
+    chosen: ForecastRow
+    alternatives: tuple[ForecastRow, ...]
+    guaranteed_choice: ForecastRow
+    eps: float
+    warning: str | None = None
+
+    @property
+    def differ(self) -> bool:
+        """The guarantee and the forecast choose different (mode, M, B, b)."""
+        return self.chosen.key != self.guaranteed_choice.key
+
+    @property
+    def reason(self) -> str:
+        """One sentence: whether the two choose alike and, if not, which terms make them differ."""
+        c, g = self.chosen, self.guaranteed_choice
+        if not self.differ:
+            return (f"the guarantee and the forecast choose the same plan ({c.label}); the "
+                    f"guarantee is {c.guaranteed_seconds / c.predicted_seconds:.3g}x the forecast "
+                    f"there (its dominant term {c.guaranteed_dominant}, the calibration's "
+                    f"{c.predicted_dominant})")
+        return (
+            f"the two choose differently: the guarantee would run {g.label} (guaranteed "
+            f"{_seconds(g.guaranteed_seconds)}, forecast {_seconds(g.predicted_seconds)}), the "
+            f"forecast runs {c.label} (guaranteed {_seconds(c.guaranteed_seconds)}, forecast "
+            f"{_seconds(c.predicted_seconds)}): the guarantee over-predicts {c.label} "
+            f"{c.guaranteed_seconds / c.predicted_seconds:.3g}x, where its dominant term is "
+            f"{c.guaranteed_dominant}, but {g.label} only "
+            f"{g.guaranteed_seconds / g.predicted_seconds:.3g}x (dominant "
+            f"{g.guaranteed_dominant}); "
+            f"the calibration's dominant term is {c.predicted_dominant} at {c.label} and "
+            f"{g.predicted_dominant} at {g.label}"
+        )
+
+    def rows(self) -> tuple[ForecastRow, ...]:
+        """The chosen plan, its alternatives and (if not among them) the guarantee's choice."""
+        rows = [self.chosen, *self.alternatives]
+        if self.guaranteed_choice.key not in {r.key for r in rows}:
+            rows.append(self.guaranteed_choice)
+        return tuple(rows)
+
+    def lines(self) -> list[str]:
+        """The human report: the chosen plan, the table of both times, the comparison."""
+        c = self.chosen
+        lines = [
+            f"chosen by predicted time (calibration {self.source}) at eps = {self.eps:g}",
+            f"  plan                 {c.label}, step {c.lr:.4g}",
+            f"  predicted time       {_seconds(c.predicted_seconds)}  (95% interval "
+            f"{_seconds(c.predicted_low_s)} - {_seconds(c.predicted_high_s)}; "
+            f"{c.predicted_iterations:,.0f} iterations)",
+            f"  guaranteed time      {_seconds(c.guaranteed_seconds)}  (proved worst case; "
+            f"{c.guaranteed_iterations:,d} iterations)",
+            "guaranteed and predicted time of the chosen plan and the alternatives:",
+            f"  {'plan':<22} {'guaranteed s':>13} {'predicted s':>12} {'95% interval':>22} "
+            f"{'bound term':>11} {'fit term':>10}",
+        ]
+        for r in self.rows():
+            mark = "  (guarantee's choice)" if r.key == self.guaranteed_choice.key else ""
+            interval = f"{r.predicted_low_s:.4g} - {r.predicted_high_s:.4g}"
+            lines.append(f"  {r.label:<22} {r.guaranteed_seconds:>13.4g} "
+                         f"{r.predicted_seconds:>12.4g} {interval:>22} "
+                         f"{r.guaranteed_dominant:>11} {r.predicted_dominant:>10}{mark}")
+        lines.append(f"  {self.reason}")
+        return lines
+
+    def to_dict(self) -> dict:
+        """Strict-JSON-ready fields."""
+        return {"source": self.source, "fingerprint": self.fingerprint, "matches": self.matches,
+                "eps": self.eps, "chosen": self.chosen.to_dict(),
+                "alternatives": [r.to_dict() for r in self.alternatives],
+                "guaranteed_choice": self.guaranteed_choice.to_dict(), "differ": self.differ,
+                "reason": self.reason, "warning": self.warning}
 
 
 def _partition_summary(sizes) -> str:

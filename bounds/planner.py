@@ -49,6 +49,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from theory.calibration import CALIBRATED_MODES, Calibration, forecast_iterations, model_terms
 from theory.compiled import compile_expr
 from theory.complexity import REACHABLE, evaluate_complexity, evaluate_guarantee
 from theory.errors import ParameterError, UnreachableTargetError, check_range
@@ -64,14 +65,16 @@ from .plan_result import (
     OPTIMAL,
     RELAXATION_FAILED,
     Candidate,
+    ForecastRow,
     Grid,
     Plan,
+    PlanForecast,
     RateTerms,
     SolveTimes,
 )
 from .relaxation import SKIPPED, Relaxed, solve_relaxation
 
-__all__ = ["plan", "time_grid"]
+__all__ = ["forecast_plan", "plan", "time_grid"]
 
 class _Search:
     """The exact search over (mode, M, B, b, partition): lower-bound grids and lazy DPs."""
@@ -264,6 +267,8 @@ def plan(
     limits: PlanLimits | None = None,
     *,
     relax: bool = True,
+    calibration: Calibration | None = None,
+    calibration_source: str = "given",
 ) -> Plan:
     r"""Choose mode, stages, partition, micro-batches and micro-batch size minimising time to eps.
 
@@ -282,6 +287,12 @@ def plan(
         Search range of ``B`` and ``b`` and the modes.
     relax : bool
         Also solve the geometric-programming relaxation (default True).
+    calibration : theory.calibration.Calibration, optional
+        With one, :attr:`Plan.forecast` holds the plan of fewest **predicted** seconds
+        (:func:`forecast_plan`) beside the guaranteed times; :attr:`Plan.best` stays the
+        guarantee's choice.
+    calibration_source : str
+        Where the calibration came from (shown in the report).
 
     Returns
     -------
@@ -357,13 +368,17 @@ def plan(
         status = RELAXATION_FAILED
         message = (f"exact integer optimum over the search range; the relaxation failed "
                    f"({relaxed.status}): {relaxed.message}")
+    forecast = None
+    if calibration is not None:
+        forecast = forecast_plan(model, hardware, problem, eps, limits, calibration, best,
+                                 source=calibration_source)
     return Plan(
         model=model.name, eps=float(eps), best=best, terms=terms, dominant=terms.dominant,
         relaxed=relaxed, gap=float(gap), alternatives=tuple(found[1:]),
         ruled_out=tuple(sorted(ruled_out)),
         solve_times=SolveTimes(exact_s=exact_time, relaxation_s=relaxed.solve_time_s,
                                partition_solves=search.dp_solves),
-        status=status, message=message,
+        status=status, message=message, forecast=forecast,
     )
 
 
@@ -445,3 +460,147 @@ def time_grid(
                        seconds=grid.seconds[row], exact=grid.exact[row])
             out[int(grid.stages), int(count)] = search.best_for(mode, one, np.inf)
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+# the calibrated forecast (issue 14): the same search, iterations from the calibration
+
+
+class _ForecastSearch(_Search):
+    r"""The exact search with the calibrated iterations to eps.
+
+    Every point runs at the guarantee's best step for ``eps`` (the step of the plan, from
+    :func:`theory.complexity.evaluate_guarantee`); its iterations are the calibration's
+    :math:`K(\epsilon)` at that step (:func:`theory.calibration.forecast_iterations`), ``inf``
+    where the guarantee has no step (``eps`` at or below its floor) or the calibrated floor is
+    at or above ``eps``.
+    """
+
+    def __init__(self, *args, calibration: Calibration):
+        self.calibration = calibration
+        super().__init__(*args)
+
+    def _step(self, mode: str, grid: dict) -> np.ndarray:
+        result = self._guarantee(mode, grid)
+        return np.where(result.status == REACHABLE, np.asarray(result.step, dtype=float), np.nan)
+
+    def forecast(self, mode: str, grid: dict):
+        """``(step, iterations, low, high)`` on a broadcast grid (``inf`` where unreachable)."""
+        lr = self._step(mode, grid)
+        with np.errstate(invalid="ignore"):
+            k, low, high = forecast_iterations(
+                self.calibration, mode, self.eps, lr=np.where(np.isfinite(lr), lr, 1.0),
+                M=grid["M"], B=grid.get("B", 1), b=grid["b"])
+        bad = ~np.isfinite(lr)
+        return lr, *(np.where(bad, np.inf, x) for x in (k, low, high))
+
+    def _iterations(self, mode: str, grid: dict) -> np.ndarray:
+        return self.forecast(mode, grid)[1]
+
+
+def _top_four(search: _Search, pairs: list[tuple[str, Grid]]) -> list[Candidate]:
+    """The best candidate of each of the four fastest (mode, M) pairs (branch and bound)."""
+    found: list[Candidate] = []
+    for mode, grid in sorted(pairs, key=lambda p: (float(np.min(p[1].seconds)), p[0],
+                                                   p[1].stages)):
+        threshold = found[3].seconds if len(found) >= 4 else np.inf
+        if float(np.min(grid.seconds)) >= threshold:
+            continue
+        cand = search.best_for(mode, grid, threshold)
+        if cand is not None:
+            found = sorted([*found, cand], key=lambda c: (c.seconds, c.mode, c.stages))[:4]
+    return found
+
+
+def _row(search: _ForecastSearch, cand: Candidate) -> ForecastRow:
+    """Both times of one candidate (its partition's cycle time)."""
+    grid = {"b": cand.micro_batch_size, "M": cand.stages}
+    if cand.mode == "sync":
+        grid["B"] = cand.micro_batches
+    calibrated = cand.mode in search.calibration.fits
+    if calibrated:
+        lr, k, low, high = (float(np.asarray(x).ravel()[0])
+                            for x in search.forecast(cand.mode, grid))
+    else:  # the guarantee's choice in a mode the calibration has no fit for
+        lr = float(np.asarray(search._step(cand.mode, grid)).ravel()[0])
+        k = low = high = math.nan
+    guaranteed = search._guarantee(cand.mode, grid, "raise")
+    k_proved = int(guaranteed.iterations_int)
+
+    def seconds(iterations: float) -> float:
+        if not math.isfinite(iterations):
+            return iterations
+        return float(cycles_after(cand.mode, iterations, cand.stages, cand.micro_batches)
+                     ) * cand.cycle_time_s
+
+    r = evaluate_complexity(str(guaranteed.algorithm), search.eps, **search.values, **grid)
+    proved = RateTerms(a_over_sqrt_k=float(r.rate_a) / math.sqrt(k_proved),
+                       c_over_k=float(r.rate_c) / k_proved, floor=float(r.floor))
+    terms = {}
+    if calibrated:
+        terms = {name: float(np.asarray(v).ravel()[0]) for name, v in model_terms(
+            cand.mode, search.calibration.fit(cand.mode).values, k, lr=lr, M=cand.stages,
+            B=cand.micro_batches, b=cand.micro_batch_size, start=search.calibration.start).items()}
+        if cand.mode != "async":
+            terms.pop("staleness")
+    return ForecastRow(
+        mode=cand.mode, stages=cand.stages, micro_batches=cand.micro_batches,
+        micro_batch_size=cand.micro_batch_size, lr=lr, cycle_time_s=cand.cycle_time_s,
+        guaranteed_iterations=k_proved, guaranteed_seconds=seconds(k_proved),
+        predicted_iterations=k, predicted_seconds=seconds(k), predicted_low_s=seconds(low),
+        predicted_high_s=seconds(high), guaranteed_dominant=proved.dominant,
+        predicted_terms=terms,
+    )
+
+
+def forecast_plan(model: Model, hardware: PlanHardware, problem: ProblemParams, eps: float,
+                  limits: PlanLimits, calibration: Calibration, guaranteed: Candidate, *,
+                  source: str = "given") -> PlanForecast:
+    """The plan of fewest predicted seconds under ``calibration``, beside the guarantee's.
+
+    The same exact search as :func:`plan` (partition DPs, memory, branch and bound) with the
+    iterations of :class:`_ForecastSearch`; ``guaranteed`` is the guarantee's own choice
+    (:attr:`Plan.best`), reported with its forecast.
+
+    Raises
+    ------
+    ParameterError
+        No mode of ``limits`` is calibrated, or no choice has a forecast that reaches ``eps``.
+    """
+    if not isinstance(calibration, Calibration):
+        raise ParameterError(f"calibration={calibration!r} is not a theory.calibration."
+                             "Calibration; read one with theory.calibration.read_calibration")
+    search = _ForecastSearch(model, hardware, problem, eps, limits, calibration=calibration)
+    modes = [m for m in limits.modes if m in CALIBRATED_MODES and m in calibration.fits]
+    if not modes:
+        raise ParameterError(
+            f"calibration={source!r} fits {', '.join(calibration.fits)}; the plan searches "
+            f"{', '.join(limits.modes)}: no mode in common"
+        )
+    pairs = [(mode, g) for mode in modes for g in search.grids(mode)
+             if np.isfinite(g.seconds).any()]
+    found = _top_four(search, pairs)
+    if not found:
+        raise ParameterError(
+            f"eps={eps:g}: no choice reaches eps in the calibration's forecast (its floor is at "
+            f"or above eps wherever the guarantee gives a step); choose a larger eps"
+        )
+    matches = calibration.matches(search.values)
+    warning = None
+    if not matches:
+        mine = " ".join(f"{k}={search.values[k]:.4g}" for k in ("L", "Delta", "sigma2", "q_min",
+                                                                "q_max", "G_inf"))
+        theirs = " ".join(f"{k}={calibration.problem.get(k, float('nan')):.4g}"
+                          for k in ("L", "Delta", "sigma2", "q_min", "q_max", "G_inf"))
+        warning = (f"the plan's problem constants ({mine}) are not the calibration's ({theirs}, "
+                   f"fingerprint {calibration.fingerprint}): its forecast describes another "
+                   "problem")
+    rows = [_row(search, cand) for cand in found]
+    own = next((r for r in rows if r.key == (guaranteed.mode, guaranteed.stages,
+                                              guaranteed.micro_batches,
+                                              guaranteed.micro_batch_size)), None)
+    if own is None:
+        own = _row(search, guaranteed)
+    return PlanForecast(source=source, fingerprint=calibration.fingerprint, matches=matches,
+                        chosen=rows[0], alternatives=tuple(rows[1:]), guaranteed_choice=own,
+                        eps=float(eps), warning=warning)

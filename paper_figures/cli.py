@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                        "the mean and std of one update's increments on a tile of devices"),
     "verify": ("simulate.commands.verify",
                "check every bound against simulation on oracle problems"),
+    "calibrate": ("simulate.commands.calibrate", "fit the complexity model to simulation"),
     "figures": ("paper_figures.commands.figures", "regenerate the paper's figures"),
     "report": ("paper_figures.commands.report", "one folder: bounds, plan, verification, figures"),
 }

@@ -60,6 +60,7 @@ __all__ = [
     "BOOTSTRAP_RESAMPLES",
     "CI_LEVEL",
     "Prediction",
+    "bootstrap_means",
     "bound_floor",
     "first_hit",
     "predict",
@@ -86,6 +87,19 @@ def running_average(grad_norm2: np.ndarray) -> np.ndarray:
     """
     grad_norm2 = np.asarray(grad_norm2, dtype=float)
     return np.cumsum(grad_norm2, axis=-1) / np.arange(1, grad_norm2.shape[-1] + 1)
+
+
+def bootstrap_means(per_seed: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
+    r"""``size`` bootstrap resamples of the mean over seeds (axis 0) of ``per_seed`` (R, ...).
+
+    Each resample draws the ``R`` seeds with replacement: counts from one multinomial draw of
+    ``rng`` (shape ``(size, R)``), the resampled mean ``counts @ per_seed / R``. The result has
+    shape ``(size, ...)``; the same ``rng`` state gives the same bits.
+    """
+    per_seed = np.asarray(per_seed, dtype=float)
+    r = per_seed.shape[0]
+    counts = rng.multinomial(r, np.full(r, 1.0 / r), size=size)
+    return counts @ per_seed / r
 
 
 def first_hit(curve, eps: float) -> np.ndarray:
@@ -239,8 +253,7 @@ def predict(name: str, config, constants: Mapping, grad_norm2: np.ndarray) -> Pr
     hits = []
     for first in range(0, BOOTSTRAP_RESAMPLES, _CHUNK):
         size = min(_CHUNK, BOOTSTRAP_RESAMPLES - first)
-        counts = rng.multinomial(r, np.full(r, 1.0 / r), size=size)
-        hits.append(first_hit(counts @ per_seed / r, eps))
+        hits.append(first_hit(bootstrap_means(per_seed, rng, size), eps))
     hits = np.concatenate(hits)
     hits = np.where(hits == 0, steps + 1, hits)  # not reached: beyond the run
     tail = (1.0 - CI_LEVEL) / 2

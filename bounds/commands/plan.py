@@ -22,9 +22,11 @@ import argparse
 import csv
 import io
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from theory.calibration import read_calibration
 from theory.commands import command_main
 from theory.errors import ParameterError, check_range
 from theory.fileio import atomic_write, check_writable_dir
@@ -108,6 +110,12 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
                         help="also write DIR/plan.json and DIR/plan_alternatives.csv")
     parser.add_argument("--list-models", action="store_true",
                         help="list the built-in models and exit")
+    parser.add_argument(
+        "--calibration", metavar="FILE", default=argparse.SUPPRESS,
+        help="a calibration file of aimc-pipeline calibrate: choose by the predicted "
+        "(calibrated) time to eps, in seconds with its 95%% interval, and report the guaranteed "
+        "(proved, worst-case) time beside it",
+    )
     kinds = parser.add_argument_group("accelerator kinds and modes (bounds.mode_planner)")
     kinds.add_argument(
         "--hardware", metavar="FILE.toml", default=argparse.SUPPRESS,
@@ -181,6 +189,9 @@ def run(args: argparse.Namespace) -> int:
                   for b in args.mode_micro_batch_sizes)
     mode_limits = ModeLimits(micro_batch_sizes=sizes) if kinds is not None else None
     problem = problem_from_args(args)
+    calibration = None
+    if getattr(args, "calibration", None) is not None:
+        calibration = read_calibration(args.calibration)
     if "out" in args:
         check_writable_dir(args.out, "--out")
     if not getattr(args, "model", None):
@@ -190,17 +201,24 @@ def run(args: argparse.Namespace) -> int:
         )
     overrides = {"sequence_length": args.sequence_length} if "sequence_length" in args else {}
     model = load_model(args.model, **overrides)
+    extra = {}
+    if calibration is not None:
+        extra = {"calibration": calibration, "calibration_source": str(args.calibration)}
     if kinds is None:
-        result = plan(model, hardware, problem, args.eps, limits, relax=not args.no_relax)
+        result = plan(model, hardware, problem, args.eps, limits, relax=not args.no_relax,
+                      **extra)
+        _warn_forecast(result)
         _write(args, result, None)
         print(_json(result) if args.json else result.table())
         return 0
     # with kinds, a single-kind plan that cannot be made does not stop the mode comparison
     try:
         result, failure = plan(model, hardware, problem, args.eps, limits,
-                               relax=not args.no_relax), None
+                               relax=not args.no_relax, **extra), None
     except ParameterError as error:  # includes UnreachableTargetError
         result, failure = None, str(error)
+    if result is not None:
+        _warn_forecast(result)
     modes = plan_modes(model, kinds, problem, args.eps, mode_limits)
     _write(args, result, modes)
     head = {"plan_error": failure} if result is None else result.to_dict()
@@ -226,6 +244,12 @@ def _write(args: argparse.Namespace, result: Plan | None, modes: ModeComparison 
             atomic_write(Path(args.out) / "modes.json", text.encode())
     except OSError as error:
         raise ParameterError(f"out={args.out!r} cannot be written: {error.strerror}") from None
+
+
+def _warn_forecast(result: Plan) -> None:
+    """One stderr line when the calibration's problem is not the plan's (fingerprint)."""
+    if result.forecast is not None and result.forecast.warning:
+        print(f"warning: {result.forecast.warning}", file=sys.stderr)
 
 
 def _kinds(args: argparse.Namespace, hardware: PlanHardware) -> KindsHardware | None:

@@ -1,0 +1,109 @@
+"""Held-out check of the planners (issue 14, item 4), with more instances than the test.
+
+Run from the repository root: ``python bench/bench_heldout.py [--instances N] [--first S]
+[--jobs J] [--cache-dir DIR] [--suite standard]``.
+
+Each instance (:func:`simulate.calibrate.heldout_check`) draws an oracle problem (soft-bounds
+device with a random ``tau``, noise, root seed), a small grid of (mode, M, B) and a target eps;
+it calibrates on design points that are not in the grid, simulates every grid point at the step
+the plan runs at (the guarantee's best step for eps) until its ensemble mean running average
+reaches eps, and asks which planner's choice really reaches eps within 15 % of the fastest grid
+point: the calibrated planner (fewest predicted cycles) or the theory-only planner (fewest
+guaranteed cycles). It prints one row per instance and the two success rates, and the median and
+worst prediction ratio (predicted / simulated cycles) of both over every grid point.
+
+With ``--suite NAME`` it instead runs that verification suite (cached) and reads its pipeline
+checks (SP, AP, 4'B) with a calibration of each check's problem
+(:func:`simulate.calibrate.suite_forecasts`): the median and worst calibrated / simulated cycles
+to each check's eps beside the bound's, and the SP-vs-AP and M-vs-M' ranking agreement.
+
+No timing is asserted; the success rates are measurements (the test,
+``tests/test_calibration_heldout.py``, asserts the 90 % criterion on fewer instances).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+
+from simulate.calibrate import HELDOUT_TOLERANCE, heldout_check, suite_forecasts
+from simulate.suites import SUITES, run_suite
+
+
+def _label(point) -> str:
+    mode, m, big_b = point
+    return f"{mode} M={m}" + (f" B={big_b}" if mode == "sync" else "")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--instances", type=int, default=40, help="instances to draw")
+    parser.add_argument("--first", type=int, default=100,
+                        help="seed of the first instance (the test uses 0..9)")
+    parser.add_argument("--jobs", type=int, default=1, help="local worker processes")
+    parser.add_argument("--cache-dir", default=None,
+                        help="result cache directory (default: no cache)")
+    parser.add_argument("--suite", choices=SUITES, default=None,
+                        help="read this verification suite with calibrations instead")
+    args = parser.parse_args(argv)
+    cache = args.cache_dir if args.cache_dir else False
+    if args.suite:
+        return _suite(args.suite, args.jobs, cache)
+    calibrated = theory = 0
+    ratios = {"bound": [], "calibration": []}
+    start = time.perf_counter()
+    print(f"{'seed':>5} {'device':<22} {'sigma2':>7} {'eps':>8}  {'best (simulated)':<17} "
+          f"{'calibrated choice':<17} {'theory choice':<17} ok(cal) ok(theory)")
+    for seed in range(args.first, args.first + args.instances):
+        h = heldout_check(seed, jobs=args.jobs, cache=cache)
+        calibrated += h.calibrated_success
+        theory += h.theory_success
+        for s, g, p in zip(h.simulated, h.guaranteed, h.predicted, strict=True):
+            if math.isfinite(s):
+                ratios["bound"].append(g / s)
+                ratios["calibration"].append(p / s)
+        best = int(np.argmin(h.simulated))
+        device = h.spec.device if h.spec.tau is None else f"{h.spec.device}(tau={h.spec.tau:g})"
+        print(f"{seed:>5} {device:<22} {h.spec.sigma2:>7.3g} {h.eps:>8.4g}  "
+              f"{_label(h.grid[best]):<17} {_label(h.grid[h.calibrated_choice]):<17} "
+              f"{_label(h.grid[h.theory_choice]):<17} {str(h.calibrated_success):<7} "
+              f"{h.theory_success}")
+    n = args.instances
+    print(f"\nsuccess (simulated cycles to eps within {HELDOUT_TOLERANCE:g}x of the best grid "
+          f"point) over {n} instances: calibrated planner {calibrated}/{n} = "
+          f"{calibrated / n:.0%}, theory-only planner {theory}/{n} = {theory / n:.0%}")
+    for name, values in ratios.items():
+        v = np.asarray(values)
+        worst = v[np.argmax(np.abs(np.log(v)))]
+        print(f"prediction ratio of the {name} over {v.size} grid points: median "
+              f"{np.median(v):.3g}, worst {worst:.3g}")
+    print(f"({time.perf_counter() - start:.0f} s)")
+    return 0
+
+
+def _summary(values) -> str:
+    v = np.asarray(values, dtype=float)
+    worst = v[np.argmax(np.abs(np.log(v)))]
+    return f"{v.size} checks, median {np.median(v):.3g}, worst {worst:.3g}"
+
+
+def _suite(name: str, jobs: int, cache) -> int:
+    start = time.perf_counter()
+    checks = run_suite(name, jobs=jobs, cache=cache if cache else True)
+    f = suite_forecasts(checks, jobs=jobs, cache=cache if cache else True)
+    print(f"suite {name}: {len(checks)} checks, {f.calibrations} problems calibrated")
+    print("predicted / simulated cycles to each check's eps = sqrt(floor x start):")
+    for entry in f.ratios:
+        print(f"  {entry:<16} calibration {_summary(f.ratios[entry])}; bound "
+              f"{_summary(f.bound_ratios[entry])}")
+    print(f"ranking agreement of the calibration: SP vs AP {f.mode_pairs[0]}/{f.mode_pairs[1]}, "
+          f"M vs M' {f.stage_pairs[0]}/{f.stage_pairs[1]}")
+    print(f"({time.perf_counter() - start:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,169 @@
+"""``aimc-pipeline calibrate``: fit the theorems' complexity form to simulated ensembles.
+
+Runs the design of :mod:`simulate.calibrate` (synchronous and asynchronous pipelines at a few
+stage counts, micro-batches and steps, as one cached sweep with progress on stderr), fits per mode
+the coefficients of :mod:`theory.calibration` with bootstrap intervals over seeds, writes the
+calibration file (``--out FILE``, strict JSON) and prints a table of the coefficients with their
+intervals, the problem's constants and its fingerprint (what ``aimc-pipeline plan --calibration``
+checks the plan's constants against).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from theory.calibration import (
+    COEFFICIENTS,
+    FINGERPRINT_KEYS,
+    Calibration,
+    theory_coefficients,
+    write_calibration,
+)
+from theory.commands import command_main
+from theory.errors import ParameterError, check_range
+from theory.fileio import check_writable_dir
+from theory.tables import text_table
+
+from ..calibrate import (
+    ASYNC_DESIGN,
+    FRACTIONS,
+    QUICK,
+    STANDARD,
+    SYNC_DESIGN,
+    CalibrationProblem,
+    calibrate,
+    design,
+)
+from ..config import ORACLE_PROBLEMS
+from .options import add_sweep_arguments, sweep_options
+
+__all__ = ["DESCRIPTION", "build_parser", "coefficient_table", "main", "run"]
+
+DESCRIPTION = (
+    "Calibrate the complexity model of one oracle problem: simulate small ensembles of the "
+    "synchronous (SP) and asynchronous (AP) pipelines at a designed set of (M, B, b, lr), fit per "
+    "mode E||grad f||^2 after K updates = c_K/(lr K + c_K/S) + (c_noise lr + c_floor)/n "
+    "[+ c_stale lr^2 (M - 1)/b for AP], S = ||grad f(W_0)||^2 (the form of Corollary 3 and "
+    "Theorem 4'B with free coefficients, its transient saturating at the start) by least "
+    "squares on log residuals, with bootstrap intervals over seeds, and write the calibration "
+    "file that 'aimc-pipeline plan --calibration' forecasts with."
+)
+
+#: what a coefficient measures (for the table)
+_MEANING = {
+    "c_K": "transient c_K/(lr K + c_K/S); proof: 2 Delta/q_min",
+    "c_noise": "noise ball c_noise lr/n; proof: L q_max^2 sigma2/q_min",
+    "c_floor": "floor c_floor/n; proof: G_inf^2 sigma2/(theta q_min^2)",
+    "c_stale": "staleness c_stale lr^2 D/b; proof: 8 kappa L_s^2 q_max^2 sigma2",
+}
+
+
+def build_parser(parser: argparse.ArgumentParser) -> None:
+    """Add the ``calibrate`` options to ``parser`` (units and defaults in each help text)."""
+    spec = CalibrationProblem()
+    problem = parser.add_argument_group("the problem (an oracle problem with known constants)")
+    problem.add_argument("--problem", choices=ORACLE_PROBLEMS, default=spec.problem,
+                         help="oracle problem")
+    problem.add_argument("--dim", type=int, default=spec.dim,
+                         help="dimension of the quadratic, >= the largest M of the design")
+    problem.add_argument("--sigma2", type=float, default=spec.sigma2,
+                         help="per-sample gradient-noise variance, squared-gradient units")
+    problem.add_argument("--device", default=spec.device,
+                         help="device preset (e.g. softbounds-tau1) or response family")
+    problem.add_argument("--tau", type=float, default=spec.tau,
+                         help="range tau of a family device, weight units (not for presets with a "
+                         "fixed range)")
+    problem.add_argument("--weight-bound", type=float, metavar="W", default=spec.weight_bound,
+                         help="half-width W of the weight region around the device's centre on "
+                         "which q_min, q_max, G_inf are computed, weight units (pass the same to "
+                         "plan --weight-bound)")
+    problem.add_argument("--theta", type=float, default=spec.theta,
+                         help="Young split theta recorded with the constants, in (0, 1) (the "
+                         "plan's --theta)")
+    problem.add_argument("--seed", type=int, default=spec.seed,
+                         help="root seed of the problem and the ensembles")
+    run_group = parser.add_argument_group("the design")
+    run_group.add_argument("--steps", type=int, default=argparse.SUPPRESS, metavar="K",
+                           help=f"updates per design point (default {STANDARD['steps']}, "
+                           f"--quick {QUICK['steps']})")
+    run_group.add_argument("--seeds", type=int, default=argparse.SUPPRESS, metavar="R",
+                           help=f"ensemble size per point (default {STANDARD['seeds']}, --quick "
+                           f"{QUICK['seeds']})")
+    run_group.add_argument("--resamples", type=int, default=argparse.SUPPRESS,
+                           help="bootstrap resamples of the seeds for the intervals (default "
+                           f"{STANDARD['resamples']}, --quick {QUICK['resamples']})")
+    run_group.add_argument("--quick", action="store_true",
+                           help="a small design (per mode 2 pipelines x 2 steps), fewer seeds, "
+                           "updates and resamples: seconds")
+    parser.add_argument("--out", type=Path, metavar="FILE", default=argparse.SUPPRESS,
+                        help="write the calibration to FILE (JSON; read by plan --calibration)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the calibration file's JSON instead of the table")
+    add_sweep_arguments(parser)
+
+
+def coefficient_table(cal: Calibration) -> str:
+    """The fitted coefficients with their bootstrap intervals, one row per (mode, coefficient)."""
+    rows = []
+    level = f"{100 * cal.ci_level:g}%"
+    for mode, fit in cal.fits.items():
+        proved = theory_coefficients(mode, cal.problem)
+        for name, value, low, high in zip(COEFFICIENTS[mode], fit.values, fit.low, fit.high,
+                                          strict=True):
+            rows.append([mode, name, f"{value:.4g}", f"[{low:.4g}, {high:.4g}]",
+                         f"{proved[name]:.4g}", f"{value / proved[name]:.3g}", _MEANING[name]])
+    table = text_table(["mode", "coefficient", "fit", f"{level} interval", "proof",
+                        "fit/proof", "term"], rows)
+    fits = ", ".join(f"{mode}: {fit.observations} hitting times, rms log residual "
+                     f"{fit.residual_rms:.3g}" for mode, fit in cal.fits.items())
+    constants = " ".join(f"{key}={cal.problem[key]:.6g}" for key in FINGERPRINT_KEYS)
+    return "\n".join([table, f"fit: {fits}",
+                      f"problem constants: {constants} (fingerprint {cal.fingerprint})"])
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the ``calibrate`` command; returns the exit status."""
+    settings = dict(QUICK if args.quick else STANDARD)
+    for name in ("steps", "seeds", "resamples"):
+        if getattr(args, name, None) is not None:
+            settings[name] = getattr(args, name)
+    check_range("--steps", settings["steps"], 10, None, integer=True)
+    check_range("--seeds", settings["seeds"], 2, None, integer=True)
+    check_range("--resamples", settings["resamples"], 0, None, integer=True)
+    out = getattr(args, "out", None)
+    if out is not None:
+        check_writable_dir(out.parent, "--out")
+        if out.is_dir():
+            raise ParameterError(f"--out={str(out)!r} is a directory; valid: a file name")
+    spec = CalibrationProblem(problem=args.problem, dim=args.dim, sigma2=args.sigma2,
+                              device=args.device, tau=args.tau, weight_bound=args.weight_bound,
+                              theta=args.theta, seed=args.seed)
+    points = design(spec, sync=settings.get("sync", SYNC_DESIGN),
+                    async_=settings.get("async", ASYNC_DESIGN),
+                    fractions=settings.get("fractions", FRACTIONS), steps=settings["steps"],
+                    seeds=settings["seeds"])
+    options = sweep_options(args)
+    created_by = {"command": "aimc-pipeline calibrate", "quick": bool(args.quick),
+                  **spec.to_dict(), "steps": settings["steps"], "seeds": settings["seeds"],
+                  "resamples": settings["resamples"]}
+    print(f"calibrate: {len(points)} design points, {settings['seeds']} seeds x "
+          f"{settings['steps']} updates each", file=sys.stderr)
+    cal = calibrate(spec, points, resamples=settings["resamples"], created_by=created_by,
+                    **options)
+    if out is not None:
+        write_calibration(out, cal)
+        print(f"calibration written to {out}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(cal.to_dict(), indent=1, allow_nan=False))
+    else:
+        print(coefficient_table(cal))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``aimc-pipeline calibrate``."""
+    return command_main("aimc-pipeline calibrate", DESCRIPTION, build_parser, run, argv)

@@ -1,0 +1,570 @@
+r"""A calibrated complexity model: the theorems' form with coefficients fitted to simulation.
+
+The proved bounds (:mod:`theory.theorems`) are worst cases: their constants are the ones the proofs
+need, not the ones a given problem has. A **calibration** keeps the *form* in which the theorems
+say the average squared gradient norm depends on the run, and frees the coefficients. After ``K``
+updates at a constant step :math:`\alpha` (the step the plan runs at), with ``n`` samples per
+update (``B b`` sync, ``b`` async) and the maximal stage delay :math:`D = M - 1` (async):
+
+.. math::
+
+    \hat g(K) = \underbrace{\frac{c_K}{\alpha K + c_K/S}}_{\text{transient}}
+              + \underbrace{\frac{c_{\mathrm{noise}}\,\alpha}{n}}_{\text{noise}}
+              + \underbrace{\frac{c_{\mathrm{floor}}}{n}}_{\text{floor}}
+              + \underbrace{\frac{c_{\mathrm{stale}}\,\alpha^2 D}{b}}_{\text{staleness (async)}} .
+
+with :math:`S = \lVert\nabla f(W_0)\rVert^2` the start every run shares (measured by the
+calibration, ``problem["start"]``): the running average of a descent method cannot exceed its
+start, and :math:`c_K/(\alpha K + c_K/S)` is the theorems' :math:`c_K/(\alpha K)` once
+:math:`\alpha K \gg c_K/S`, saturating at :math:`S` for small ``K`` (without a recorded start the
+transient is :math:`c_K/(\alpha K)`). Term by term this is Theorem 2 / Corollary 3 (``sync``) and
+Theorem 4'B (``async``) of
+``docs/theory.md``: :math:`2\Delta/(\alpha q_{\min} K)`, :math:`L\alpha q_{\max}^2\sigma^2/(n
+q_{\min})`, :math:`G_\infty^2\sigma^2/(\theta n q_{\min}^2)` and
+:math:`8\kappa L_s^2\alpha^2 D q_{\max}^2\sigma^2/b`, with each product of constants replaced by
+one free coefficient :math:`c \ge 0` per mode (three for ``sync``, four for ``async``). At the
+best step of the bound this is the registry's rate form :math:`a/\sqrt K + c/K + \mathrm{floor}`
+(Proposition 5); at a given step it is inverted exactly:
+
+.. math::
+
+    K(\epsilon) = \frac{1}{\alpha}\Bigl(\frac{c_K}{\epsilon - F} - \frac{c_K}{S}\Bigr),
+    \qquad
+    F = \frac{c_{\mathrm{noise}}\alpha + c_{\mathrm{floor}}}{n}
+        + \frac{c_{\mathrm{stale}}\alpha^2 D}{b},
+
+unreachable when :math:`\epsilon \le F`. Cycles come from the one timing rule,
+:func:`theory.schedules.cycles_after` (``sync`` :math:`2(B+M-1)K`, ``async`` :math:`2(K+M-1)`).
+
+**The file.** :class:`Calibration` (written by ``aimc-pipeline calibrate``, read by ``aimc-pipeline
+plan --calibration``) holds per mode the fitted coefficients, their bootstrap intervals and the
+bootstrap draws themselves (so a forecast's interval is that of the joint fit), the design, the
+seeds, the problem's constants and their fingerprint, the package version and the configuration
+that created it. :func:`write_calibration` writes strict JSON atomically
+(:func:`theory.fileio.atomic_write`); :func:`read_calibration` validates and refuses a bad file
+with one line naming what is wrong. No pickle.
+
+Units: ``eps`` and :math:`\hat g` in squared-gradient units, :math:`\alpha` in weight^2/loss,
+``K`` in updates; :math:`c_K` in loss units, :math:`c_{\mathrm{noise}}` per step unit,
+:math:`c_{\mathrm{floor}}` in squared-gradient units, :math:`c_{\mathrm{stale}}` per squared step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import sympy as sp
+
+from .compiled import compile_expr
+from .errors import ParameterError, check_range
+from .fileio import atomic_write, strict_json
+from .schedules import cycles_after
+from .symbols import B as B_sym
+from .symbols import D as D_sym
+from .symbols import K as K_sym
+from .symbols import alpha, n
+from .symbols import b as b_sym
+from .theorems import get_bound
+
+__all__ = [
+    "CALIBRATED_MODES",
+    "CALIBRATION_FORMAT",
+    "COEFFICIENTS",
+    "Calibration",
+    "FINGERPRINT_KEYS",
+    "Forecast",
+    "MODEL_TERMS",
+    "ModeFit",
+    "forecast_iterations",
+    "model_floor",
+    "model_terms",
+    "predicted_cycles",
+    "problem_fingerprint",
+    "read_calibration",
+    "theory_coefficients",
+    "write_calibration",
+]
+
+#: version of the calibration file format (bumped when a field's meaning changes)
+CALIBRATION_FORMAT = 1
+#: the pipeline modes a calibration fits
+CALIBRATED_MODES = ("sync", "async")
+#: the free coefficients of each mode, in order
+COEFFICIENTS: dict[str, tuple[str, ...]] = {
+    "sync": ("c_K", "c_noise", "c_floor"),
+    "async": ("c_K", "c_noise", "c_floor", "c_stale"),
+}
+#: the names of the model's terms (:func:`model_terms`), in the order of the coefficients
+MODEL_TERMS = ("transient", "noise", "floor", "staleness")
+#: the problem constants (symbol names of :mod:`theory.symbols`) a fingerprint covers
+FINGERPRINT_KEYS = ("L", "L_s", "Delta", "sigma2", "theta", "q_min", "q_max", "G_inf")
+#: significant digits of each constant in the fingerprint (printing and re-reading keeps it)
+_FINGERPRINT_DIGITS = 6
+#: the keys of the file's top-level object
+_FILE_KEYS = ("format", "problem", "fingerprint", "fits", "design", "seeds", "version",
+              "created_by", "ci_level")
+
+
+#: the registry entry whose form each mode's model takes (its coefficients are the proved ones)
+_FORM = {"sync": "analog_sgd_sp", "async": "analog_sgd_ap_b"}
+
+
+@cache
+def _proved_coefficients(mode: str) -> tuple[sp.Expr, ...]:
+    """The products of constants the registry entry of ``mode`` has where the model has free
+    coefficients (read off its expression: the ``1/(alpha K)``, ``alpha``, constant and
+    ``alpha^2`` parts, times the batch, or ``b/D`` for the staleness part)."""
+    bound = get_bound(_FORM[mode])
+    expr = sp.expand(bound.expr.subs(B_sym * b_sym, n)) if mode == "sync" else sp.expand(
+        bound.expr)
+    batch = n if mode == "sync" else b_sym
+    expr = expr.subs(B_sym, n / b_sym) if mode == "sync" else expr
+    transient = sp.simplify(expr.coeff(K_sym, -1) * alpha)
+    rest = sp.expand(expr - transient / (alpha * K_sym))
+    out = [transient, sp.simplify(rest.coeff(alpha, 1) * batch),
+           sp.simplify(rest.coeff(alpha, 0) * batch)]
+    if mode == "async":
+        out = [sp.simplify(x.subs(D_sym, 1)) for x in out]  # the floor factor for D >= 1
+        out.append(sp.simplify(rest.coeff(alpha, 2) * b_sym / D_sym))
+    return tuple(out)
+
+
+def theory_coefficients(mode: str, values: Mapping[str, float]) -> dict[str, float]:
+    r"""What the proofs put where the model has free coefficients, for these constants.
+
+    Read off the registry entry of the mode (Corollary 3 for ``sync``, Theorem 4'B for
+    ``async``, at ``values["theta"]``): :math:`c_K = 2\Delta/q_{\min}`,
+    :math:`c_{\mathrm{noise}} = L q_{\max}^2\sigma^2/q_{\min}`,
+    :math:`c_{\mathrm{floor}} = G_\infty^2\sigma^2/(\theta q_{\min}^2)` (times 4'B's factor
+    :math:`1 + \theta(1-\theta)q_{\min}^2/q_{\max}^2` for ``async``),
+    :math:`c_{\mathrm{stale}} = 8\kappa L_s^2 q_{\max}^2\sigma^2`. The fitted coefficients
+    divided by these say how much of each worst case the problem really has.
+    """
+    _check_mode(mode)
+    return {name: float(compile_expr(expr)(values)) for name, expr in
+            zip(COEFFICIENTS[mode], _proved_coefficients(mode), strict=True)}
+
+
+def problem_fingerprint(values: Mapping[str, float]) -> str:
+    """A short hash of the problem constants :data:`FINGERPRINT_KEYS` (6 significant digits each).
+
+    Two sets of constants that print the same to 6 digits have the same fingerprint; a missing
+    constant is part of the hash as ``None``.
+    """
+    canon = {}
+    for key in FINGERPRINT_KEYS:
+        value = values.get(key)
+        canon[key] = None if value is None else f"{float(value):.{_FINGERPRINT_DIGITS}g}"
+    text = json.dumps(canon, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _check_mode(mode: str) -> str:
+    if mode not in CALIBRATED_MODES:
+        raise ParameterError(f"mode={mode!r} is not calibrated; valid: "
+                             f"{', '.join(CALIBRATED_MODES)}")
+    return mode
+
+
+def _coefficient_arrays(mode: str, coefficients) -> list[np.ndarray]:
+    """The coefficients of ``mode`` as arrays (a trailing axis of draws is allowed)."""
+    names = COEFFICIENTS[mode]
+    values = [np.asarray(coefficients[name] if isinstance(coefficients, Mapping)
+                         else coefficients[i], dtype=float) for i, name in enumerate(names)]
+    if len(values) != len(names):
+        raise ParameterError(f"coefficients: {mode} needs {len(names)} ({', '.join(names)})")
+    return values + [np.zeros(())] * (4 - len(values))
+
+
+def _samples(mode: str, B, b):
+    return np.asarray(b, dtype=float) * (np.asarray(B, dtype=float) if mode == "sync" else 1.0)
+
+
+def model_terms(mode: str, coefficients, K, *, lr, M, B=1, b=1, start=None
+                ) -> dict[str, np.ndarray]:
+    r"""The four terms of :math:`\hat g(K)` (module docstring) by :data:`MODEL_TERMS` name.
+
+    ``coefficients`` is a mapping by :data:`COEFFICIENTS` name or a sequence in that order
+    (arrays broadcast with ``K``, ``lr``, ``M``, ``B``, ``b``); ``staleness`` is 0 for ``sync``;
+    ``start`` is :math:`S` (``None``: the unsaturated transient :math:`c_K/(\alpha K)`).
+    """
+    _check_mode(mode)
+    c_k, c_noise, c_floor, c_stale = _coefficient_arrays(mode, coefficients)
+    lr = np.asarray(lr, dtype=float)
+    n = _samples(mode, B, b)
+    delay = np.maximum(np.asarray(M, dtype=float) - 1.0, 0.0) if mode == "async" else 0.0
+    return {
+        "transient": c_k / (lr * np.asarray(K, dtype=float)
+                            + (0.0 if start is None else c_k / float(start))),
+        "noise": c_noise * lr / n,
+        "floor": c_floor / n,
+        "staleness": c_stale * lr**2 * delay / np.asarray(b, dtype=float),
+    }
+
+
+def model_floor(mode: str, coefficients, *, lr, M, B=1, b=1) -> np.ndarray:
+    """:math:`F`, the model's limit ``K -> inf`` at step ``lr`` (squared-gradient units)."""
+    terms = model_terms(mode, coefficients, np.inf, lr=lr, M=M, B=B, b=b)
+    return terms["noise"] + terms["floor"] + terms["staleness"]
+
+
+@dataclass(frozen=True)
+class ModeFit:
+    """The fitted coefficients of one mode.
+
+    Attributes
+    ----------
+    mode : str
+        ``"sync"`` or ``"async"``.
+    values : tuple of float
+        The least-squares coefficients, in the order of :data:`COEFFICIENTS` ``[mode]`` (>= 0).
+    low, high : tuple of float
+        Their percentile bootstrap interval (level :attr:`Calibration.ci_level`).
+    draws : tuple of tuple of float
+        The bootstrap fits, one tuple of coefficients per resample (their joint spread gives a
+        forecast's interval).
+    residual_rms : float
+        Root mean square of the log residuals of the fit (natural log).
+    observations : int
+        Hitting times the fit used.
+    """
+
+    mode: str
+    values: tuple[float, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+    draws: tuple[tuple[float, ...], ...]
+    residual_rms: float
+    observations: int
+
+    def __post_init__(self):
+        _check_mode(self.mode)
+        width = len(COEFFICIENTS[self.mode])
+        for name in ("values", "low", "high"):
+            seq = tuple(float(v) for v in getattr(self, name))
+            if len(seq) != width:
+                raise ParameterError(f"{name}: {self.mode} has {width} coefficients "
+                                     f"({', '.join(COEFFICIENTS[self.mode])}), got {len(seq)}")
+            _finite(f"{self.mode}.{name}", seq)
+            object.__setattr__(self, name, seq)
+        draws = tuple(tuple(float(v) for v in row) for row in self.draws)
+        if any(len(row) != width for row in draws):
+            raise ParameterError(f"draws: every bootstrap draw of {self.mode} has {width} "
+                                 "coefficients")
+        for row in draws:
+            _finite(f"{self.mode}.draws", row)
+        object.__setattr__(self, "draws", draws)
+        _finite(f"{self.mode}.residual_rms", (self.residual_rms,))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The coefficient names (:data:`COEFFICIENTS`)."""
+        return COEFFICIENTS[self.mode]
+
+    def coefficients(self) -> dict[str, float]:
+        """``{name: value}``."""
+        return dict(zip(self.names, self.values, strict=True))
+
+    def to_dict(self) -> dict:
+        """JSON-ready fields."""
+        return {"mode": self.mode, "names": list(self.names), "values": list(self.values),
+                "low": list(self.low), "high": list(self.high),
+                "draws": [list(row) for row in self.draws],
+                "residual_rms": self.residual_rms, "observations": self.observations}
+
+
+def _finite(name: str, values) -> None:
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
+                value):
+            raise ParameterError(f"{name}={value!r} is not a finite number")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A fitted complexity model of one problem (see the module docstring).
+
+    Attributes
+    ----------
+    fits : dict
+        ``{mode: ModeFit}`` for the modes of the design.
+    problem : dict
+        The problem's constants (at least :data:`FINGERPRINT_KEYS` where known) and its
+        description (problem name, device, ...).
+    fingerprint : str
+        :func:`problem_fingerprint` of ``problem``.
+    design : tuple of dict
+        The design points ``{"mode", "M", "B", "b", "lr", "steps"}``.
+    seeds : dict
+        ``root`` seed, ensemble size ``R``, bootstrap ``resamples``.
+    version : str
+        Package version that fitted it.
+    created_by : dict
+        The configuration (command flags) that created it.
+    ci_level : float
+        Central coverage of the intervals (e.g. 0.95).
+    format : int
+        :data:`CALIBRATION_FORMAT`.
+    """
+
+    fits: dict
+    problem: dict
+    fingerprint: str
+    design: tuple
+    seeds: dict
+    version: str
+    created_by: dict = field(default_factory=dict)
+    ci_level: float = 0.95
+    format: int = CALIBRATION_FORMAT
+
+    def __post_init__(self):
+        if self.format != CALIBRATION_FORMAT:
+            raise ParameterError(f"format={self.format!r} is not supported; valid: "
+                                 f"{CALIBRATION_FORMAT}")
+        if not self.fits:
+            raise ParameterError("fits: a calibration needs at least one mode")
+        for mode, fit in self.fits.items():
+            _check_mode(mode)
+            if not isinstance(fit, ModeFit) or fit.mode != mode:
+                raise ParameterError(f"fits: the entry of {mode} is not its ModeFit")
+        check_range("ci_level", self.ci_level, 0, 1, low_open=True, high_open=True)
+        object.__setattr__(self, "design", tuple(dict(p) for p in self.design))
+
+    def fit(self, mode: str) -> ModeFit:
+        """The :class:`ModeFit` of ``mode`` (a one-line error when the design had none)."""
+        _check_mode(mode)
+        if mode not in self.fits:
+            raise ParameterError(f"mode={mode!r} is not in this calibration; calibrated: "
+                                 f"{', '.join(self.fits)}")
+        return self.fits[mode]
+
+    @property
+    def start(self) -> float | None:
+        r""":math:`S = \lVert\nabla f(W_0)\rVert^2`, the start of every calibrated run
+        (``problem["start"]``; ``None`` when not recorded)."""
+        value = self.problem.get("start")
+        return None if value is None else float(value)
+
+    def matches(self, values: Mapping[str, float]) -> bool:
+        """Whether ``values`` (problem constants) have this calibration's fingerprint."""
+        return problem_fingerprint(values) == self.fingerprint
+
+    def to_dict(self) -> dict:
+        """Strict-JSON-ready fields."""
+        return strict_json({
+            "format": self.format, "problem": dict(self.problem), "fingerprint": self.fingerprint,
+            "fits": {mode: fit.to_dict() for mode, fit in self.fits.items()},
+            "design": [dict(p) for p in self.design], "seeds": dict(self.seeds),
+            "version": self.version, "created_by": dict(self.created_by),
+            "ci_level": self.ci_level,
+        })
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> Calibration:
+        """Inverse of :meth:`to_dict`, validated (one-line :class:`ParameterError`)."""
+        if not isinstance(data, Mapping):
+            raise ParameterError("calibration: the file does not hold a JSON object")
+        if data.get("format") != CALIBRATION_FORMAT:
+            raise ParameterError(f"format={data.get('format')!r} is not supported; valid: "
+                                 f"{CALIBRATION_FORMAT} (refit with aimc-pipeline calibrate)")
+        missing = [key for key in _FILE_KEYS if key not in data]
+        if missing:
+            raise ParameterError(f"calibration: missing key(s) {', '.join(missing)}")
+        fits = {}
+        if not isinstance(data["fits"], Mapping):
+            raise ParameterError("fits: not an object of modes")
+        for mode, raw in data["fits"].items():
+            _check_mode(mode)
+            need = ("values", "low", "high", "draws", "residual_rms", "observations")
+            lost = [key for key in need if not isinstance(raw, Mapping) or key not in raw]
+            if lost:
+                raise ParameterError(f"fits.{mode}: missing key(s) {', '.join(lost)}")
+            if list(raw.get("names", COEFFICIENTS[mode])) != list(COEFFICIENTS[mode]):
+                raise ParameterError(f"fits.{mode}.names={raw['names']!r}; valid: "
+                                     f"{list(COEFFICIENTS[mode])}")
+            fits[mode] = ModeFit(mode=mode, values=tuple(_number_list(raw["values"])),
+                                 low=tuple(_number_list(raw["low"])),
+                                 high=tuple(_number_list(raw["high"])),
+                                 draws=tuple(tuple(_number_list(row)) for row in raw["draws"]),
+                                 residual_rms=_number(raw["residual_rms"]),
+                                 observations=int(_number(raw["observations"])))
+        problem = dict(data["problem"])
+        fingerprint = str(data["fingerprint"])
+        if problem_fingerprint(problem) != fingerprint:
+            raise ParameterError(f"fingerprint={fingerprint!r} does not match the problem "
+                                 "constants of the file (edited by hand?)")
+        return cls(fits=fits, problem=problem, fingerprint=fingerprint,
+                   design=tuple(data["design"]), seeds=dict(data["seeds"]),
+                   version=str(data["version"]), created_by=dict(data["created_by"]),
+                   ci_level=_number(data["ci_level"]))
+
+
+def _number(value) -> float:
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float) \
+            or not math.isfinite(value):
+        raise ParameterError(f"calibration: {value!r} is not a finite number")
+    return float(value)
+
+
+def _number_list(values) -> list[float]:
+    if not isinstance(values, list | tuple):
+        raise ParameterError(f"calibration: {values!r} is not a list of numbers")
+    return [_number(v) for v in values]
+
+
+def write_calibration(path: str | os.PathLike, cal: Calibration) -> Path:
+    """Write ``cal`` to ``path`` as strict JSON (atomically); returns the path."""
+    text = json.dumps(cal.to_dict(), indent=1, allow_nan=False) + "\n"
+    return atomic_write(path, text.encode())
+
+
+def read_calibration(path: str | os.PathLike) -> Calibration:
+    """Read and validate a calibration file (JSON, as :func:`write_calibration` writes it).
+
+    Raises
+    ------
+    ParameterError
+        One line starting ``calibration=PATH``: the file is missing or unreadable, not JSON, of
+        another format version, lacks a key, or holds a non-finite number.
+    """
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise ParameterError(f"calibration={str(path)!r} cannot be read: {error.strerror}") \
+            from None
+    try:
+        data = json.loads(text, parse_constant=lambda name: math.nan)
+    except json.JSONDecodeError as error:
+        raise ParameterError(f"calibration={str(path)!r} is not JSON (line {error.lineno}: "
+                             f"{error.msg})") from None
+    try:
+        return Calibration.from_dict(data)
+    except (ParameterError, TypeError, ValueError) as error:
+        raise ParameterError(f"calibration={str(path)!r}: {error}") from None
+
+
+def forecast_iterations(cal: Calibration, mode: str, eps, *, lr, M, B=1, b=1
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Calibrated iterations to ``eps`` at step ``lr``: the fit and its bootstrap interval.
+
+    :math:`K(\epsilon) = \lceil (c_K/(\epsilon - F) - c_K/S)/\alpha\rceil` (at least 1; ``inf``
+    where :math:`\epsilon \le F`; :math:`S` = :attr:`Calibration.start`) for the fitted
+    coefficients, and the :attr:`Calibration.ci_level`
+    percentile interval of the same over the bootstrap draws. Arrays broadcast.
+
+    Returns
+    -------
+    (ndarray, ndarray, ndarray)
+        Iterations (float, whole numbers or ``inf``), the interval's low and high ends.
+    """
+    fit = cal.fit(mode)
+    start = cal.start
+    eps = np.asarray(eps, dtype=float)
+    shape = np.broadcast_shapes(eps.shape, *(np.shape(x) for x in (lr, M, B, b)))
+
+    def solve(coeffs):
+        coeffs = [np.asarray(c, dtype=float) for c in coeffs]
+        floor = model_floor(mode, coeffs, lr=lr, M=M, B=B, b=b)
+        gap = eps - floor
+        with np.errstate(divide="ignore", invalid="ignore"):
+            k = (coeffs[0] / gap - (0.0 if start is None else coeffs[0] / start)) / np.asarray(
+                lr, dtype=float)
+        k = np.where(gap > 0, np.maximum(np.ceil(k), 1.0), np.inf)
+        return np.broadcast_to(k, np.broadcast_shapes(shape, np.shape(k)))
+
+    point = solve(fit.values)
+    if fit.draws:
+        draws = np.asarray(fit.draws, dtype=float)  # (R, c)
+        expand = (slice(None),) + (None,) * len(shape)
+        ks = solve([draws[:, i][expand] for i in range(draws.shape[1])])
+        tail = (1.0 - cal.ci_level) / 2
+        low, high = (np.quantile(ks, q, axis=0, method="inverted_cdf")
+                     for q in (tail, 1.0 - tail))
+    else:
+        low = high = point
+    return point, np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """The calibrated forecast of one configuration (:func:`predicted_cycles`).
+
+    Attributes
+    ----------
+    mode : str
+    stages, micro_batches, micro_batch_size : int
+        ``M``, ``B`` (1 for async), ``b``.
+    eps : float
+        Target (squared-gradient units).
+    lr : float
+        The step the forecast assumes.
+    iterations : float
+        Calibrated updates to ``eps`` (whole, or ``inf`` when unreachable).
+    cycles, low, high : float
+        Clock cycles to ``eps`` and their bootstrap interval (``inf`` when unreachable).
+    terms : dict
+        :func:`model_terms` at the forecast's ``K`` (``inf`` when unreachable: the floor terms).
+    dominant : str
+        The largest term.
+    """
+
+    mode: str
+    stages: int
+    micro_batches: int
+    micro_batch_size: int
+    eps: float
+    lr: float
+    iterations: float
+    cycles: float
+    low: float
+    high: float
+    terms: dict
+    dominant: str
+
+    @property
+    def reachable(self) -> bool:
+        """``eps`` lies above the calibrated floor at this step."""
+        return math.isfinite(self.cycles)
+
+    def to_dict(self) -> dict:
+        """Strict-JSON-ready fields (unreachable numbers are ``None``)."""
+        return strict_json({name: getattr(self, name) for name in self.__dataclass_fields__})
+
+
+def _cycles(mode: str, k: np.ndarray, M, B) -> np.ndarray:
+    k = np.asarray(k, dtype=float)
+    finite = np.isfinite(k)
+    out = cycles_after(mode, np.where(finite, k, 1.0), M, B if mode == "sync" else 1)
+    return np.where(finite, out, np.inf)
+
+
+def predicted_cycles(cal: Calibration, mode: str, eps: float, M: int, B: int = 1, b: int = 1,
+                     *, lr: float) -> Forecast:
+    r"""The calibrated forecast of clock cycles to ``eps`` for ``(mode, M, B, b)`` at step ``lr``.
+
+    Iterations from :func:`forecast_iterations`, cycles from the one timing rule
+    :func:`theory.schedules.cycles_after` (``sync`` :math:`2(B+M-1)K`, ``async``
+    :math:`2(K+M-1)`), the interval the same rule applied to the ends of the iterations'.
+    """
+    check_range("eps", eps, 0, None, low_open=True)
+    check_range("lr", lr, 0, None, low_open=True)
+    M = check_range("M", M, 1, None, integer=True)
+    B = check_range("B", B, 1, None, integer=True) if mode == "sync" else 1
+    b = check_range("b", b, 1, None, integer=True)
+    k, low, high = (float(x) for x in forecast_iterations(cal, mode, eps, lr=lr, M=M, B=B, b=b))
+    cycles, c_low, c_high = (float(_cycles(mode, x, M, B)) for x in (k, low, high))
+    terms = {name: float(v) for name, v in model_terms(
+        mode, cal.fit(mode).values, k, lr=lr, M=M, B=B, b=b, start=cal.start).items()}
+    if mode == "sync":
+        terms.pop("staleness")
+    return Forecast(mode=mode, stages=M, micro_batches=B, micro_batch_size=b, eps=float(eps),
+                    lr=float(lr), iterations=k, cycles=cycles, low=c_low, high=c_high,
+                    terms=terms, dominant=max(terms, key=terms.get))
