@@ -17,8 +17,10 @@ from theory.limits import MAX_ARRAY_BYTES, MAX_COUNT, MAX_UPDATES, check_size
 from theory.schedules import MODES
 from theory.theorems import ALGORITHMS
 
+from .digits import DATA_SETS, train_rows
+
 __all__ = [
-    "ALGORITHMS", "DEFAULT_DW_MIN", "DEFAULT_TAU", "MAX_STAGES", "NETWORK_PROBLEMS",
+    "ALGORITHMS", "DATA_SETS", "DEFAULT_DW_MIN", "DEFAULT_TAU", "MAX_STAGES", "NETWORK_PROBLEMS",
     "ORACLE_PROBLEMS", "PROBLEMS", "PULSE_TYPES", "SimConfig", "UPDATES", "check_device_tau",
     "device_from_config", "device_named", "network_bytes_per_member",
 ]
@@ -112,6 +114,11 @@ class SimConfig:
         a batch of ``n``).
     seed : int
         Root seed; ensemble member ``r`` uses ``SeedSequence(seed).spawn(seeds)[r]``.
+    data : {"digits", "digits-holdout", "digits-augmented"}
+        The training data of a network problem (:mod:`simulate.digits`): the 1437 training
+        images (default), 1150 of them with 287 held out for validation, or those 1150 with
+        12 rotated and shifted copies each; always the same 360 test images. Oracle problems
+        take only the default.
 
     Notes
     -----
@@ -173,6 +180,11 @@ class SimConfig:
         default=1.0, metadata={"help": "per-sample gradient-noise variance of the oracle problems"}
     )
     seed: int = field(default=0, metadata={"help": "root seed"})
+    data: str = field(default="digits", metadata={
+        "help": "training data of a digits network: digits (1437 images), digits-holdout (1150 + "
+                "287 validation), digits-augmented (the 1150 and 12 rotated/shifted copies each)",
+        "choices": DATA_SETS,
+    })
 
     def __post_init__(self):
         _choice("problem", self.problem, PROBLEMS)
@@ -180,6 +192,12 @@ class SimConfig:
         _choice("algorithm", self.algorithm, ALGORITHMS)
         _choice("update", self.update, UPDATES)
         _choice("pulse_type", self.pulse_type, PULSE_TYPES)
+        _choice("data", self.data, DATA_SETS)
+        if self.data != DATA_SETS[0] and self.problem not in NETWORK_PROBLEMS:
+            raise ParameterError(
+                f"data={self.data!r} applies to the digits networks only; valid for "
+                f"problem={self.problem!r}: {DATA_SETS[0]}"
+            )
         if not isinstance(self.device, str):
             raise ParameterError(f"device={show_value(self.device)} is not a name; valid: a "
                                  "preset or a family of theory.devices")
@@ -334,6 +352,8 @@ def _check_memory(config: SimConfig) -> None:
         _limit("dim", dim, need=per_member, limit=limit,
                    what="bytes of weights and noise per member")
     elif config.problem in NETWORK_PROBLEMS:
+        _limit("data", config.data, need=8 * _DIGITS_FEATURES * train_rows(config.data),
+               limit=limit, what="bytes of training images")
         b, n = config.micro_batch_size, config.samples_per_update
         _limit("micro_batch_size", b, need=network_bytes_per_member(b, config.steps),
                    limit=limit, what="bytes of batch arrays per member")
