@@ -15,8 +15,8 @@ those 360 test images:
   looking at the test images);
 - ``digits-augmented``: those 1150 training images followed by :data:`AUGMENT_COPIES` = 12
   transformed copies of each (14 950 rows: 13 times the 1150, over 10 times the 1437 images of
-  ``digits``), validation and test images unchanged. Copy ``j`` of image ``x`` is ``x`` rotated by an angle
-  :math:`	heta \sim U[-10^\circ, 10^\circ]` about the image centre and shifted by
+  ``digits``), validation and test images unchanged. Copy ``j`` of image ``x`` is ``x`` rotated
+  by an angle :math:`\theta \sim U[-10^\circ, 10^\circ]` about the image centre and shifted by
   :math:`(d_y, d_x)`, each uniform in ``{-1, 0, 1}`` pixels, by one bilinear resampling
   (``scipy.ndimage.affine_transform``, ``order=1``, zeros outside; values clipped to [0, 1]):
 
@@ -196,7 +196,7 @@ def augment(x: np.ndarray, y: np.ndarray, copies: int, seed: int) -> tuple[np.nd
         Copies per image (>= 0).
     seed : int
         Root seed of the draws: copy ``j`` of image ``i`` uses the ``(j, i)``-th angle
-        :math:`	heta \sim U[-10, 10]` degrees and shifts :math:`d_y, d_x \in \{-1, 0, 1\}`.
+        :math:`\theta \sim U[-10, 10]` degrees and shifts :math:`d_y, d_x \in \{-1, 0, 1\}`.
 
     Returns
     -------

@@ -305,3 +305,22 @@ def test_settings_refuse_what_the_protocol_cannot_run():
     assert {t.label for t in full.targets} == {"70% accuracy", "80% accuracy", "85% accuracy",
                                                "90% accuracy", "loss 0.3"}
     assert set(quick.grid) < set(full.grid)  # quick: part of the same grid
+
+
+# ------------------------------------------------------------------------------------------------
+# the training figure's caption explains the early loss spike
+
+
+def _training_rows(losses, mode="none"):
+    return [{"run": "analog SGD, no pipeline", "mode": mode, "samples": str(160 * i),
+             "test_accuracy_mean": "0.5", "loss_mean": repr(loss)} for i, loss in enumerate(losses)]
+
+
+def test_training_caption_names_the_spike_only_when_there_is_one():
+    from paper_figures import training
+
+    spiking = training.caption(_training_rows([4.4, 7.8, 3.0, 1.0]))
+    assert "to 7.8 nats at 160 samples" in spiking and "not a bug" in spiking
+    assert "lambda_max" in spiking
+    assert "nats" not in training.caption(_training_rows([4.4, 3.0, 1.0]))
+    assert "nats" not in training.caption(_training_rows([4.4, 7.8, 1.0], mode="async"))
