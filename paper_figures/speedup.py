@@ -137,33 +137,34 @@ class Variant:
     write: str = DEFAULT_WRITE
 
 
-_REFERENCE_REASON = ("the reference: analog soft bounds tau = 1, b = 4, expected update, step "
-                     "tuned at each M")
+_REFERENCE_REASON = ("the reference: analog soft bounds tau = 1, b = 4, expected update, the "
+                     "step tuned on the grid at M = 1 and at M = 8")
 _VARIANTS = (
     Variant("tuned step (reference)", reason=_REFERENCE_REASON),
     Variant("fixed step lr/B = 0.00625", fixed_step=0.00625,
-            reason="one step for every M: the delay's step limit shrinks with M, so a step "
-                   "good at M = 1 is too large or too small at M = 8"),
+            reason="one step for both: the M = 1 baseline is then not at its best step, so the "
+                   "ratio measures the step as much as the pipeline"),
     Variant("micro-batch b = 1", (("micro_batch_size", 1),),
-            reason="smaller micro-batches make more, noisier updates per sample: the M - 1 stale "
-                   "updates span fewer samples"),
+            reason="one sample per update: the delay of M - 1 updates spans fewer samples, but "
+                   "each update is noisier"),
     Variant("micro-batch b = 16", (("micro_batch_size", 16),),
-            reason="larger micro-batches make fewer updates per sample, so the same delay of "
-                   "M - 1 updates is a larger share of the run"),
+            reason="fewer updates per sample: the same delay of M - 1 updates spans more "
+                   "samples"),
     Variant("ideal device (digital SGD)", (("algorithm", "digital"),),
             reason="no device response: only the staleness separates M = 8 from M = 1"),
     Variant("soft bounds tau = 2", (("tau", 2.0),),
-            reason="a wider range makes the response more symmetric near the weights used"),
+            reason="a wider range makes the response more symmetric near the weights in use: "
+                   "less device bias on top of the stale gradients"),
     Variant("soft bounds tau = 4", (("tau", 4.0),),
             reason="wider still: closer to the ideal device"),
     Variant("ReRAM preset", (("device", "reram-softbounds"), ("tau", None)),
-            reason="a realistic asymmetric device with a coarse pulse: its bias adds to the "
-                   "staleness at both M"),
+            reason="an asymmetric device with a coarse pulse and noise: its bias and "
+                   "granularity act at both M and limit the useful step"),
     Variant("pulsed, deterministic", (("update", "pulsed"), ("pulse_type", "deterministic")),
-            reason="pulse-level updates round each step to pulses of dw_min: small steps are "
-                   "lost or noisy, the same at both M"),
+            reason="every update is rounded to whole pulses of dw_min: increments below a pulse "
+                   "survive only at random, more so at the small steps staleness asks for"),
     Variant("pulsed, stochastic", (("update", "pulsed"), ("pulse_type", "stochastic")),
-            reason="aihwkit's bit-train coincidences add update noise on top of the rounding"),
+            reason="aihwkit's bit-train coincidences add count noise on top of the rounding"),
 )
 
 
@@ -203,6 +204,9 @@ class SpeedupSettings:
         The ``M`` of the sensitivity table (one of ``stages``).
     sensitivity_seeds : int
         Seeds of the variants' runs (the reference rows use ``seeds``).
+    sensitivity_budget_samples : int
+        Training samples of the variants' runs (at most ``budget_samples``); the reference rows
+        read the main runs up to the same budget, so every row is censored alike.
     sensitivity_target : float
         The test-accuracy target of the sensitivity table (one of ``accuracy_targets``).
     variants : tuple of Variant
@@ -224,6 +228,7 @@ class SpeedupSettings:
     async_micro_batches: int = 800
     sensitivity_stages: int = 8
     sensitivity_seeds: int = 5
+    sensitivity_budget_samples: int = 6400
     sensitivity_target: float = 0.85
     variants: tuple[Variant, ...] = _VARIANTS
 
@@ -247,8 +252,10 @@ class SpeedupSettings:
         check_range("sensitivity_seeds", self.sensitivity_seeds, 1, None, integer=True)
         check_range("log_samples", self.log_samples, 1, None, integer=True)
         check_range("budget_samples", self.budget_samples, 1, None, integer=True)
+        check_range("sensitivity_budget_samples", self.sensitivity_budget_samples, 1,
+                    self.budget_samples, integer=True)
         for b in {self.micro_batch_size, self.mini_batch, *self._variant_sizes()}:
-            for name in ("budget_samples", "log_samples"):
+            for name in ("budget_samples", "log_samples", "sensitivity_budget_samples"):
                 if getattr(self, name) % b:
                     raise ParameterError(
                         f"{name}={getattr(self, name)} is out of range; valid: a multiple of "
@@ -317,7 +324,7 @@ def throughput_speedup(mode: str, stages: int, micro_batches: int) -> float:
 
 
 def _config(s: SpeedupSettings, w: Workload, mode: str, stages: int, lr: float, seeds: int,
-            changes: Sequence[tuple[str, object]] = ()) -> SimConfig:
+            changes: Sequence[tuple[str, object]] = (), budget: int | None = None) -> SimConfig:
     fields = {"problem": w.problem, "data": w.data, "mode": mode, "algorithm": s.algorithm,
               "stages": stages, "micro_batch_size": s.micro_batch_size, "device": s.device,
               "tau": s.tau, "lr": lr, "seeds": seeds, "seed": 0}
@@ -325,24 +332,39 @@ def _config(s: SpeedupSettings, w: Workload, mode: str, stages: int, lr: float, 
     asynchronous = mode == "async"
     fields["micro_batches"] = 1 if asynchronous else s.micro_batches
     per_update = fields["micro_batch_size"] * fields["micro_batches"]
-    return SimConfig(**fields, steps=s.budget_samples // per_update,
+    budget = s.budget_samples if budget is None else budget
+    return SimConfig(**fields, steps=budget // per_update,
                      log_every=s.log_samples // per_update)
 
 
 def _plan(s: SpeedupSettings) -> dict:
-    """Arm key -> (mode, stages, seeds, changes, workload); an arm is run at every grid step."""
+    """Arm key -> (mode, stages, seeds, changes, workload, budget); an arm is run at every grid
+    step."""
     arms = {}
     for w in s.workloads:
-        arms[w.label, "none", 1, ""] = ("none", 1, s.seeds, (), w)
+        arms[w.label, "none", 1, ""] = ("none", 1, s.seeds, (), w, s.budget_samples)
         for m in s.stages:
-            arms[w.label, "async", m, ""] = ("async", m, s.seeds, (), w)
+            arms[w.label, "async", m, ""] = ("async", m, s.seeds, (), w, s.budget_samples)
     first = s.workloads[0]
     for v in s.variants:
         if v.changes:
             for m in sorted({1, s.sensitivity_stages}):
-                arms[first.label, "async", m, v.label] = ("async", m, s.sensitivity_seeds,
-                                                          v.changes, first)
+                arms[first.label, "async", m, v.label] = (
+                    "async", m, s.sensitivity_seeds, v.changes, first,
+                    s.sensitivity_budget_samples)
     return arms
+
+
+def _truncated(result: Mapping, samples: int) -> dict:
+    """A :func:`~simulate.tuning.study_run` result cut to the logging points within ``samples``
+    training samples (the same run with a smaller budget: its first points are the same)."""
+    keep = np.asarray(result["samples"]) <= samples
+    out = dict(result)
+    for name in ("step", "samples"):
+        out[name] = np.asarray(result[name])[keep]
+    for name in ("test_accuracy", "validation_accuracy", "loss"):
+        out[name] = np.asarray(result[name])[:, keep]
+    return out
 
 
 def _counted(t: TimeToTarget, mode: str, stages: int, micro_batches: int) -> TimeToTarget:
@@ -394,7 +416,7 @@ def compute(quick: bool = False, jobs: int | None = None, scheduler=None, cache=
     arms = _plan(s)
     plan = [(key, lr) for key in arms for lr in s.grid]
     points = [study_point(_config(s, arms[key][4], arms[key][0], arms[key][1], lr, arms[key][2],
-                                  arms[key][3])) for key, lr in plan]
+                                  arms[key][3], arms[key][5])) for key, lr in plan]
     sweep = run_sweep(study_run, points, jobs=jobs, scheduler=scheduler, cache=cache, desc=NAME)
     results = {key: {} for key in arms}
     for (key, lr), result in zip(plan, sweep.results, strict=True):
@@ -402,8 +424,10 @@ def compute(quick: bool = False, jobs: int | None = None, scheduler=None, cache=
 
     chosen = []
 
-    def tuned(key, target, mode, stages, micro_batches, fixed=None):
+    def tuned(key, target, mode, stages, micro_batches, fixed=None, budget=None):
         runs = results[key] if fixed is None else {fixed: results[key][fixed]}
+        if budget is not None:
+            runs = {lr: _truncated(result, budget) for lr, result in runs.items()}
         t = tune(runs, target, mode, stages, micro_batches)
         workload, _, m, variant = key
         chosen.append({"workload": workload, "mode": key[1], "stages": m, "variant": variant,
@@ -433,9 +457,10 @@ def compute(quick: bool = False, jobs: int | None = None, scheduler=None, cache=
     target = Target("accuracy", s.sensitivity_target)
     for v in s.variants:
         tag = v.label if v.changes else ""
-        low = tuned((first.label, "async", 1, tag), target, "async", 1, 1, v.fixed_step)
+        cut = s.sensitivity_budget_samples
+        low = tuned((first.label, "async", 1, tag), target, "async", 1, 1, v.fixed_step, cut)
         high = (low if m8 == 1 else
-                tuned((first.label, "async", m8, tag), target, "async", m8, 1, v.fixed_step))
+                tuned((first.label, "async", m8, tag), target, "async", m8, 1, v.fixed_step, cut))
         rows.append(_speedup_row("sensitivity", first.label, "async", "own", m8, target,
                                  _counted(low.time, "none", m8, 1), high.time, low.step,
                                  high.step, variant=v.label, write=v.write, reason=v.reason))
@@ -564,7 +589,9 @@ def caption(rows: Sequence[Mapping]) -> str:
 def sensitivity_markdown(rows: Sequence[Mapping]) -> str:
     """The sensitivity rows as a Markdown table (variant, steps, speedup and CI, reached, why)."""
     sens = [r for r in rows if r["kind"] == "sensitivity"]
-    head = ("variant", "write", "step M=1", "step M=8", "speedup [CI]", "reached", "why")
+    stages = max((int(r["stages"]) for r in sens), default=8)
+    head = ("variant", "write", "step M=1", f"step M={stages}", "speedup [CI]", "reached M=1 / "
+            f"M={stages}", "why")
     body = [(r["variant"], r["write"], f"{float(r['baseline_step']):g}", f"{float(r['step']):g}",
              f"{float(r['speedup']):.2f} [{float(r['ci_low']):.2f}, {float(r['ci_high']):.2f}]"
              + ("" if r["status"] == "ok" else f" ({r['status']})"),
@@ -585,6 +612,7 @@ def manifest(data: dict, quick: bool) -> dict:
             "grid": list(s.grid), "budget_samples": s.budget_samples,
             "budget_updates": data["updates_per_run"], "log_samples": s.log_samples,
             "seeds": list(range(s.seeds)), "sensitivity_seeds": list(range(s.sensitivity_seeds)),
+            "sensitivity_budget_samples": s.sensitivity_budget_samples,
             "split": {"test": 360, "validation": VALIDATION_SIZE,
                       **{w.data: train_rows(w.data) for w in s.workloads}},
             "selection": "per arm and target: the grid step with the smallest median time "

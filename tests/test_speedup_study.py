@@ -222,7 +222,7 @@ def test_initial_sharpness_matches_a_dense_hessian():
 TINY = speedup.SpeedupSettings(
     stages=(1, 2), grid=(0.00625, 0.0125), seeds=2, budget_samples=640, log_samples=128,
     accuracy_targets=(0.3, 0.5), loss_target=1.5, sensitivity_stages=2, sensitivity_seeds=2,
-    sensitivity_target=0.5,
+    sensitivity_target=0.5, sensitivity_budget_samples=512,
     workloads=(speedup.Workload("resmlp digits", "digits-resmlp", "digits-holdout"),),
     variants=(speedup.Variant("tuned step (reference)", reason="reference"),
               speedup.Variant("fixed 0.00625", fixed_step=0.00625, reason="fixed"),
@@ -264,6 +264,10 @@ def test_tiny_study_csv_identities(tiny_study):
     assert {r["write"] for r in sens} == {speedup.DEFAULT_WRITE}
     fixed = sens[1]
     assert float(fixed["step"]) == float(fixed["baseline_step"]) == 0.00625
+    # every sensitivity row is read within its budget of 512 samples: 128 updates of 4, at M = 2
+    # at most 2 (128 + 1) cycles, the reference rows too (the main runs cut to that budget)
+    for row in sens:
+        assert float(row["median_cycles"]) <= 2 * (512 // 4 + 1)
 
 
 def test_tiny_study_manifest_records_the_protocol(tiny_study):
@@ -272,6 +276,7 @@ def test_tiny_study_manifest_records_the_protocol(tiny_study):
     assert protocol["grid"] == list(TINY.grid)
     assert protocol["budget_samples"] == 640
     assert protocol["budget_updates"] == {"none": 20, "async": 160}
+    assert protocol["sensitivity_budget_samples"] == 512
     assert protocol["seeds"] == [0, 1]
     assert protocol["split"] == {"test": 360, "validation": 287, "digits-holdout": 1150}
     chosen = manifest["chosen_steps"]
@@ -300,6 +305,8 @@ def test_settings_refuse_what_the_protocol_cannot_run():
         replace(TINY, sensitivity_target=0.85)
     with pytest.raises(ParameterError, match="^log_samples="):
         replace(TINY, log_samples=100)
+    with pytest.raises(ParameterError, match="^sensitivity_budget_samples="):
+        replace(TINY, sensitivity_budget_samples=1280)
     quick, full = speedup.settings(True), speedup.settings(False)
     assert full.seeds >= 10 and len(full.workloads) >= 2 and full.stages == (1, 2, 4, 8, 12, 16)
     assert {t.label for t in full.targets} == {"70% accuracy", "80% accuracy", "85% accuracy",
