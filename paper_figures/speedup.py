@@ -40,7 +40,8 @@ Every training run goes through one cached sweep (:func:`simulate.sweep.run_swee
 ``--jobs``/``--scheduler`` scale it out. The CSV holds every number (columns :data:`COLUMNS`;
 ``kind`` = ``throughput``, ``time-to-target``, ``sensitivity``); the manifest records the
 protocol: grid, budgets, seeds, targets, the chosen steps and every median of the selection.
-The manifest also holds the sensitivity table in Markdown (``sensitivity_markdown``).
+The manifest also holds the tables in Markdown (``summary_markdown``: every time-to-target
+speedup with its CI and chosen steps; ``sensitivity_markdown``).
 """
 
 from __future__ import annotations
@@ -76,8 +77,8 @@ from .common import new_figure, use_style, write_figure
 
 __all__ = [
     "COLUMNS", "DESCRIPTION", "NAME", "SpeedupSettings", "Variant", "Workload", "caption",
-    "compute", "manifest", "plot", "sensitivity_markdown", "settings", "table",
-    "throughput_speedup", "write",
+    "compute", "manifest", "plot", "sensitivity_markdown", "settings", "summary_markdown",
+    "table", "throughput_speedup", "write",
 ]
 
 NAME = "speedup"
@@ -520,7 +521,8 @@ def plot(data: dict) -> Figure:
         for j, mode in enumerate(("sync", "async", "linear")):
             picked = [r for r in rows if r["kind"] == "throughput" and r["mode"] == mode]
             _bars(ax, x, 0.27, (j - 1) * 0.27, picked, _COLORS[mode], None)
-        ax.set_title(f"throughput (B = {s.micro_batches}, async N = {s.async_micro_batches})")
+        ax.set_title(f"throughput (B = {s.micro_batches}, async N = {s.async_micro_batches})",
+                     fontsize=7)
         for ax, w in zip(axes[1:], s.workloads, strict=False):
             series = (("sync", "own", "sync (SP; both baselines)", "sync"),
                       ("async", "own", "async (AP) / own counterpart", "async"),
@@ -548,14 +550,15 @@ def plot(data: dict) -> Figure:
         ax.axvline(float(s.sensitivity_stages), color=_COLORS["linear"], linewidth=0.8)
         ax.set_yticks(y, [r["variant"] for r in sens], fontsize=6)
         ax.invert_yaxis()
-        ax.set_xlabel(f"async speedup at M = {s.sensitivity_stages} over its own counterpart")
+        ax.set_xlabel(f"AP speedup at M = {s.sensitivity_stages} / own counterpart")
         ax.set_title(f"sensitivity (time to {label}; line: linear)", fontsize=7)
         for ax in axes[2 + len(s.workloads):]:
             ax.set_visible(False)
         handles, labels = axes[1].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=7)
-        fig.suptitle(f"median over {s.seeds} seeds, {100 * CI_LEVEL:g}% bootstrap CI; "
-                     "* = a median censored at the budget (a bound)", fontsize=7)
+        fig.suptitle(f"median over {s.seeds} seeds (sensitivity: {s.sensitivity_seeds}), "
+                     f"{100 * CI_LEVEL:g}% bootstrap CI; * = a median censored at the budget "
+                     "(a bound)", fontsize=7)
     return fig
 
 
@@ -600,6 +603,36 @@ def sensitivity_markdown(rows: Sequence[Mapping]) -> str:
     return markdown_table(head, body)
 
 
+def summary_markdown(rows: Sequence[Mapping]) -> str:
+    """The time-to-target speedups as Markdown, one table per workload: a row per target and
+    (mode, baseline), a column per ``M``, each cell ``speedup [CI]`` (``*``: a bound, ``r%``:
+    the arm's seeds that reached the target when not all did), and the chosen steps."""
+    tta = [r for r in rows if r["kind"] == "time-to-target"]
+    stages = sorted({int(r["stages"]) for r in tta})
+    parts = []
+    for workload in dict.fromkeys(r["workload"] for r in tta):
+        body = []
+        for target in dict.fromkeys(r["target"] for r in tta):
+            for mode, baseline in (("async", "own"), ("async", "minibatch"), ("sync", "own")):
+                cells, steps = [], []
+                for m in stages:
+                    r = next(r for r in tta if r["workload"] == workload and r["target"] == target
+                             and r["mode"] == mode and r["baseline"] == baseline
+                             and int(r["stages"]) == m)
+                    cell = (f"{float(r['speedup']):.2f} [{float(r['ci_low']):.2f}, "
+                            f"{float(r['ci_high']):.2f}]")
+                    cell += "" if r["status"] == "ok" else "*"
+                    reached = float(r["reached"])
+                    cell += "" if reached == 1 else f" {reached:.0%}"
+                    cells.append(cell)
+                    steps.append(f"{float(r['step']):g}")
+                name = {"own": "own counterpart", "minibatch": "mini-batch SGD"}[baseline]
+                body.append((target, f"{mode} / {name}", *cells, ", ".join(steps)))
+        head = ("target", "speedup over", *(f"M = {m}" for m in stages), "chosen steps")
+        parts.append(f"**{workload}**\n\n{markdown_table(head, body)}")
+    return "\n\n".join(parts)
+
+
 def manifest(data: dict, quick: bool) -> dict:
     """The figure's JSON manifest: the protocol, the chosen steps, the runs."""
     s = data["settings"]
@@ -625,6 +658,7 @@ def manifest(data: dict, quick: bool) -> dict:
             "interval": {"kind": "paired percentile bootstrap over seeds",
                          "resamples": BOOTSTRAP_RESAMPLES, "level": CI_LEVEL},
         },
+        "summary_markdown": summary_markdown(table(data)),
         "sensitivity_markdown": sensitivity_markdown(table(data)),
         "chosen_steps": data["chosen"],
         "runs": data["runs"],

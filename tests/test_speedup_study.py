@@ -290,6 +290,9 @@ def test_tiny_study_manifest_records_the_protocol(tiny_study):
         "30% accuracy", "50% accuracy", "loss 1.5"}
     assert len(manifest["runs"]) == manifest["sweep"]["points"] == 2 * (1 + 2 + 2)
     assert "| digital |" in manifest["sensitivity_markdown"]
+    summary = manifest["summary_markdown"]
+    assert summary.startswith("**resmlp digits**") and "| M = 1 | M = 2 |" in summary
+    assert summary.count("| 30% accuracy | async / own counterpart | 1.00 [1.00, 1.00]") == 1
     text = speedup.caption(rows)
     assert "at 2 stages" in text and "(sync) and" in text and "time to 30% accuracy" in text
 
