@@ -13,7 +13,19 @@ micro-batches of ``b = 4`` samples, ``B = 8`` micro-batches per mini-batch:
 
 Each curve is the mean over seeds (the shaded band one standard deviation) of the test accuracy
 (360 held-out images) and of the training loss (mean cross-entropy over the 1437 training images,
-nats), measured every ``log_samples`` samples. Every run is one point of
+nats), measured every ``log_samples`` samples.
+
+**The early loss spike of the mini-batch runs** (digital and analog SGD without pipeline, and SP,
+which has their iterates: up to about 8 nats near 200 samples in quick mode) is the step, not a
+bug: at the initial weights the training loss has a Hessian eigenvalue
+:math:`\lambda_{\max} \approx 200` (:func:`simulate.tuning.initial_sharpness`, computed for
+every seed and recorded in the manifest), so full-batch descent near :math:`W_0` is stable only
+for :math:`\alpha < 2/\lambda_{\max} \approx 0.01`; ``lr = 0.05`` is about five times beyond
+it. The loss rises while the step throws the weights out of that sharp region (a catapult), then
+falls once the curvature has dropped below :math:`2/\alpha`. Digital SGD spikes the same, so the
+device is not involved; at ``lr = 0.0125`` the loss falls from the first update; the asynchronous
+runs (step ``lr / B``) do not spike. The speedup study tunes the step instead
+(:mod:`paper_figures.speedup`). Every run is one point of
 :func:`simulate.sweep.run_sweep` (function :func:`digits_run`), so ``--jobs``, ``--scheduler`` and
 the result cache apply. The CSV holds every plotted point.
 """
@@ -31,6 +43,7 @@ from matplotlib.figure import Figure
 from simulate.config import SimConfig
 from simulate.networks import NetworkSpec, train_network
 from simulate.sweep import run_sweep
+from simulate.tuning import STUDY_FORMAT, sharpness_run
 from theory.errors import ParameterError, check_range
 
 from .common import new_figure, use_style, write_figure
@@ -204,6 +217,9 @@ def compute(quick: bool = False, jobs: int | None = None, scheduler=None, cache=
     points = [digits_point(s, run.algorithm, run.mode, run.stages, seed) for run, seed in plan]
     sweep = run_sweep(digits_run, points, jobs=jobs, scheduler=scheduler, cache=cache,
                       desc=NAME)
+    sharp = run_sweep(sharpness_run, [{"config": SimConfig(**p["config"]).to_dict(),
+                                       "format": STUDY_FORMAT} for p in points[:s.seeds]],
+                      jobs=jobs, scheduler=scheduler, cache=cache, desc=f"{NAME} sharpness")
     curves = {}
     for run in runs():
         results = [r for (which, _), r in zip(plan, sweep.results, strict=True) if which == run]
@@ -216,7 +232,8 @@ def compute(quick: bool = False, jobs: int | None = None, scheduler=None, cache=
             "accuracy_mean": acc.mean(axis=0), "accuracy_std": acc.std(axis=0, ddof=ddof),
             "loss_mean": loss.mean(axis=0), "loss_std": loss.std(axis=0, ddof=ddof),
         }
-    return {"settings": s, "curves": curves}
+    return {"settings": s, "curves": curves,
+            "lambda_max": [float(r["lambda_max"]) for r in sharp.results]}
 
 
 def table(data: dict) -> list[dict[str, object]]:
@@ -274,14 +291,30 @@ def plot(data: dict) -> Figure:
 
 
 def caption(rows: Sequence[Mapping]) -> str:
-    """One sentence from the CSV rows: final accuracy of each run."""
-    final = {}
+    """From the CSV rows: final accuracy of each run, and the early loss spike of the mini-batch
+    runs with its cause (module docstring)."""
+    final, peak = {}, {}
     for row in rows:
         final[row["run"]] = float(row["test_accuracy_mean"])
+        loss = float(row["loss_mean"])
+        if row["mode"] == "none" and loss > peak.get(row["run"], (-1.0, 0))[0]:
+            peak[row["run"]] = (loss, int(row["samples"]))
     order = sorted(final, key=final.get, reverse=True)
     parts = ", ".join(f"{label} {100 * final[label]:.1f}%" for label in order)
-    return ("Test accuracy of the digits residual MLP against samples and clock cycles; "
+    text = ("Test accuracy of the digits residual MLP against samples and clock cycles; "
             f"final accuracy: {parts}.")
+    starts = {row["run"]: float(row["loss_mean"]) for row in reversed(rows)
+              if row["mode"] == "none" and int(row["samples"]) == 0}
+    spikes = {run: value for run, value in peak.items()
+              if value[1] > 0 and value[0] > starts.get(run, np.inf)}
+    if spikes:
+        run, (value, samples) = max(spikes.items(), key=lambda item: item[1][0])
+        text += (f" The early rise of the mini-batch runs' training loss (to {value:.1f} nats at "
+                 f"{samples} samples, {run}; SP has the same iterates) comes from the step, "
+                 "not a bug: lr exceeds 2/lambda_max of the initial network (lambda_max in the "
+                 "manifest), the loss rises until the curvature has dropped, digital SGD does "
+                 "the same, and a step of a quarter of it does not.")
+    return text
 
 
 def manifest(data: dict, quick: bool) -> dict:
@@ -293,6 +326,13 @@ def manifest(data: dict, quick: bool) -> dict:
                    "network": asdict(NetworkSpec(grad_norm=False)),
                    "runs": [asdict(run) for run in runs()]},
         "seed": list(range(s.seeds)),
+        "initial_sharpness": {
+            "lambda_max": data["lambda_max"],
+            "stable_step_limit": [2.0 / v for v in data["lambda_max"]],
+            "what": "largest Hessian eigenvalue of the training loss at each seed's initial "
+                    "weights (simulate.tuning.initial_sharpness); full-batch descent is stable "
+                    "near W_0 for lr < 2 / lambda_max",
+        },
     }
 
 

@@ -17,13 +17,14 @@ from theory.limits import MAX_ARRAY_BYTES, MAX_COUNT, MAX_UPDATES, check_size
 from theory.schedules import MODES
 from theory.theorems import ALGORITHMS, WRITE_SEMANTICS  # write semantics: Corollary 3PS
 
+from .digits import DATA_SETS, train_rows
 from .mvm import IO_PRESETS
 
 __all__ = [
-    "ALGORITHMS", "DEFAULT_DW_MIN", "DEFAULT_TAU", "IO_CHOICES", "MAX_STAGES", "NETWORK_PROBLEMS",
-    "ORACLE_PROBLEMS", "PROBLEMS", "PULSE_TYPES", "SimConfig", "TRANSFER_SLICES", "UPDATES",
-    "WRITE_SEMANTICS", "check_device_tau", "device_from_config", "device_named",
-    "fast_device_from_config", "network_bytes_per_member",
+    "ALGORITHMS", "DATA_SETS", "DEFAULT_DW_MIN", "DEFAULT_TAU", "IO_CHOICES", "MAX_STAGES",
+    "NETWORK_PROBLEMS", "ORACLE_PROBLEMS", "PROBLEMS", "PULSE_TYPES", "SimConfig",
+    "TRANSFER_SLICES", "UPDATES", "WRITE_SEMANTICS", "check_device_tau", "device_from_config",
+    "device_named", "fast_device_from_config", "network_bytes_per_member",
 ]
 
 #: problems with every constant of the theory known exactly (:mod:`simulate.problems`)
@@ -150,6 +151,11 @@ class SimConfig:
         ``algorithm="mixed"`` only: comma list of 1-based stages whose weight block updates
         digitally (``w + dw``); the other stages update through the device. Stored sorted
         (``"3,1"`` -> ``"1,3"``); empty (the default) is every stage analog.
+    data : {"digits", "digits-holdout", "digits-augmented"}
+        The training data of a network problem (:mod:`simulate.digits`): the 1437 training
+        images (default), 1150 of them with 287 held out for validation, or those 1150 with
+        12 rotated and shifted copies each; always the same 360 test images. Oracle problems
+        take only the default.
 
     Notes
     -----
@@ -251,6 +257,11 @@ class SimConfig:
         "help": "algorithm mixed: comma list of 1-based stages updated digitally (e.g. 1,4); "
                 "the others update through the device",
     })
+    data: str = field(default="digits", metadata={
+        "help": "training data of a digits network: digits (1437 images), digits-holdout (1150 + "
+                "287 validation), digits-augmented (the 1150 and 12 rotated/shifted copies each)",
+        "choices": DATA_SETS,
+    })
 
     def __post_init__(self):
         _choice("problem", self.problem, PROBLEMS)
@@ -272,6 +283,12 @@ class SimConfig:
                 raise ParameterError(
                     f"{name}={value!r} applies to algorithm='analog' only (a digital run "
                     "computes in exact arithmetic); use the preset 'perfect'")
+        _choice("data", self.data, DATA_SETS)
+        if self.data != DATA_SETS[0] and self.problem not in NETWORK_PROBLEMS:
+            raise ParameterError(
+                f"data={self.data!r} applies to the digits networks only; valid for "
+                f"problem={self.problem!r}: {DATA_SETS[0]}"
+            )
         if not isinstance(self.device, str):
             raise ParameterError(f"device={show_value(self.device)} is not a name; valid: a "
                                  "preset or a family of theory.devices")
@@ -478,6 +495,8 @@ def _check_memory(config: SimConfig) -> None:
         _limit("micro_batch_size", config.micro_batch_size, need=per_member, limit=limit,
                what="bytes of per-sample gradient noise per member (write='per-sample')")
     elif config.problem in NETWORK_PROBLEMS:
+        _limit("data", config.data, need=8 * _DIGITS_FEATURES * train_rows(config.data),
+               limit=limit, what="bytes of training images")
         b, n = config.micro_batch_size, config.samples_per_update
         _limit("micro_batch_size", b, need=network_bytes_per_member(b, config.steps),
                    limit=limit, what="bytes of batch arrays per member")

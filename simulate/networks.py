@@ -64,11 +64,14 @@ their stage's weights.
 a digital and an analog run of one configuration start from the same weights.
 
 **Measurements** (at every logging point, :class:`~simulate.trace.Trace`): ``loss`` is the mean
-cross-entropy over the whole training split (1437 images) at the current weights; ``grad_norm2``
-the squared norm of its gradient with respect to every trained parameter (weights and biases), one
-extra backward pass (``nan`` with ``NetworkSpec(grad_norm=False)``); ``test_accuracy`` on the 360
-test images. ``Trace.avg_grad_norm2`` (the average over every iterate) is left empty: it would
-cost a full-training-set backward pass per update, about 90 times the work of the update itself.
+cross-entropy over the training split (1437 images of ``digits``; the un-augmented rows of
+``digits-augmented``, :attr:`simulate.digits.DigitsData.x_loss`) at the current weights;
+``grad_norm2`` the squared norm of its gradient with respect to every trained parameter (weights
+and biases), one extra backward pass (``nan`` with ``NetworkSpec(grad_norm=False)``);
+``test_accuracy`` on the 360 test images (and :attr:`NetworkRun.validation_accuracy` on the
+validation images of the data sets that hold some). ``Trace.avg_grad_norm2`` (the average over
+every iterate) is left empty: it would cost a full-training-set backward pass per update, about
+90 times the work of the update itself.
 
 **Randomness.** Member ``r`` draws its initial weights and then its batches (with replacement) from
 its ``data`` stream, its pulses from its ``device`` stream (:mod:`simulate.rng`); all arithmetic is
@@ -110,7 +113,7 @@ from .analog import (
     digital_blocks,
 )
 from .config import NETWORK_PROBLEMS, SimConfig, device_from_config, network_bytes_per_member
-from .digits import DigitsData, load_digits_split, sample_indices
+from .digits import DigitsData, load_digits_data, sample_indices
 from .mvm import AnalogPass, io_preset
 from .problems import row_dot
 from .rng import member_generators
@@ -516,6 +519,9 @@ class NetworkRun:
     forward_versions, backward_versions : ndarray of int, shape (K, M), or None
         With ``record_versions``: for update ``k`` and stage ``m``, the index ``j`` of the weights
         ``W_j`` its forward / backward read (taken from the buffer slot actually read).
+    validation_accuracy : ndarray, shape (R, T), or None
+        Accuracy on the validation images at every logging point, when the run's ``data`` has
+        them (:mod:`simulate.digits`).
     """
 
     trace: Trace
@@ -524,6 +530,7 @@ class NetworkRun:
     biases: np.ndarray
     forward_versions: np.ndarray | None = None
     backward_versions: np.ndarray | None = None
+    validation_accuracy: np.ndarray | None = None
 
 
 def train_network(
@@ -577,7 +584,7 @@ def train_network(
                what="bytes of one member's largest array")
     check_size("seeds", len(members), need=len(members) * per_member, limit=MAX_ARRAY_BYTES,
                what="bytes of ensemble arrays", hint="run fewer seeds at a time")
-    data = load_digits_split()
+    data = load_digits_data(config.data)
     network = Network.build(config.problem, spec, config.stages, data.n_features, data.n_classes)
     n_stages, steps = config.stages, config.steps
     delays = forward_delays(config.mode, n_stages)
@@ -669,7 +676,8 @@ def train_network(
 
     if monitor is not None:
         monitor.warn()
-    loss, grad_norm2, accuracy = (np.stack(column, axis=1) for column in zip(*records, strict=True))
+    loss, grad_norm2, accuracy, validation = (np.stack(column, axis=1)
+                                              for column in zip(*records, strict=True))
     step = np.asarray(log_at, dtype=np.int64)
     trace = Trace(
         step=step,
@@ -685,7 +693,8 @@ def train_network(
         config={**config.to_dict(), "seed": int(seed), "members": members,
                 "network": asdict(spec)},
     )
-    return NetworkRun(trace, network, w, c, fwd_rec, bwd_rec)
+    return NetworkRun(trace, network, w, c, fwd_rec, bwd_rec,
+                      None if data.x_val is None else validation)
 
 
 def run_network(
@@ -747,19 +756,23 @@ def _write(update: Updater, w: np.ndarray, gw: np.ndarray, rngs, spread, factors
 
 
 def _measure(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray, grad_norm: bool):
-    """Training loss and squared gradient norm on the whole training set, test accuracy."""
+    """Training loss and squared gradient norm on the training set (its un-augmented rows),
+    test accuracy, validation accuracy (``nan`` without validation images)."""
     if grad_norm:
         gw, gc = np.empty_like(w), np.empty_like(c)
         current = network.views(w, c)
-        loss = network.gradient(data.x_train, data.y_train, current,
+        loss = network.gradient(data.x_loss, data.y_loss, current,
                                 [view.weights for view in current], network.views(gw, gc))
         norm2 = row_dot(gw, gw) + row_dot(gc, gc)
     else:
-        loss = softmax_cross_entropy(network.logits(w, c, data.x_train), data.y_train)
+        loss = softmax_cross_entropy(network.logits(w, c, data.x_loss), data.y_loss)
         norm2 = np.full(w.shape[0], np.nan)
     predicted = np.argmax(network.logits(w, c, data.x_test), axis=-1)
     accuracy = np.mean(predicted == data.y_test, axis=-1)
-    return loss, norm2, accuracy
+    if data.x_val is None:
+        return loss, norm2, accuracy, np.full(w.shape[0], np.nan)
+    validation = np.argmax(network.logits(w, c, data.x_val), axis=-1) == data.y_val
+    return loss, norm2, accuracy, np.mean(validation, axis=-1)
 
 
 def _slices(sizes: Sequence[int]) -> tuple[slice, ...]:

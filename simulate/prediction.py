@@ -46,7 +46,7 @@ For a comparison at a larger target (:func:`simulate.suites.ranking_agreement`) 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,8 +63,10 @@ __all__ = [
     "bootstrap_means",
     "bound_floor",
     "first_hit",
+    "percentile_interval",
     "predict",
     "predicted_iterations",
+    "resample_counts",
     "running_average",
     "target",
 ]
@@ -92,14 +94,13 @@ def running_average(grad_norm2: np.ndarray) -> np.ndarray:
 def bootstrap_means(per_seed: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
     r"""``size`` bootstrap resamples of the mean over seeds (axis 0) of ``per_seed`` (R, ...).
 
-    Each resample draws the ``R`` seeds with replacement: counts from one multinomial draw of
-    ``rng`` (shape ``(size, R)``), the resampled mean ``counts @ per_seed / R``. The result has
-    shape ``(size, ...)``; the same ``rng`` state gives the same bits.
+    Each resample draws the ``R`` seeds with replacement (the counts of
+    :func:`resample_counts`), the resampled mean ``counts @ per_seed / R``. The result has shape
+    ``(size, ...)``; the same ``rng`` state gives the same bits.
     """
     per_seed = np.asarray(per_seed, dtype=float)
     r = per_seed.shape[0]
-    counts = rng.multinomial(r, np.full(r, 1.0 / r), size=size)
-    return counts @ per_seed / r
+    return np.concatenate([counts @ per_seed / r for counts in resample_counts(rng, r, size)])
 
 
 def first_hit(curve, eps: float) -> np.ndarray:
@@ -212,6 +213,28 @@ class Prediction:
         return cls(**data)
 
 
+def resample_counts(rng: np.random.Generator, seeds: int,
+                    resamples: int = BOOTSTRAP_RESAMPLES) -> Iterator[np.ndarray]:
+    """The bootstrap over seeds: ``resamples`` resamples of ``seeds`` seeds with replacement.
+
+    Yields the multinomial counts in chunks of at most 100 resamples (arrays of shape
+    ``(chunk, seeds)``, each row summing to ``seeds``), drawn from ``rng`` in a fixed order, so
+    the same generator gives the same resamples. A statistic of resample ``j`` weights seed
+    ``r`` by ``counts[j, r]`` (e.g. ``counts @ per_seed / seeds`` for the mean).
+    """
+    for first in range(0, resamples, _CHUNK):
+        size = min(_CHUNK, resamples - first)
+        yield rng.multinomial(seeds, np.full(seeds, 1.0 / seeds), size=size)
+
+
+def percentile_interval(values) -> tuple:
+    """The :data:`CI_LEVEL` central percentile interval of bootstrap ``values`` (inverted CDF:
+    both ends are values that occurred)."""
+    tail = (1.0 - CI_LEVEL) / 2
+    lo, hi = np.quantile(np.asarray(values), [tail, 1.0 - tail], method="inverted_cdf")
+    return lo, hi
+
+
 def target(floor: float, start: float) -> float | None:
     """The target of a check, ``sqrt(floor * start)``; ``None`` when ``floor >= start``."""
     return None if floor >= start else math.sqrt(floor * start)
@@ -250,14 +273,10 @@ def predict(name: str, config, constants: Mapping, grad_norm2: np.ndarray) -> Pr
     k_sim = int(first_hit(mean, eps)) or None
     rng = bootstrap_generator(config.seed)
     r, steps = per_seed.shape
-    hits = []
-    for first in range(0, BOOTSTRAP_RESAMPLES, _CHUNK):
-        size = min(_CHUNK, BOOTSTRAP_RESAMPLES - first)
-        hits.append(first_hit(bootstrap_means(per_seed, rng, size), eps))
-    hits = np.concatenate(hits)
+    hits = np.concatenate([first_hit(counts @ per_seed / r, eps)
+                           for counts in resample_counts(rng, r)])
     hits = np.where(hits == 0, steps + 1, hits)  # not reached: beyond the run
-    tail = (1.0 - CI_LEVEL) / 2
-    lo, hi = (int(v) for v in np.quantile(hits, [tail, 1.0 - tail], method="inverted_cdf"))
+    lo, hi = (int(v) for v in percentile_interval(hits))
     lo_k, hi_k = (None if v > steps else v for v in (lo, hi))
     p_cycles = _cycles(mode, m, b, k_pred)
     s_cycles, ci_low, ci_high = (_cycles(mode, m, b, v) for v in (k_sim, lo_k, hi_k))
