@@ -30,10 +30,9 @@ protocol is :mod:`simulate.tuning`), with ``B = 8`` micro-batches of ``b = 4`` s
    (``status``).
 3. **Sensitivity** of the asynchronous speedup at ``M = 8`` (over its own counterpart, first
    workload, :attr:`SpeedupSettings.sensitivity_target`): one row per :class:`Variant` (the step
-   fixed or tuned, micro-batch size, device, pulse type), each a change of
-   :class:`~simulate.config.SimConfig` fields with the reason it moves the speedup. The
-   ``write`` column is the hook for the write semantics of the hardware-fidelity branch: a
-   :class:`Variant` that changes that field adds its row.
+   fixed or tuned, micro-batch size, device, pulse type, write semantics), each a change of
+   :class:`~simulate.config.SimConfig` fields with the reason it moves the speedup; the
+   ``write`` column names each row's write semantics (``SimConfig.write``).
 
 Every training run goes through one cached sweep (:func:`simulate.sweep.run_sweep` of
 :func:`simulate.tuning.study_run`, one point per arm and step with all its seeds), so
@@ -91,8 +90,8 @@ USES_SWEEP = True
 COLUMNS = ("kind", "workload", "mode", "baseline", "stages", "target", "speedup", "ci_low",
            "ci_high", "status", "reached", "baseline_reached", "seeds", "median_cycles",
            "baseline_median_cycles", "step", "baseline_step", "variant", "write", "reason")
-#: the write semantics every row ran with (the hook for the hardware-fidelity branch)
-DEFAULT_WRITE = "default"
+#: the write semantics of a row that does not set ``write`` (``SimConfig``'s default)
+DEFAULT_WRITE = "batch-mean"
 
 
 @dataclass(frozen=True)
@@ -127,15 +126,17 @@ class Variant:
         One sentence: why the change moves the speedup.
     fixed_step : float, optional
         Use this grid step at both stage counts instead of tuning.
-    write : str
-        The write semantics the row ran with (:data:`DEFAULT_WRITE`).
     """
 
     label: str
     changes: tuple[tuple[str, object], ...] = ()
     reason: str = ""
     fixed_step: float | None = None
-    write: str = DEFAULT_WRITE
+
+    @property
+    def write(self) -> str:
+        """The write semantics the row ran with (``SimConfig.write``; :data:`DEFAULT_WRITE`)."""
+        return str(dict(self.changes).get("write", DEFAULT_WRITE))
 
 
 _REFERENCE_REASON = ("the reference: analog soft bounds tau = 1, b = 4, expected update, the "
@@ -166,6 +167,10 @@ _VARIANTS = (
                    "survive only at random, more so at the small steps staleness asks for"),
     Variant("pulsed, stochastic", (("update", "pulsed"), ("pulse_type", "stochastic")),
             reason="aihwkit's bit-train coincidences add count noise on top of the rounding"),
+    Variant("per-sample writes", (("write", "per-sample"),),
+            reason="each of the b samples is its own analog write: the device bias of one "
+                   "sample's noise is not averaged over the micro-batch (Corollary 3PS), at "
+                   "M = 1 and M = 8 alike"),
 )
 
 

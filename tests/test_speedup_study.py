@@ -226,7 +226,8 @@ TINY = speedup.SpeedupSettings(
     workloads=(speedup.Workload("resmlp digits", "digits-resmlp", "digits-holdout"),),
     variants=(speedup.Variant("tuned step (reference)", reason="reference"),
               speedup.Variant("fixed 0.00625", fixed_step=0.00625, reason="fixed"),
-              speedup.Variant("digital", (("algorithm", "digital"),), reason="ideal")),
+              speedup.Variant("digital", (("algorithm", "digital"),), reason="ideal"),
+              speedup.Variant("per-sample", (("write", "per-sample"),), reason="writes")),
 )
 
 
@@ -261,7 +262,7 @@ def test_tiny_study_csv_identities(tiny_study):
             assert value == low == high == 1.0  # the M = 1 run is its own counterpart
     sens = [r for r in rows if r["kind"] == "sensitivity"]
     assert [r["variant"] for r in sens] == [v.label for v in TINY.variants]
-    assert {r["write"] for r in sens} == {speedup.DEFAULT_WRITE}
+    assert [r["write"] for r in sens] == [speedup.DEFAULT_WRITE] * 3 + ["per-sample"]
     fixed = sens[1]
     assert float(fixed["step"]) == float(fixed["baseline_step"]) == 0.00625
     # every sensitivity row is read within its budget of 512 samples: 128 updates of 4, at M = 2
@@ -288,7 +289,7 @@ def test_tiny_study_manifest_records_the_protocol(tiny_study):
         assert len(c["selection"]) == (1 if c["fixed"] else len(TINY.grid))
     assert {t["label"] for t in manifest["config"]["targets"]} == {
         "30% accuracy", "50% accuracy", "loss 1.5"}
-    assert len(manifest["runs"]) == manifest["sweep"]["points"] == 2 * (1 + 2 + 2)
+    assert len(manifest["runs"]) == manifest["sweep"]["points"] == 2 * (1 + 2 + 2 + 2)
     assert "| digital |" in manifest["sensitivity_markdown"]
     summary = manifest["summary_markdown"]
     assert summary.startswith("**resmlp digits**") and "| M = 1 | M = 2 |" in summary
