@@ -19,8 +19,8 @@ from theory.theorems import ALGORITHMS
 
 __all__ = [
     "ALGORITHMS", "DEFAULT_DW_MIN", "DEFAULT_TAU", "MAX_STAGES", "NETWORK_PROBLEMS",
-    "ORACLE_PROBLEMS", "PROBLEMS", "PULSE_TYPES", "SimConfig", "UPDATES", "check_device_tau",
-    "device_from_config", "device_named", "network_bytes_per_member",
+    "ORACLE_PROBLEMS", "PROBLEMS", "PULSE_METHODS", "PULSE_TYPES", "SimConfig", "UPDATES",
+    "check_device_tau", "device_from_config", "device_named", "network_bytes_per_member",
 ]
 
 #: problems with every constant of the theory known exactly (:mod:`simulate.problems`)
@@ -31,6 +31,8 @@ PROBLEMS = ORACLE_PROBLEMS + NETWORK_PROBLEMS
 UPDATES = ("expected", "pulsed")
 #: pulse types of the pulse-level update (aihwkit vocabulary; :func:`simulate.analog.pulsed_update`)
 PULSE_TYPES = ("deterministic", "stochastic", "mean-count")
+#: how the pulse-level update fires an element's pulses (:func:`simulate.analog.apply_pulses`)
+PULSE_METHODS = ("closed-form", "loop")
 #: the most pipeline stages a run may have: a sanity cap on the input, not a limit of the method
 #: (an async run keeps ``M - m + 1`` copies of stage m's block, about ``M / 2`` copies of the whole
 #: model, and the paper's pipelines have at most a few dozen stages)
@@ -97,6 +99,12 @@ class SimConfig:
         :func:`simulate.analog.pulsed_update`. A network with one sample per update fires the
         trains on each layer's outer product (:func:`simulate.analog.coincidence_counts`).
         Recorded with every run; unused by ``expected``.
+    pulse_method : {"closed-form", "loop"}
+        How the pulse-level update fires the pulses of an element
+        (:func:`simulate.analog.apply_pulses`): ``closed-form`` (the default) all at once where
+        the device's responses are affine (exact without cycle-to-cycle noise; with it, the
+        exact Gaussian sum of additive noise or a moment-matched Gaussian of multiplicative
+        noise), else one by one; ``loop`` always one by one.
     lr : float
         Step size ``alpha`` (> 0).
     steps : int
@@ -158,6 +166,13 @@ class SimConfig:
                 "at most desired_bl pulses); mean-count = the expected count, no train noise",
         "choices": PULSE_TYPES,
     })
+    pulse_method: str = field(default="closed-form", metadata={
+        "help": "how --update pulsed fires an element's pulses: closed-form = all at once where "
+                "the device's responses are affine (soft bounds, linear and constant step; exact "
+                "without cycle-to-cycle noise, a Gaussian sum with it), else one by one; loop = "
+                "always one by one",
+        "choices": PULSE_METHODS,
+    })
     lr: float = field(
         default=0.05, metadata={"help": "step size alpha (weight units per gradient unit)"}
     )
@@ -180,6 +195,7 @@ class SimConfig:
         _choice("algorithm", self.algorithm, ALGORITHMS)
         _choice("update", self.update, UPDATES)
         _choice("pulse_type", self.pulse_type, PULSE_TYPES)
+        _choice("pulse_method", self.pulse_method, PULSE_METHODS)
         if not isinstance(self.device, str):
             raise ParameterError(f"device={show_value(self.device)} is not a name; valid: a "
                                  "preset or a family of theory.devices")

@@ -107,11 +107,14 @@ def test_deterministic_is_the_original_pulsed_update_bit_for_bit(preset, ensembl
     spread = DeviceSpread.draw(device, shape, np.random.default_rng(9))
     want = _reference_pulsed_update(w, dw, device, rngs(), spread.dw_min_scale,
                                     spread.bound_scale)
+    # the pulse loop (the closed form of the default method is compared with it in
+    # tests/test_closed_form_pulses.py)
     for got in (
-        pulsed_update(w, dw, device, rngs(), spread.dw_min_scale, spread.bound_scale),
         pulsed_update(w, dw, device, rngs(), spread.dw_min_scale, spread.bound_scale,
-                      pulse_type="deterministic"),
-        Updater("pulsed", device)(w, dw, rngs(), spread),
+                      method="loop"),
+        pulsed_update(w, dw, device, rngs(), spread.dw_min_scale, spread.bound_scale,
+                      pulse_type="deterministic", method="loop"),
+        Updater("pulsed", device, pulse_method="loop")(w, dw, rngs(), spread),
     ):
         assert np.array_equal(got, want)
 
