@@ -51,9 +51,9 @@ from .staleness import PinnedMonitor
 
 __all__ = [
     "DeviceSpread", "PULSE_METHODS", "PULSE_TYPES", "UPDATE_KINDS", "Updater", "apply_pulses",
-    "binomial_counts", "check_bit_length",
-    "coincidence_counts", "digital_update", "draw_bound_scale", "draw_dw_min_scale",
-    "expected_update", "pulse_counts", "pulsed_update", "train_scale",
+    "TrainScales", "binomial_counts", "check_bit_length", "coincidence_counts", "digital_update",
+    "draw_bound_scale", "draw_dw_min_scale", "expected_update", "pulse_counts", "pulsed_update",
+    "train_scale", "train_scales",
 ]
 
 UPDATE_KINDS = ("digital", "expected", "pulsed")
@@ -191,6 +191,95 @@ def train_scale(lr: float, dw_min: float, bl: int) -> float:
     return float(np.sqrt(lr / (dw_min * bl)))
 
 
+@dataclass(frozen=True)
+class TrainScales:
+    r"""aihwkit's bit length and probability scales of the two trains of one update.
+
+    Attributes
+    ----------
+    bl : int
+        Bits per train (0: nothing fires).
+    a : float
+        Scale of the error (d, row) train: :math:`p_d = \min(1, A|d|)` (aihwkit ``A``).
+    b : float
+        Scale of the input (x, column) train: :math:`p_x = \min(1, B|x|)` (aihwkit ``B``).
+    """
+
+    bl: int
+    a: float
+    b: float
+
+
+def train_scales(lr: float, dw_min: float, desired_bl: int, x_abs_max: float | None = None,
+                 d_abs_max: float | None = None, *, update_management: bool = False,
+                 bl_management: bool = False, fixed_bl: bool = True,
+                 um_grad_scale: float = 1.0) -> TrainScales:
+    r"""Bit length and train scales of one update, as aihwkit computes them.
+
+    IBM/aihwkit ``src/rpucuda/rpu_pulsed_meta_parameter.cpp``,
+    ``PulsedUpdateMetaParameter::calculateBlAB`` then ``performUpdateManagement`` (with
+    ``max_BL = desired_BL``; :math:`\eta` = ``lr``, :math:`\Delta w_{\min}` = ``dw_min``):
+
+    - ``calculateBlAB``: with ``fixed_bl`` (aihwkit's default) or ``bl_management``,
+      :math:`BL = BL_{des}`, :math:`A = B = \sqrt{\eta / (\Delta w_{\min} BL)}`; otherwise,
+      when :math:`\Delta w_{\min} BL_{des} < \eta`, :math:`A = B = 1`,
+      :math:`BL = \max(\lceil \eta / \Delta w_{\min} \rceil, 1)`.
+    - with ``update_management`` or ``bl_management`` (the maxima ``x_abs_max``, ``d_abs_max``
+      of :math:`|x|` and :math:`|d|` over the update are then needed): a zero maximum fires
+      nothing (:math:`BL = 0`); else with :math:`d_v = s_{um} d_{\max}` and
+      :math:`k = \eta\, x_{\max} d_v / \Delta w_{\min}` (the most pulses any device asks for),
+      ``bl_management`` sets :math:`BL = \min(\lceil k \rceil, BL_{des})` and
+      :math:`A = B = \sqrt{\eta / (\Delta w_{\min} BL)}`; ``update_management`` then, if
+      :math:`k > BL_{des}`, scales :math:`d_v \leftarrow d_v BL_{des} / k`, and sets
+      :math:`A \leftarrow A \sqrt{x_{\max} / d_v}`, :math:`B \leftarrow B \sqrt{d_v / x_{\max}}`,
+      so that both trains fire with the same probability at their maxima (and the x-train is
+      never clipped). :math:`A B` is unchanged by update management: the expected count
+      :math:`BL\, p_x p_d = \eta |x d| / \Delta w_{\min}` of an unclipped device is the same.
+
+    Parameters
+    ----------
+    lr, dw_min : float
+        Learning rate (> 0) and pulse granularity (weight units).
+    desired_bl : int
+        aihwkit ``desired_BL`` (the most bits with ``bl_management``).
+    x_abs_max, d_abs_max : float, optional
+        :math:`\max_j |x_j|`, :math:`\max_i |d_i|`; required by the two managements.
+    update_management, bl_management, fixed_bl : bool
+        aihwkit ``update_management``, ``update_bl_management``, ``fixed_BL``.
+    um_grad_scale : float
+        aihwkit ``um_grad_scale`` (:math:`s_{um}`, 1 by default).
+    """
+    if lr < 0:
+        raise ParameterError(f"lr={lr!r} must be >= 0")
+    if lr == 0:
+        return TrainScales(0, 0.0, 0.0)
+    if fixed_bl or bl_management:
+        bl = int(desired_bl)
+        a = b = float(np.sqrt(lr / (dw_min * bl)))
+    elif dw_min * desired_bl < lr:
+        bl, a, b = max(int(np.ceil(lr / dw_min)), 1), 1.0, 1.0
+    else:
+        bl = int(desired_bl)
+        a = b = float(np.sqrt(lr / (dw_min * bl)))
+    if not (update_management or bl_management):
+        return TrainScales(bl, a, b)
+    if x_abs_max is None or d_abs_max is None:
+        raise ParameterError("update_management and bl_management need x_abs_max and d_abs_max")
+    if x_abs_max == 0 or d_abs_max == 0:
+        return TrainScales(0, 1.0, 1.0)
+    x_val, d_val = float(x_abs_max), um_grad_scale * float(d_abs_max)
+    k = lr * x_val * d_val / dw_min
+    if bl_management:
+        bl = min(int(np.ceil(k)), int(desired_bl))
+        a = b = float(np.sqrt(lr / (dw_min * bl)))
+    if update_management:
+        if k > desired_bl:
+            d_val *= desired_bl / k
+        a *= float(np.sqrt(x_val / d_val))
+        b *= float(np.sqrt(d_val / x_val))
+    return TrainScales(bl, a, b)
+
+
 def check_bit_length(bl, name: str = "bl") -> int:
     """``bl`` as an int in ``[1, MAX_PULSES_PER_UPDATE]`` (pulses per update), else a one-line
     :class:`~theory.errors.ParameterError` starting ``name=``."""
@@ -198,7 +287,8 @@ def check_bit_length(bl, name: str = "bl") -> int:
 
 
 def coincidence_counts(x, d, lr: float, dw_min: float, bl: int, rng: np.random.Generator,
-                       pulse_type: str = "stochastic") -> np.ndarray:
+                       pulse_type: str = "stochastic", *, update_management: bool = False,
+                       bl_management: bool = False) -> np.ndarray:
     r"""Pulses per device of one rank-1 update :math:`W \mathrel{-}= \eta\, d x^T` (aihwkit).
 
     ``stochastic`` (aihwkit ``StochasticCompressed``): one Bernoulli train of ``bl`` bits per
@@ -224,10 +314,16 @@ def coincidence_counts(x, d, lr: float, dw_min: float, bl: int, rng: np.random.G
     lr, dw_min : float
         Learning rate :math:`\eta` and nominal pulse granularity (weight units).
     bl : int
-        Bit length (pulses per update at most).
+        Bit length (pulses per update at most; aihwkit ``desired_BL``).
     rng : Generator
         Draws the x-trains first, then the d-trains (``rng.random``, one row at a time).
     pulse_type : {"stochastic", "mean-count"}
+    update_management, bl_management : bool
+        aihwkit's update management and BL management (:func:`train_scales`, from
+        :math:`\max|x|` and :math:`\max|d|` of this update): the x-train then fires with
+        :math:`p_x = \min(1, B|x|)` and the d-train with :math:`p_d = \min(1, A|d|)`, and the
+        trains have :math:`BL \le` ``bl`` bits. Off (the default), :math:`A = B` =
+        :func:`train_scale`.
 
     Returns
     -------
@@ -236,9 +332,16 @@ def coincidence_counts(x, d, lr: float, dw_min: float, bl: int, rng: np.random.G
     """
     x = np.atleast_1d(np.asarray(x, dtype=float))
     d = np.atleast_1d(np.asarray(d, dtype=float))
-    scale = train_scale(lr, dw_min, bl)
-    p_x = np.minimum(1.0, scale * np.abs(x))
-    p_d = np.minimum(1.0, scale * np.abs(d))
+    if update_management or bl_management:
+        scales = train_scales(lr, dw_min, bl, float(np.max(np.abs(x))), float(np.max(np.abs(d))),
+                              update_management=update_management, bl_management=bl_management)
+        if scales.bl == 0:
+            return np.zeros((d.size, x.size), dtype=np.int64)
+        bl, scale_x, scale_d = scales.bl, scales.b, scales.a
+    else:
+        scale_x = scale_d = train_scale(lr, dw_min, bl)
+    p_x = np.minimum(1.0, scale_x * np.abs(x))
+    p_d = np.minimum(1.0, scale_d * np.abs(d))
     if pulse_type == "mean-count":
         c_x = np.clip(np.rint(bl * p_x), 0, bl)
         c_d = np.clip(np.rint(bl * p_d), 0, bl)
@@ -248,20 +351,39 @@ def coincidence_counts(x, d, lr: float, dw_min: float, bl: int, rng: np.random.G
                              "mean-count")
     x_bits = rng.random((x.size, bl)) < p_x[:, None]
     d_bits = rng.random((d.size, bl)) < p_d[:, None]
-    return (d_bits.astype(np.int64) @ x_bits.T.astype(np.int64))
+    # coincidences as a float matmul (BLAS): exact, every partial sum is an integer <= bl
+    return (d_bits.astype(float) @ x_bits.T.astype(float)).astype(np.int64)
 
 
-def pulse_counts(x: np.ndarray, rng: Rng, pulse_type: str, bl: int) -> np.ndarray:
-    """Pulses per element for ``x = |dw| / dw_min`` desired pulses, as :func:`pulsed_update`
-    counts them for ``pulse_type`` with bit length ``bl`` (unused by ``deterministic``)."""
+def pulse_counts(x: np.ndarray, rng: Rng, pulse_type: str, bl: int, *,
+                 bl_management: bool = False) -> np.ndarray:
+    r"""Pulses per element for ``x = |dw| / dw_min`` desired pulses, as :func:`pulsed_update`
+    counts them for ``pulse_type`` with bit length ``bl`` (unused by ``deterministic``).
+
+    With ``bl_management`` (``stochastic`` and ``mean-count``), each tile (the whole array for
+    one generator, each member's row for a sequence of them) uses aihwkit's managed bit length
+    :math:`BL = \min(\lceil \max x \rceil, bl)` (:func:`train_scales`: for a rank-1 update
+    :math:`\max x = \eta\, x_{\max} d_{\max} / \Delta w_{\min}`), 0 if nothing is asked.
+    """
     if pulse_type == "deterministic":
         whole = np.floor(x)
         u = _per_member(rng, lambda g, s: g.random(s), x.shape)
         return (whole + (u < x - whole)).astype(np.int64)
+    if bl_management:
+        tiles = [x] if isinstance(rng, np.random.Generator) else list(x)
+        bls = [min(int(np.ceil(t.max())), bl) if t.size and t.max() > 0 else 0 for t in tiles]
     if pulse_type == "mean-count":
-        return np.rint(np.minimum(x, bl)).astype(np.int64)
-    p = np.minimum(1.0, x / bl)
-    return binomial_counts(bl, p, _per_member(rng, lambda g, s: g.random(s), x.shape))
+        if not bl_management:
+            return np.rint(np.minimum(x, bl)).astype(np.int64)
+        return np.stack([np.rint(np.minimum(t, b)) for t, b in zip(tiles, bls, strict=True)]
+                        ).reshape(x.shape).astype(np.int64)
+    u = _per_member(rng, lambda g, s: g.random(s), x.shape)
+    if not bl_management:
+        return binomial_counts(bl, np.minimum(1.0, x / bl), u)
+    units = [u] if isinstance(rng, np.random.Generator) else list(u)
+    return np.stack([binomial_counts(b, np.minimum(1.0, t / b), v) if b else
+                     np.zeros(t.shape, dtype=np.int64)
+                     for t, b, v in zip(tiles, bls, units, strict=True)]).reshape(x.shape)
 
 
 #: the inversion of :func:`binomial_counts` starts at P(n = 0) = (1 - q)^BL, q <= 1/2, so it needs
@@ -338,6 +460,7 @@ def pulsed_update(
     pulse_type: str = "deterministic",
     bl: int | None = None,
     method: str = "closed-form",
+    bl_management: bool = False,
 ) -> np.ndarray:
     r"""Pulse-level analog update: a pulse count per element, then pulse by pulse with c2c noise.
 
@@ -394,6 +517,12 @@ def pulsed_update(
     method : {"closed-form", "loop"}
         How the pulses are fired (:func:`apply_pulses`): all at once where the device's
         responses are affine (the default), or one by one.
+    bl_management : bool
+        aihwkit's BL management for ``stochastic`` and ``mean-count`` (:func:`pulse_counts`,
+        per tile). aihwkit's update management has no counterpart here: it splits the
+        probability between the x- and the d-train, which only ``dW`` does not determine; it
+        leaves :math:`p_x p_d` unchanged unless a train clips, so the per-device count is the
+        same (:func:`coincidence_counts` applies it where ``x`` and ``d`` are known).
 
     Returns
     -------
@@ -426,7 +555,8 @@ def pulsed_update(
     else:
         bl = check_bit_length(device.desired_bl, "desired_bl") if bl is None else \
             check_bit_length(bl)
-        pulses = pulse_counts(np.abs(dw) / device.dw_min, rng, pulse_type, bl)
+        pulses = pulse_counts(np.abs(dw) / device.dw_min, rng, pulse_type, bl,
+                              bl_management=bl_management)
     return apply_pulses(w, pulses, dw >= 0, device, rng, step, bound_scale, method=method)
 
 
@@ -644,6 +774,10 @@ class Updater:
         ``device.desired_bl``); ignored by the other kinds.
     pulse_method : {"closed-form", "loop"}
         How the ``pulsed`` kind fires the pulses (:func:`apply_pulses`).
+    update_management, bl_management : bool
+        aihwkit's update and BL management of the ``stochastic`` and ``mean-count`` trains
+        (:func:`train_scales`; the ``dW``-only path has BL management only,
+        :func:`pulsed_update`).
     """
 
     kind: str
@@ -651,6 +785,8 @@ class Updater:
     lr: float | None = None
     pulse_type: str = "deterministic"
     pulse_method: str = "closed-form"
+    update_management: bool = False
+    bl_management: bool = False
 
     def __post_init__(self):
         if self.kind not in UPDATE_KINDS:
@@ -671,7 +807,8 @@ class Updater:
         if config.algorithm == "digital":
             return cls("digital", device, config.lr)
         return cls(config.update, device_from_config(config) if device is None else device,
-                   config.lr, config.pulse_type, config.pulse_method)
+                   config.lr, config.pulse_type, config.pulse_method, config.update_management,
+                   config.bl_management)
 
     @property
     def uses_dtod(self) -> bool:
@@ -692,7 +829,8 @@ class Updater:
             raise ParameterError("the pulsed update needs a random generator")
         spread = DeviceSpread() if spread is None else spread
         return pulsed_update(w, dw, self.device, rng, spread.dw_min_scale, spread.bound_scale,
-                             lr=self.lr, pulse_type=self.pulse_type, method=self.pulse_method)
+                             lr=self.lr, pulse_type=self.pulse_type, method=self.pulse_method,
+                             bl_management=self.bl_management)
 
     def fire(self, w, pulses, up, rng: Rng, spread: DeviceSpread | None = None) -> np.ndarray:
         """Fire given pulse counts (``up`` where ``up``) with this pulsed update's device and the

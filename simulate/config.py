@@ -105,6 +105,13 @@ class SimConfig:
         the device's responses are affine (exact without cycle-to-cycle noise; with it, the
         exact Gaussian sum of additive noise or a moment-matched Gaussian of multiplicative
         noise), else one by one; ``loop`` always one by one.
+    update_management, bl_management : bool
+        aihwkit's update management and BL management of the ``stochastic`` and ``mean-count``
+        trains (:func:`simulate.analog.train_scales`), both off by default. Update management
+        needs the rank-1 factors ``x`` and ``d`` (networks at one sample per update); with only
+        ``dW`` known it changes nothing (:func:`simulate.analog.pulsed_update`). BL management
+        sets each update's bit length from its largest desired pulse count (per member: the
+        whole weight vector, or per layer for the rank-1 trains).
     lr : float
         Step size ``alpha`` (> 0).
     steps : int
@@ -173,6 +180,14 @@ class SimConfig:
                 "always one by one",
         "choices": PULSE_METHODS,
     })
+    update_management: bool = field(default=False, metadata={
+        "help": "aihwkit update management of the stochastic and mean-count trains (balances "
+                "the x- and d-train probabilities at their maxima; where x and d are known)",
+    })
+    bl_management: bool = field(default=False, metadata={
+        "help": "aihwkit BL management of the stochastic and mean-count trains: BL = "
+                "min(ceil(lr max|x| max|d| / dw_min), desired_bl) per update",
+    })
     lr: float = field(
         default=0.05, metadata={"help": "step size alpha (weight units per gradient unit)"}
     )
@@ -196,6 +211,10 @@ class SimConfig:
         _choice("update", self.update, UPDATES)
         _choice("pulse_type", self.pulse_type, PULSE_TYPES)
         _choice("pulse_method", self.pulse_method, PULSE_METHODS)
+        for name in ("update_management", "bl_management"):
+            if not isinstance(getattr(self, name), bool):
+                raise ParameterError(f"{name}={show_value(getattr(self, name))} must be true or "
+                                     "false")
         if not isinstance(self.device, str):
             raise ParameterError(f"device={show_value(self.device)} is not a name; valid: a "
                                  "preset or a family of theory.devices")

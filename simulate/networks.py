@@ -607,7 +607,8 @@ def train_network(
                 for r, g in enumerate(device_rngs):
                     count_views[s].weights[i][r] = coincidence_counts(
                         h[r, 0], dz[r, 0], config.lr, device.dw_min, device.desired_bl, g,
-                        config.pulse_type).T
+                        config.pulse_type, update_management=config.update_management,
+                        bl_management=config.bl_management).T
             np.copyto(w, update.fire(w, counts, gw >= 0, device_rngs, spread))
         else:
             np.copyto(w, update(w, gw, device_rngs, spread))
