@@ -100,7 +100,10 @@ def _per_member(rng: Rng, draw, shape: tuple[int, ...], sizes=None) -> np.ndarra
             f"got {len(rng)} generators for an ensemble axis of {shape[0 if sizes is None else 1]}"
         )
     if sizes is None:
-        return np.stack([draw(g, shape[1:]) for g in rng])
+        out = np.empty(shape)
+        for r, g in enumerate(rng):
+            out[r] = draw(g, shape[1:])
+        return out
     out = np.zeros(shape)
     for r, (g, size) in enumerate(zip(rng, sizes, strict=True)):
         out[:size, r] = draw(g, (int(size),) + shape[2:])
@@ -416,9 +419,11 @@ def binomial_counts(bl: int, p: np.ndarray, u: np.ndarray) -> np.ndarray:
     q = np.where(flip, 1.0 - p, p) if any_flip else p
     counts = np.zeros(p.size, dtype=np.int64)
     u, q = u.reshape(-1), q.reshape(-1)
-    # (1 - q)^BL >= 1 - BL q (Bernoulli's inequality): u below it fires nothing, decided without
-    # a logarithm (the margin of 8 ulp covers the rounding of both sides)
-    left = np.flatnonzero(u >= (1.0 - bl * q) * (1.0 - 8 * np.finfo(float).eps))
+    # (1 - q)^BL >= 1 - BL q (Bernoulli's inequality): u + BL q below 1 fires nothing, decided
+    # without a logarithm (the margin of 16 ulp covers the rounding of both sides)
+    bound = q * bl
+    bound += u
+    left = np.flatnonzero(bound >= 1.0 - 16 * np.finfo(float).eps)
     q_left = q[left]
     log_zero = np.log1p(-q_left)
     log_zero *= bl
