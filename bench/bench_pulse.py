@@ -11,7 +11,8 @@ samples per second of
 - the package's digital SGD, expected analog update, and pulse-level update with the
   ``deterministic`` and the ``stochastic`` pulse types (soft bounds, tau = 1, dw_min = 0.001),
   closed-form pulses (the default) and the pulse loop;
-- a 16-seed ensemble in one vectorised run against 16 sequential runs of its members.
+- a 16-seed ensemble in one vectorised run against 16 sequential runs of its members (expected
+  and stochastic pulses, ``b = 32`` and ``b = 4``; each run logged at its first and last update).
 
 Targets of the issue: stochastic pulses >= 0.5x the expected update, the expected update >= 0.9x
 plain numpy SGD, the 16-seed ensemble >= 4x the 16 sequential runs. No timing is asserted: each
@@ -122,8 +123,7 @@ def rates(samples: int, batch: int, repeats: int) -> None:
               f"{times['package expected'] / seconds:5.2f}x expected")
 
 
-def ensemble(samples: int, batch: int, repeats: int, seeds: int = 16) -> None:
-    steps = max(1, samples // batch)
+def ensemble(steps: int, batch: int, repeats: int, seeds: int = 16) -> None:
     print(f"{seeds}-seed ensemble vs {seeds} sequential runs, b = {batch}, {steps} updates, "
           f"min of {repeats}")
     for update, pulse_type in (("expected", "deterministic"), ("pulsed", "stochastic")):
@@ -145,10 +145,13 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--samples", type=int, default=16384, help="samples per timed run")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats (min taken)")
+    parser.add_argument("--ensemble-steps", type=int, default=256,
+                        help="updates of each ensemble / sequential run")
     args = parser.parse_args(argv)
     for batch in (32, 4):
         rates(args.samples if batch == 32 else args.samples // 4, batch, args.repeats)
-    ensemble(args.samples // 4, 32, args.repeats)
+    for batch in (32, 4):
+        ensemble(args.ensemble_steps, batch, args.repeats)
 
 
 if __name__ == "__main__":

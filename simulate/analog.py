@@ -50,8 +50,8 @@ from .config import PULSE_METHODS, PULSE_TYPES, device_from_config
 from .staleness import PinnedMonitor
 
 __all__ = [
-    "DeviceSpread", "PULSE_METHODS", "PULSE_TYPES", "UPDATE_KINDS", "Updater", "apply_pulses",
-    "TrainScales", "binomial_counts", "check_bit_length", "coincidence_counts", "digital_update",
+    "DeviceSpread", "PULSE_METHODS", "PULSE_TYPES", "TrainScales", "UPDATE_KINDS", "Updater",
+    "apply_pulses", "binomial_counts", "check_bit_length", "coincidence_counts", "digital_update",
     "draw_bound_scale", "draw_dw_min_scale", "expected_update", "pulse_counts", "pulsed_update",
     "train_scale", "train_scales",
 ]
@@ -635,8 +635,12 @@ def _closed_form_pulses(w, pulses, up, device, rng, step, bound_scale, pulse) ->
     signed_step = np.where(up, step, -step)
     inc = _first_increment(w, up, device, signed_step, bound_scale)
     n = pulses
-    outside = (w < pulse.lo) | (w > pulse.hi)
-    if outside.any():  # the loop's first pulse clips such an element into its range
+    # screened by two reductions: only a start outside the element ranges needs the full test
+    outside = None
+    if w.min() < np.max(pulse.lo) or w.max() > np.min(pulse.hi):
+        outside = (w < pulse.lo) | (w > pulse.hi)
+    if outside is not None and outside.any():
+        # the loop's first pulse clips such an element into its range
         idle = outside & (pulses == 0)
         outside &= pulses > 0
         start, w = w, np.where(outside, np.clip(w + inc, pulse.lo, pulse.hi), w)

@@ -91,11 +91,11 @@ class SimConfig:
         Expected analog update, or pulse-level (counts by ``pulse_type``) with cycle-to-cycle
         noise.
     pulse_type : {"deterministic", "stochastic", "mean-count"}
-        How the pulse-level update counts pulses (aihwkit vocabulary): ``deterministic`` (the
-        default, stochastic rounding of ``|dW| / dw_min``, matching aihwkit's
-        ``DeterministicImplicit``), ``stochastic`` (aihwkit's default ``StochasticCompressed``:
-        the coincidences of two Bernoulli trains of ``desired_bl`` bits, Binomial per device) or
-        ``mean-count`` (the expected count, no train noise); see
+        How the pulse-level update counts pulses (aihwkit vocabulary): ``stochastic`` (the
+        default, as aihwkit's default ``StochasticCompressed``: the coincidences of two
+        Bernoulli trains of ``desired_bl`` bits, Binomial per device), ``deterministic``
+        (stochastic rounding of ``|dW| / dw_min``, matching aihwkit's ``DeterministicImplicit``;
+        the default before issue 13) or ``mean-count`` (the expected count, no train noise); see
         :func:`simulate.analog.pulsed_update`. A network with one sample per update fires the
         trains on each layer's outer product (:func:`simulate.analog.coincidence_counts`).
         Recorded with every run; unused by ``expected``.
@@ -166,11 +166,12 @@ class SimConfig:
         "help": "analog update: expected, or pulse-level (pulse counts: --pulse-type)",
         "choices": UPDATES,
     })
-    pulse_type: str = field(default="deterministic", metadata={
-        "help": "pulse counts of --update pulsed (aihwkit names): deterministic = stochastic "
-                "rounding of |dW|/dw_min (aihwkit DeterministicImplicit); stochastic = "
-                "coincidences of two bit trains of desired_bl bits (aihwkit StochasticCompressed, "
-                "at most desired_bl pulses); mean-count = the expected count, no train noise",
+    pulse_type: str = field(default="stochastic", metadata={
+        "help": "pulse counts of --update pulsed (aihwkit names): stochastic (the default, as "
+                "aihwkit's) = coincidences of two bit trains of desired_bl bits (aihwkit "
+                "StochasticCompressed, at most desired_bl pulses); deterministic = stochastic "
+                "rounding of |dW|/dw_min (aihwkit DeterministicImplicit); mean-count = the "
+                "expected count, no train noise",
         "choices": PULSE_TYPES,
     })
     pulse_method: str = field(default="closed-form", metadata={
