@@ -380,43 +380,47 @@ def pulse_counts(x: np.ndarray, rng: Rng, pulse_type: str, bl: int, *,
             return np.rint(np.minimum(x, bl)).astype(np.int64)
         return np.stack([np.rint(np.minimum(t, b)) for t, b in zip(tiles, bls, strict=True)]
                         ).reshape(x.shape).astype(np.int64)
-    u = _per_member(rng, lambda g, s: g.random(s), x.shape)
     if not bl_management:
-        return binomial_counts(bl, np.minimum(1.0, x / bl), u)
-    units = [u] if isinstance(rng, np.random.Generator) else list(u)
-    return np.stack([binomial_counts(b, np.minimum(1.0, t / b), v) if b else
+        return binomial_counts(bl, np.minimum(1.0, x / bl), rng)
+    gens = [rng] if isinstance(rng, np.random.Generator) else list(rng)
+    return np.stack([binomial_counts(b, np.minimum(1.0, t / b), g) if b else
                      np.zeros(t.shape, dtype=np.int64)
-                     for t, b, v in zip(tiles, bls, units, strict=True)]).reshape(x.shape)
+                     for t, b, g in zip(tiles, bls, gens, strict=True)]).reshape(x.shape)
 
 
-#: the inversion of :func:`binomial_counts` starts at P(n = 0) = (1 - q)^BL, q <= 1/2, so it needs
-#: BL * -log(1 - q) below this (e^-700 is still a normal double) ...
-_INVERSION_LOG_LIMIT = 700.0
-#: ... and walks the CDF one k at a time, dropping the decided elements every this many steps
+#: the inversion of :func:`binomial_counts` walks the CDF one k at a time, dropping the decided
+#: elements every this many steps
 _INVERSION_CHUNK = 4
 
 
-def binomial_counts(bl: int, p: np.ndarray, u: np.ndarray) -> np.ndarray:
-    r"""Binomial(``bl``, ``p``) counts, element-wise, from one uniform ``u`` in [0, 1) each.
+#: elements whose mean count min(p, 1 - p) BL exceeds this are drawn by numpy's ``binomial``
+#: (their CDF walk would be long); the others by inversion
+_INVERSION_MEAN = 2.0
 
-    Inversion of the CDF: :math:`n = \min\{k : u < P(N \le k)\}`, the pmf built by
+
+def binomial_counts(bl: int, p: np.ndarray, rng: Rng) -> np.ndarray:
+    r"""Binomial(``bl``, ``p``) counts, element-wise.
+
+    ``rng`` is one generator, or one per row (ensemble member) of ``p``; each draws one uniform
+    per element of its own, then numpy ``binomial`` draws for its own elements whose mean count
+    :math:`BL \min(p, 1 - p)` exceeds 2, so a member's counts depend on its own ``p`` only. The
+    others are decided by the uniform, by inversion of the CDF:
+    :math:`n = \min\{k : u < P(N \le k)\}`, the pmf built by
     :math:`P(k) = P(k-1)\, \frac{q}{1 - q} \frac{BL - k + 1}{k}` from
     :math:`P(0) = (1 - q)^{BL}` with :math:`q = \min(p, 1 - p)` (for :math:`p > 1/2` the count is
     :math:`BL - \mathrm{Binomial}(BL, 1 - p)`), one vectorised pass per value of :math:`k`
-    over the elements not yet decided. Exact in
-    distribution up to the rounding of the CDF (a few ulp); one uniform per element whatever the
-    count, so each ensemble member's draws are its own.
-
-    Raises
-    ------
-    ParameterError
-        When :math:`P(0)` would underflow (:math:`BL \cdot -\log(1 - q) > 700`, e.g.
-        ``bl > 1000`` at :math:`q = 1/2`), naming ``bl``.
+    over the elements not yet decided. Exact in distribution (up to the rounding of the CDF, a
+    few ulp, for the inverted ones).
     """
     p = np.asarray(p, dtype=float)
+    u = _per_member(rng, lambda g, s: g.random(s), p.shape)
     flip = p > 0.5
     any_flip = bool(flip.any())
     q = np.where(flip, 1.0 - p, p) if any_flip else p
+    big = q * bl > _INVERSION_MEAN
+    any_big = bool(big.any())
+    if any_big:
+        q = np.where(big, 0.0, q)  # no pulse by inversion; drawn below
     counts = np.zeros(p.size, dtype=np.int64)
     u, q = u.reshape(-1), q.reshape(-1)
     # (1 - q)^BL >= 1 - BL q (Bernoulli's inequality): u + BL q below 1 fires nothing, decided
@@ -425,12 +429,8 @@ def binomial_counts(bl: int, p: np.ndarray, u: np.ndarray) -> np.ndarray:
     bound += u
     left = np.flatnonzero(bound >= 1.0 - 16 * np.finfo(float).eps)
     q_left = q[left]
-    log_zero = np.log1p(-q_left)
+    log_zero = np.log1p(-q_left)  # P(0) = (1 - q)^BL >= e^-2.8 here (BL q <= 2, q <= 1/2)
     log_zero *= bl
-    if log_zero.size and -log_zero.min() > _INVERSION_LOG_LIMIT:
-        raise ParameterError(
-            f"bl={bl} is too long for the stochastic pulse count at p={float(q.max()):g}: "
-            f"P(no pulse) underflows; valid: bl * -log(1 - p) <= {_INVERSION_LOG_LIMIT:g}")
     pmf = np.exp(log_zero, out=log_zero)
     more = u[left] >= pmf  # at least one pulse
     left, q_left, pmf = left[more], q_left[more], pmf[more]
@@ -450,7 +450,16 @@ def binomial_counts(bl: int, p: np.ndarray, u: np.ndarray) -> np.ndarray:
             left, u_left, cdf, pmf, ratio, count = (
                 left[more], u_left[more], cdf[more], pmf[more], ratio[more], count[more])
     counts = counts.reshape(p.shape)
-    return np.where(flip, bl - counts, counts) if any_flip else counts
+    if any_flip:
+        counts = np.where(flip, bl - counts, counts)
+    if any_big:
+        if isinstance(rng, np.random.Generator):
+            counts[big] = rng.binomial(bl, p[big])
+        else:
+            for r, g in enumerate(rng):
+                if big[r].any():
+                    counts[r][big[r]] = g.binomial(bl, p[r][big[r]])
+    return counts
 
 
 def pulsed_update(
