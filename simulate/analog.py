@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theory.devices import Device, geometric_sum
+from theory.devices import Device, PulseMap, geometric_sum
 from theory.errors import ParameterError, check_range
 from theory.limits import MAX_PULSES_PER_UPDATE, check_size
 
@@ -559,12 +559,7 @@ def pulsed_update(
     step = device.dw_min * (1.0 if dw_min_scale is None else dw_min_scale)
     if pulse_type == "deterministic":
         x = np.abs(dw) / step
-        most = float(np.max(x)) if x.size else 0.0
-        if most > MAX_PULSES_PER_UPDATE:  # pulses <= ceil(x): beyond, refuse before looping
-            name, value = ("lr", lr) if lr is not None else ("dw", float(np.max(np.abs(dw))))
-            check_size(name, value, need=most, limit=MAX_PULSES_PER_UPDATE,
-                       what="pulses on one device in one update (|dw| / dw_min)",
-                       hint="lower lr")
+        _check_pulses(x, dw, lr)
         pulses = pulse_counts(x, rng, pulse_type, 0)
     else:
         bl = check_bit_length(device.desired_bl, "desired_bl") if bl is None else \
@@ -572,6 +567,32 @@ def pulsed_update(
         pulses = pulse_counts(np.abs(dw) / device.dw_min, rng, pulse_type, bl,
                               bl_management=bl_management)
     return apply_pulses(w, pulses, dw >= 0, device, rng, step, bound_scale, method=method)
+
+
+def _check_pulses(x: np.ndarray, dw: np.ndarray, lr: float | None) -> None:
+    """Refuse ``x = |dw| / dw_min`` beyond MAX_PULSES_PER_UPDATE pulses (naming ``lr``)."""
+    most = float(np.max(x)) if x.size else 0.0
+    if most > MAX_PULSES_PER_UPDATE:  # pulses <= ceil(x): beyond, refuse before looping
+        name, value = ("lr", lr) if lr is not None else ("dw", float(np.max(np.abs(dw))))
+        check_size(name, value, need=most, limit=MAX_PULSES_PER_UPDATE,
+                   what="pulses on one device in one update (|dw| / dw_min)", hint="lower lr")
+
+
+#: an ensemble's update is computed this many elements' worth of members at a time (about
+#: 256 KB per float64 array: the dozens of passes of a pulsed update stay in cache; every pass
+#: is element-wise or per member, so the bits are those of one call)
+_MEMBER_BLOCK = 1 << 15
+
+
+def _member_blocks(w: np.ndarray, rng) -> list[slice] | None:
+    """Slices of the ensemble axis of at most about :data:`_MEMBER_BLOCK` elements, or ``None``
+    (one block) for one generator or a small array."""
+    if isinstance(rng, np.random.Generator) or rng is None or w.ndim < 2 or \
+            w.size <= _MEMBER_BLOCK:
+        return None
+    per = max(1, _MEMBER_BLOCK // max(1, w[0].size))
+    blocks = [slice(r, min(r + per, w.shape[0])) for r in range(0, w.shape[0], per)]
+    return blocks if len(blocks) > 1 else None
 
 
 def apply_pulses(w: np.ndarray, pulses: np.ndarray, up: np.ndarray, device, rng: Rng,
@@ -614,7 +635,9 @@ def apply_pulses(w: np.ndarray, pulses: np.ndarray, up: np.ndarray, device, rng:
       one approximation left (tested: means within 1e-5 of the loop's at 0.3);
     - an element that starts **outside its range** (only possible with a spread of the bounds)
       first gets one noise-free pulse, clipped into the range as the loop's first pulse would be,
-      then the closed form of the rest.
+      then the closed form of the rest; an element whose pulse would overshoot its fixed point
+      (rate :math:`c \ge 1`, possible with device-to-device spreads) is fired by the loop. Each
+      such choice is the element's own, so a member's bits do not depend on the others.
 
     Random numbers: the loop draws the noise of pulse ``p`` as by one draw of every pulse at once
     (in blocks of bounded memory); the closed form draws one standard normal per element. Either
@@ -627,8 +650,8 @@ def apply_pulses(w: np.ndarray, pulses: np.ndarray, up: np.ndarray, device, rng:
     if pulses.size == 0 or pulses.max() == 0:
         return w
     if method == "closed-form":
-        pulse = device.pulse_map(up, step, bound_scale)
-        if pulse is not None:
+        pulse = device.pulse_map(up, step, bound_scale, overshoot=True)
+        if pulse is not None and not (isinstance(pulse.rate, float) and pulse.rate >= 1.0):
             return _closed_form_pulses(w, pulses, up, device, rng, step, bound_scale, pulse)
     return _pulse_loop(w, pulses, up, device, rng, step, bound_scale)
 
@@ -640,7 +663,16 @@ def _first_increment(w, up, device, signed_step, bound_scale):
 
 
 def _closed_form_pulses(w, pulses, up, device, rng, step, bound_scale, pulse) -> np.ndarray:
-    """All pulses at once through the affine pulse map (:func:`apply_pulses`)."""
+    """All pulses at once through the affine pulse map (:func:`apply_pulses`); an element whose
+    pulse overshoots its fixed point (rate >= 1, only possible with a device-to-device spread)
+    is fired by the loop, so the choice is the element's own."""
+    if not isinstance(pulse.rate, float):
+        over = pulse.rate >= 1.0
+        if over.any():
+            safe = PulseMap(np.where(over, 0.0, pulse.rate), pulse.lo, pulse.hi)
+            out = _closed_form_pulses(w, pulses, up, device, rng, step, bound_scale, safe)
+            _loop_where(out, over & (pulses > 0), w, pulses, device, rng, step, bound_scale, up)
+            return out
     signed_step = np.where(up, step, -step)
     inc = _first_increment(w, up, device, signed_step, bound_scale)
     n = pulses
@@ -841,6 +873,21 @@ class Updater:
         """Apply the update to ``w`` with desired increments ``dw``."""
         if self.kind == "digital":
             return digital_update(w, dw)
+        blocks = _member_blocks(np.asarray(w), rng)
+        if blocks is not None:  # an ensemble: a few members at a time (the same bits)
+            w, dw = np.asarray(w, dtype=float), np.broadcast_to(dw, np.shape(w))
+            if self.kind == "pulsed" and self.pulse_type == "deterministic":
+                step = self.device.dw_min
+                if spread is not None and spread.dw_min_scale is not None:
+                    step = step * spread.dw_min_scale
+                _check_pulses(np.abs(dw) / step, dw, self.lr)  # the whole ensemble first
+            out = np.empty_like(w)
+            for part in blocks:
+                part_spread = None if spread is None else DeviceSpread(
+                    *(None if a is None else a[part]
+                      for a in (spread.dw_min_scale, spread.bound_scale)))
+                out[part] = self(w[part], dw[part], rng[part], part_spread)
+            return out
         if self.kind == "expected":
             return expected_update(w, dw, self.device)
         if rng is None:

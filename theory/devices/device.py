@@ -233,7 +233,8 @@ class Device:
         ``None``; lets the simulator skip evaluating a constant array."""
         return _constant_F(self.response)
 
-    def pulse_map(self, up, step=None, scale=None) -> PulseMap | None:
+    def pulse_map(self, up, step=None, scale=None, *, overshoot: bool = False
+                  ) -> PulseMap | None:
         r"""The affine map of one pulse (:class:`PulseMap`) where the family's responses are
         affine, else ``None`` (the pulses must then be applied one by one).
 
@@ -248,7 +249,8 @@ class Device:
             :math:`s [w_{\min}, w_{\max}]`).
 
         ``None`` also when a rate would be :math:`\ge 1` (a pulse larger than the distance to
-        its fixed point: :math:`\Delta w_{\min} |\beta| \ge s`), where the map overshoots.
+        its fixed point: :math:`\Delta w_{\min} |\beta| \ge s`), where the map overshoots;
+        with ``overshoot`` such rates are kept (the caller fires those elements one by one).
         """
         coefficients = self.response.affine_responses()
         if coefficients is None:
@@ -257,13 +259,13 @@ class Device:
         step = self.dw_min if step is None else step
         if -beta_plus == beta_minus and scale is None and np.ndim(step) == 0:
             rate = float(step * beta_minus)  # the same for every element
-            if not 0.0 <= rate < 1.0:
+            if not 0.0 <= rate < 1.0 and not overshoot:
                 return None
         else:
             slope = np.where(up, -beta_plus, beta_minus)
             rate = np.asarray(step * slope if scale is None else step * slope / scale,
                               dtype=float)
-            if rate.size and not (rate.min() >= 0.0 and rate.max() < 1.0):
+            if rate.size and not (rate.min() >= 0.0 and rate.max() < 1.0) and not overshoot:
                 return None
         lo, hi = self.w_min, self.w_max
         if scale is not None:
