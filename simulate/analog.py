@@ -42,17 +42,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theory.devices import Device
+from theory.devices import Device, PulseMap, geometric_sum
 from theory.errors import ParameterError, check_range
 from theory.limits import MAX_PULSES_PER_UPDATE, check_size
 
-from .config import PULSE_TYPES, device_from_config
+from .config import PULSE_METHODS, PULSE_TYPES, device_from_config
 from .staleness import PinnedMonitor
 
 __all__ = [
-    "DeviceSpread", "PULSE_TYPES", "UPDATE_KINDS", "Updater", "apply_pulses", "check_bit_length",
-    "coincidence_counts", "digital_blocks", "digital_update", "draw_bound_scale",
-    "draw_dw_min_scale", "expected_update", "pulse_counts", "pulsed_update", "train_scale",
+    "DeviceSpread", "PULSE_METHODS", "PULSE_TYPES", "TrainScales", "UPDATE_KINDS", "Updater",
+    "apply_pulses", "binomial_counts", "check_bit_length", "coincidence_counts",
+    "digital_blocks", "digital_update", "draw_bound_scale", "draw_dw_min_scale",
+    "expected_update", "pulse_counts", "pulsed_update", "train_scale", "train_scales",
 ]
 
 UPDATE_KINDS = ("digital", "expected", "pulsed")
@@ -110,7 +111,10 @@ def _per_member(rng: Rng, draw, shape: tuple[int, ...], sizes=None) -> np.ndarra
             f"got {len(rng)} generators for an ensemble axis of {shape[0 if sizes is None else 1]}"
         )
     if sizes is None:
-        return np.stack([draw(g, shape[1:]) for g in rng])
+        out = np.empty(shape)
+        for r, g in enumerate(rng):
+            out[r] = draw(g, shape[1:])
+        return out
     out = np.zeros(shape)
     for r, (g, size) in enumerate(zip(rng, sizes, strict=True)):
         out[:size, r] = draw(g, (int(size),) + shape[2:])
@@ -201,6 +205,95 @@ def train_scale(lr: float, dw_min: float, bl: int) -> float:
     return float(np.sqrt(lr / (dw_min * bl)))
 
 
+@dataclass(frozen=True)
+class TrainScales:
+    r"""aihwkit's bit length and probability scales of the two trains of one update.
+
+    Attributes
+    ----------
+    bl : int
+        Bits per train (0: nothing fires).
+    a : float
+        Scale of the error (d, row) train: :math:`p_d = \min(1, A|d|)` (aihwkit ``A``).
+    b : float
+        Scale of the input (x, column) train: :math:`p_x = \min(1, B|x|)` (aihwkit ``B``).
+    """
+
+    bl: int
+    a: float
+    b: float
+
+
+def train_scales(lr: float, dw_min: float, desired_bl: int, x_abs_max: float | None = None,
+                 d_abs_max: float | None = None, *, update_management: bool = False,
+                 bl_management: bool = False, fixed_bl: bool = True,
+                 um_grad_scale: float = 1.0) -> TrainScales:
+    r"""Bit length and train scales of one update, as aihwkit computes them.
+
+    IBM/aihwkit ``src/rpucuda/rpu_pulsed_meta_parameter.cpp``,
+    ``PulsedUpdateMetaParameter::calculateBlAB`` then ``performUpdateManagement`` (with
+    ``max_BL = desired_BL``; :math:`\eta` = ``lr``, :math:`\Delta w_{\min}` = ``dw_min``):
+
+    - ``calculateBlAB``: with ``fixed_bl`` (aihwkit's default) or ``bl_management``,
+      :math:`BL = BL_{des}`, :math:`A = B = \sqrt{\eta / (\Delta w_{\min} BL)}`; otherwise,
+      when :math:`\Delta w_{\min} BL_{des} < \eta`, :math:`A = B = 1`,
+      :math:`BL = \max(\lceil \eta / \Delta w_{\min} \rceil, 1)`.
+    - with ``update_management`` or ``bl_management`` (the maxima ``x_abs_max``, ``d_abs_max``
+      of :math:`|x|` and :math:`|d|` over the update are then needed): a zero maximum fires
+      nothing (:math:`BL = 0`); else with :math:`d_v = s_{um} d_{\max}` and
+      :math:`k = \eta\, x_{\max} d_v / \Delta w_{\min}` (the most pulses any device asks for),
+      ``bl_management`` sets :math:`BL = \min(\lceil k \rceil, BL_{des})` and
+      :math:`A = B = \sqrt{\eta / (\Delta w_{\min} BL)}`; ``update_management`` then, if
+      :math:`k > BL_{des}`, scales :math:`d_v \leftarrow d_v BL_{des} / k`, and sets
+      :math:`A \leftarrow A \sqrt{x_{\max} / d_v}`, :math:`B \leftarrow B \sqrt{d_v / x_{\max}}`,
+      so that both trains fire with the same probability at their maxima (and the x-train is
+      never clipped). :math:`A B` is unchanged by update management: the expected count
+      :math:`BL\, p_x p_d = \eta |x d| / \Delta w_{\min}` of an unclipped device is the same.
+
+    Parameters
+    ----------
+    lr, dw_min : float
+        Learning rate (> 0) and pulse granularity (weight units).
+    desired_bl : int
+        aihwkit ``desired_BL`` (the most bits with ``bl_management``).
+    x_abs_max, d_abs_max : float, optional
+        :math:`\max_j |x_j|`, :math:`\max_i |d_i|`; required by the two managements.
+    update_management, bl_management, fixed_bl : bool
+        aihwkit ``update_management``, ``update_bl_management``, ``fixed_BL``.
+    um_grad_scale : float
+        aihwkit ``um_grad_scale`` (:math:`s_{um}`, 1 by default).
+    """
+    if lr < 0:
+        raise ParameterError(f"lr={lr!r} must be >= 0")
+    if lr == 0:
+        return TrainScales(0, 0.0, 0.0)
+    if fixed_bl or bl_management:
+        bl = int(desired_bl)
+        a = b = float(np.sqrt(lr / (dw_min * bl)))
+    elif dw_min * desired_bl < lr:
+        bl, a, b = max(int(np.ceil(lr / dw_min)), 1), 1.0, 1.0
+    else:
+        bl = int(desired_bl)
+        a = b = float(np.sqrt(lr / (dw_min * bl)))
+    if not (update_management or bl_management):
+        return TrainScales(bl, a, b)
+    if x_abs_max is None or d_abs_max is None:
+        raise ParameterError("update_management and bl_management need x_abs_max and d_abs_max")
+    if x_abs_max == 0 or d_abs_max == 0:
+        return TrainScales(0, 1.0, 1.0)
+    x_val, d_val = float(x_abs_max), um_grad_scale * float(d_abs_max)
+    k = lr * x_val * d_val / dw_min
+    if bl_management:
+        bl = min(int(np.ceil(k)), int(desired_bl))
+        a = b = float(np.sqrt(lr / (dw_min * bl)))
+    if update_management:
+        if k > desired_bl:
+            d_val *= desired_bl / k
+        a *= float(np.sqrt(x_val / d_val))
+        b *= float(np.sqrt(d_val / x_val))
+    return TrainScales(bl, a, b)
+
+
 def check_bit_length(bl, name: str = "bl") -> int:
     """``bl`` as an int in ``[1, MAX_PULSES_PER_UPDATE]`` (pulses per update), else a one-line
     :class:`~theory.errors.ParameterError` starting ``name=``."""
@@ -208,7 +301,8 @@ def check_bit_length(bl, name: str = "bl") -> int:
 
 
 def coincidence_counts(x, d, lr: float, dw_min: float, bl: int, rng: np.random.Generator,
-                       pulse_type: str = "stochastic") -> np.ndarray:
+                       pulse_type: str = "stochastic", *, update_management: bool = False,
+                       bl_management: bool = False) -> np.ndarray:
     r"""Pulses per device of one rank-1 update :math:`W \mathrel{-}= \eta\, d x^T` (aihwkit).
 
     ``stochastic`` (aihwkit ``StochasticCompressed``): one Bernoulli train of ``bl`` bits per
@@ -234,10 +328,16 @@ def coincidence_counts(x, d, lr: float, dw_min: float, bl: int, rng: np.random.G
     lr, dw_min : float
         Learning rate :math:`\eta` and nominal pulse granularity (weight units).
     bl : int
-        Bit length (pulses per update at most).
+        Bit length (pulses per update at most; aihwkit ``desired_BL``).
     rng : Generator
         Draws the x-trains first, then the d-trains (``rng.random``, one row at a time).
     pulse_type : {"stochastic", "mean-count"}
+    update_management, bl_management : bool
+        aihwkit's update management and BL management (:func:`train_scales`, from
+        :math:`\max|x|` and :math:`\max|d|` of this update): the x-train then fires with
+        :math:`p_x = \min(1, B|x|)` and the d-train with :math:`p_d = \min(1, A|d|)`, and the
+        trains have :math:`BL \le` ``bl`` bits. Off (the default), :math:`A = B` =
+        :func:`train_scale`.
 
     Returns
     -------
@@ -246,9 +346,16 @@ def coincidence_counts(x, d, lr: float, dw_min: float, bl: int, rng: np.random.G
     """
     x = np.atleast_1d(np.asarray(x, dtype=float))
     d = np.atleast_1d(np.asarray(d, dtype=float))
-    scale = train_scale(lr, dw_min, bl)
-    p_x = np.minimum(1.0, scale * np.abs(x))
-    p_d = np.minimum(1.0, scale * np.abs(d))
+    if update_management or bl_management:
+        scales = train_scales(lr, dw_min, bl, float(np.max(np.abs(x))), float(np.max(np.abs(d))),
+                              update_management=update_management, bl_management=bl_management)
+        if scales.bl == 0:
+            return np.zeros((d.size, x.size), dtype=np.int64)
+        bl, scale_x, scale_d = scales.bl, scales.b, scales.a
+    else:
+        scale_x = scale_d = train_scale(lr, dw_min, bl)
+    p_x = np.minimum(1.0, scale_x * np.abs(x))
+    p_d = np.minimum(1.0, scale_d * np.abs(d))
     if pulse_type == "mean-count":
         c_x = np.clip(np.rint(bl * p_x), 0, bl)
         c_d = np.clip(np.rint(bl * p_d), 0, bl)
@@ -258,24 +365,112 @@ def coincidence_counts(x, d, lr: float, dw_min: float, bl: int, rng: np.random.G
                              "mean-count")
     x_bits = rng.random((x.size, bl)) < p_x[:, None]
     d_bits = rng.random((d.size, bl)) < p_d[:, None]
-    return (d_bits.astype(np.int64) @ x_bits.T.astype(np.int64))
+    # coincidences as a float matmul (BLAS): exact, every partial sum is an integer <= bl
+    return (d_bits.astype(float) @ x_bits.T.astype(float)).astype(np.int64)
 
 
-def pulse_counts(x: np.ndarray, rng: Rng, pulse_type: str, bl: int) -> np.ndarray:
-    """Pulses per element for ``x = |dw| / dw_min`` desired pulses, as :func:`pulsed_update`
-    counts them for ``pulse_type`` with bit length ``bl`` (unused by ``deterministic``)."""
+def pulse_counts(x: np.ndarray, rng: Rng, pulse_type: str, bl: int, *,
+                 bl_management: bool = False) -> np.ndarray:
+    r"""Pulses per element for ``x = |dw| / dw_min`` desired pulses, as :func:`pulsed_update`
+    counts them for ``pulse_type`` with bit length ``bl`` (unused by ``deterministic``).
+
+    With ``bl_management`` (``stochastic`` and ``mean-count``), each tile (the whole array for
+    one generator, each member's row for a sequence of them) uses aihwkit's managed bit length
+    :math:`BL = \min(\lceil \max x \rceil, bl)` (:func:`train_scales`: for a rank-1 update
+    :math:`\max x = \eta\, x_{\max} d_{\max} / \Delta w_{\min}`), 0 if nothing is asked.
+    """
     if pulse_type == "deterministic":
         whole = np.floor(x)
         u = _per_member(rng, lambda g, s: g.random(s), x.shape)
         return (whole + (u < x - whole)).astype(np.int64)
+    if bl_management:
+        tiles = [x] if isinstance(rng, np.random.Generator) else list(x)
+        bls = [min(int(np.ceil(t.max())), bl) if t.size and t.max() > 0 else 0 for t in tiles]
     if pulse_type == "mean-count":
-        return np.rint(np.minimum(x, bl)).astype(np.int64)
-    p = np.minimum(1.0, x / bl)
-    if isinstance(rng, np.random.Generator):
-        return rng.binomial(bl, p).astype(np.int64)
-    if len(rng) != x.shape[0]:
-        raise ParameterError(f"got {len(rng)} generators for an ensemble axis of {x.shape[0]}")
-    return np.stack([g.binomial(bl, p[r]) for r, g in enumerate(rng)]).astype(np.int64)
+        if not bl_management:
+            return np.rint(np.minimum(x, bl)).astype(np.int64)
+        return np.stack([np.rint(np.minimum(t, b)) for t, b in zip(tiles, bls, strict=True)]
+                        ).reshape(x.shape).astype(np.int64)
+    if not bl_management:
+        return binomial_counts(bl, np.minimum(1.0, x / bl), rng)
+    gens = [rng] if isinstance(rng, np.random.Generator) else list(rng)
+    return np.stack([binomial_counts(b, np.minimum(1.0, t / b), g) if b else
+                     np.zeros(t.shape, dtype=np.int64)
+                     for t, b, g in zip(tiles, bls, gens, strict=True)]).reshape(x.shape)
+
+
+#: the inversion of :func:`binomial_counts` walks the CDF one k at a time, dropping the decided
+#: elements every this many steps
+_INVERSION_CHUNK = 4
+
+
+#: elements whose mean count min(p, 1 - p) BL exceeds this are drawn by numpy's ``binomial``
+#: (their CDF walk would be long); the others by inversion
+_INVERSION_MEAN = 2.0
+
+
+def binomial_counts(bl: int, p: np.ndarray, rng: Rng) -> np.ndarray:
+    r"""Binomial(``bl``, ``p``) counts, element-wise.
+
+    ``rng`` is one generator, or one per row (ensemble member) of ``p``; each draws one uniform
+    per element of its own, then numpy ``binomial`` draws for its own elements whose mean count
+    :math:`BL \min(p, 1 - p)` exceeds 2, so a member's counts depend on its own ``p`` only. The
+    others are decided by the uniform, by inversion of the CDF:
+    :math:`n = \min\{k : u < P(N \le k)\}`, the pmf built by
+    :math:`P(k) = P(k-1)\, \frac{q}{1 - q} \frac{BL - k + 1}{k}` from
+    :math:`P(0) = (1 - q)^{BL}` with :math:`q = \min(p, 1 - p)` (for :math:`p > 1/2` the count is
+    :math:`BL - \mathrm{Binomial}(BL, 1 - p)`), one vectorised pass per value of :math:`k`
+    over the elements not yet decided. Exact in distribution (up to the rounding of the CDF, a
+    few ulp, for the inverted ones).
+    """
+    p = np.asarray(p, dtype=float)
+    u = _per_member(rng, lambda g, s: g.random(s), p.shape)
+    flip = p > 0.5
+    any_flip = bool(flip.any())
+    q = np.where(flip, 1.0 - p, p) if any_flip else p
+    big = q * bl > _INVERSION_MEAN
+    any_big = bool(big.any())
+    if any_big:
+        q = np.where(big, 0.0, q)  # no pulse by inversion; drawn below
+    counts = np.zeros(p.size, dtype=np.int64)
+    u, q = u.reshape(-1), q.reshape(-1)
+    # (1 - q)^BL >= 1 - BL q (Bernoulli's inequality): u + BL q below 1 fires nothing, decided
+    # without a logarithm (the margin of 16 ulp covers the rounding of both sides)
+    bound = q * bl
+    bound += u
+    left = np.flatnonzero(bound >= 1.0 - 16 * np.finfo(float).eps)
+    q_left = q[left]
+    log_zero = np.log1p(-q_left)  # P(0) = (1 - q)^BL >= e^-2.8 here (BL q <= 2, q <= 1/2)
+    log_zero *= bl
+    pmf = np.exp(log_zero, out=log_zero)
+    more = u[left] >= pmf  # at least one pulse
+    left, q_left, pmf = left[more], q_left[more], pmf[more]
+    u_left, cdf = u[left], pmf.copy()
+    ratio = q_left / (1.0 - q_left)
+    count = np.ones(left.size, dtype=np.int64)
+    counts[left] = 1
+    for k in range(1, bl):  # count >= k + 1 iff u >= P(N <= k)
+        pmf *= ratio * ((bl - k + 1) / k)
+        cdf += pmf
+        more = u_left >= cdf
+        count += more
+        if k % _INVERSION_CHUNK == 0 or k == bl - 1:  # drop the decided elements now and then
+            counts[left] = count
+            if not more.any():
+                break
+            left, u_left, cdf, pmf, ratio, count = (
+                left[more], u_left[more], cdf[more], pmf[more], ratio[more], count[more])
+    counts = counts.reshape(p.shape)
+    if any_flip:
+        counts = np.where(flip, bl - counts, counts)
+    if any_big:
+        if isinstance(rng, np.random.Generator):
+            counts[big] = rng.binomial(bl, p[big])
+        else:
+            for r, g in enumerate(rng):
+                if big[r].any():
+                    counts[r][big[r]] = g.binomial(bl, p[r][big[r]])
+    return counts
 
 
 def pulsed_update(
@@ -289,6 +484,8 @@ def pulsed_update(
     lr: float | None = None,
     pulse_type: str = "deterministic",
     bl: int | None = None,
+    method: str = "closed-form",
+    bl_management: bool = False,
 ) -> np.ndarray:
     r"""Pulse-level analog update: a pulse count per element, then pulse by pulse with c2c noise.
 
@@ -342,6 +539,15 @@ def pulsed_update(
     bl : int, optional
         Bit length :math:`BL` of ``stochastic`` and ``mean-count`` (default
         ``device.desired_bl``): at most ``bl`` pulses per element and update.
+    method : {"closed-form", "loop"}
+        How the pulses are fired (:func:`apply_pulses`): all at once where the device's
+        responses are affine (the default), or one by one.
+    bl_management : bool
+        aihwkit's BL management for ``stochastic`` and ``mean-count`` (:func:`pulse_counts`,
+        per tile). aihwkit's update management has no counterpart here: it splits the
+        probability between the x- and the d-train, which only ``dW`` does not determine; it
+        leaves :math:`p_x p_d` unchanged unless a train clips, so the per-device count is the
+        same (:func:`coincidence_counts` applies it where ``x`` and ``d`` are known).
 
     Returns
     -------
@@ -364,33 +570,227 @@ def pulsed_update(
     step = device.dw_min * (1.0 if dw_min_scale is None else dw_min_scale)
     if pulse_type == "deterministic":
         x = np.abs(dw) / step
-        most = float(np.max(x)) if x.size else 0.0
-        if most > MAX_PULSES_PER_UPDATE:  # pulses <= ceil(x): beyond, refuse before looping
-            name, value = ("lr", lr) if lr is not None else ("dw", float(np.max(np.abs(dw))))
-            check_size(name, value, need=most, limit=MAX_PULSES_PER_UPDATE,
-                       what="pulses on one device in one update (|dw| / dw_min)",
-                       hint="lower lr")
+        _check_pulses(x, dw, lr)
         pulses = pulse_counts(x, rng, pulse_type, 0)
     else:
         bl = check_bit_length(device.desired_bl, "desired_bl") if bl is None else \
             check_bit_length(bl)
-        pulses = pulse_counts(np.abs(dw) / device.dw_min, rng, pulse_type, bl)
-    return apply_pulses(w, pulses, dw >= 0, device, rng, step, bound_scale)
+        pulses = pulse_counts(np.abs(dw) / device.dw_min, rng, pulse_type, bl,
+                              bl_management=bl_management)
+    return apply_pulses(w, pulses, dw >= 0, device, rng, step, bound_scale, method=method)
+
+
+def _check_pulses(x: np.ndarray, dw: np.ndarray, lr: float | None) -> None:
+    """Refuse ``x = |dw| / dw_min`` beyond MAX_PULSES_PER_UPDATE pulses (naming ``lr``)."""
+    most = float(np.max(x)) if x.size else 0.0
+    if most > MAX_PULSES_PER_UPDATE:  # pulses <= ceil(x): beyond, refuse before looping
+        name, value = ("lr", lr) if lr is not None else ("dw", float(np.max(np.abs(dw))))
+        check_size(name, value, need=most, limit=MAX_PULSES_PER_UPDATE,
+                   what="pulses on one device in one update (|dw| / dw_min)", hint="lower lr")
+
+
+#: an ensemble's update is computed this many elements' worth of members at a time (about
+#: 256 KB per float64 array: the dozens of passes of a pulsed update stay in cache; every pass
+#: is element-wise or per member, so the bits are those of one call)
+_MEMBER_BLOCK = 1 << 15
+
+
+def _member_blocks(w: np.ndarray, rng) -> list[slice] | None:
+    """Slices of the ensemble axis of at most about :data:`_MEMBER_BLOCK` elements, or ``None``
+    (one block) for one generator or a small array."""
+    if isinstance(rng, np.random.Generator) or rng is None or w.ndim < 2 or \
+            w.size <= _MEMBER_BLOCK:
+        return None
+    per = max(1, _MEMBER_BLOCK // max(1, w[0].size))
+    blocks = [slice(r, min(r + per, w.shape[0])) for r in range(0, w.shape[0], per)]
+    return blocks if len(blocks) > 1 else None
 
 
 def apply_pulses(w: np.ndarray, pulses: np.ndarray, up: np.ndarray, device, rng: Rng,
-                 step, bound_scale: np.ndarray | None = None) -> np.ndarray:
-    r"""Fire ``pulses[i]`` pulses on element ``i`` (up where ``up``), one vectorised pass each.
+                 step, bound_scale: np.ndarray | None = None, *,
+                 method: str = "closed-form") -> np.ndarray:
+    r"""Fire ``pulses[i]`` pulses on element ``i`` (up where ``up``), in one step or pulse by pulse.
 
     Pulse :math:`p` of element ``i`` moves it by :math:`\pm\,\Delta w_{\min,i}\, q_\pm(w_p)` with
     the device's cycle-to-cycle noise (:func:`pulsed_update`), clipped at the element's range;
-    ``step`` is the element's ``dw_min`` (weight units, device-to-device scaled). The noise of
-    pulse ``p`` is drawn as by one draw of every pulse at once (member by member for a sequence
-    of generators), in blocks of bounded memory.
+    ``step`` is the element's ``dw_min`` (weight units, device-to-device scaled).
+
+    ``method="closed-form"`` (the default) applies all pulses of an element at once where the
+    device's responses are affine (soft bounds, asymmetric soft bounds, linear step, constant
+    step; :meth:`theory.devices.Device.pulse_map`), else falls back to the loop; ``"loop"``
+    always fires pulse by pulse, one vectorised pass per pulse. With :math:`c` the rate of one
+    pulse, :math:`a = 1 - c`, :math:`\mathrm{inc}` the first (noise-free) increment and
+    :math:`S_n(c) = \sum_{j<n} (1-c)^j`:
+
+    - **no cycle-to-cycle noise**: :math:`w_n = \mathrm{clip}(w + \mathrm{inc}\, S_n(c))`, the
+      exact iterate (equal to the loop up to floating-point rounding, bit for bit for one pulse);
+    - **additive** noise :math:`\Delta w_{\min} \sigma_c \xi_p` per pulse: the iterate is the
+      affine map plus :math:`\sum_j a^{n-1-j} \Delta w_{\min} \sigma_c \xi_j`, exactly Gaussian
+      with variance :math:`\Delta w_{\min}^2 \sigma_c^2 S_n(1 - a^2)`, drawn as one normal per
+      element (exact in distribution, not the loop's bits);
+    - **multiplicative** noise :math:`\mathrm{inc}(w_p)\, \sigma_c \xi_p`: the distance to the
+      fixed point :math:`u = r/c - w` evolves as :math:`u_{p+1} = u_p (a - c \sigma_c \xi_p)`, so
+      :math:`E[w_n]` is the noise-free iterate and
+      :math:`\mathrm{Var}[w_n] = u_0^2 ((a^2 + c^2 \sigma_c^2)^n - a^{2n})` exactly
+      (:math:`n\, \mathrm{inc}^2 \sigma_c^2` at :math:`c = 0`); the closed form draws a Gaussian
+      with this mean and variance (**an approximation**: the product of :math:`n` factors near 1
+      is close to, not exactly, Gaussian; its mean and standard deviation over many devices are
+      tested against the loop);
+    - **clipping with noise**: the sum is clipped once at the end. That is exact while each
+      increment keeps its sign (the walk is then monotone and sticks at the bound it reaches).
+      Under additive noise an element whose walk ends within 6 standard deviations of a bound
+      (where a pulse of :math:`q(w) + \sigma_c \xi` may point backwards, as at a soft bound) is
+      fired by the loop instead (with its own generator, after the closed form's draw). Under
+      multiplicative noise a pulse points backwards only with probability
+      :math:`\Phi(-1/\sigma_c)` (4e-4 at :math:`\sigma_c = 0.3`); at a hard bound that is the
+      one approximation left (tested: means within 1e-5 of the loop's at 0.3);
+    - an element that starts **outside its range** (only possible with a spread of the bounds)
+      first gets one noise-free pulse, clipped into the range as the loop's first pulse would be,
+      then the closed form of the rest; an element whose pulse would overshoot its fixed point
+      (rate :math:`c \ge 1`, possible with device-to-device spreads) is fired by the loop. Each
+      such choice is the element's own, so a member's bits do not depend on the others.
+
+    Random numbers: the loop draws the noise of pulse ``p`` as by one draw of every pulse at once
+    (in blocks of bounded memory); the closed form draws one standard normal per element. Either
+    way member ``r`` of a sequence of generators draws from ``rng[r]`` only, and only if its own
+    pulses need it.
     """
+    if method not in PULSE_METHODS:
+        raise ParameterError(f"method={method!r} is unknown; valid: {', '.join(PULSE_METHODS)}")
     w = np.array(w, dtype=float)
     if pulses.size == 0 or pulses.max() == 0:
         return w
+    if method == "closed-form":
+        pulse = device.pulse_map(up, step, bound_scale, overshoot=True)
+        if pulse is not None and not (isinstance(pulse.rate, float) and pulse.rate >= 1.0):
+            return _closed_form_pulses(w, pulses, up, device, rng, step, bound_scale, pulse)
+    return _pulse_loop(w, pulses, up, device, rng, step, bound_scale)
+
+
+def _first_increment(w, up, device, signed_step, bound_scale):
+    """The noise-free increment of one pulse at ``w`` (as the loop computes it)."""
+    v = w if bound_scale is None else w / bound_scale
+    return signed_step * np.where(up, device.q_plus(v), device.q_minus(v))
+
+
+def _closed_form_pulses(w, pulses, up, device, rng, step, bound_scale, pulse) -> np.ndarray:
+    """All pulses at once through the affine pulse map (:func:`apply_pulses`); an element whose
+    pulse overshoots its fixed point (rate >= 1, only possible with a device-to-device spread)
+    is fired by the loop, so the choice is the element's own."""
+    if not isinstance(pulse.rate, float):
+        over = pulse.rate >= 1.0
+        if over.any():
+            safe = PulseMap(np.where(over, 0.0, pulse.rate), pulse.lo, pulse.hi)
+            out = _closed_form_pulses(w, pulses, up, device, rng, step, bound_scale, safe)
+            _loop_where(out, over & (pulses > 0), w, pulses, device, rng, step, bound_scale, up)
+            return out
+    signed_step = np.where(up, step, -step)
+    inc = _first_increment(w, up, device, signed_step, bound_scale)
+    n = pulses
+    # screened by two reductions: only a start outside the element ranges needs the full test
+    outside = None
+    if w.min() < np.max(pulse.lo) or w.max() > np.min(pulse.hi):
+        outside = (w < pulse.lo) | (w > pulse.hi)
+    if outside is not None and outside.any():
+        # the loop's first pulse clips such an element into its range
+        idle = outside & (pulses == 0)
+        outside &= pulses > 0
+        start, w = w, np.where(outside, np.clip(w + inc, pulse.lo, pulse.hi), w)
+        n = n - outside
+        inc = _first_increment(w, up, device, signed_step, bound_scale)
+        rest = _closed_form_sum(w, n, inc, up, pulses, device, rng, step, bound_scale, pulse)
+        return np.where(idle, start, rest)
+    return _closed_form_sum(w, n, inc, up, pulses, device, rng, step, bound_scale, pulse)
+
+
+#: an element whose noisy walk ends within this many standard deviations of a bound is fired
+#: pulse by pulse under additive noise (the walk touches the bound with probability about
+#: 2 Phi(-6) = 2e-9 otherwise, and only a touch makes the per-pulse clip differ from the final one)
+_NEAR_BOUND_STD = 6.0
+
+
+def _closed_form_sum(w, n, inc, up, pulses, device, rng, step, bound_scale, pulse) -> np.ndarray:
+    """``n`` pulses from ``w`` (inside its range) whose first one moves it by ``inc``."""
+    if device.dw_min_std == 0:
+        return pulse.after(w, n, inc)
+    sigma = device.dw_min_std
+    additive = device.c2c_noise == "additive"
+    if additive:
+        std = np.sqrt(pulse.per_count(_squares_sum, n))
+        std *= sigma
+        std = std * step
+    else:
+        std = pulse.per_count(lambda k, c: _multiplicative_spread(k, c, sigma), n)
+        std *= np.abs(inc)
+    mean = pulse.per_count(geometric_sum, n)
+    mean *= inc
+    mean += w
+    near = None
+    if additive:  # a walk that may touch a bound: the loop's per-pulse clip matters there
+        reach = _NEAR_BOUND_STD * std
+        near = ((np.minimum(w, mean) - reach < pulse.lo) | (np.maximum(w, mean) + reach > pulse.hi))
+        near &= n > 0
+    mean += std * _member_normals(rng, w.shape, pulses)
+    out = np.clip(mean, pulse.lo, pulse.hi, out=mean)
+    if near is not None and near.any():
+        _loop_where(out, near, w, n, device, rng, step, bound_scale, up)
+    return out
+
+
+def _squares_sum(n, rate):
+    r""":math:`\sum_{j<n} a^{2j}`, :math:`a = 1 - c` (the additive noise's variance factor)."""
+    return geometric_sum(n, rate * (2.0 - rate))
+
+
+def _multiplicative_spread(n, rate, sigma):
+    r"""The std of ``n`` multiplicative-noise pulses per unit first increment:
+    :math:`a^n \sqrt{(1 + (c\sigma/a)^2)^n - 1} / c`, :math:`\sigma \sqrt{n}` at :math:`c = 0`."""
+    n = np.asarray(n, dtype=float)
+    rate = np.asarray(rate, dtype=float)
+    safe = np.where(rate > 0, rate, 1.0)
+    growth = np.sqrt(np.expm1(n * np.log1p((safe * sigma / (1.0 - rate)) ** 2)))
+    spread = np.where(rate > 0, growth / safe, sigma * np.sqrt(n))
+    spread *= np.exp(n * np.log1p(-rate))
+    return spread
+
+
+def _loop_where(out, mask, w, n, device, rng, step, bound_scale, up) -> None:
+    """Overwrite ``out[mask]`` with the pulse loop from ``w`` (``n`` pulses); a member of a
+    sequence of generators fires its own masked elements with its own generator."""
+    step = np.broadcast_to(step, w.shape)
+    scale = None if bound_scale is None else np.broadcast_to(bound_scale, w.shape)
+
+    up = np.broadcast_to(up, w.shape)
+
+    def fire(index, g):
+        out[index] = _pulse_loop(w[index], n[index].astype(np.int64), up[index], device, g,
+                                 step[index], None if scale is None else scale[index])
+
+    if isinstance(rng, np.random.Generator):
+        fire(mask, rng)
+        return
+    for r, g in enumerate(rng):
+        if mask[r].any():
+            fire((r, mask[r]), g)
+
+
+def _member_normals(rng: Rng, shape: tuple[int, ...], pulses: np.ndarray) -> np.ndarray:
+    """One standard normal per element; a member of a sequence of generators draws its own only
+    if any of its elements fires a pulse (zeros otherwise)."""
+    if isinstance(rng, np.random.Generator):
+        return rng.standard_normal(shape)
+    if len(rng) != shape[0]:
+        raise ParameterError(f"got {len(rng)} generators for an ensemble axis of {shape[0]}")
+    out = np.zeros(shape)
+    most = pulses.reshape(len(pulses), -1).max(axis=1)
+    for r, g in enumerate(rng):
+        if most[r] > 0:
+            out[r] = g.standard_normal(shape[1:])
+    return out
+
+
+def _pulse_loop(w, pulses, up, device, rng, step, bound_scale) -> np.ndarray:
+    """Pulse by pulse, one vectorised pass each (:func:`apply_pulses` with ``method="loop"``)."""
     signed_step = np.where(up, step, -step)
     sizes = None
     if device.dw_min_std > 0 and not isinstance(rng, np.random.Generator):
@@ -433,12 +833,21 @@ class Updater:
     pulse_type : {"deterministic", "stochastic", "mean-count"}
         How the ``pulsed`` kind counts pulses (:func:`pulsed_update`; bit length
         ``device.desired_bl``); ignored by the other kinds.
+    pulse_method : {"closed-form", "loop"}
+        How the ``pulsed`` kind fires the pulses (:func:`apply_pulses`).
+    update_management, bl_management : bool
+        aihwkit's update and BL management of the ``stochastic`` and ``mean-count`` trains
+        (:func:`train_scales`; the ``dW``-only path has BL management only,
+        :func:`pulsed_update`).
     """
 
     kind: str
     device: Device | None = None
     lr: float | None = None
     pulse_type: str = "deterministic"
+    pulse_method: str = "closed-form"
+    update_management: bool = False
+    bl_management: bool = False
 
     def __post_init__(self):
         if self.kind not in UPDATE_KINDS:
@@ -449,6 +858,9 @@ class Updater:
             raise ParameterError(
                 f"pulse_type={self.pulse_type!r} is unknown; valid: {', '.join(PULSE_TYPES)}"
             )
+        if self.pulse_method not in PULSE_METHODS:
+            raise ParameterError(f"pulse_method={self.pulse_method!r} is unknown; valid: "
+                                 f"{', '.join(PULSE_METHODS)}")
 
     @classmethod
     def from_config(cls, config, device=None) -> Updater:
@@ -456,7 +868,8 @@ class Updater:
         if config.algorithm == "digital":
             return cls("digital", device, config.lr)
         return cls(config.update, device_from_config(config) if device is None else device,
-                   config.lr, config.pulse_type)
+                   config.lr, config.pulse_type, config.pulse_method, config.update_management,
+                   config.bl_management)
 
     @property
     def uses_dtod(self) -> bool:
@@ -471,13 +884,29 @@ class Updater:
         """Apply the update to ``w`` with desired increments ``dw``."""
         if self.kind == "digital":
             return digital_update(w, dw)
+        blocks = _member_blocks(np.asarray(w), rng)
+        if blocks is not None:  # an ensemble: a few members at a time (the same bits)
+            w, dw = np.asarray(w, dtype=float), np.broadcast_to(dw, np.shape(w))
+            if self.kind == "pulsed" and self.pulse_type == "deterministic":
+                step = self.device.dw_min
+                if spread is not None and spread.dw_min_scale is not None:
+                    step = step * spread.dw_min_scale
+                _check_pulses(np.abs(dw) / step, dw, self.lr)  # the whole ensemble first
+            out = np.empty_like(w)
+            for part in blocks:
+                part_spread = None if spread is None else DeviceSpread(
+                    *(None if a is None else a[part]
+                      for a in (spread.dw_min_scale, spread.bound_scale)))
+                out[part] = self(w[part], dw[part], rng[part], part_spread)
+            return out
         if self.kind == "expected":
             return expected_update(w, dw, self.device)
         if rng is None:
             raise ParameterError("the pulsed update needs a random generator")
         spread = DeviceSpread() if spread is None else spread
         return pulsed_update(w, dw, self.device, rng, spread.dw_min_scale, spread.bound_scale,
-                             lr=self.lr, pulse_type=self.pulse_type)
+                             lr=self.lr, pulse_type=self.pulse_type, method=self.pulse_method,
+                             bl_management=self.bl_management)
 
     def fire(self, w, pulses, up, rng: Rng, spread: DeviceSpread | None = None) -> np.ndarray:
         """Fire given pulse counts (``up`` where ``up``) with this pulsed update's device and the
@@ -489,7 +918,8 @@ class Updater:
         step = self.device.dw_min
         if spread.dw_min_scale is not None:
             step = step * spread.dw_min_scale
-        return apply_pulses(w, pulses, up, self.device, rng, step, spread.bound_scale)
+        return apply_pulses(w, pulses, up, self.device, rng, step, spread.bound_scale,
+                            method=self.pulse_method)
 
     def pinned_monitor(self, spread: DeviceSpread | None = None):
         """A :class:`simulate.staleness.PinnedMonitor` of this analog update's device bounds (with

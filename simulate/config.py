@@ -22,9 +22,10 @@ from .mvm import IO_PRESETS
 
 __all__ = [
     "ALGORITHMS", "DATA_SETS", "DEFAULT_DW_MIN", "DEFAULT_TAU", "IO_CHOICES", "MAX_STAGES",
-    "NETWORK_PROBLEMS", "ORACLE_PROBLEMS", "PROBLEMS", "PULSE_TYPES", "SimConfig",
-    "TRANSFER_SLICES", "UPDATES", "WRITE_SEMANTICS", "check_device_tau", "device_from_config",
-    "device_named", "fast_device_from_config", "network_bytes_per_member",
+    "NETWORK_PROBLEMS", "ORACLE_PROBLEMS", "PROBLEMS", "PULSE_METHODS", "PULSE_TYPES",
+    "SimConfig", "TRANSFER_SLICES", "UPDATES", "WRITE_SEMANTICS", "check_device_tau",
+    "device_from_config", "device_named", "fast_device_from_config",
+    "network_bytes_per_member",
 ]
 
 #: problems with every constant of the theory known exactly (:mod:`simulate.problems`)
@@ -37,6 +38,8 @@ UPDATES = ("expected", "pulsed")
 PULSE_TYPES = ("deterministic", "stochastic", "mean-count")
 #: IO presets of the analog forward and backward products (:data:`simulate.mvm.IO_PRESETS`)
 IO_CHOICES = tuple(IO_PRESETS)
+#: how the pulse-level update fires an element's pulses (:func:`simulate.analog.apply_pulses`)
+PULSE_METHODS = ("closed-form", "loop")
 #: the most pipeline stages a run may have: a sanity cap on the input, not a limit of the method
 #: (an async run keeps ``M - m + 1`` copies of stage m's block, about ``M / 2`` copies of the whole
 #: model, and the paper's pipelines have at most a few dozen stages)
@@ -101,11 +104,11 @@ class SimConfig:
         Expected analog update, or pulse-level (counts by ``pulse_type``) with cycle-to-cycle
         noise.
     pulse_type : {"deterministic", "stochastic", "mean-count"}
-        How the pulse-level update counts pulses (aihwkit vocabulary): ``deterministic`` (the
-        default, stochastic rounding of ``|dW| / dw_min``, matching aihwkit's
-        ``DeterministicImplicit``), ``stochastic`` (aihwkit's default ``StochasticCompressed``:
-        the coincidences of two Bernoulli trains of ``desired_bl`` bits, Binomial per device) or
-        ``mean-count`` (the expected count, no train noise); see
+        How the pulse-level update counts pulses (aihwkit vocabulary): ``stochastic`` (the
+        default, as aihwkit's default ``StochasticCompressed``: the coincidences of two
+        Bernoulli trains of ``desired_bl`` bits, Binomial per device), ``deterministic``
+        (stochastic rounding of ``|dW| / dw_min``, matching aihwkit's ``DeterministicImplicit``;
+        the default before issue 13) or ``mean-count`` (the expected count, no train noise); see
         :func:`simulate.analog.pulsed_update`. A network with one sample per update (or ``write =
         "per-sample"``) fires the trains on each layer's outer product
         (:func:`simulate.analog.coincidence_counts`).
@@ -119,6 +122,19 @@ class SimConfig:
         (aihwkit). Identical bits at ``n = 1``. The floor of analog SGD does not shrink with ``n``
         under ``per-sample`` (docs/theory.md,
         Corollary 3PS).
+    pulse_method : {"closed-form", "loop"}
+        How the pulse-level update fires the pulses of an element
+        (:func:`simulate.analog.apply_pulses`): ``closed-form`` (the default) all at once where
+        the device's responses are affine (exact without cycle-to-cycle noise; with it, the
+        exact Gaussian sum of additive noise or a moment-matched Gaussian of multiplicative
+        noise), else one by one; ``loop`` always one by one.
+    update_management, bl_management : bool
+        aihwkit's update management and BL management of the ``stochastic`` and ``mean-count``
+        trains (:func:`simulate.analog.train_scales`), both off by default. Update management
+        needs the rank-1 factors ``x`` and ``d`` (networks at one sample per update); with only
+        ``dW`` known it changes nothing (:func:`simulate.analog.pulsed_update`). BL management
+        sets each update's bit length from its largest desired pulse count (per member: the
+        whole weight vector, or per layer for the rank-1 trains).
     lr : float
         Step size ``alpha`` (> 0).
     steps : int
@@ -196,11 +212,12 @@ class SimConfig:
         "help": "analog update: expected, or pulse-level (pulse counts: --pulse-type)",
         "choices": UPDATES,
     })
-    pulse_type: str = field(default="deterministic", metadata={
-        "help": "pulse counts of --update pulsed (aihwkit names): deterministic = stochastic "
-                "rounding of |dW|/dw_min (aihwkit DeterministicImplicit); stochastic = "
-                "coincidences of two bit trains of desired_bl bits (aihwkit StochasticCompressed, "
-                "at most desired_bl pulses); mean-count = the expected count, no train noise",
+    pulse_type: str = field(default="stochastic", metadata={
+        "help": "pulse counts of --update pulsed (aihwkit names): stochastic (the default, as "
+                "aihwkit's) = coincidences of two bit trains of desired_bl bits (aihwkit "
+                "StochasticCompressed, at most desired_bl pulses); deterministic = stochastic "
+                "rounding of |dW|/dw_min (aihwkit DeterministicImplicit); mean-count = the "
+                "expected count, no train noise",
         "choices": PULSE_TYPES,
     })
     write: str = field(default="batch-mean", metadata={
@@ -208,6 +225,21 @@ class SimConfig:
                 "gradient; per-sample = one rank-1 update per sample, -(lr/n) g_i each, in "
                 "sample order (a crossbar, aihwkit)",
         "choices": WRITE_SEMANTICS,
+    })
+    pulse_method: str = field(default="closed-form", metadata={
+        "help": "how --update pulsed fires an element's pulses: closed-form = all at once where "
+                "the device's responses are affine (soft bounds, linear and constant step; exact "
+                "without cycle-to-cycle noise, a Gaussian sum with it), else one by one; loop = "
+                "always one by one",
+        "choices": PULSE_METHODS,
+    })
+    update_management: bool = field(default=False, metadata={
+        "help": "aihwkit update management of the stochastic and mean-count trains (balances "
+                "the x- and d-train probabilities at their maxima; where x and d are known)",
+    })
+    bl_management: bool = field(default=False, metadata={
+        "help": "aihwkit BL management of the stochastic and mean-count trains: BL = "
+                "min(ceil(lr max|x| max|d| / dw_min), desired_bl) per update",
     })
     lr: float = field(
         default=0.05, metadata={"help": "step size alpha (weight units per gradient unit)"}
@@ -289,6 +321,11 @@ class SimConfig:
                 f"data={self.data!r} applies to the digits networks only; valid for "
                 f"problem={self.problem!r}: {DATA_SETS[0]}"
             )
+        _choice("pulse_method", self.pulse_method, PULSE_METHODS)
+        for name in ("update_management", "bl_management"):
+            if not isinstance(getattr(self, name), bool):
+                raise ParameterError(f"{name}={show_value(getattr(self, name))} must be true or "
+                                     "false")
         if not isinstance(self.device, str):
             raise ParameterError(f"device={show_value(self.device)} is not a name; valid: a "
                                  "preset or a family of theory.devices")

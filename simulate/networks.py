@@ -750,7 +750,8 @@ def _write(update: Updater, w: np.ndarray, gw: np.ndarray, rngs, spread, factors
         for r, g in enumerate(rngs):
             views[s].weights[i][r] = coincidence_counts(
                 h[r, t], dz[r, t], config.lr, device.dw_min, device.desired_bl, g,
-                config.pulse_type).T
+                config.pulse_type, update_management=config.update_management,
+                bl_management=config.bl_management).T
     new = update.fire(w, counts, gw >= 0, rngs, spread)
     np.copyto(w, digital_blocks(new, w, gw, digital) if digital else new)
 

@@ -251,7 +251,7 @@ def test_pulsed_update_refuses_too_many_pulses_before_firing_any():
 
 
 def test_updater_names_the_learning_rate_of_its_config():
-    up = Updater.from_config(SimConfig(update="pulsed", lr=1e4))
+    up = Updater.from_config(SimConfig(update="pulsed", pulse_type="deterministic", lr=1e4))
     assert up.lr == 1e4
     with pytest.raises(ParameterError, match=r"^lr=10000\.0 asks for"):
         up(np.zeros((1, 2)), np.full((1, 2), -1e3), [np.random.default_rng(0)])

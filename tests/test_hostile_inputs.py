@@ -123,7 +123,8 @@ CASES = [
          subprocess=True,
          files={"m.toml": 'name = "m"\n[[blocks]]\nrepeat = 100000000\n'
                           'layers = [{ name = "d", rows = 4, cols = 4 }]\n'}),
-    Case("simulate-pulsed-huge-lr", ("simulate", "--update", "pulsed", "--lr", "1e4"),
+    Case("simulate-pulsed-huge-lr", ("simulate", "--update", "pulsed", "--pulse-type",
+                                     "deterministic", "--lr", "1e4"),
          ("--lr",), subprocess=True),
     Case("simulate-pulse-response-huge-tile", ("pulse-response", "--devices", "1000000000",
                                                "--bl", "100000"), ("--devices", "bytes"),

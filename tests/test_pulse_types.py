@@ -107,24 +107,29 @@ def test_deterministic_is_the_original_pulsed_update_bit_for_bit(preset, ensembl
     spread = DeviceSpread.draw(device, shape, np.random.default_rng(9))
     want = _reference_pulsed_update(w, dw, device, rngs(), spread.dw_min_scale,
                                     spread.bound_scale)
+    # the pulse loop (the closed form of the default method is compared with it in
+    # tests/test_closed_form_pulses.py)
     for got in (
-        pulsed_update(w, dw, device, rngs(), spread.dw_min_scale, spread.bound_scale),
         pulsed_update(w, dw, device, rngs(), spread.dw_min_scale, spread.bound_scale,
-                      pulse_type="deterministic"),
-        Updater("pulsed", device)(w, dw, rngs(), spread),
+                      method="loop"),
+        pulsed_update(w, dw, device, rngs(), spread.dw_min_scale, spread.bound_scale,
+                      pulse_type="deterministic", method="loop"),
+        Updater("pulsed", device, pulse_method="loop")(w, dw, rngs(), spread),
     ):
         assert np.array_equal(got, want)
 
 
-def test_the_default_pulse_type_keeps_runs_identical():
+def test_the_default_pulse_type_is_aihwkits():
+    """New runs count pulses as aihwkit's default (StochasticCompressed); the package's original
+    model stays available as ``deterministic`` and is recorded as such."""
     base = SimConfig(problem="quadratic", update="pulsed", device="reram-softbounds", tau=None,
                      steps=30, seeds=2, dim=6, lr=0.02)
-    assert base.pulse_type == "deterministic"
+    assert base.pulse_type == "stochastic"
     a = run(base, 3)
-    b = run(replace(base, pulse_type="deterministic"), 3)
-    assert np.array_equal(a.loss, b.loss) and a.config["pulse_type"] == "deterministic"
-    c = run(replace(base, pulse_type="stochastic"), 3)
-    assert c.config["pulse_type"] == "stochastic" and not np.array_equal(a.loss, c.loss)
+    b = run(replace(base, pulse_type="stochastic"), 3)
+    assert np.array_equal(a.loss, b.loss) and a.config["pulse_type"] == "stochastic"
+    c = run(replace(base, pulse_type="deterministic"), 3)
+    assert c.config["pulse_type"] == "deterministic" and not np.array_equal(a.loss, c.loss)
 
 
 # -- stochastic: the coincidence count ------------------------------------------------------------

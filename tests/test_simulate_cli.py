@@ -116,7 +116,8 @@ def test_out_not_writable_is_refused_first(tmp_path, monkeypatch, capsys):
     (["--device", "softbounds-tau1", "--tau", "1e-4"], "--tau=0.0001 is too small"),
     (["--steps", "1000000000000"], "--steps=1000000000000 asks for 1e+12 updates"),
     (["--micro-batches", "1000000000000000000"], "--micro-batches=1000000000000000000 asks for"),
-    (["--update", "pulsed", "--lr", "1e4"], "--lr=10000.0 asks for"),
+    (["--update", "pulsed", "--pulse-type", "deterministic", "--lr", "1e4"],
+     "--lr=10000.0 asks for"),
 ])
 def test_refusals_name_the_flag(argv, message, capsys):
     assert run_command("simulate", SMALL[:2] + argv) == 2

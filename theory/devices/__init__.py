@@ -6,8 +6,9 @@ r"""Device response models: response-function families, devices, and named prese
   saturation and symmetric point in the weight symbol :data:`w`.
 - :mod:`theory.devices.device`: :class:`Device` (family + pulse parameters; numpy evaluators
   compiled once and cached), :class:`DeviceConstants` (:math:`q_{\min}, q_{\max}, G_\infty` on a
-  weight interval), :func:`make_device`, :func:`soft_bounds_constants`, :func:`check_family`,
-  :func:`unknown_keys`.
+  weight interval), :class:`PulseMap` and :meth:`Device.n_pulse_map` (the closed-form n-pulse
+  map of the families with affine responses), :func:`make_device`,
+  :func:`soft_bounds_constants`, :func:`check_family`, :func:`unknown_keys`.
 - :mod:`theory.devices.presets`: the TOML presets of ``theory/presets/`` (paper-notes section 5):
   :func:`list_presets`, :func:`load_preset`, :func:`preset_table`, :func:`device_from_table`,
   :func:`device_to_table`.
@@ -17,7 +18,9 @@ from .device import (
     DEVICE_FIELDS,
     Device,
     DeviceConstants,
+    PulseMap,
     check_family,
+    geometric_sum,
     make_device,
     soft_bounds_constants,
     unknown_keys,
@@ -51,11 +54,13 @@ __all__ = [
     "FAMILIES",
     "LinearStep",
     "PowerStep",
+    "PulseMap",
     "ResponseFamily",
     "SoftBounds",
     "check_family",
     "device_from_table",
     "device_to_table",
+    "geometric_sum",
     "list_presets",
     "load_preset",
     "make_device",

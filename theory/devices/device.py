@@ -26,7 +26,9 @@ from .families import FAMILIES, ResponseFamily, SoftBounds, w
 __all__ = [
     "Device",
     "DeviceConstants",
+    "PulseMap",
     "check_family",
+    "geometric_sum",
     "make_device",
     "soft_bounds_constants",
     "unknown_keys",
@@ -54,6 +56,77 @@ class DeviceConstants:
     G_inf: float | sp.Expr
     w_lo: float | sp.Expr
     w_hi: float | sp.Expr
+
+
+def geometric_sum(n, rate):
+    r""":math:`\sum_{j=0}^{n-1} (1 - c)^j = (1 - (1 - c)^n) / c` element-wise (:math:`n` at
+    :math:`c = 0`), computed as ``-expm1(n log1p(-c)) / c`` so that it stays accurate for rates
+    :math:`c` down to the smallest floats; exactly ``n`` for ``n <= 1`` (0 or 1), so one pulse is
+    bit for bit the pulse itself. ``rate`` in ``[0, 1)``."""
+    n = np.asarray(n, dtype=float)
+    if np.ndim(rate) == 0:
+        rate = float(rate)
+        if rate == 0.0:
+            return n.copy()
+        out = -np.expm1(n * np.log1p(-rate)) / rate
+        return np.where(n > 1, out, n)
+    rate = np.asarray(rate, dtype=float)
+    safe = np.where(rate > 0, rate, 0.5)
+    out = -np.expm1(n * np.log1p(-safe)) / safe
+    return np.where((rate > 0) & (n > 1), out, n)
+
+
+@dataclass(frozen=True)
+class PulseMap:
+    r"""One pulse of a device with affine responses, as an affine map of the weight.
+
+    Element-wise, a pulse moves the weight by :math:`\mathrm{inc}(w) = r - c\,w` with
+    :math:`c \in [0, 1)`: for an up pulse :math:`\mathrm{inc} = \Delta w_{\min}\,
+    q_+(w / s)`, for a down pulse :math:`-\Delta w_{\min}\, q_-(w / s)`, with
+    :math:`q_\pm(v) = \alpha_\pm + \beta_\pm v` (:meth:`ResponseFamily.affine_responses`) and
+    the element's range scale :math:`s`, so :math:`c = -\Delta w_{\min} \beta_+ / s` (up),
+    :math:`\Delta w_{\min} \beta_- / s` (down). Then with :math:`a = 1 - c`,
+
+    .. math:: w_n = w + \mathrm{inc}(w) \sum_{j=0}^{n-1} a^j
+              = w + \mathrm{inc}(w)\, \frac{1 - a^n}{1 - a},
+
+    the :math:`n`-fold iterate (for soft bounds, up: :math:`w_n = \tau - (\tau - w)
+    (1 - \Delta w_{\min}/\tau)^n`; constant step: :math:`w + n\,\Delta w_{\min}\,
+    \mathrm{up}`). With :math:`0 \le c < 1` the map is increasing and moves :math:`w` monotonely
+    towards its fixed point :math:`r / c`, which lies at or beyond the element's bound in the
+    pulse direction (the responses are non-negative on the range), so the pulses clipped one by
+    one at ``[lo, hi]`` end at :math:`\mathrm{clip}(w_n, lo, hi)` exactly, for a start inside
+    the range (:meth:`after`).
+
+    Attributes
+    ----------
+    rate : float or ndarray
+        :math:`c`, the contraction of one pulse (dimensionless, in ``[0, 1)``); a float when
+        every element has the same (then functions of the pulse count are tabulated once per
+        count, :meth:`per_count`).
+    lo, hi : float or ndarray
+        The element's range (weight units).
+    """
+
+    rate: float | np.ndarray
+    lo: float | np.ndarray
+    hi: float | np.ndarray
+
+    def per_count(self, fn, n) -> np.ndarray:
+        """``fn(n, rate)`` element-wise; for a float ``rate`` and integer counts ``n`` evaluated
+        once per count ``0 .. max(n)`` and looked up (the same numbers, computed once)."""
+        n = np.asarray(n)
+        if isinstance(self.rate, float) and n.dtype.kind in "iu" and n.size:
+            return fn(np.arange(int(n.max()) + 1), self.rate)[n]
+        return fn(n, self.rate)
+
+    def after(self, w, n, increment) -> np.ndarray:
+        r"""The weight after ``n`` pulses (integers) from ``w`` whose first pulse moves it by
+        ``increment`` (:math:`\mathrm{inc}(w)`, weight units), clipped to the range."""
+        out = self.per_count(geometric_sum, n)
+        out *= increment
+        out += w
+        return np.clip(out, self.lo, self.hi, out=out)
 
 
 #: how cycle-to-cycle noise enters a pulse (:attr:`Device.c2c_noise`)
@@ -159,6 +232,65 @@ class Device:
         """The value of :math:`F` when it does not depend on the weight (soft bounds: 1), else
         ``None``; lets the simulator skip evaluating a constant array."""
         return _constant_F(self.response)
+
+    def pulse_map(self, up, step=None, scale=None, *, overshoot: bool = False
+                  ) -> PulseMap | None:
+        r"""The affine map of one pulse (:class:`PulseMap`) where the family's responses are
+        affine, else ``None`` (the pulses must then be applied one by one).
+
+        Parameters
+        ----------
+        up : bool or ndarray of bool
+            Pulse direction per element.
+        step : float or ndarray, optional
+            The element's pulse granularity (default ``dw_min``; weight units).
+        scale : ndarray, optional
+            The element's range scale :math:`s` (responses :math:`q_\pm(w / s)`, range
+            :math:`s [w_{\min}, w_{\max}]`).
+
+        ``None`` also when a rate would be :math:`\ge 1` (a pulse larger than the distance to
+        its fixed point: :math:`\Delta w_{\min} |\beta| \ge s`), where the map overshoots;
+        with ``overshoot`` such rates are kept (the caller fires those elements one by one).
+        """
+        coefficients = self.response.affine_responses()
+        if coefficients is None:
+            return None
+        (_, beta_plus), (_, beta_minus) = coefficients
+        step = self.dw_min if step is None else step
+        if -beta_plus == beta_minus and scale is None and np.ndim(step) == 0:
+            rate = float(step * beta_minus)  # the same for every element
+            if not 0.0 <= rate < 1.0 and not overshoot:
+                return None
+        else:
+            slope = np.where(up, -beta_plus, beta_minus)
+            rate = np.asarray(step * slope if scale is None else step * slope / scale,
+                              dtype=float)
+            if rate.size and not (rate.min() >= 0.0 and rate.max() < 1.0) and not overshoot:
+                return None
+        lo, hi = self.w_min, self.w_max
+        if scale is not None:
+            lo, hi = lo * scale, hi * scale
+        return PulseMap(rate, lo, hi)
+
+    def n_pulse_map(self, w, n, up, step=None, scale=None) -> np.ndarray | None:
+        r"""The weight after ``n`` noise-free pulses from ``w`` in one step, or ``None`` if the
+        family has no closed form (:meth:`pulse_map`).
+
+        .. math:: w_n = \mathrm{clip}\Bigl(w + \mathrm{inc}(w)\,
+                  \frac{1 - (1 - c)^n}{c}\Bigr)
+
+        e.g. soft bounds: :math:`w_n = \tau - (\tau - w)(1 - \Delta w_{\min}/\tau)^n` (up),
+        :math:`-\tau + (\tau + w)(1 - \Delta w_{\min}/\tau)^n` (down). Arguments as
+        :meth:`pulse_map`; ``n`` pulses per element (>= 0).
+        """
+        w = np.asarray(w, dtype=float)
+        pulse = self.pulse_map(up, step, scale)
+        if pulse is None:
+            return None
+        step = self.dw_min if step is None else step
+        v = w if scale is None else w / scale
+        increment = np.where(up, step * self.q_plus(v), -(step * self.q_minus(v)))
+        return pulse.after(w, n, increment)
 
     def saturation(self, x):
         """:math:`S(x) = q_+(x) q_-(x)`, element-wise."""

@@ -129,6 +129,19 @@ class ResponseFamily(ABC):
         r""":math:`S = q_+ q_-`, the saturation (zero where a pulse direction is dead)."""
         return expressions(self).saturation
 
+    def affine_responses(self) -> tuple[tuple[float, float], tuple[float, float]] | None:
+        r"""The coefficients of :math:`q_\pm(w) = \alpha_\pm + \beta_\pm w` when both responses
+        are affine in :math:`w`, else ``None``.
+
+        Returns ``((alpha_plus, beta_plus), (alpha_minus, beta_minus))``, read off the family's
+        own sympy responses (so nothing is restated): soft bounds, asymmetric soft bounds,
+        linear step, constant step and power with ``pow_gamma = 1`` have them; exponential and
+        power with ``pow_gamma != 1`` have ``None``. An affine response makes one pulse an affine
+        map of the weight, whose ``n``-fold iterate has a closed form
+        (:meth:`theory.devices.Device.pulse_map`).
+        """
+        return _affine(self)
+
     def compiled(self) -> Responses:
         """The five responses as numpy functions of ``w`` (cached per object).
 
@@ -530,6 +543,18 @@ def _bind(fn: Callable, params: tuple[float, ...]) -> Callable:
 def _bound_responses(response: ResponseFamily) -> Responses:
     params = tuple(response.params().values())
     return Responses(*(_bind(fn, params) for fn in _family_compiled(type(response))))
+
+
+@lru_cache(maxsize=_INSTANCE_CACHE)
+def _affine(response: ResponseFamily) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    """``((alpha+, beta+), (alpha-, beta-))`` of affine responses, else ``None`` (cached)."""
+    coefficients = []
+    for expr in expressions(response)[:2]:
+        expr = sp.expand(expr)
+        if not expr.is_polynomial(w) or sp.degree(expr, w) > 1:
+            return None
+        coefficients.append((float(expr.subs(w, 0)), float(expr.coeff(w, 1))))
+    return tuple(coefficients)
 
 
 @cache
