@@ -30,7 +30,7 @@ from theory.theorems import REGISTRY
 
 BASE = dict(
     L=2.0, L_s=1.5, Delta=3.0, sigma2=0.5, n=16, b=4, B=4, M=5, q_min=0.7, q_max=1.3,
-    G_inf=0.3, theta=0.5, tau=1.0, W_max=0.3,
+    G_inf=0.3, theta=0.5, tau=1.0, W_max=0.3, beta=0.05,
 )
 
 
@@ -52,7 +52,7 @@ def point(draw):
         # A3: |G| <= (q_max - q_min)/2 (evaluate_complexity refuses the rest)
         G_inf=draw(st.floats(0.0, 1.0)) * (qmax - qmin) / 2, theta=draw(st.floats(0.05, 0.95)),
         tau=1.0,
-        W_max=draw(st.floats(0.01, 0.9)),
+        W_max=draw(st.floats(0.01, 0.9)), beta=draw(st.floats(0.0, 1.0)),
     )
 
 

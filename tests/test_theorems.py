@@ -34,6 +34,7 @@ from theory.symbols import (
     W_max,
     alpha,
     b,
+    beta,
     eps,
     n,
     q_max,
@@ -70,7 +71,7 @@ c_nn = sp.Symbol("c", nonnegative=True)
 THETA01 = {theta: s / (1 + s)}
 k_root = sp.Symbol("k_root", positive=True)  # stands for sqrt(8 kappa/(1 - theta)) of Theorem 4'
 DERIVED_ANALOG = ("analog_sgd", "analog_sgd_sp", "analog_sgd_ap", "analog_sgd_ap_b",
-                  "analog_sgd_per_sample", "analog_sgd_sp_per_sample")
+                  "analog_sgd_per_sample", "analog_sgd_sp_per_sample", "analog_sgd_biased")
 ASYNC_ANALOG = ("analog_sgd_ap", "analog_sgd_ap_b")
 FIELDS = ("expr", "inv_step_cap", "rate_a", "rate_c", "floor", "best_step", "noise_step")
 
@@ -107,7 +108,8 @@ def opaque_root(expr):
 def test_registry_names_and_order():
     assert list(REGISTRY) == [
         "digital_sgd", "analog_sgd_companion", "analog_sgd", "analog_sgd_sp", "analog_sgd_ap",
-        "analog_sgd_ap_b", "analog_sgd_per_sample", "analog_sgd_sp_per_sample", "literature_sgd",
+        "analog_sgd_ap_b", "analog_sgd_per_sample", "analog_sgd_sp_per_sample",
+        "analog_sgd_biased", "literature_sgd",
         "literature_delay_fixed", "literature_delay_arbitrary", "literature_async_sgd",
     ]
     for name, bound in REGISTRY.items():
@@ -122,7 +124,7 @@ def test_batches_and_modes():
         "digital_sgd": (n, "none"), "analog_sgd_companion": (n, "none"),
         "analog_sgd": (n, "none"), "analog_sgd_sp": (B * b, "sync"), "analog_sgd_ap": (b, "async"),
         "analog_sgd_ap_b": (b, "async"), "analog_sgd_per_sample": (n, "none"),
-        "analog_sgd_sp_per_sample": (B * b, "sync"),
+        "analog_sgd_sp_per_sample": (B * b, "sync"), "analog_sgd_biased": (n, "none"),
     }
     for name, (batch, mode) in expected.items():
         assert is_zero(REGISTRY[name].batch - batch)
@@ -163,6 +165,8 @@ def test_bound_validates_its_fields():
         Bound(**{**kwargs, "rate_c": 2 * Delta * L / K})
     with pytest.raises(ParameterError, match="proof"):
         Bound(**{**kwargs, "proof": None})
+    with pytest.raises(ParameterError, match="^gradient='skewed' is unknown"):
+        Bound(**{**kwargs, "gradient": "skewed"})
 
 
 def test_latex_has_bound_cap_and_floor_and_no_pipe():
@@ -181,7 +185,14 @@ def test_bound_for_maps_every_schedule_to_its_theorem():
     assert [bd.name for bd in bounds_for("async")] == list(ASYNC_ANALOG)
     for bound in REGISTRY.values():
         if bound.provenance == "derived":
-            assert bound in bounds_for(bound.mode, bound.algorithm, bound.write)
+            assert bound in bounds_for(bound.mode, bound.algorithm, bound.write, bound.gradient)
+    # the biased-gradient entry is no guarantee of the planner (it needs a measured beta)
+    assert [bd.name for bd in bounds_for("none")] == ["analog_sgd"]
+    assert [bd.name for bd in bounds_for("none", gradient="biased")] == ["analog_sgd_biased"]
+    with pytest.raises(ParameterError, match="^no derived bound for gradient='biased'"):
+        bounds_for("sync", gradient="biased")
+    with pytest.raises(ParameterError, match="^gradient='skewed' is unknown"):
+        bounds_for("none", gradient="skewed")
     with pytest.raises(ParameterError, match="valid pairs: analog/async"):
         bound_for("sync", "digital")
 
@@ -297,7 +308,7 @@ def constants(draw):
         q_min: qmin, q_max: qmin * draw(st.floats(1.0, 4.0)), G_inf: draw(st.floats(0, 1)),
         theta: draw(st.floats(0.01, 0.99)), n: draw(st.integers(1, 256)),
         b: draw(st.integers(1, 64)), B: draw(st.integers(1, 32)), M: draw(st.integers(1, 16)),
-        D: draw(st.integers(0, 15)), tau: 1.0, W_max: wmax,
+        D: draw(st.integers(0, 15)), tau: 1.0, W_max: wmax, beta: draw(st.floats(0, 10)),
     }
 
 
@@ -405,6 +416,7 @@ INCREASING = {
     "analog_sgd_ap_b": (sigma2, L, Delta, G_inf, D, L_s),
     "analog_sgd_per_sample": (sigma2, L, Delta, G_inf),
     "analog_sgd_sp_per_sample": (sigma2, L, Delta, G_inf),
+    "analog_sgd_biased": (sigma2, L, Delta, G_inf, beta),
     "literature_sgd": (sigma2, L, Delta),
     "literature_delay_fixed": (sigma2, L, Delta, D),
     "literature_delay_arbitrary": (sigma2, L, Delta, D),

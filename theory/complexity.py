@@ -79,7 +79,7 @@ _COUNT_FROM_ZERO = (0, None, False, False, True)
 #: valid range of every parameter (a kind above)
 PARAMETER_RANGES: dict[str, tuple] = {
     **dict.fromkeys(("L", "L_s", "Delta", "sigma2", "q_min", "q_max", "tau", "W_max"), _POSITIVE),
-    "G_inf": _NONNEGATIVE,
+    **dict.fromkeys(("G_inf", "beta"), _NONNEGATIVE),
     "theta": _UNIT_OPEN,
     **dict.fromkeys(("n", "b", "B", "M"), _COUNT),
     "D": _COUNT_FROM_ZERO,
