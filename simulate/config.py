@@ -135,6 +135,13 @@ class SimConfig:
         product. Only for ``algorithm="analog"`` on a network problem (a digital run computes
         exactly; an oracle problem's gradient is not an MVM): anything but ``perfect`` elsewhere
         is refused. The weight gradient ``h^T delta_z`` is the update, not an MVM.
+    grad_bias : float
+        Norm ``beta`` of a fixed bias added to the oracle gradient signal (gradient units, >= 0;
+        default 0: the unbiased signal, today's bits). The bias is ``beta`` times the unit
+        vector from the initial weights towards the minimiser, the same in every update and
+        every member: the signal ``g + b`` understates the descent (docs/theory.md,
+        Proposition IO, registry ``analog_sgd_biased``). Oracle problems only (a network's
+        gradient error comes from its IO non-idealities, ``forward_io``/``backward_io``).
 
     Notes
     -----
@@ -213,6 +220,10 @@ class SimConfig:
                 "bound management is ignored in the backward, as in aihwkit)",
         "choices": IO_CHOICES,
     })
+    grad_bias: float = field(default=0.0, metadata={
+        "help": "norm beta of a fixed bias added to the oracle gradient (along the direction "
+                "from W_0 towards the minimiser; Proposition IO); 0 = unbiased",
+    })
 
     def __post_init__(self):
         _choice("problem", self.problem, PROBLEMS)
@@ -247,6 +258,13 @@ class SimConfig:
             check_range("tau", self.tau, 0, None, low_open=True)
         check_range("lr", self.lr, 0, None, low_open=True)
         check_range("sigma2", self.sigma2, 0, None)
+        object.__setattr__(self, "grad_bias", float(check_range("grad_bias", self.grad_bias, 0,
+                                                                None)))
+        if self.grad_bias != 0 and self.problem not in ORACLE_PROBLEMS:
+            raise ParameterError(
+                f"grad_bias={self.grad_bias:g} applies to the oracle problems only "
+                f"({', '.join(ORACLE_PROBLEMS)}); a network's gradient error comes from its IO "
+                "non-idealities (forward_io, backward_io)")
         if self.stages > self.dim and self.problem == "quadratic":
             raise ParameterError(
                 f"stages={self.stages} exceeds dim={self.dim}; valid range [1, {self.dim}]"

@@ -103,8 +103,9 @@ class Case:
         The step as a fraction of the step cap on :func:`step_region`, in (0, 1).
     steps, seeds : int
         Iterations ``K`` and ensemble size ``R`` (>= 2).
-    problem, stages, micro_batches, micro_batch_size, device, tau, sigma2, seed
-        The :class:`~simulate.config.SimConfig` fields of the same name (the same defaults).
+    problem, stages, micro_batches, micro_batch_size, device, tau, sigma2, seed, grad_bias
+        The :class:`~simulate.config.SimConfig` fields of the same name (the same defaults;
+        ``grad_bias > 0`` for the biased-gradient entry ``analog_sgd_biased``).
     """
 
     bound: str
@@ -119,6 +120,7 @@ class Case:
     tau: float | None = _DEFAULT.tau
     sigma2: float = _DEFAULT.sigma2
     seed: int = _DEFAULT.seed
+    grad_bias: float = _DEFAULT.grad_bias
 
     def __post_init__(self):
         if self.bound not in CHECKABLE:
@@ -137,7 +139,8 @@ class Case:
             device = self.device if self.tau is None else f"{self.device}(tau={self.tau:g})"
         return (f"{self.bound}-{self.problem}-M{self.stages}-B{self.micro_batches}"
                 f"-b{self.micro_batch_size}-{device}-sigma2={self.sigma2:g}"
-                f"-frac{self.fraction:g}-K{self.steps}-R{self.seeds}-seed{self.seed}")
+                f"-frac{self.fraction:g}-K{self.steps}-R{self.seeds}-seed{self.seed}"
+                + (f"-beta={self.grad_bias:g}" if self.grad_bias else ""))
 
     def config(self) -> SimConfig:
         """The checked configuration: the entry's algorithm and mode, one logging point, and the
@@ -146,7 +149,7 @@ class Case:
             self.bound, problem=self.problem, stages=self.stages,
             micro_batches=self.micro_batches, micro_batch_size=self.micro_batch_size,
             device=self.device, tau=self.tau, sigma2=self.sigma2, steps=self.steps,
-            seeds=self.seeds, log_every=self.steps, seed=self.seed,
+            seeds=self.seeds, log_every=self.steps, seed=self.seed, grad_bias=self.grad_bias,
         )  # at SimConfig's default lr, which the step cap does not read
         return replace(base, lr=capped_step(self.bound, base, self.fraction, step_region(base)))
 
@@ -166,6 +169,7 @@ QUICK: tuple[Case, ...] = (
     Case("analog_sgd", 0.5, problem="least-squares", **_QUICK),
     Case("analog_sgd_per_sample", 0.5, micro_batches=4, **_QUICK),
     Case("analog_sgd_sp_per_sample", 0.5, stages=4, micro_batches=4, **_QUICK),
+    Case("analog_sgd_biased", 0.5, grad_bias=0.2, sigma2=0.1, **_QUICK),
 )
 
 #: step fractions of the asynchronous rows at Theorem 4''s cap: half, most, all but 0.1 % of it
@@ -207,6 +211,16 @@ STANDARD: tuple[Case, ...] = tuple(dict.fromkeys((
            tau=tau, sigma2=sigma2, **_STANDARD)
       for stages, mb, b, tau, sigma2 in ((2, 16, 1, 1.0, 1.0), (4, 4, 1, 1.0, 1.0),
                                          (4, 4, 1, 0.5, 1.0), (8, 8, 2, 1.0, 4.0))),
+    # Proposition IO (a fixed gradient bias of norm beta, against the descent): beta from 0 (Theorem
+    # 2 at half its cap) to 0.5, small noise (the bias dominates the floor), least squares
+    *(Case("analog_sgd_biased", 0.5, grad_bias=beta, sigma2=sigma2, **_STANDARD)
+      for beta, sigma2 in ((0.0, 1.0), (0.05, 1.0), (0.2, 1.0), (0.5, 1.0), (0.2, 0.1))),
+    # (beta = 0.5 at small noise settles far from W*, where the constants that held are worse:
+    # 0.2 of the region's cap, as for the linear-step presets)
+    Case("analog_sgd_biased", 0.2, grad_bias=0.5, sigma2=0.01, **_STANDARD),
+    Case("analog_sgd_biased", 0.9, grad_bias=0.2, sigma2=0.1, **_STANDARD),
+    Case("analog_sgd_biased", 0.5, grad_bias=0.2, sigma2=0.1, problem="least-squares",
+         **_STANDARD),
     # Theorem 4' (these rows were the old Theorem 4's; their steps now follow the new cap)
     *(Case("analog_sgd_ap", 0.5, stages=stages, micro_batch_size=b, sigma2=sigma2, **_STANDARD)
       for stages, b, sigma2 in ((1, 1, 1.0), (2, 1, 1.0), (2, 4, 1.0), (4, 1, 1.0), (4, 2, 0.1),
