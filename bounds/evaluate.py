@@ -162,6 +162,7 @@ def theory_values(hardware: HardwareParams, problem: ProblemParams) -> dict[str,
         "L": problem.L, "L_s": problem.L_s, "Delta": problem.Delta, "sigma2": problem.sigma2,
         "theta": problem.theta, "q_min": float(dc.q_min), "q_max": float(dc.q_max),
         "G_inf": float(dc.G_inf), "p2_bar": float(dc.q_max) ** 2, "G2_bar": float(dc.G_inf) ** 2,
+        "beta": problem.beta,
     }
 
 
@@ -393,7 +394,8 @@ class Comparison:
             f"{hw.centre:g}: q_min = {c.q_min:.4g}, q_max = {c.q_max:.4g}, G_inf = {c.G_inf:.4g}",
             f"problem L = {self.problem.L:g}, L_s = {self.problem.L_s:g}, Delta = "
             f"{self.problem.Delta:g}, sigma2 = {self.problem.sigma2:g}, theta = "
-            f"{self.problem.theta:g}",
+            f"{self.problem.theta:g}"
+            + (f", beta = {self.problem.beta:g}" if self.problem.beta else ""),
             f"pipeline M = {pipe.stages}, B = {pipe.micro_batches}, b = {pipe.micro_batch_size} "
             f"(D = {pipe.max_delay}); cycle time {cycle_time * 1e9:.4g} ns "
             f"({hw.layers} layers); eps = {self.eps:g}",

@@ -22,7 +22,7 @@ and ``[timing]`` tables of ``theory/presets/NAME.toml``) or from a user TOML fil
     layers = 16
     read_time_s = 80e-9
 
-    [problem]                     # optional; L, L_s, Delta, sigma2, theta
+    [problem]                     # optional; L, L_s, Delta, sigma2, theta, beta
     sigma2 = 0.5
 
     [pipeline]                    # optional; stages, micro_batches, micro_batch_size
@@ -234,6 +234,9 @@ class ProblemParams:
         oracle problems).
     theta : float
         Young's-inequality split of the analog bounds, in (0, 1). Default 1/2.
+    beta : float
+        Norm bound of the gradient signal's bias (A2_beta, gradient units), >= 0; used by the
+        biased-gradient entry ``analog_sgd_biased`` only (Proposition IO). Default 0 (unbiased).
 
     Notes
     -----
@@ -246,6 +249,7 @@ class ProblemParams:
     sigma2: float = 1.0
     L_s: float | None = None
     theta: float = 0.5
+    beta: float = 0.0
 
     def __post_init__(self):
         check_range("L", self.L, 0, low_open=True)
@@ -255,6 +259,7 @@ class ProblemParams:
             object.__setattr__(self, "L_s", self.L)
         check_range("L_s", self.L_s, 0, low_open=True)
         check_range("theta", self.theta, 0, 1, low_open=True, high_open=True)
+        check_range("beta", self.beta, 0, None)
 
 
 @dataclass(frozen=True)
@@ -624,6 +629,9 @@ def dump_config(config: BoundsConfig) -> str:
     if config.preset is None:
         text += _toml_table("device", devices.device_to_table(hw.device)) + "\n"
     text += _toml_table("timing", {key: getattr(hw, key) for key in TIMING_KEYS}) + "\n"
-    text += _toml_table("problem", dataclasses.asdict(config.problem)) + "\n"
+    problem = dataclasses.asdict(config.problem)
+    if problem["beta"] == 0:  # the default (unbiased gradient): files written before beta existed
+        del problem["beta"]
+    text += _toml_table("problem", problem) + "\n"
     text += _toml_table("pipeline", dataclasses.asdict(config.pipeline))
     return text

@@ -172,6 +172,13 @@ class SimConfig:
         images (default), 1150 of them with 287 held out for validation, or those 1150 with
         12 rotated and shifted copies each; always the same 360 test images. Oracle problems
         take only the default.
+    grad_bias : float
+        Norm ``beta`` of a fixed bias added to the oracle gradient signal (gradient units, >= 0;
+        default 0: the unbiased signal, today's bits). The bias is ``beta`` times the unit
+        vector from the initial weights towards the minimiser, the same in every update and
+        every member: the signal ``g + b`` understates the descent (docs/theory.md,
+        Proposition IO, registry ``analog_sgd_biased``). Oracle problems only (a network's
+        gradient error comes from its IO non-idealities, ``forward_io``/``backward_io``).
 
     Notes
     -----
@@ -294,6 +301,10 @@ class SimConfig:
                 "287 validation), digits-augmented (the 1150 and 12 rotated/shifted copies each)",
         "choices": DATA_SETS,
     })
+    grad_bias: float = field(default=0.0, metadata={
+        "help": "norm beta of a fixed bias added to the oracle gradient (along the direction "
+                "from W_0 towards the minimiser; Proposition IO); 0 = unbiased",
+    })
 
     def __post_init__(self):
         _choice("problem", self.problem, PROBLEMS)
@@ -350,6 +361,13 @@ class SimConfig:
                 text = (f"fast_{text}" if text.startswith("device=")
                         else f"fast_device={self.fast_device!r}: {text}")
                 raise ParameterError(text) from None
+        object.__setattr__(self, "grad_bias", float(check_range("grad_bias", self.grad_bias, 0,
+                                                                None)))
+        if self.grad_bias != 0 and self.problem not in ORACLE_PROBLEMS:
+            raise ParameterError(
+                f"grad_bias={self.grad_bias:g} applies to the oracle problems only "
+                f"({', '.join(ORACLE_PROBLEMS)}); a network's gradient error comes from its IO "
+                "non-idealities (forward_io, backward_io)")
         if self.stages > self.dim and self.problem == "quadratic":
             raise ParameterError(
                 f"stages={self.stages} exceeds dim={self.dim}; valid range [1, {self.dim}]"

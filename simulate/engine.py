@@ -29,6 +29,12 @@ and writes them one after the other, :math:`V_i = U(V_{i-1}, -(\alpha/n)\, g_{k,
 :math:`V_0 = W_k`, :math:`W_{k+1} = V_n`; the visited region (``w_min/max_visited``) includes the
 intermediate :math:`V_i`. At ``n = 1`` both semantics give the same bits (tested).
 
+**Gradient bias** (``SimConfig.grad_bias`` :math:`= \beta`, Proposition IO). With
+:math:`\beta > 0` every signal above (each sample's with per-sample writes) gets the fixed bias
+:math:`b = \beta\,(W^* - W_0)/\lVert W^* - W_0\rVert` (:func:`gradient_bias`; :math:`W^*` the
+minimiser): the same vector in every update and member, drawn from nothing (no random number
+changes), pointing against the descent. At :math:`\beta = 0` nothing is added (today's bits).
+
 Cycles come from :func:`simulate.staleness.cycles_after` (the closed forms of
 :mod:`theory.schedules`).
 
@@ -68,7 +74,7 @@ from .staleness import (
 )
 from .trace import RunConstants, Trace, log_steps
 
-__all__ = ["W_STAR_SCALE", "make_problem", "run"]
+__all__ = ["W_STAR_SCALE", "gradient_bias", "make_problem", "run"]
 
 #: the oracle minimiser is uniform in [-W_STAR_SCALE, W_STAR_SCALE]^d (weight units)
 W_STAR_SCALE = 0.3
@@ -101,6 +107,26 @@ def make_problem(config: SimConfig, seed: int | None = None) -> OracleProblem:
     raise ParameterError(
         f"problem={config.problem!r} is not an oracle problem; valid: {', '.join(ORACLE_PROBLEMS)}"
     )
+
+
+def gradient_bias(problem: OracleProblem, beta: float) -> np.ndarray | None:
+    r"""The fixed bias of norm ``beta`` added to the oracle signal, or ``None`` at ``beta = 0``.
+
+    .. math:: b = \beta\,\frac{W^* - W_0}{\lVert W^* - W_0\rVert}
+
+    (``W^*`` the quadratic's ``w_star`` or the least-squares ``x_lstsq``; the first unit vector
+    if ``W^* = W_0``). Along the minimiser offset the signal understates the descent, so the
+    iterates settle short of ``W^*``, where :math:`\nabla f \approx -b`: the bias costs
+    :math:`\lVert\nabla f\rVert^2 \approx \beta^2` (gradient units squared).
+    """
+    if beta == 0:
+        return None
+    optimum = problem.w_star if isinstance(problem, Quadratic) else problem.x_lstsq
+    offset = np.asarray(optimum, dtype=float) - problem.w0
+    norm = float(np.sqrt(row_dot(offset, offset)))
+    if norm == 0:
+        offset, norm = np.eye(problem.dim)[0], 1.0
+    return beta * (offset / norm)
 
 
 def run(
@@ -196,6 +222,7 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
     per_sample = config.write == "per-sample"
     # per-sample writes draw n noise vectors per update, fewer updates per chunk (same bits)
     chunk = max(1, _NOISE_CHUNK // n) if per_sample else _NOISE_CHUNK
+    bias = gradient_bias(problem, config.grad_bias)  # None: unbiased (nothing added)
     for k in range(steps + 1):
         g = problem.grad(w)
         gn2 = row_dot(g, g)
@@ -227,6 +254,8 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
             record_versions(k, versions)
         if not per_sample:
             signal = g + problem.noise(xi[:, k % chunk], n)
+            if bias is not None:
+                signal = signal + bias
             w = _write(updater, w, -config.lr * signal, device_rngs, spread, digital)
             w_seen = w[:, seen]
             w_lo, w_hi = np.minimum(w_lo, w_seen.min(axis=1)), np.maximum(w_hi, w_seen.max(axis=1))
@@ -237,6 +266,8 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
         step = config.lr / n
         for i in range(n):
             signal = g + problem.noise(xi[:, k % chunk, i], 1)
+            if bias is not None:
+                signal = signal + bias
             w = _write(updater, w, -step * signal, device_rngs, spread, digital)
             w_seen = w[:, seen]
             w_lo, w_hi = np.minimum(w_lo, w_seen.min(axis=1)), np.maximum(w_hi, w_seen.max(axis=1))
@@ -245,7 +276,7 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
         monitor.warn()
     constants = RunConstants(
         L=problem.L, Delta=problem.Delta, sigma2=problem.sigma2, f_star=problem.f_star, dim=dim,
-        samples_per_update=n,
+        samples_per_update=n, beta=config.grad_bias,
     )
     return Trace(
         step=logged,

@@ -103,9 +103,11 @@ class Case:
         The step as a fraction of the step cap on :func:`step_region`, in (0, 1).
     steps, seeds : int
         Iterations ``K`` and ensemble size ``R`` (>= 2).
-    problem, stages, micro_batches, micro_batch_size, device, tau, sigma2, seed, digital_stages
+    problem, stages, micro_batches, micro_batch_size, device, tau, sigma2, seed, digital_stages,
+    grad_bias
         The :class:`~simulate.config.SimConfig` fields of the same name (the same defaults;
-        ``digital_stages`` for the ``mixed`` entries of Theorem 2M).
+        ``digital_stages`` for the ``mixed`` entries of Theorem 2M, ``grad_bias > 0`` for the
+        biased-gradient entry ``analog_sgd_biased``).
     """
 
     bound: str
@@ -121,6 +123,7 @@ class Case:
     sigma2: float = _DEFAULT.sigma2
     seed: int = _DEFAULT.seed
     digital_stages: str = _DEFAULT.digital_stages
+    grad_bias: float = _DEFAULT.grad_bias
 
     def __post_init__(self):
         if self.bound not in CHECKABLE:
@@ -141,7 +144,8 @@ class Case:
             device += f"-digital[{self.digital_stages}]"
         return (f"{self.bound}-{self.problem}-M{self.stages}-B{self.micro_batches}"
                 f"-b{self.micro_batch_size}-{device}-sigma2={self.sigma2:g}"
-                f"-frac{self.fraction:g}-K{self.steps}-R{self.seeds}-seed{self.seed}")
+                f"-frac{self.fraction:g}-K{self.steps}-R{self.seeds}-seed{self.seed}"
+                + (f"-beta={self.grad_bias:g}" if self.grad_bias else ""))
 
     def config(self) -> SimConfig:
         """The checked configuration: the entry's algorithm and mode, one logging point, and the
@@ -150,7 +154,7 @@ class Case:
             self.bound, problem=self.problem, stages=self.stages,
             micro_batches=self.micro_batches, micro_batch_size=self.micro_batch_size,
             device=self.device, tau=self.tau, sigma2=self.sigma2, steps=self.steps,
-            seeds=self.seeds, log_every=self.steps, seed=self.seed,
+            seeds=self.seeds, log_every=self.steps, seed=self.seed, grad_bias=self.grad_bias,
             **({"digital_stages": self.digital_stages} if self.digital_stages else {}),
         )  # at SimConfig's default lr, which the step cap does not read
         return replace(base, lr=capped_step(self.bound, base, self.fraction, step_region(base)))
@@ -175,6 +179,7 @@ QUICK: tuple[Case, ...] = (
     Case("analog_sgd_mixed", 0.5, stages=4, digital_stages="1,2", **_QUICK),
     Case("analog_sgd_sp_mixed", 0.5, stages=4, micro_batches=4, digital_stages="1,2", **_QUICK),
     Case("analog_sgd_ap_mixed", 0.5, stages=4, digital_stages="1,2", **_QUICK),
+    Case("analog_sgd_biased", 0.5, grad_bias=0.2, sigma2=0.1, **_QUICK),
 )
 
 #: step fractions of the asynchronous rows at Theorem 4''s cap: half, most, all but 0.1 % of it
@@ -216,6 +221,16 @@ STANDARD: tuple[Case, ...] = tuple(dict.fromkeys((
            tau=tau, sigma2=sigma2, **_STANDARD)
       for stages, mb, b, tau, sigma2 in ((2, 16, 1, 1.0, 1.0), (4, 4, 1, 1.0, 1.0),
                                          (4, 4, 1, 0.5, 1.0), (8, 8, 2, 1.0, 4.0))),
+    # Proposition IO (a fixed gradient bias of norm beta, against the descent): beta from 0 (Theorem
+    # 2 at half its cap) to 0.5, small noise (the bias dominates the floor), least squares
+    *(Case("analog_sgd_biased", 0.5, grad_bias=beta, sigma2=sigma2, **_STANDARD)
+      for beta, sigma2 in ((0.0, 1.0), (0.2, 1.0), (0.5, 1.0), (0.2, 0.1))),
+    # (beta = 0.5 at small noise settles far from W*, where the constants that held are worse:
+    # 0.2 of the region's cap, as for the linear-step presets)
+    Case("analog_sgd_biased", 0.2, grad_bias=0.5, sigma2=0.01, **_STANDARD),
+    Case("analog_sgd_biased", 0.9, grad_bias=0.2, sigma2=0.1, **_STANDARD),
+    Case("analog_sgd_biased", 0.5, grad_bias=0.2, sigma2=0.1, problem="least-squares",
+         **_STANDARD),
     # Theorem 4' (these rows were the old Theorem 4's; their steps now follow the new cap)
     *(Case("analog_sgd_ap", 0.5, stages=stages, micro_batch_size=b, sigma2=sigma2, **_STANDARD)
       for stages, b, sigma2 in ((1, 1, 1.0), (2, 1, 1.0), (2, 4, 1.0), (4, 1, 1.0), (4, 2, 0.1),

@@ -46,6 +46,8 @@ class RunConstants:
         Number of weights.
     samples_per_update : int
         Samples one update consumes (``b`` for async, ``B b`` otherwise).
+    beta : float
+        Norm of the bias added to the gradient signal (``SimConfig.grad_bias``; 0: unbiased).
     """
 
     L: float  # noqa: N815 - the theory's symbol
@@ -54,6 +56,7 @@ class RunConstants:
     f_star: float
     dim: int
     samples_per_update: int
+    beta: float = 0.0
 
     def to_dict(self) -> dict:
         """The constants by name (the ``config["constants"]`` of the trace's JSON)."""

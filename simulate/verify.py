@@ -27,6 +27,11 @@ the constants that held in the run:
 (``Bound.write``; :func:`config_for` sets it): Theorem 2 and Corollary 3 on batch-mean writes,
 Corollary 3PS (``analog_sgd_per_sample``, ``analog_sgd_sp_per_sample``) on per-sample writes.
 
+**Gradient bias.** A run with ``grad_bias`` :math:`= \beta > 0` (the oracle signal plus a fixed
+bias of norm :math:`\beta`, :func:`simulate.engine.gradient_bias`) is checked against the
+biased-gradient entry ``analog_sgd_biased`` (Proposition IO, ``Bound.gradient = "biased"``)
+with ``beta`` the injected norm; the unbiased entries refuse it (A2 does not hold).
+
 **Choice of theta.** The theorems hold for every :math:`\theta \in (0, 1)` whose step cap admits
 the step; the check uses the tightest admissible bound, :func:`theory.admissible.tightest_theta`
 (a :class:`ParameterError` when no :math:`\theta` admits the step with the constants that held).
@@ -127,6 +132,12 @@ def _validate(name: str, config: SimConfig) -> None:
             f"write={config.write!r}: {name} is proved for write={bound.write!r} (use config_for, "
             "or the entry of the config's write semantics, theory.theorems.bound_for)"
         )
+    if config.grad_bias != 0 and bound.gradient == "unbiased":
+        biased = [x for x, bd in REGISTRY.items() if bd.gradient != "unbiased"]
+        raise ParameterError(
+            f"grad_bias={config.grad_bias:g}: {name} assumes an unbiased gradient (A2); valid: "
+            f"grad_bias=0, or a biased-gradient entry ({', '.join(biased)})"
+        )
     if config.problem not in ORACLE_PROBLEMS:
         raise ParameterError(
             f"problem={config.problem!r}: bounds are checked on {', '.join(ORACLE_PROBLEMS)} only "
@@ -142,11 +153,13 @@ def _validate(name: str, config: SimConfig) -> None:
 
 
 def _base_constants(config: SimConfig, L: float, Delta: float, sigma2: float) -> dict:
-    """The problem and pipeline constants (every name any checkable bound uses but q, G, theta)."""
+    """The problem and pipeline constants (every name any checkable bound uses but q, G, theta);
+    ``beta`` is the injected gradient bias ``config.grad_bias``."""
     return {
         "L": float(L), "L_s": float(L), "Delta": float(Delta), "sigma2": float(sigma2),
         "n": config.samples_per_update, "b": config.micro_batch_size, "B": config.micro_batches,
         "M": config.stages, "D": max(forward_delays(config.mode, config.stages)),
+        "beta": float(config.grad_bias),
     }
 
 

@@ -30,7 +30,7 @@ from theory.theorems import REGISTRY
 
 BASE = dict(
     L=2.0, L_s=1.5, Delta=3.0, sigma2=0.5, n=16, b=4, B=4, M=5, q_min=0.7, q_max=1.3,
-    G_inf=0.3, theta=0.5, tau=1.0, W_max=0.3,
+    G_inf=0.3, theta=0.5, tau=1.0, W_max=0.3, beta=0.05,
     p2_bar=1.3**2, G2_bar=0.3**2,  # Theorem 2M: every block on this device
 )
 
@@ -53,7 +53,7 @@ def point(draw):
         # A3: |G| <= (q_max - q_min)/2 (evaluate_complexity refuses the rest)
         G_inf=draw(st.floats(0.0, 1.0)) * (qmax - qmin) / 2, theta=draw(st.floats(0.05, 0.95)),
         tau=1.0,
-        W_max=draw(st.floats(0.01, 0.9)),
+        W_max=draw(st.floats(0.01, 0.9)), beta=draw(st.floats(0.0, 1.0)),
         # Theorem 2M's noise-weighted sums, in their ranges (drawn last: the draws above are kept)
         p2_bar=qmin**2 + draw(st.floats(0.0, 1.0)) * (qmax**2 - qmin**2),
         G2_bar=draw(st.floats(0.0, 1.0)) * ((qmax - qmin) / 2) ** 2,

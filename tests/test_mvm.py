@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import sympy as sp
-from _sympy_checks import is_zero
 
-from simulate.analog import expected_update
 from simulate.config import SimConfig
 from simulate.mvm import (
     IO_PRESETS,
@@ -25,10 +22,7 @@ from simulate.mvm import (
 )
 from simulate.networks import Network, NetworkSpec, train_network
 from simulate.rng import STREAMS, member_generators, member_sequence
-from theory.devices import make_device
 from theory.errors import ParameterError
-from theory.symbols import Delta, G_inf, K, L, alpha, n, q_max, q_min, sigma2, theta
-from theory.theorems import get_bound
 
 #: every non-ideality off, but not ``is_perfect``: the managed path itself
 ALL_OFF = IOParameters(inp_bound=0.0, inp_res=0.0, out_bound=0.0, out_res=0.0, out_noise=0.0,
@@ -283,68 +277,3 @@ def test_parameters_are_checked():
     with pytest.raises(ParameterError, match="^out_noise="):
         IOParameters(out_noise=-1.0)
     IOParameters(inp_bound=2.0, noise_management="none")  # allowed without noise management
-
-
-# ------------------------------------------------------------------------------------------------
-# Proposition IO of docs/theory.md (analog SGD with a biased gradient; not a registry entry)
-
-def _proposition_io():
-    """Proposition IO in sympy: (beta, sigma_n^2, e = q_max beta + G sigma_n, the bound)."""
-    beta, s2 = sp.symbols("beta sigma_n2", nonnegative=True)
-    e = q_max * beta + G_inf * sp.sqrt(s2)
-    bound = (2 * Delta / (alpha * q_min * K) + L * alpha * q_max**2 * (s2 + 2 * beta**2) / q_min
-             + e**2 / (theta * q_min**2))
-    return beta, s2, e, bound
-
-
-def test_proposition_io_steps_by_sympy():
-    beta, s2, e, bound = _proposition_io()
-    x = sp.Symbol("x", nonnegative=True)  # ||grad f||
-    # Step 3: Young, the difference is a square
-    young = theta * q_min / 2 * x**2 + e**2 / (2 * theta * q_min) - e * x
-    assert is_zero(young - theta * q_min / 2 * (x - e / (theta * q_min)) ** 2)
-    # Step 5: the bracket is q_min / 2 at the cap and decreases in alpha
-    bracket = q_min * (1 - theta / 2) - L * alpha * q_max**2
-    cap = (1 - theta) * q_min / (2 * L * q_max**2)
-    assert is_zero(bracket.subs(alpha, cap) - q_min / 2)
-    assert sp.diff(bracket, alpha).is_negative
-    # Step 5: telescoping and the division by alpha q_min K / 2 give the stated bound
-    per_step = alpha * e**2 / (2 * theta * q_min) + L * alpha**2 * q_max**2 * (2 * beta**2 + s2) / 2
-    assert is_zero((Delta + K * per_step) / (alpha * q_min * K / 2) - bound)
-    # beta = 0 with sigma_n^2 = sigma^2 / n: Theorem 2's expression exactly
-    assert is_zero(bound.subs({beta: 0, s2: sigma2 / n}) - get_bound("analog_sgd").expr)
-
-
-def test_proposition_io_holds_on_a_quadratic_with_a_known_bias():
-    """Analog SGD (expected update, soft bounds tau = 1) on f = sum lam_i (w_i - w*_i)^2 / 2 with
-    the signal grad f + b + noise, ||b|| = beta: the average ||grad f||^2 over K iterates and 16
-    seeds stays below the bound at the measured A3 constants (a one-sided check: the bound is loose
-    by a factor > 5 here, far more than the seed-to-seed spread of the average), and the bias is
-    really there (the average is above beta^2 / 2: the iterates settle where grad f ~ -b; without
-    gradient noise it exceeds the bound with beta = 0, Theorem 2's)."""
-    beta_s, s2_s, _, bound = _proposition_io()
-    device = make_device("softbounds", tau=1.0, dw_min=0.001)
-    d, steps, seeds, th = 16, 2000, 16, 0.5
-    rng = np.random.default_rng(11)
-    lam = np.linspace(0.2, 1.0, d)
-    w_star = rng.uniform(-0.3, 0.3, d)
-    for beta, sigma in ((0.1, 0.5), (0.2, 0.0)):
-        bias = rng.standard_normal(d)
-        bias *= beta / np.linalg.norm(bias)
-        assumed = 0.6  # the step uses q_min, q_max of |w| <= 0.6, checked below
-        step = (1 - th) * (1 - assumed) / (2 * lam.max() * (1 + assumed) ** 2)
-        w, total, w_max = np.zeros((seeds, d)), np.zeros(seeds), 0.0
-        for _ in range(steps):
-            grad = lam * (w - w_star)
-            total += np.sum(grad**2, axis=1)
-            signal = grad + bias + sigma / np.sqrt(d) * rng.standard_normal((seeds, d))
-            w = expected_update(w, -step * signal, device)
-            w_max = max(w_max, float(np.abs(w).max()))
-        assert w_max <= assumed
-        measured = total.mean() / steps
-        values = {Delta: 0.5 * np.sum(lam * w_star**2), K: steps, alpha: step, L: lam.max(),
-                  q_min: 1 - w_max, q_max: 1 + w_max, G_inf: w_max, theta: th, s2_s: sigma**2}
-        assert measured <= float(bound.subs({**values, beta_s: beta}))
-        assert measured >= beta**2 / 2
-        if sigma == 0:  # the bias term is needed: Theorem 2's bound (beta = 0) is exceeded
-            assert measured > float(bound.subs({**values, beta_s: 0}))

@@ -35,6 +35,7 @@ from theory.symbols import (
     W_max,
     alpha,
     b,
+    beta,
     eps,
     n,
     p2_bar,
@@ -73,7 +74,7 @@ c_nn = sp.Symbol("c", nonnegative=True)
 THETA01 = {theta: s / (1 + s)}
 k_root = sp.Symbol("k_root", positive=True)  # stands for sqrt(8 kappa/(1 - theta)) of Theorem 4'
 DERIVED_ANALOG = ("analog_sgd", "analog_sgd_sp", "analog_sgd_ap", "analog_sgd_ap_b",
-                  "analog_sgd_per_sample", "analog_sgd_sp_per_sample")
+                  "analog_sgd_per_sample", "analog_sgd_sp_per_sample", "analog_sgd_biased")
 ASYNC_ANALOG = ("analog_sgd_ap", "analog_sgd_ap_b")
 FIELDS = ("expr", "inv_step_cap", "rate_a", "rate_c", "floor", "best_step", "noise_step")
 
@@ -112,7 +113,7 @@ def test_registry_names_and_order():
         "digital_sgd", "analog_sgd_companion", "analog_sgd", "analog_sgd_sp", "analog_sgd_ap",
         "analog_sgd_ap_b", "analog_sgd_per_sample", "analog_sgd_sp_per_sample",
         "tiki_taka_companion", "tiki_taka_sp", "analog_sgd_mixed", "analog_sgd_sp_mixed",
-        "analog_sgd_ap_mixed", "literature_sgd", "literature_delay_fixed",
+        "analog_sgd_ap_mixed", "analog_sgd_biased", "literature_sgd", "literature_delay_fixed",
         "literature_delay_arbitrary", "literature_async_sgd",
     ]
     for name, bound in REGISTRY.items():
@@ -127,7 +128,7 @@ def test_batches_and_modes():
         "digital_sgd": (n, "none"), "analog_sgd_companion": (n, "none"),
         "analog_sgd": (n, "none"), "analog_sgd_sp": (B * b, "sync"), "analog_sgd_ap": (b, "async"),
         "analog_sgd_ap_b": (b, "async"), "analog_sgd_per_sample": (n, "none"),
-        "analog_sgd_sp_per_sample": (B * b, "sync"),
+        "analog_sgd_sp_per_sample": (B * b, "sync"), "analog_sgd_biased": (n, "none"),
     }
     for name, (batch, mode) in expected.items():
         assert is_zero(REGISTRY[name].batch - batch)
@@ -168,6 +169,8 @@ def test_bound_validates_its_fields():
         Bound(**{**kwargs, "rate_c": 2 * Delta * L / K})
     with pytest.raises(ParameterError, match="proof"):
         Bound(**{**kwargs, "proof": None})
+    with pytest.raises(ParameterError, match="^gradient='skewed' is unknown"):
+        Bound(**{**kwargs, "gradient": "skewed"})
 
 
 def test_latex_has_bound_cap_and_floor_and_no_pipe():
@@ -186,7 +189,14 @@ def test_bound_for_maps_every_schedule_to_its_theorem():
     assert [bd.name for bd in bounds_for("async")] == list(ASYNC_ANALOG)
     for bound in REGISTRY.values():
         if bound.provenance == "derived":
-            assert bound in bounds_for(bound.mode, bound.algorithm, bound.write)
+            assert bound in bounds_for(bound.mode, bound.algorithm, bound.write, bound.gradient)
+    # the biased-gradient entry is no guarantee of the planner (it needs a measured beta)
+    assert [bd.name for bd in bounds_for("none")] == ["analog_sgd"]
+    assert [bd.name for bd in bounds_for("none", gradient="biased")] == ["analog_sgd_biased"]
+    with pytest.raises(ParameterError, match="^no derived bound for gradient='biased'"):
+        bounds_for("sync", gradient="biased")
+    with pytest.raises(ParameterError, match="^gradient='skewed' is unknown"):
+        bounds_for("none", gradient="skewed")
     with pytest.raises(ParameterError, match="valid pairs: analog/async"):
         bound_for("sync", "digital")
 
@@ -302,7 +312,7 @@ def constants(draw):
         q_min: qmin, q_max: qmin * draw(st.floats(1.0, 4.0)), G_inf: draw(st.floats(0, 1)),
         theta: draw(st.floats(0.01, 0.99)), n: draw(st.integers(1, 256)),
         b: draw(st.integers(1, 64)), B: draw(st.integers(1, 32)), M: draw(st.integers(1, 16)),
-        D: draw(st.integers(0, 15)), tau: 1.0, W_max: wmax,
+        D: draw(st.integers(0, 15)), tau: 1.0, W_max: wmax, beta: draw(st.floats(0, 10)),
         # Theorem 2M's noise-weighted sums (drawn after the others: their draws are unchanged)
         p2_bar: qmin**2 * (1 + draw(st.floats(0.0, 15.0))), G2_bar: draw(st.floats(0, 1)),
     }
@@ -417,6 +427,7 @@ INCREASING = {
     "analog_sgd_mixed": (sigma2, L, Delta, p2_bar),
     "analog_sgd_sp_mixed": (sigma2, L, Delta, p2_bar),
     "analog_sgd_ap_mixed": (sigma2, L, Delta, p2_bar, D, L_s),
+    "analog_sgd_biased": (sigma2, L, Delta, G_inf, beta),
     "literature_sgd": (sigma2, L, Delta),
     "literature_delay_fixed": (sigma2, L, Delta, D),
     "literature_delay_arbitrary": (sigma2, L, Delta, D),

@@ -84,6 +84,7 @@ PARAMETER_RANGES: dict[str, tuple] = {
     "G_inf": _NONNEGATIVE,
     "p2_bar": _POSITIVE,
     "G2_bar": _NONNEGATIVE,
+    "beta": _NONNEGATIVE,
     "theta": _UNIT_OPEN,
     **dict.fromkeys(("n", "b", "B", "M"), _COUNT),
     "D": _COUNT_FROM_ZERO,

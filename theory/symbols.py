@@ -12,8 +12,8 @@ from __future__ import annotations
 import sympy as sp
 
 __all__ = [
-    "B", "D", "Delta", "G2_bar", "G_inf", "K", "L", "L_s", "M", "N", "W_max", "alpha", "b", "eps",
-    "kappa_2", "lam", "m", "mb", "n", "p2_bar", "q_max", "q_min", "sigma2", "tau", "theta",
+    "B", "D", "Delta", "G2_bar", "G_inf", "K", "L", "L_s", "M", "N", "W_max", "alpha", "b", "beta",
+    "eps", "kappa_2", "lam", "m", "mb", "n", "p2_bar", "q_max", "q_min", "sigma2", "tau", "theta",
 ]
 
 # problem (A1, A2)
@@ -22,6 +22,8 @@ L_s = sp.Symbol("L_s", positive=True)  #: Lipschitz constant of the stale signal
 Delta = sp.Symbol("Delta", positive=True)  #: f(W_0) - f*
 sigma2 = sp.Symbol("sigma2", positive=True)  #: per-sample gradient variance
 n = sp.Symbol("n", positive=True, integer=True)  #: samples per gradient (batch size)
+#: norm bound of the gradient signal's bias (A2_beta, Proposition IO; 0: unbiased)
+beta = sp.Symbol("beta", nonnegative=True)
 
 # batch and pipeline sizes
 b = sp.Symbol("b", positive=True, integer=True)  #: samples per micro-batch

@@ -47,6 +47,7 @@ from .symbols import (
     W_max,
     alpha,
     b,
+    beta,
     kappa_2,
     lam,
     n,
@@ -59,7 +60,8 @@ from .symbols import (
 )
 
 __all__ = [
-    "ALGORITHMS", "Bound", "LATEX_NAMES", "MIXED_ENTRIES", "PROVENANCES", "REGISTRY",
+    "ALGORITHMS", "Bound", "GRADIENT_SIGNALS", "LATEX_NAMES", "MIXED_ENTRIES", "PROVENANCES",
+    "REGISTRY",
     "WRITE_SEMANTICS",
     "ap_b_floor_factor", "ap_general_parts", "ap_inv_step_cap", "ap_kappa", "ap_kappa_3", "ap_root",
     "bound_for", "bounds_for", "get_bound",
@@ -72,12 +74,15 @@ ALGORITHMS = ("digital", "analog", "tiki-taka", "mixed")
 #: how the samples of one update are written: one update of the batch-mean gradient (Theorems
 #: 2-4'), or one update of -(alpha/n) g_i per sample, in order (Corollary 3PS)
 WRITE_SEMANTICS = ("batch-mean", "per-sample")
+#: the gradient signal a bound assumes: unbiased (A2) or with a bias of norm at most beta
+#: (A2_beta, Proposition IO); the planner's guarantees (:func:`bounds_for`) are the unbiased ones
+GRADIENT_SIGNALS = ("unbiased", "biased")
 
 #: LaTeX names of the symbols (sympy would print ``sigma2`` as :math:`\\sigma_2`)
 LATEX_NAMES = {
     sigma2: r"\sigma^2", G_inf: r"G_\infty", q_min: r"q_{\min}", q_max: r"q_{\max}",
     W_max: r"W_{\max}", L_s: "L_s", kappa_2: r"\kappa_2", lam: r"\lambda",
-    p2_bar: r"\overline{p^2}", G2_bar: r"\overline{G^2}",
+    p2_bar: r"\overline{p^2}", G2_bar: r"\overline{G^2}", beta: r"\beta",
 }
 
 #: the left-hand side every bound bounds (LaTeX; no ``|`` so it can sit inside a Markdown table)
@@ -124,6 +129,9 @@ class Bound:
         The write semantics the bound is proved for (:data:`WRITE_SEMANTICS`): ``"batch-mean"``
         (the default; one update of the batch's mean gradient) or ``"per-sample"`` (one update
         per sample, Corollary 3PS).
+    gradient : str
+        The gradient signal the bound assumes (:data:`GRADIENT_SIGNALS`): ``"unbiased"`` (A2, the
+        default) or ``"biased"`` (A2_beta: a bias of norm at most ``beta``, Proposition IO).
     """
 
     name: str
@@ -142,6 +150,7 @@ class Bound:
     noise_step: sp.Expr
     min_iterations: sp.Expr = field(default=sp.Integer(0))
     write: str = "batch-mean"
+    gradient: str = "unbiased"
 
     def __post_init__(self):
         if self.provenance not in PROVENANCES:
@@ -157,6 +166,10 @@ class Bound:
         if self.write not in WRITE_SEMANTICS:
             raise ParameterError(
                 f"write={self.write!r} is unknown; valid: {', '.join(WRITE_SEMANTICS)}"
+            )
+        if self.gradient not in GRADIENT_SIGNALS:
+            raise ParameterError(
+                f"gradient={self.gradient!r} is unknown; valid: {', '.join(GRADIENT_SIGNALS)}"
             )
         if self.provenance == "derived" and not self.proof:
             raise ParameterError(f"bound {self.name!r} is derived but names no proof")
@@ -239,6 +252,36 @@ def _analog_per_sample(batch: sp.Expr) -> dict[str, sp.Expr]:
         \qquad \alpha \le \frac{(1-\theta) q_{\min}}{L q_{\max}^2}.
     """
     return dict(_analog(sp.Integer(1)), batch=batch)
+
+
+def _analog_biased(batch: sp.Expr) -> dict[str, sp.Expr]:
+    r"""Proposition IO of docs/theory.md: analog SGD with a gradient bias of norm at most ``beta``.
+
+    Steps 1-5 there with the signal's variance :math:`\sigma_n^2 = \sigma^2/n` (``batch`` =
+    ``n``); rate form by Proposition 5 (a) with :math:`P = 2\Delta/q_{\min}`,
+    :math:`Q = L q_{\max}^2(\sigma^2/n + 2\beta^2)/q_{\min}`, :math:`R = 0`:
+
+    .. math::
+
+        \frac{2\Delta}{\alpha q_{\min} K}
+        + \frac{L\alpha q_{\max}^2(\sigma^2/n + 2\beta^2)}{q_{\min}}
+        + \frac{(q_{\max}\beta + G_\infty\sqrt{\sigma^2/n})^2}{\theta q_{\min}^2},
+        \qquad \alpha \le \frac{(1-\theta) q_{\min}}{2 L q_{\max}^2}.
+
+    At ``beta = 0`` it is Theorem 2's expression with half its step cap.
+    """
+    variance = sigma2 / batch + 2 * beta**2  # Step 4: sigma_n^2 + 2 beta^2
+    inv_cap = 2 * L * q_max**2 / ((1 - theta) * q_min)
+    floor = (q_max * beta + G_inf * sp.sqrt(sigma2 / batch)) ** 2 / (theta * q_min**2)
+    return dict(
+        expr=2 * Delta / (alpha * q_min * K) + L * alpha * q_max**2 * variance / q_min + floor,
+        inv_step_cap=inv_cap,
+        rate_a=2 * q_max * sp.sqrt(2 * Delta * L * variance) / q_min,
+        rate_c=2 * Delta * inv_cap / q_min,
+        floor=floor,
+        noise_step=sp.sqrt(2 * Delta / (K * L * q_max**2 * variance)),
+        batch=batch,
+    )
 
 
 def _digital() -> dict[str, sp.Expr]:
@@ -563,6 +606,10 @@ _A3_PS = (
     "A3 on the region the weights visit, the weights between the writes of one update included"
 )
 _PER_SAMPLE = "per-sample writes: n updates of -(alpha/n) g_i, all g_i read at W_k"
+_A2_BETA = (
+    "A2_beta: signal grad f(W_k) + beta_k + nu_k with beta_k F_k-measurable, ||beta_k|| <= beta, "
+    "E_k nu_k = 0, E_k ||nu_k||^2 <= sigma2/n"
+)
 
 _MIXED = (
     "per block m (stage): A3 with q_min_m, q_max_m, G_inf_m (digital: 1, 1, 0) and noise share "
@@ -576,11 +623,12 @@ MIXED_ENTRIES = ("analog_sgd_mixed", "analog_sgd_sp_mixed", "analog_sgd_ap_mixed
 def _make(
     name: str, *, provenance: str, reference: str, mode: str, algorithm: str,
     conditions: list[str], parts: dict[str, sp.Expr], proof: str | None = None,
-    write: str = "batch-mean",
+    write: str = "batch-mean", gradient: str = "unbiased",
 ) -> Bound:
     return Bound(
         name=name, provenance=provenance, reference=reference, proof=proof, mode=mode,
-        algorithm=algorithm, conditions=tuple(conditions), write=write, **parts,
+        algorithm=algorithm, conditions=tuple(conditions), write=write, gradient=gradient,
+        **parts,
     )
 
 
@@ -693,6 +741,15 @@ def _build_registry() -> dict[str, Bound]:
             parts=_analog_ap_mixed(),
         ),
         _make(
+            "analog_sgd_biased", provenance="derived", proof="Proposition IO",
+            reference="Proposition IO of docs/theory.md (Theorem 2 with a biased gradient, "
+            "bias norm <= beta)",
+            mode="none", algorithm="analog", gradient="biased",
+            conditions=[_A1, _A2_BETA, _A3, _THETA,
+                        "alpha <= (1 - theta) q_min/(2 L q_max^2) (half Theorem 2's cap)"],
+            parts=_analog_biased(n),
+        ),
+        _make(
             "literature_sgd", provenance="literature",
             reference="Ghadimi and Lan 2013: N = O(L Delta/eps + L Delta sigma2/eps^2)",
             mode="none", algorithm="digital",
@@ -747,9 +804,13 @@ def get_bound(name: str) -> Bound:
 
 
 def bounds_for(mode: str, algorithm: str = "analog",
-               write: str = "batch-mean") -> tuple[Bound, ...]:
-    """The ``derived`` entries proved for ``algorithm`` under the ``mode`` schedule and the
-    ``write`` semantics, in order.
+               write: str = "batch-mean", gradient: str = "unbiased") -> tuple[Bound, ...]:
+    """The ``derived`` entries proved for ``algorithm`` under the ``mode`` schedule, the
+    ``write`` semantics and the ``gradient`` signal, in order.
+
+    The default ``gradient="unbiased"`` (A2) gives the guarantees of the planner; ``"biased"``
+    the entries for a gradient with a bias of norm at most ``beta`` (Proposition IO), which need
+    a measured ``beta`` and are not planned with.
 
     These are the guarantees the package turns into iterations, cycles and plans; the first one is
     :func:`bound_for`'s answer. A digital update is linear in its increment, so per-sample digital
@@ -767,12 +828,23 @@ def bounds_for(mode: str, algorithm: str = "analog",
         raise ParameterError(f"algorithm={algorithm!r} is unknown; valid: {', '.join(ALGORITHMS)}")
     if write not in WRITE_SEMANTICS:
         raise ParameterError(f"write={write!r} is unknown; valid: {', '.join(WRITE_SEMANTICS)}")
+    if gradient not in GRADIENT_SIGNALS:
+        raise ParameterError(
+            f"gradient={gradient!r} is unknown; valid: {', '.join(GRADIENT_SIGNALS)}"
+        )
     wanted = "batch-mean" if algorithm == "digital" else write
     found = tuple(
         bound for bound in REGISTRY.values()
         if bound.provenance == "derived" and bound.mode == mode and bound.algorithm == algorithm
-        and bound.write == wanted
+        and bound.write == wanted and bound.gradient == gradient
     )
+    if not found and gradient != "unbiased":
+        biased = [x for x in REGISTRY.values() if x.gradient == gradient]
+        raise ParameterError(
+            f"no derived bound for gradient={gradient!r} with algorithm={algorithm!r}, "
+            f"mode={mode!r}, write={write!r}; valid: "
+            + ", ".join(f"{x.algorithm}/{x.mode}/{x.write}" for x in biased)
+        )
     if not found:
         derived = [x for x in REGISTRY.values()
                    if x.provenance == "derived" and x.write in ("batch-mean", wanted)]

@@ -17,7 +17,7 @@ __all__ = ["PROBLEM_FLAGS", "add_flags", "add_problem_flags", "add_weight_bound_
            "init_fields", "problem_from_args"]
 
 #: the :class:`~bounds.params.ProblemParams` fields that have a flag (the flags' ``dest``)
-PROBLEM_FLAGS = ("L", "L_s", "Delta", "sigma2", "theta")
+PROBLEM_FLAGS = ("L", "L_s", "Delta", "sigma2", "theta", "beta")
 
 
 def add_flags(parser: argparse.ArgumentParser, rows: Sequence[tuple]) -> None:
@@ -31,7 +31,8 @@ def add_flags(parser: argparse.ArgumentParser, rows: Sequence[tuple]) -> None:
 
 
 def add_problem_flags(parser: argparse.ArgumentParser) -> None:
-    """Add ``--L --L-s --delta --sigma2 --theta`` (the constants of :class:`ProblemParams`)."""
+    """Add ``--L --L-s --delta --sigma2 --theta --beta`` (the constants of
+    :class:`ProblemParams`)."""
     problem = ProblemParams()
     add_flags(parser, (
         ("--L", "L", float, None, f"smoothness constant L of f (A1); default {problem.L:g}"),
@@ -43,6 +44,9 @@ def add_problem_flags(parser: argparse.ArgumentParser) -> None:
          f"per-sample gradient variance sigma^2 (A2); default {problem.sigma2:g}"),
         ("--theta", "theta", float, None,
          f"Young split theta of the analog bounds, in (0, 1); default {problem.theta:g}"),
+        ("--beta", "beta", float, None,
+         "norm bound beta of the gradient's bias (e.g. measured by bench/io_gradient_error.py), "
+         f"for analog_sgd_biased (Proposition IO); default {problem.beta:g}"),
     ))
 
 

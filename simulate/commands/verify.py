@@ -92,7 +92,8 @@ def config_label(check: Check) -> str:
     else:
         device = c.device if c.tau is None else f"{c.device}(tau={c.tau:g})"
     pipeline = f"M={c.stages} B={c.micro_batches} b={c.micro_batch_size}"
-    return (f"{c.problem} {pipeline} {device} sigma2={c.sigma2:g} lr={c.lr:.4g} "
+    bias = f" beta={c.grad_bias:g}" if c.grad_bias else ""  # the injected gradient bias
+    return (f"{c.problem} {pipeline} {device} sigma2={c.sigma2:g}{bias} lr={c.lr:.4g} "
             f"K={c.steps} R={c.seeds}")
 
 
