@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 #: clock cycles of one programming pulse: the default timing's pulse width over its read time
-#: (``bounds.timing.TimingParams``: 1 ns / 80 ns; a test checks the two agree)
+#: (``bounds.timing.TimingModel``: 1 ns / 80 ns; a test checks the two agree)
 PULSE_CYCLES = 1e-9 / 80e-9
 #: entropy key of the replica streams (``spawn_key = (member, _REPLICA_TAG, replica)``)
 _REPLICA_TAG = 0x4E9_11CA

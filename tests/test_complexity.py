@@ -30,7 +30,7 @@ from theory.theorems import REGISTRY
 
 BASE = dict(
     L=2.0, L_s=1.5, Delta=3.0, sigma2=0.5, n=16, b=4, B=4, M=5, q_min=0.7, q_max=1.3,
-    G_inf=0.3, theta=0.5, tau=1.0, W_max=0.3,
+    G_inf=0.3, theta=0.5, tau=1.0, W_max=0.3, R=2, P=3, nu=0.01,  # R, P, nu: local_sgd
 )
 
 

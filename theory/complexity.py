@@ -83,6 +83,9 @@ PARAMETER_RANGES: dict[str, tuple] = {
     "theta": _UNIT_OPEN,
     **dict.fromkeys(("n", "b", "B", "M"), _COUNT),
     "D": _COUNT_FROM_ZERO,
+    # the local-SGD row (theory.local_sgd): replicas, averaging period, programming noise
+    **dict.fromkeys(("R", "P"), _COUNT),
+    "nu": _NONNEGATIVE,
 }
 
 

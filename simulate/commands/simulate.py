@@ -117,7 +117,9 @@ def run(args: argparse.Namespace) -> int:
           f"M={config.stages}, B={config.micro_batches}, b={config.micro_batch_size}, "
           f"device={config.device}, lr={config.lr:g}"
           + (f", pulse_type={config.pulse_type}" if config.update == "pulsed"
-             and config.algorithm == "analog" and config.pulse_type != "deterministic" else ""))
+             and config.algorithm == "analog" and config.pulse_type != "deterministic" else "")
+          + (f", replicas={config.replicas}, P={config.average_every}, programming_error="
+             f"{config.programming_error:g}" if config.replicas > 1 else ""))
     for name, value in rows:
         print(f"  {name:<{width}}  {value}")
     return 0
