@@ -53,6 +53,7 @@ def point(draw):
         G_inf=draw(st.floats(0.0, 1.0)) * (qmax - qmin) / 2, theta=draw(st.floats(0.05, 0.95)),
         tau=1.0,
         W_max=draw(st.floats(0.01, 0.9)),
+        R=draw(st.integers(1, 16)), P=draw(st.integers(1, 16)), nu=draw(st.floats(0.0, 1.0)),
     )
 
 
@@ -193,6 +194,8 @@ def test_cycles_come_from_the_schedules(name):
         )
     assert result.cycles == expected
     batch = {"none": BASE["n"], "sync": BASE["B"] * BASE["b"], "async": BASE["b"]}[bound.mode]
+    if name == "local_sgd":  # R replicas in parallel: R n samples, one replica's cycles
+        batch *= BASE["R"]
     assert result.samples == batch * k
 
 

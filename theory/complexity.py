@@ -43,6 +43,7 @@ from functools import cache
 import numpy as np
 import sympy as sp
 
+from . import local_sgd
 from .compiled import compile_expr
 from .errors import IterationLimitError, ParameterError, UnreachableTargetError, check_array
 from .schedules import cycles_for_iterations, max_delay
@@ -117,10 +118,13 @@ def iterations_expr(bound: Bound) -> sp.Expr:
 
 
 def _cycles_per_run(bound: Bound) -> sp.Expr:
-    """Cycles for ``K`` updates in ``bound.mode``; ``none`` runs ``n/b`` micro-batches per step."""
+    """Cycles for ``K`` updates in ``bound.mode``; ``none`` runs ``n/b`` micro-batches per step.
+
+    The ``R`` replicas of the local-SGD row (batch ``R n``) run in parallel: one replica's
+    micro-batches set the cycles (``R = 1`` in the batch)."""
     cycles = cycles_for_iterations(bound.mode)
     if bound.mode == "none":
-        cycles = cycles.subs(B, bound.batch / b)
+        cycles = cycles.subs(B, bound.batch.subs(local_sgd.R, 1) / b)
     return cycles
 
 

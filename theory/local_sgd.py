@@ -142,8 +142,10 @@ def parts() -> dict[str, sp.Expr]:
     """The fixed-step rate form at the step cap, keyed like a registry entry's parts.
 
     ``rate_a = 0``, ``rate_c = 2 Delta inv_cap/q_min`` and ``floor = F(1/inv_cap)``; batch
-    ``R n`` samples per step. For :func:`theory.theorems` (``_make(..., parts=parts())``) the
-    symbols ``R``, ``P``, ``nu`` would need ranges in :data:`theory.complexity.PARAMETER_RANGES`.
+    ``R n`` samples per step, all replicas' (what the simulator's trace counts); the replicas run
+    in parallel, so the cycles of a step are one replica's (:func:`theory.complexity.cycles_expr`
+    sets ``R = 1`` in the batch). Registered as ``local_sgd`` (:mod:`theory.theorems`; ranges
+    of ``R``, ``P``, ``nu`` in :data:`theory.complexity.PARAMETER_RANGES`).
     """
     cap = inv_step_cap()
     return dict(
