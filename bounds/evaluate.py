@@ -172,6 +172,7 @@ def _values(hardware: HardwareParams, problem: ProblemParams, pipeline: Pipeline
         theory_values(hardware, problem),
         n=pipeline.mini_batch, b=pipeline.micro_batch_size, B=pipeline.micro_batches,
         M=pipeline.stages, D=pipeline.max_delay,
+        R=1, P=1, nu=0.0,  # one pipeline: the local-SGD row with one replica, no averaging
     )
     response = hardware.device.response
     if isinstance(response, SoftBounds):

@@ -15,8 +15,9 @@ the same stage of the other replicas, all stages at once; the slowest stage sets
   by a ring all-reduce of the stage's weights, :math:`2\frac{R-1}{R} N\,\mathrm{bytes}/
   \mathrm{bandwidth}`; *program* the mean back row by row with closed-loop pulses, each row at most
   :math:`n_p = \lceil 2W_{\max}/\Delta w_{\min}\rceil` pulses (a full-range write) and one verify
-  read: :math:`r\,(n_p t_\mathrm{pulse} + t_\mathrm{read})`. Each phase is rounded up to whole
-  periods of the kind's clock.
+  read: :math:`r\,(n_p t_\mathrm{pulse} + t_\mathrm{read})` (both phases:
+  :func:`theory.local_sgd.averaging_phases`, shared with the simulator). Each phase is rounded up
+  to whole periods of the kind's clock.
 - digital stage: one pass over its weights (:math:`N t_\mathrm{upd}`) and the same all-reduce.
 
 **Programming noise** (:func:`programming_noise`): closed-loop programming stops within one
@@ -44,12 +45,11 @@ stages only gets :math:`q = 1`, :math:`G = 0`.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from theory.complexity import ComplexityResult, evaluate_guarantee
 from theory.errors import ParameterError
+from theory.local_sgd import averaging_phases, full_range_pulses
 
 from .evaluate import theory_values
 from .hardware import AcceleratorKind
@@ -165,10 +165,10 @@ def stage_averaging_time_s(kind: AcceleratorKind, weights, replicas, link_bytes_
     if kind.analog:
         h = kind.hardware
         rows = h.tile_rows
-        pulses = math.ceil(2 * h.weight_bound / h.device.dw_min)
+        pulses = full_range_pulses(2 * h.weight_bound, h.device.dw_min)
         clk = h.clock_hz
-        local = (_clock(rows * h.read_time_s, clk)
-                 + _clock(rows * (pulses * h.pulse_width_s + h.read_time_s), clk))
+        read_s, program_s = averaging_phases(rows, pulses, h.read_time_s, h.pulse_width_s)
+        local = _clock(read_s, clk) + _clock(program_s, clk)
         reduce_s = _clock(reduce_s, clk)
     else:
         local = _clock(weights * kind.update_time_per_weight_s, kind.clock_hz)

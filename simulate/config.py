@@ -21,10 +21,10 @@ from .digits import DATA_SETS, train_rows
 from .mvm import IO_PRESETS
 
 __all__ = [
-    "ALGORITHMS", "DATA_SETS", "DEFAULT_DW_MIN", "DEFAULT_TAU", "IO_CHOICES", "MAX_STAGES",
-    "NETWORK_PROBLEMS", "ORACLE_PROBLEMS", "PROBLEMS", "PULSE_METHODS", "PULSE_TYPES",
-    "SimConfig", "TRANSFER_SLICES", "UPDATES", "WRITE_SEMANTICS", "check_device_tau",
-    "device_from_config", "device_named", "fast_device_from_config",
+    "ALGORITHMS", "DATA_SETS", "DEFAULT_DW_MIN", "DEFAULT_TAU", "IO_CHOICES", "MAX_REPLICAS",
+    "MAX_STAGES", "NETWORK_PROBLEMS", "ORACLE_PROBLEMS", "PROBLEMS", "PULSE_METHODS",
+    "PULSE_TYPES", "SimConfig", "TRANSFER_SLICES", "UPDATES", "WRITE_SEMANTICS",
+    "check_device_tau", "device_from_config", "device_named", "fast_device_from_config",
     "network_bytes_per_member",
 ]
 
@@ -44,13 +44,16 @@ PULSE_METHODS = ("closed-form", "loop")
 #: (an async run keeps ``M - m + 1`` copies of stage m's block, about ``M / 2`` copies of the whole
 #: model, and the paper's pipelines have at most a few dozen stages)
 MAX_STAGES = 64
+#: the most data-parallel replicas per member (a sanity cap on the input, like MAX_STAGES)
+MAX_REPLICAS = 64
 #: pulse granularity of a device named by its family alone (the paper's tau = 1 theory device)
 DEFAULT_DW_MIN = 0.001
 #: the default ``tau`` of :class:`SimConfig` (a preset whose range is fixed records ``None``)
 DEFAULT_TAU = 1.0
 #: the integer fields of :class:`SimConfig` (an integral float such as ``20.0`` is stored as int)
 _INTEGER_FIELDS = ("stages", "micro_batches", "micro_batch_size", "steps", "seeds", "log_every",
-                   "dim", "seed", "transfer_every")
+                   "dim", "seed", "transfer_every", "replicas",
+                   "average_every")
 #: what a Tiki-Taka transfer event moves (:mod:`simulate.tiki_taka`)
 TRANSFER_SLICES = ("column", "all")
 #: updates whose gradient noise (oracle) or batches (networks) are drawn at once, see the engine
@@ -179,6 +182,16 @@ class SimConfig:
         every member: the signal ``g + b`` understates the descent (docs/theory.md,
         Proposition IO, registry ``analog_sgd_biased``). Oracle problems only (a network's
         gradient error comes from its IO non-idealities, ``forward_io``/``backward_io``).
+    replicas : int
+        Data-parallel replicas per ensemble member (1 to ``MAX_REPLICAS``; oracle problems), each
+        running ``mode`` on its own gradient noise and device draws (:mod:`simulate.replicas`):
+        mode ``none`` is the planner's ``dp``, ``sync``/``async`` its ``hybrid``. 1 (default):
+        today's run, bit for bit.
+    average_every : int
+        Averaging period ``P`` (updates between averagings; ignored at ``replicas = 1``).
+    programming_error : float
+        Std of the per-weight error when the mean is programmed back, weight units (>= 0,
+        default 0); the local-SGD row's ``nu = dim * programming_error**2``.
 
     Notes
     -----
@@ -306,6 +319,17 @@ class SimConfig:
                 "from W_0 towards the minimiser; Proposition IO); 0 = unbiased",
     })
 
+    replicas: int = field(default=1, metadata={
+        "help": "data-parallel replicas per ensemble member, each running the mode (dp: mode "
+                "none; hybrid: sync or async), averaged every --average-every updates "
+                "(simulate.replicas; oracle problems)"})
+    average_every: int = field(default=1, metadata={
+        "help": "averaging period P: the replicas' weights are averaged digitally and "
+                "programmed back every P updates"})
+    programming_error: float = field(default=0.0, metadata={
+        "help": "std of the per-weight error of programming the mean back (weight units; "
+                "closed-loop programming, simulate.replicas)"})
+
     def __post_init__(self):
         _choice("problem", self.problem, PROBLEMS)
         _choice("mode", self.mode, MODES)
@@ -341,9 +365,10 @@ class SimConfig:
             raise ParameterError(f"device={show_value(self.device)} is not a name; valid: a "
                                  "preset or a family of theory.devices")
         lows = {"stages": 1, "micro_batches": 1, "micro_batch_size": 1, "steps": 1, "seeds": 1,
-                "log_every": 1, "dim": 1, "seed": 0, "transfer_every": 1}
+                "log_every": 1, "dim": 1, "seed": 0, "transfer_every": 1, "replicas": 1,
+                "average_every": 1}
         for name in _INTEGER_FIELDS:  # stored as Python int (20.0 -> 20), never a numpy scalar
-            high = MAX_STAGES if name == "stages" else None
+            high = {"stages": MAX_STAGES, "replicas": MAX_REPLICAS}.get(name)
             value = check_range(name, getattr(self, name), lows[name], high, integer=True)
             object.__setattr__(self, name, value)
         if self.tau is not None:
@@ -368,6 +393,15 @@ class SimConfig:
                 f"grad_bias={self.grad_bias:g} applies to the oracle problems only "
                 f"({', '.join(ORACLE_PROBLEMS)}); a network's gradient error comes from its IO "
                 "non-idealities (forward_io, backward_io)")
+        check_range("programming_error", self.programming_error, 0, None)
+        if self.replicas > 1 and self.problem not in ORACLE_PROBLEMS:
+            raise ParameterError(
+                f"replicas={self.replicas} is simulated for the oracle problems only "
+                f"({', '.join(ORACLE_PROBLEMS)}); use replicas=1 for problem={self.problem!r}")
+        if self.replicas > 1 and self.algorithm not in ("digital", "analog"):
+            raise ParameterError(
+                f"replicas={self.replicas} is simulated for algorithm='digital' or 'analog'; "
+                f"use replicas=1 for algorithm={self.algorithm!r}")
         if self.stages > self.dim and self.problem == "quadratic":
             raise ParameterError(
                 f"stages={self.stages} exceeds dim={self.dim}; valid range [1, {self.dim}]"
@@ -504,6 +538,10 @@ def _check_counts(config: SimConfig) -> None:
         _limit("micro_batches", big_b, need=k * b * big_b, limit=MAX_COUNT, what="samples",
                    hint=hint)
         cycles = 2 * m * big_b * k if config.mode == "none" else 2 * (big_b + m - 1) * k
+    if config.replicas > 1:  # the trace's samples count every replica's
+        n = b if config.mode == "async" else b * big_b
+        _limit("replicas", config.replicas, need=k * n * config.replicas, limit=MAX_COUNT,
+               what="samples", hint=hint)
     _limit("micro_batches" if config.mode != "async" else "steps",
                big_b if config.mode != "async" else k,
                need=cycles, limit=MAX_COUNT, what="clock cycles", hint=hint)
@@ -561,6 +599,9 @@ def _check_memory(config: SimConfig) -> None:
                        what="bytes of batch arrays per member")
     _limit("seeds", seeds, need=seeds * per_member, limit=limit,
                what="bytes of ensemble arrays", hint="run fewer seeds at a time")
+    if config.replicas > 1:  # every replica holds its weights and noise draws (engine)
+        _limit("replicas", config.replicas, need=seeds * config.replicas * per_member,
+               limit=limit, what="bytes of replica arrays", hint="run fewer seeds or replicas")
 
 
 def device_from_config(config: SimConfig) -> Device:

@@ -35,6 +35,12 @@ intermediate :math:`V_i`. At ``n = 1`` both semantics give the same bits (tested
 minimiser): the same vector in every update and member, drawn from nothing (no random number
 changes), pointing against the descent. At :math:`\beta = 0` nothing is added (today's bits).
 
+**Replicas** (``SimConfig.replicas = R``, :mod:`simulate.replicas`): each member holds ``R``
+replicas on the leading axis, each running the mode above on its own streams, averaged and
+programmed back every ``average_every`` updates; the trace records the replicas' mean
+:math:`\bar W_k` (loss, ``||grad f||^2``), every replica's samples and the averagings' cycles.
+``R = 1`` is the run above, bit for bit.
+
 Cycles come from :func:`simulate.staleness.cycles_after` (the closed forms of
 :mod:`theory.schedules`).
 
@@ -64,7 +70,14 @@ from . import networks, tiki_taka
 from .analog import DeviceSpread, Updater, digital_blocks
 from .config import NETWORK_PROBLEMS, ORACLE_PROBLEMS, SimConfig, device_from_config
 from .problems import LeastSquares, OracleProblem, Quadratic, row_dot
-from .rng import member_generators, problem_generator
+from .replicas import (
+    averaging_cycles,
+    cycles_with_averaging,
+    program_mean,
+    replica_generators,
+    replica_mean,
+)
+from .rng import problem_generator
 from .staleness import (
     StaleVersions,
     check_divergence,
@@ -197,10 +210,10 @@ def run(
 
 def _run_oracle(config, seed, problem, updater, members, progress, record_versions) -> Trace:
     n_members, dim, steps = len(members), problem.dim, config.steps
-    n = config.samples_per_update
-    streams = member_generators(seed, members)
+    n, reps = config.samples_per_update, config.replicas
+    streams = replica_generators(seed, members, reps)  # rows member-major (simulate.replicas)
     noise_rngs, device_rngs = streams["noise"], streams["device"]
-    w = np.tile(problem.w0, (n_members, 1))
+    w = np.tile(problem.w0, (n_members * reps, 1))
     spread = DeviceSpread.draw(updater.device, w.shape, device_rngs) if updater.uses_dtod else None
     blocks = problem.blocks
     tiles = tiki_taka.oracle_tiles(blocks)
@@ -211,6 +224,7 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
     stale = StaleVersions(forward_delays(config.mode, config.stages), [(w[:, b],) for b in blocks])
 
     monitor = updater.pinned_monitor(spread)
+    lo, hi = (None, None) if monitor is None else (monitor.lo, monitor.hi)
     logged = log_steps(steps, config.log_every)
     loss = np.full((n_members, len(logged)), np.nan)
     grad_norm2 = np.full_like(loss, np.nan)
@@ -224,14 +238,19 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
     chunk = max(1, _NOISE_CHUNK // n) if per_sample else _NOISE_CHUNK
     bias = gradient_bias(problem, config.grad_bias)  # None: unbiased (nothing added)
     for k in range(steps + 1):
+        if reps > 1 and k > 0 and k % config.average_every == 0:  # after update k - 1
+            w = program_mean(w, reps, config.programming_error, streams["program"], lo, hi)
+            w_lo, w_hi = np.minimum(w_lo, w.min(axis=1)), np.maximum(w_hi, w.max(axis=1))
         g = problem.grad(w)
-        gn2 = row_dot(g, g)
+        w_bar = replica_mean(w, reps)  # the replicas' mean (w itself at replicas = 1)
+        g_bar = g if reps == 1 else problem.grad(w_bar)
+        gn2 = row_dot(g_bar, g_bar)
         if g_limit is None:
             g_limit = divergence_limit(gn2, squared=True)
         check_divergence(k, "||grad f(W)||^2", gn2, g_limit, config.lr)
         check_divergence(k, "max |w|", np.abs(w).max(axis=1), w_limit, config.lr)
         if k == logged[t]:
-            loss[:, t], grad_norm2[:, t] = problem.loss(w), gn2
+            loss[:, t], grad_norm2[:, t] = problem.loss(w_bar), gn2
             if monitor is not None:
                 monitor.observe(k, w)
             t += 1
@@ -278,11 +297,18 @@ def _run_oracle(config, seed, problem, updater, members, progress, record_versio
         L=problem.L, Delta=problem.Delta, sigma2=problem.sigma2, f_star=problem.f_star, dim=dim,
         samples_per_update=n, beta=config.grad_bias,
     )
+    cycles = cycles_after(config.mode, config.stages, config.micro_batches, logged)
+    if reps > 1:
+        device = updater.device
+        cycles = cycles_with_averaging(cycles, logged, config.average_every, averaging_cycles(
+            device is not None and updater.kind != "digital",
+            0.0 if device is None else device.w_max - device.w_min,
+            1.0 if device is None else device.dw_min))
+        w_lo, w_hi = w_lo.reshape(-1, reps).min(axis=1), w_hi.reshape(-1, reps).max(axis=1)
     return Trace(
         step=logged,
-        samples=logged * n,
-        cycles=cycles_after(config.mode, config.stages, config.micro_batches, logged)
-        + tiki_taka.transfer_cycles(updater, logged),
+        samples=logged * n * reps,
+        cycles=cycles + tiki_taka.transfer_cycles(updater, logged),
         loss=loss,
         grad_norm2=grad_norm2,
         test_accuracy=np.full_like(loss, np.nan),

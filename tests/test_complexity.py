@@ -30,7 +30,7 @@ from theory.theorems import REGISTRY
 
 BASE = dict(
     L=2.0, L_s=1.5, Delta=3.0, sigma2=0.5, n=16, b=4, B=4, M=5, q_min=0.7, q_max=1.3,
-    G_inf=0.3, theta=0.5, tau=1.0, W_max=0.3, beta=0.05,
+    G_inf=0.3, theta=0.5, tau=1.0, W_max=0.3, beta=0.05, R=2, P=3, nu=0.01,  # R, P, nu: local_sgd
     p2_bar=1.3**2, G2_bar=0.3**2,  # Theorem 2M: every block on this device
 )
 
@@ -57,6 +57,7 @@ def point(draw):
         # Theorem 2M's noise-weighted sums, in their ranges (drawn last: the draws above are kept)
         p2_bar=qmin**2 + draw(st.floats(0.0, 1.0)) * (qmax**2 - qmin**2),
         G2_bar=draw(st.floats(0.0, 1.0)) * ((qmax - qmin) / 2) ** 2,
+        R=draw(st.integers(1, 16)), P=draw(st.integers(1, 16)), nu=draw(st.floats(0.0, 1.0)),
     )
 
 
@@ -197,6 +198,8 @@ def test_cycles_come_from_the_schedules(name):
         )
     assert result.cycles == expected
     batch = {"none": BASE["n"], "sync": BASE["B"] * BASE["b"], "async": BASE["b"]}[bound.mode]
+    if name == "local_sgd":  # R replicas in parallel: R n samples, one replica's cycles
+        batch *= BASE["R"]
     assert result.samples == batch * k
 
 

@@ -20,6 +20,7 @@ from _sympy_checks import is_zero, nonneg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from theory import local_sgd
 from theory.complexity import iterations_expr, solve_rate
 from theory.errors import ParameterError
 from theory.symbols import (
@@ -70,6 +71,7 @@ g_pos = sp.Symbol("g_pos", positive=True)  # a strictly positive G_inf
 gap = sp.Symbol("gap", positive=True)  # eps - floor
 a_ = sp.Symbol("a", positive=True)
 c_pos = sp.Symbol("c_pos", positive=True)
+p_extra = sp.Symbol("p_extra", nonnegative=True)  # local-SGD period P = 1 + p_extra
 c_nn = sp.Symbol("c", nonnegative=True)
 THETA01 = {theta: s / (1 + s)}
 k_root = sp.Symbol("k_root", positive=True)  # stands for sqrt(8 kappa/(1 - theta)) of Theorem 4'
@@ -83,8 +85,9 @@ FIELDS = ("expr", "inv_step_cap", "rate_a", "rate_c", "floor", "best_step", "noi
 
 
 def domain(expr):
-    """Substitute the domain encodings (theta in (0,1), W_max < tau, q_max >= q_min)."""
-    return sp.sympify(expr).subs(THETA01).subs(tau, W_max + u).subs(q_max, q_min * (1 + v))
+    """Substitute the domain encodings (theta in (0,1), W_max < tau, q_max >= q_min, P >= 1)."""
+    return (sp.sympify(expr).subs(THETA01).subs(tau, W_max + u).subs(q_max, q_min * (1 + v))
+            .subs(local_sgd.P, 1 + p_extra))
 
 
 def rate(bound: Bound, k=K):
@@ -114,7 +117,7 @@ def test_registry_names_and_order():
         "analog_sgd_ap_b", "analog_sgd_per_sample", "analog_sgd_sp_per_sample",
         "tiki_taka_companion", "tiki_taka_sp", "analog_sgd_mixed", "analog_sgd_sp_mixed",
         "analog_sgd_ap_mixed", "analog_sgd_biased", "literature_sgd", "literature_delay_fixed",
-        "literature_delay_arbitrary", "literature_async_sgd",
+        "literature_delay_arbitrary", "literature_async_sgd", "local_sgd",
     ]
     for name, bound in REGISTRY.items():
         assert bound.name == name
@@ -315,6 +318,8 @@ def constants(draw):
         D: draw(st.integers(0, 15)), tau: 1.0, W_max: wmax, beta: draw(st.floats(0, 10)),
         # Theorem 2M's noise-weighted sums (drawn after the others: their draws are unchanged)
         p2_bar: qmin**2 * (1 + draw(st.floats(0.0, 15.0))), G2_bar: draw(st.floats(0, 1)),
+        local_sgd.R: draw(st.integers(1, 16)), local_sgd.P: draw(st.integers(1, 16)),
+        local_sgd.nu: draw(st.floats(0, 1)),
     }
 
 
@@ -432,6 +437,7 @@ INCREASING = {
     "literature_delay_fixed": (sigma2, L, Delta, D),
     "literature_delay_arbitrary": (sigma2, L, Delta, D),
     "literature_async_sgd": (sigma2, L, Delta, M),
+    "local_sgd": (sigma2, L, Delta, G_inf, local_sgd.nu),
 }
 
 
@@ -460,7 +466,10 @@ def test_every_bound_positive_on_its_domain(name):
     bound = REGISTRY[name]
     assert domain(bound.expr).is_positive
     assert domain(bound.inv_step_cap).is_positive
-    assert domain(bound.rate_a).is_positive
+    if name == "local_sgd":  # rate form at the step cap: no 1/sqrt(K) term (theory.local_sgd)
+        assert bound.rate_a == 0
+    else:
+        assert domain(bound.rate_a).is_positive
     assert domain(bound.rate_c).is_nonnegative
     assert domain(bound.floor).is_nonnegative
     assert domain(bound.noise_step).is_positive

@@ -43,6 +43,7 @@ from functools import cache
 import numpy as np
 import sympy as sp
 
+from . import local_sgd
 from .compiled import compile_expr
 from .errors import IterationLimitError, ParameterError, UnreachableTargetError, check_array
 from .mixed import Block, mixed_constants
@@ -88,6 +89,9 @@ PARAMETER_RANGES: dict[str, tuple] = {
     "theta": _UNIT_OPEN,
     **dict.fromkeys(("n", "b", "B", "M"), _COUNT),
     "D": _COUNT_FROM_ZERO,
+    # the local-SGD row (theory.local_sgd): replicas, averaging period, programming noise
+    **dict.fromkeys(("R", "P"), _COUNT),
+    "nu": _NONNEGATIVE,
 }
 
 
@@ -119,10 +123,13 @@ def iterations_expr(bound: Bound) -> sp.Expr:
 
 
 def _cycles_per_run(bound: Bound) -> sp.Expr:
-    """Cycles for ``K`` updates in ``bound.mode``; ``none`` runs ``n/b`` micro-batches per step."""
+    """Cycles for ``K`` updates in ``bound.mode``; ``none`` runs ``n/b`` micro-batches per step.
+
+    The ``R`` replicas of the local-SGD row (batch ``R n``) run in parallel: one replica's
+    micro-batches set the cycles (``R = 1`` in the batch)."""
     cycles = cycles_for_iterations(bound.mode)
     if bound.mode == "none":
-        cycles = cycles.subs(B, bound.batch / b)
+        cycles = cycles.subs(B, bound.batch.subs(local_sgd.R, 1) / b)
     return cycles
 
 

@@ -34,11 +34,22 @@ fixed step it is :math:`c(\alpha)/K + F(\alpha)` and inverts exactly (:func:`ite
 the planner minimises over a grid of admissible steps, each a valid bound. :func:`parts` gives
 the fixed-step rate form at the step cap (``rate_a = 0``), the shape a registry entry needs.
 
+**Timing of one averaging** (the one rule, shared by :mod:`bounds.modes` in seconds and
+:mod:`simulate.replicas` in clock cycles): every tile is *read* one row per MVM,
+:math:`r\,t_\mathrm{read}`, and the mean is *programmed* back row by row with closed-loop pulses,
+at most :math:`n_p = \lceil (w_{\max} - w_{\min})/\Delta w_{\min}\rceil` pulses (a full-range
+write) and one verify read per row, :math:`r\,(n_p t_\mathrm{pulse} + t_\mathrm{read})`
+(:func:`averaging_phases`, :func:`full_range_pulses`); after ``k`` updates
+:math:`\lfloor k/P\rfloor` averagings have run (:func:`averagings_after`).
+
 Symbols here (not in :mod:`theory.symbols`): ``R`` replicas, ``P`` averaging period, ``nu``.
 """
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import sympy as sp
 
 from .symbols import Delta, G_inf, K, L, alpha, eps, n, q_max, q_min, sigma2, theta
@@ -48,8 +59,11 @@ __all__ = [
     "P",
     "R",
     "REFERENCE",
+    "averaging_phases",
+    "averagings_after",
     "expr",
     "floor_at_step",
+    "full_range_pulses",
     "inv_step_cap",
     "iterations_at_step",
     "nu",
@@ -72,6 +86,27 @@ CONDITIONS = (
     "alpha <= min((1 - theta) q_min/(L q_max^2), 1/(2 L P))",
     "order only: the analog response constants enter as in Theorem 2, not proved for local steps",
 )
+
+
+def full_range_pulses(weight_range: float, dw_min: float) -> int:
+    r""":math:`n_p = \lceil \mathrm{range}/\Delta w_{\min}\rceil`: the pulses of a full-range
+    closed-loop write (``weight_range = w_max - w_min``, weight units; ``dw_min`` likewise)."""
+    return math.ceil(weight_range / dw_min)
+
+
+def averaging_phases(rows, pulses, read, pulse):
+    r"""The read and the program phase of one averaging of a tile of ``rows`` rows.
+
+    ``(rows * read, rows * (pulses * pulse + read))``: one MVM per row to read it, then per row
+    ``pulses`` pulses of length ``pulse`` and one verify read of length ``read`` (any time unit:
+    seconds in :mod:`bounds.modes`, clock cycles in :mod:`simulate.replicas`). Vectorised.
+    """
+    return rows * read, rows * (pulses * pulse + read)
+
+
+def averagings_after(updates, period):
+    r""":math:`\lfloor k/P\rfloor`: averagings done after ``updates`` updates (every ``period``)."""
+    return np.floor_divide(updates, period)
 
 
 def _noise_free() -> sp.Expr:
@@ -107,8 +142,10 @@ def parts() -> dict[str, sp.Expr]:
     """The fixed-step rate form at the step cap, keyed like a registry entry's parts.
 
     ``rate_a = 0``, ``rate_c = 2 Delta inv_cap/q_min`` and ``floor = F(1/inv_cap)``; batch
-    ``R n`` samples per step. For :func:`theory.theorems` (``_make(..., parts=parts())``) the
-    symbols ``R``, ``P``, ``nu`` would need ranges in :data:`theory.complexity.PARAMETER_RANGES`.
+    ``R n`` samples per step, all replicas' (what the simulator's trace counts); the replicas run
+    in parallel, so the cycles of a step are one replica's (:func:`theory.complexity.cycles_expr`
+    sets ``R = 1`` in the batch). Registered as ``local_sgd`` (:mod:`theory.theorems`; ranges
+    of ``R``, ``P``, ``nu`` in :data:`theory.complexity.PARAMETER_RANGES`).
     """
     cap = inv_step_cap()
     return dict(

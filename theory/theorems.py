@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
+from . import local_sgd
 from .errors import ParameterError
 from .schedules import MODES
 from .symbols import (
@@ -784,6 +785,13 @@ def _build_registry() -> dict[str, Bound]:
             mode="async", algorithm="digital",
             conditions=[_A1, _A2, _ORDER, "workers = M (micro-batches in flight in the pipeline)"],
             parts=_literature(b, M),
+        ),
+        _make(
+            "local_sgd", provenance="literature", reference=local_sgd.REFERENCE,
+            mode="none", algorithm="analog",
+            conditions=[*local_sgd.CONDITIONS, "rate form at the step cap (no rate form at the "
+                        "best step: the programming noise grows as the step shrinks)"],
+            parts=local_sgd.parts(),
         ),
     ]
     return {bound.name: bound for bound in entries}

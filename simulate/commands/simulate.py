@@ -139,6 +139,9 @@ def _header(config: SimConfig) -> str:
             parts.append(f"fast_device={config.fast_device}")
     if config.digital_stages:
         parts.append(f"digital_stages={config.digital_stages}")
+    if config.replicas > 1:
+        parts += [f"replicas={config.replicas}", f"P={config.average_every}",
+                  f"programming_error={config.programming_error:g}"]
     if config.write != "batch-mean":
         parts.append(f"write={config.write}")
     for name in ("forward_io", "backward_io"):
