@@ -28,7 +28,6 @@ for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 from dataclasses import replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -36,22 +35,12 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.bench_simulate import best_times  # noqa: E402
 from simulate.config import SimConfig  # noqa: E402
 from simulate.digits import load_digits_split  # noqa: E402
 from simulate.networks import NetworkSpec, train_network  # noqa: E402
 
 SPEC = NetworkSpec(grad_norm=False)
-
-
-def best_times(functions: dict, repeats: int) -> dict[str, float]:
-    """Minimum wall-clock seconds of each function over ``repeats`` interleaved rounds."""
-    times = {name: float("inf") for name in functions}
-    for _ in range(repeats):
-        for name, fn in functions.items():
-            start = time.perf_counter()
-            fn()
-            times[name] = min(times[name], time.perf_counter() - start)
-    return times
 
 
 def plain_sgd(steps: int, batch: int, lr: float = 0.05, seed: int = 0) -> None:

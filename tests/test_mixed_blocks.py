@@ -99,24 +99,6 @@ def test_analog_share_scales_the_floor():
 
 # ---- the proof steps ---------------------------------------------------------------------------
 
-def _pqr(bound):
-    """expr = P/(alpha K) + Q alpha + R alpha^2 + floor (Proposition 5 (a))."""
-    poly = sp.Poly(sp.expand(bound.expr * alpha * K), alpha)
-    coeffs = {m[0]: c for m, c in zip(poly.monoms(), poly.coeffs(), strict=True)}
-    assert set(coeffs) <= {0, 1, 2, 3}
-    return (coeffs.get(0, 0), coeffs.get(2, 0) / K, coeffs.get(3, 0) / K, coeffs.get(1, 0) / K)
-
-
-@pytest.mark.parametrize("name", MIXED_ENTRIES)
-def test_rate_form_follows_proposition_5a(name):
-    bound = REGISTRY[name]
-    p, q, r, floor = _pqr(bound)
-    assert is_zero(floor - bound.floor)
-    assert is_zero(bound.noise_step - sp.sqrt(p / (q * K)))
-    assert is_zero(bound.rate_a - 2 * sp.sqrt(p * q))
-    assert is_zero(bound.rate_c - (p * bound.inv_step_cap + r * p / q))
-
-
 def test_statement_a_rebuilt_from_steps_3_to_5():
     """Step 5: descent with Step 3's bracket and Step 4's second moment, divided by alpha q K/2."""
     for name, batch in (("analog_sgd_mixed", n), ("analog_sgd_sp_mixed", B * b)):

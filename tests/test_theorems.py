@@ -258,7 +258,7 @@ def _pqr(bound: Bound):
     return p, q, r, floor
 
 
-@pytest.mark.parametrize("name", ["digital_sgd", *DERIVED_ANALOG])
+@pytest.mark.parametrize("name", ["digital_sgd", *DERIVED_ANALOG, *MIXED_ENTRIES])
 def test_rate_coefficients_follow_proposition_5a(name):
     bound = REGISTRY[name]
     p, q, r, floor = _pqr(bound)
