@@ -4,7 +4,9 @@
 - :mod:`bounds.timing`: the one timing model turning clock cycles into seconds;
 - :mod:`bounds.evaluate`: ``evaluate`` one bound, ``compare`` all of them side by side;
 - :mod:`bounds.models`, :mod:`bounds.partition`, :mod:`bounds.relaxation`, :mod:`bounds.planner`:
-  the planner;
+  the planner (with a calibration: predicted beside guaranteed time);
+- :mod:`bounds.hardware`, :mod:`bounds.modes`, :mod:`bounds.mode_planner`: accelerator kinds, the
+  data-parallel and hybrid cycle models, the per-mode comparison;
 - :mod:`bounds.commands`: the ``aimc-pipeline bounds`` and ``plan`` commands (argparse only there).
 """
 

@@ -1,7 +1,11 @@
 """Stochastic simulation of digital and analog SGD through pipelines, and pipeline timelines.
 
 - :mod:`simulate.timeline`: dependency-driven discrete-event timelines of the schedules;
-- :mod:`simulate.analog`: digital, expected-analog and pulse-level updates;
+- :mod:`simulate.analog`: digital, expected-analog and pulse-level updates (closed-form n-pulse
+  maps, aihwkit's pulse trains with update and BL management);
+- :mod:`simulate.mvm`: the analog forward/backward products with aihwkit's IO non-idealities;
+- :mod:`simulate.tiki_taka`: Tiki-Taka's two arrays and transfers;
+- :mod:`simulate.replicas`: data-parallel and hybrid replicas averaged and programmed back;
 - :mod:`simulate.problems`, :mod:`simulate.networks`, :mod:`simulate.digits`: oracle problems and
   digits networks written stage by stage;
 - :mod:`simulate.staleness`: what the engine and the networks share (per-stage delays, cycles, the
@@ -12,7 +16,9 @@
 - :mod:`simulate.prediction`: a check read as a prediction (cycles to eps, guaranteed vs
   simulated);
 - :mod:`simulate.suites`: the verification suites as case tables, and how often the guarantee
-  ranks two checks like the simulation.
+  ranks two checks like the simulation;
+- :mod:`simulate.calibrate`: the calibration of the theorems' rate form to simulated ensembles;
+- :mod:`simulate.tuning`: the speedup study's protocol (tuned steps, time to target, CIs).
 """
 
 from .analog import Updater, digital_update, expected_update, pulsed_update
