@@ -234,28 +234,26 @@ def _check_relations(values: dict[str, np.ndarray]) -> None:
     for low_name, high_name, bad_if in pairs:
         if low_name in values and high_name in values:
             lo, hi = np.broadcast_arrays(values[low_name], values[high_name])
-            bad = bad_if(lo, hi)
-            if bad.any():
-                i = np.flatnonzero(bad)[0]
-                lo_v, hi_v = lo.flat[i].item(), hi.flat[i].item()
-                op = "<=" if bad_if is np.greater else "<"
-                raise ParameterError(
-                    f"{low_name}={lo_v:g} is out of range; valid range: {low_name} {op} "
-                    f"{high_name} = {hi_v:g}"
-                )
+            op = "<=" if bad_if is np.greater else "<"
+            _refuse_first(bad_if(lo, hi), lambda i, lo=lo, hi=hi, a=low_name, b=high_name, op=op: (
+                f"{a}={lo.flat[i].item():g} is out of range; valid range: {a} {op} {b} = "
+                f"{hi.flat[i].item():g}"))
     if {"G_inf", "q_min", "q_max"} <= set(values):
         # A3: G = (q_- - q_+)/2 with q_+, q_- in [q_min, q_max], so |G| <= (q_max - q_min)/2
         g, lo, hi = np.broadcast_arrays(values["G_inf"], values["q_min"], values["q_max"])
         limit = (hi - lo) / 2
-        bad = g > limit * (1 + _A3_SLACK) + _A3_SLACK * hi
-        if bad.any():
-            i = np.flatnonzero(bad)[0]
-            raise ParameterError(
-                f"G_inf={g.flat[i].item():g} is out of range; valid range: G_inf <= "
-                f"(q_max - q_min)/2 = {limit.flat[i].item():g} (A3: the responses lie in "
-                "[q_min, q_max])"
-            )
+        _refuse_first(g > limit * (1 + _A3_SLACK) + _A3_SLACK * hi, lambda i: (
+            f"G_inf={g.flat[i].item():g} is out of range; valid range: G_inf <= "
+            f"(q_max - q_min)/2 = {limit.flat[i].item():g} (A3: the responses lie in "
+            "[q_min, q_max])"))
     _check_block_sums(values)
+
+
+def _refuse_first(bad: np.ndarray, message) -> None:
+    """Raise ``ParameterError(message(i))`` for the first flat index ``i`` where ``bad`` holds
+    (``message`` is called at once, with its arrays bound)."""
+    if bad.any():
+        raise ParameterError(message(int(np.flatnonzero(bad)[0])))
 
 
 def _check_block_sums(values: dict[str, np.ndarray]) -> None:
@@ -274,13 +272,10 @@ def _check_block_sums(values: dict[str, np.ndarray]) -> None:
                 "G2_bar <= ((q_max - q_min)/2)^2"
         slack = _A3_SLACK * (1 + high)
         bad = (x < low * (1 - _A3_SLACK) - slack) | (x > high * (1 + _A3_SLACK) + slack)
-        if bad.any():
-            i = np.flatnonzero(bad)[0]
-            raise ParameterError(
-                f"{name}={x.flat[i].item():g} is out of range; valid range: {text} = "
-                f"[{low.flat[i].item():g}, {high.flat[i].item():g}] (noise-weighted mean over "
-                "the blocks, theory.mixed)"
-            )
+        _refuse_first(bad, lambda i, name=name, x=x, low=low, high=high, text=text: (
+            f"{name}={x.flat[i].item():g} is out of range; valid range: {text} = "
+            f"[{low.flat[i].item():g}, {high.flat[i].item():g}] (noise-weighted mean over "
+            "the blocks, theory.mixed)"))
 
 
 def _scaled_iterations(compiled: _Compiled, eps_arr, arrays, floor, shape) -> np.ndarray:
