@@ -363,7 +363,8 @@ def _tiki_taka_reset(batch: sp.Expr) -> dict[str, sp.Expr]:
     return dict(
         base,
         expr=base["expr"].subs({alpha: eta, K: writes}, simultaneous=True),
-        inv_step_cap=sp.sqrt(rho * T * base["inv_step_cap"]),
+        # sqrt(rho T L q_max^2/((1 - theta) q_min)), with sqrt(1 - theta) apart (readable LaTeX)
+        inv_step_cap=q_max * sp.sqrt(rho * T * L / q_min) / sp.sqrt(1 - theta),
         rate_a=base["rate_a"] * sp.sqrt(T),
         rate_c=base["rate_c"] * T,
         noise_step=sp.sqrt(base["noise_step"].subs(K, writes) / (rho * T)),
