@@ -173,6 +173,7 @@ def _values(hardware: HardwareParams, problem: ProblemParams, pipeline: Pipeline
         n=pipeline.mini_batch, b=pipeline.micro_batch_size, B=pipeline.micro_batches,
         M=pipeline.stages, D=pipeline.max_delay,
         R=1, P=1, nu=0.0,  # one pipeline: the local-SGD row with one replica, no averaging
+        T=1, rho=1.0,  # Tiki-Taka (Corollary TT0): a transfer after every update, beta = alpha
     )
     response = hardware.device.response
     if isinstance(response, SoftBounds):

@@ -21,9 +21,9 @@ from .digits import DATA_SETS, train_rows
 from .mvm import IO_PRESETS
 
 __all__ = [
-    "ALGORITHMS", "DATA_SETS", "DEFAULT_DW_MIN", "DEFAULT_TAU", "IO_CHOICES", "MAX_REPLICAS",
-    "MAX_STAGES", "NETWORK_PROBLEMS", "ORACLE_PROBLEMS", "PROBLEMS", "PULSE_METHODS",
-    "PULSE_TYPES", "SimConfig", "TRANSFER_SLICES", "UPDATES", "WRITE_SEMANTICS",
+    "ALGORITHMS", "DATA_SETS", "DEFAULT_DW_MIN", "DEFAULT_TAU", "DIGITAL_FAST", "IO_CHOICES",
+    "MAX_REPLICAS", "MAX_STAGES", "NETWORK_PROBLEMS", "ORACLE_PROBLEMS", "PROBLEMS",
+    "PULSE_METHODS", "PULSE_TYPES", "SimConfig", "TRANSFER_SLICES", "UPDATES", "WRITE_SEMANTICS",
     "check_device_tau", "device_from_config", "device_named", "fast_device_from_config",
     "network_bytes_per_member",
 ]
@@ -56,6 +56,8 @@ _INTEGER_FIELDS = ("stages", "micro_batches", "micro_batch_size", "steps", "seed
                    "average_every")
 #: what a Tiki-Taka transfer event moves (:mod:`simulate.tiki_taka`)
 TRANSFER_SLICES = ("column", "all")
+#: ``fast_device`` value of an ideal (digital) fast array A: ``A += dw`` exactly, no device
+DIGITAL_FAST = "digital"
 #: updates whose gradient noise (oracle) or batches (networks) are drawn at once, see the engine
 _DRAW_CHUNK = 256
 #: the digits training split (images, features, classes) and the default network (layers, width),
@@ -160,12 +162,17 @@ class SimConfig:
         product. Only for ``algorithm="analog"`` on a network problem (a digital run computes
         exactly; an oracle problem's gradient is not an MVM): anything but ``perfect`` elsewhere
         is refused. The weight gradient ``h^T delta_z`` is the update, not an MVM.
-    transfer_every, transfer_lr, tt_gamma, transfer_slice, fast_device
+    transfer_every, transfer_lr, tt_gamma, transfer_slice, fast_device, transfer_reset
         Tiki-Taka (``algorithm="tiki-taka"``, :mod:`simulate.tiki_taka`; unused otherwise): the
         period ``T`` (updates), the transfer rate relative to ``lr`` (``beta = transfer_lr * lr``,
         aihwkit's ``scale_transfer_lr``), the weight ``gamma`` of A in
-        ``W = gamma A + C``, the slice moved per event (``column`` round robin or ``all``) and
-        the fast array's device (``None``: the run's device).
+        ``W = gamma A + C``, the slice moved per event (``column`` round robin or ``all``),
+        the fast array's device (``None``: the run's device; ``"digital"``
+        (:data:`DIGITAL_FAST`): an ideal buffer, ``A += dw`` exactly, TT-v2's digital buffer)
+        and whether a transfer sets the transferred columns of A back to 0 (``transfer_reset``;
+        default ``False``, aihwkit's TransferCompound: A is not reset). ``gamma = 0``, ``all``,
+        a digital A and the reset are Corollary TT0's variant (docs/theory.md, registry
+        ``tiki_taka_reset``).
     digital_stages : str
         ``algorithm="mixed"`` only: comma list of 1-based stages whose weight block updates
         digitally (``w + dw``); the other stages update through the device. Stored sorted
@@ -303,7 +310,12 @@ class SimConfig:
                 "aihwkit) or all of A", "choices": TRANSFER_SLICES,
     })
     fast_device: str | None = field(default=None, metadata={
-        "help": "tiki-taka: device preset or family of the fast array A (default: --device)",
+        "help": "tiki-taka: device preset or family of the fast array A (default: --device), or "
+                "digital: an ideal buffer (A += dw exactly, no device)",
+    })
+    transfer_reset: bool = field(default=False, metadata={
+        "help": "tiki-taka: after a transfer set the transferred columns of A back to 0 "
+                "(default: A is not reset, aihwkit)",
     })
     digital_stages: str = field(default="", metadata={
         "help": "algorithm mixed: comma list of 1-based stages updated digitally (e.g. 1,4); "
@@ -357,7 +369,7 @@ class SimConfig:
                 f"problem={self.problem!r}: {DATA_SETS[0]}"
             )
         _choice("pulse_method", self.pulse_method, PULSE_METHODS)
-        for name in ("update_management", "bl_management"):
+        for name in ("update_management", "bl_management", "transfer_reset"):
             if not isinstance(getattr(self, name), bool):
                 raise ParameterError(f"{name}={show_value(getattr(self, name))} must be true or "
                                      "false")
@@ -378,7 +390,7 @@ class SimConfig:
         check_range("transfer_lr", self.transfer_lr, 0, None)
         check_range("tt_gamma", self.tt_gamma, 0, None)
         _choice("transfer_slice", self.transfer_slice, TRANSFER_SLICES)
-        if self.fast_device is not None:
+        if self.fast_device is not None and self.fast_device != DIGITAL_FAST:
             try:
                 fast_device_from_config(self)
             except ParameterError as error:
@@ -620,9 +632,14 @@ def device_from_config(config: SimConfig) -> Device:
 def fast_device_from_config(config: SimConfig) -> Device | None:
     """The device of Tiki-Taka's fast array A: ``None`` (the run's device) unless
     ``config.fast_device`` names one; a family with a range ``tau`` gets ``config.tau`` (or
-    :data:`DEFAULT_TAU` when the run's device records none), a preset its own range."""
+    :data:`DEFAULT_TAU` when the run's device records none), a preset its own range.
+    ``fast_device="digital"`` (:data:`DIGITAL_FAST`, an ideal A without a device) is refused
+    here: :func:`simulate.tiki_taka.wrap` gives A a digital update instead."""
     if config.fast_device is None:
         return None
+    if config.fast_device == DIGITAL_FAST:
+        raise ParameterError(f"fast_device={DIGITAL_FAST!r} is an ideal buffer, not a device "
+                             "(simulate.tiki_taka.wrap gives A a digital update)")
     tau = DEFAULT_TAU if config.tau is None else config.tau
     return device_named(config.fast_device,
                         check_device_tau(config.fast_device, tau, explicit=False))

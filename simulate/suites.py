@@ -12,7 +12,7 @@ with the device constants on the weight region :func:`step_region` (``[-0.5, 0.5
 of the device range), rounded to :data:`STEP_DIGITS` significant digits. The tables:
 
 - :data:`QUICK`: one row per entry (seconds; ``aimc-pipeline verify`` and the report);
-- :data:`STANDARD`: ~75 rows over noise, devices, stages, micro-batches and step fractions
+- :data:`STANDARD`: ~100 rows over noise, devices, stages, micro-batches and step fractions
   (write semantics: the per-sample rows of Corollary 3PS; every other row writes the batch mean);
 - :data:`THOROUGH`: a grid of 270 rows over three root seeds.
 
@@ -104,10 +104,12 @@ class Case:
     steps, seeds : int
         Iterations ``K`` and ensemble size ``R`` (>= 2).
     problem, stages, micro_batches, micro_batch_size, device, tau, sigma2, seed, digital_stages,
-    grad_bias
+    grad_bias, transfer_every, transfer_lr
         The :class:`~simulate.config.SimConfig` fields of the same name (the same defaults;
         ``digital_stages`` for the ``mixed`` entries of Theorem 2M, ``grad_bias > 0`` for the
-        biased-gradient entry ``analog_sgd_biased``).
+        biased-gradient entry ``analog_sgd_biased``, ``transfer_every`` and ``transfer_lr``
+        for the Tiki-Taka entries of Corollary TT0, whose other settings are
+        :data:`simulate.verify.TT0_SETTINGS`).
     """
 
     bound: str
@@ -124,6 +126,8 @@ class Case:
     seed: int = _DEFAULT.seed
     digital_stages: str = _DEFAULT.digital_stages
     grad_bias: float = _DEFAULT.grad_bias
+    transfer_every: int = _DEFAULT.transfer_every
+    transfer_lr: float = _DEFAULT.transfer_lr
 
     def __post_init__(self):
         if self.bound not in CHECKABLE:
@@ -142,6 +146,8 @@ class Case:
             device = self.device if self.tau is None else f"{self.device}(tau={self.tau:g})"
         if get_bound(self.bound).algorithm == "mixed":
             device += f"-digital[{self.digital_stages}]"
+        if get_bound(self.bound).algorithm == "tiki-taka":
+            device += f"-T{self.transfer_every}-rho={self.transfer_lr:g}"
         return (f"{self.bound}-{self.problem}-M{self.stages}-B{self.micro_batches}"
                 f"-b{self.micro_batch_size}-{device}-sigma2={self.sigma2:g}"
                 f"-frac{self.fraction:g}-K{self.steps}-R{self.seeds}-seed{self.seed}"
@@ -155,6 +161,7 @@ class Case:
             micro_batches=self.micro_batches, micro_batch_size=self.micro_batch_size,
             device=self.device, tau=self.tau, sigma2=self.sigma2, steps=self.steps,
             seeds=self.seeds, log_every=self.steps, seed=self.seed, grad_bias=self.grad_bias,
+            transfer_every=self.transfer_every, transfer_lr=self.transfer_lr,
             **({"digital_stages": self.digital_stages} if self.digital_stages else {}),
         )  # at SimConfig's default lr, which the step cap does not read
         return replace(base, lr=capped_step(self.bound, base, self.fraction, step_region(base)))
@@ -180,6 +187,9 @@ QUICK: tuple[Case, ...] = (
     Case("analog_sgd_sp_mixed", 0.5, stages=4, micro_batches=4, digital_stages="1,2", **_QUICK),
     Case("analog_sgd_ap_mixed", 0.5, stages=4, digital_stages="1,2", **_QUICK),
     Case("analog_sgd_biased", 0.5, grad_bias=0.2, sigma2=0.1, **_QUICK),
+    # Corollary TT0 (accumulate and transfer): T = 4 updates per write of C
+    Case("tiki_taka_reset", 0.5, transfer_every=4, **_QUICK),
+    Case("tiki_taka_reset_sp", 0.5, stages=4, micro_batches=4, transfer_every=4, **_QUICK),
 )
 
 #: step fractions of the asynchronous rows at Theorem 4''s cap: half, most, all but 0.1 % of it
@@ -259,6 +269,18 @@ STANDARD: tuple[Case, ...] = tuple(dict.fromkeys((
     *(Case(bound, 0.5, stages=4, micro_batches=mb, digital_stages="1,2", tau=0.5, **_STANDARD)
       for bound, mb in (("analog_sgd_mixed", 1), ("analog_sgd_sp_mixed", 4),
                         ("analog_sgd_ap_mixed", 1))),
+    # Corollary TT0: T = 1 (Theorem 2 at the step rho alpha^2), windows up to T = 10, the rate
+    # rho = transfer_lr, noise, range, least squares, and the synchronous pipeline up to M = 8
+    # (K = 3000 is a multiple of every T)
+    *(Case("tiki_taka_reset", fraction, transfer_every=t, transfer_lr=rho, sigma2=sigma2,
+           tau=tau, problem=problem, **_STANDARD)
+      for fraction, t, rho, sigma2, tau, problem in (
+          (0.5, 1, 1.0, 1.0, 1.0, "quadratic"), (0.9, 10, 20.0, 4.0, 2.0, "quadratic"),
+          (0.5, 2, 20.0, 0.1, 1.0, "quadratic"), (0.9, 4, 1.0, 1.0, 1.0, "least-squares"))),
+    *(Case("tiki_taka_reset_sp", 0.5, stages=stages, micro_batches=mb, transfer_every=t,
+           sigma2=sigma2, tau=tau, **_STANDARD)
+      for stages, mb, t, sigma2, tau in ((4, 4, 4, 1.0, 1.0), (8, 8, 8, 0.1, 1.0),
+                                         (4, 1, 2, 1.0, 0.5), (2, 2, 5, 4.0, 1.0))),
 )))
 
 _THOROUGH = dict(steps=3000, seeds=32)

@@ -27,8 +27,19 @@ The transfer follows aihwkit's ``readAndUpdate``: the column is read through the
 plain read: an MVM with a one-hot input returns the column of A exactly; read noise is not
 modelled) and written into C by the update of the run with increment :math:`\beta` times what was
 read (aihwkit's outer product of the one-hot input and the read vector, whose pulses are counted
-element-wise here with the run's pulse type). A is not reset. At the start ``A_0 = 0`` and
-``C_0 = W_0`` (aihwkit's ``onSetWeights``: the last device gets the weights).
+element-wise here with the run's pulse type). A is not reset (aihwkit) unless
+``transfer_reset``: then the transferred columns of A are set to 0 right after the write,
+:math:`A \leftarrow (I - S_j) A`. At the start ``A_0 = 0`` and ``C_0 = W_0`` (aihwkit's
+``onSetWeights``: the last device gets the weights).
+
+**Digital fast buffer.** ``fast_device="digital"`` (:data:`simulate.config.DIGITAL_FAST`) makes
+A ideal: :math:`U_A(A, \Delta) = A + \Delta` exactly, no device, no pulses and no randomness
+(TT-v2's digital buffer; A is then read exactly, C keeps the run's update and device). The
+state then reports the ``digital`` kind, so a network hands it increments (no bit trains);
+:attr:`TikiTaka.device` is C's device. With ``gamma = 0``, ``transfer_slice="all"`` and the
+reset this is Corollary TT0 of docs/theory.md (registry ``tiki_taka_reset``,
+``tiki_taka_reset_sp``): C is then analog SGD with step :math:`\beta\alpha T` on the mean of
+the ``T`` gradients of a window.
 
 **Tiles and columns.** A tile is one crossbar; a *column* is the block of its weights fed by one
 input line, contiguous in the flat weight array:
@@ -72,7 +83,7 @@ import numpy as np
 from theory.errors import ParameterError
 
 from .analog import DeviceSpread, Updater
-from .config import TRANSFER_SLICES, fast_device_from_config
+from .config import DIGITAL_FAST, TRANSFER_SLICES, fast_device_from_config
 
 __all__ = [
     "CYCLES_PER_COLUMN", "TikiTaka", "Tile", "TransferRule", "layer_tiles", "oracle_tiles",
@@ -148,12 +159,15 @@ class TransferRule:
     gamma : float
         Weight of A in the effective weight ``W = gamma A + C`` (>= 0).
     slice : {"column", "all"}
+    reset : bool
+        Set the transferred columns of A back to 0 after each transfer (default ``False``).
     """
 
     every: int = 1
     lr: float = 1.0
     gamma: float = 0.0
     slice: str = "column"
+    reset: bool = False
 
     def __post_init__(self):
         if self.slice not in TRANSFER_SLICES:
@@ -164,7 +178,7 @@ class TransferRule:
     def from_config(cls, config) -> TransferRule:
         """``beta = config.transfer_lr * config.lr`` (aihwkit's ``scale_transfer_lr=True``)."""
         return cls(config.transfer_every, config.transfer_lr * config.lr, config.tt_gamma,
-                   config.transfer_slice)
+                   config.transfer_slice, config.transfer_reset)
 
 
 class TikiTaka:
@@ -211,7 +225,8 @@ class TikiTaka:
 
     @property
     def device(self):
-        return self.fast.device
+        """A's device, or C's when A is a digital buffer."""
+        return self.slow.device if self.fast.device is None else self.fast.device
 
     @property
     def lr(self):
@@ -250,17 +265,20 @@ class TikiTaka:
                                                            strict=True)])
 
     def transfer(self, rng=None) -> None:
-        """One transfer event: read the due columns of A, write ``beta`` times them into C."""
+        """One transfer event: read the due columns of A, write ``beta`` times them into C, and
+        with ``rule.reset`` set those columns of A to 0."""
         idx = self.due_columns()
         if self.rule.slice == "column":
             self.pointers = [(p + 1) % t.columns for t, p in zip(self.tiles, self.pointers,
                                                                  strict=True)]
-        if self.rule.lr == 0:
-            return
-        read = self.a[:, idx]  # the forward read of a one-hot input: the column, exactly
-        spread = DeviceSpread(*(None if s is None else s[:, idx] for s in
-                                (self.slow_spread.dw_min_scale, self.slow_spread.bound_scale)))
-        self.c[:, idx] = self.slow(self.c[:, idx], self.rule.lr * read, rng, spread)
+        if self.rule.lr != 0:
+            read = self.a[:, idx]  # the forward read of a one-hot input: the column, exactly
+            spread = DeviceSpread(*(None if s is None else s[:, idx] for s in
+                                    (self.slow_spread.dw_min_scale,
+                                     self.slow_spread.bound_scale)))
+            self.c[:, idx] = self.slow(self.c[:, idx], self.rule.lr * read, rng, spread)
+        if self.rule.reset:
+            self.a[:, idx] = 0.0
 
     @property
     def event_cycles(self) -> int:
@@ -282,12 +300,16 @@ class TikiTaka:
 def wrap(config, updater: Updater, spread: DeviceSpread | None, w0, tiles, rngs):
     """``updater`` itself, or for ``config.algorithm == "tiki-taka"`` the :class:`TikiTaka` state
     whose C uses ``updater`` and ``spread`` (the run's device and spread) and whose A uses
-    ``config.fast_device`` (default the run's device; its spread is drawn from ``rngs``)."""
+    ``config.fast_device`` (default the run's device; its spread is drawn from ``rngs``;
+    ``"digital"``: an ideal buffer, the ``digital`` update, nothing drawn)."""
     if config.algorithm != "tiki-taka":
         return updater
-    fast, device = updater, fast_device_from_config(config)
-    if device is not None:
-        fast = Updater(updater.kind, device, updater.lr, updater.pulse_type)
+    if config.fast_device == DIGITAL_FAST:
+        fast = Updater("digital", None, updater.lr)
+    else:
+        fast, device = updater, fast_device_from_config(config)
+        if device is not None:
+            fast = Updater(updater.kind, device, updater.lr, updater.pulse_type)
     fast_spread = (DeviceSpread.draw(fast.device, np.shape(w0), rngs) if fast.uses_dtod
                    else None)
     return TikiTaka(fast, updater, TransferRule.from_config(config), tiles, w0, fast_spread,

@@ -27,6 +27,12 @@ the constants that held in the run:
 (``Bound.write``; :func:`config_for` sets it): Theorem 2 and Corollary 3 on batch-mean writes,
 Corollary 3PS (``analog_sgd_per_sample``, ``analog_sgd_sp_per_sample``) on per-sample writes.
 
+**Tiki-Taka.** The derived Tiki-Taka entries (``tiki_taka_reset``, ``tiki_taka_reset_sp``,
+Corollary TT0) are checked on their variant only (:data:`TT0_SETTINGS`: ``tt_gamma = 0``, slice
+``all``, a digital fast buffer, reset after each transfer; :func:`config_for` sets it) with ``K``
+a multiple of ``T``; ``T = transfer_every`` and ``rho = transfer_lr`` are plugged in and the
+device constants are C's, on the region C visited (the effective weight is C at ``gamma = 0``).
+
 **Gradient bias.** A run with ``grad_bias`` :math:`= \beta > 0` (the oracle signal plus a fixed
 bias of norm :math:`\beta`, :func:`simulate.engine.gradient_bias`) is checked against the
 biased-gradient entry ``analog_sgd_biased`` (Proposition IO, ``Bound.gradient = "biased"``)
@@ -75,6 +81,7 @@ __all__ = [
     "Check",
     "CyclesToEps",
     "FloorEstimate",
+    "TT0_SETTINGS",
     "check_bound",
     "config_for",
     "cycles_to_eps",
@@ -87,6 +94,10 @@ __all__ = [
 CHECKABLE: tuple[str, ...] = tuple(
     name for name, bound in REGISTRY.items() if bound.provenance == "derived"
 )
+
+#: the SimConfig settings of Corollary TT0's Tiki-Taka variant (the derived tiki-taka entries)
+TT0_SETTINGS: dict = {"tt_gamma": 0.0, "transfer_slice": "all", "fast_device": "digital",
+                      "transfer_reset": True}
 
 #: cycles_to_eps simulates this many updates first, doubling until every seed reaches eps
 _FIRST_STEPS = 512
@@ -109,12 +120,16 @@ def config_for(name: str, **settings) -> SimConfig:
     """A :class:`SimConfig` for bound ``name``: its algorithm and mode, ``settings`` for the rest.
 
     ``update`` defaults to ``"expected"`` (the analog update the theorems analyse) and ``write``
-    to the entry's write semantics (``per-sample`` for Corollary 3PS).
+    to the entry's write semantics (``per-sample`` for Corollary 3PS); a Tiki-Taka entry gets
+    :data:`TT0_SETTINGS` (Corollary TT0's variant) by default.
     """
     _require_verifiable(name)
     bound = get_bound(name)
     settings.setdefault("update", "expected")
     settings.setdefault("write", bound.write)
+    if bound.algorithm == "tiki-taka":
+        for key, value in TT0_SETTINGS.items():
+            settings.setdefault(key, value)
     return SimConfig(algorithm=bound.algorithm, mode=bound.mode, **settings)
 
 
@@ -143,7 +158,17 @@ def _validate(name: str, config: SimConfig) -> None:
             f"problem={config.problem!r}: bounds are checked on {', '.join(ORACLE_PROBLEMS)} only "
             "(where A1-A4 hold exactly)"
         )
-    if config.algorithm in ("analog", "mixed") and config.update != "expected":
+    if config.algorithm == "tiki-taka":
+        for key, value in TT0_SETTINGS.items():
+            if getattr(config, key) != value:
+                raise ParameterError(
+                    f"{key}={getattr(config, key)!r}: {name} (Corollary TT0) is proved for "
+                    f"{key}={value!r} (use config_for)")
+        if config.steps % config.transfer_every:
+            raise ParameterError(
+                f"steps={config.steps}: {name} (Corollary TT0) counts whole transfer windows; "
+                f"valid: a multiple of transfer_every={config.transfer_every}")
+    if config.algorithm in ("analog", "mixed", "tiki-taka") and config.update != "expected":
         raise ParameterError(
             f"update={config.update!r}: the theorems analyse the expected analog update; "
             "valid: 'expected'"
@@ -160,6 +185,7 @@ def _base_constants(config: SimConfig, L: float, Delta: float, sigma2: float) ->
         "n": config.samples_per_update, "b": config.micro_batch_size, "B": config.micro_batches,
         "M": config.stages, "D": max(forward_delays(config.mode, config.stages)),
         "beta": float(config.grad_bias),
+        "T": config.transfer_every, "rho": float(config.transfer_lr),
     }
 
 
@@ -198,8 +224,9 @@ def _block_constants(config: SimConfig, w_lo: float, w_hi: float, dim: int, *,
 
 def _update_constants(config: SimConfig, w_lo: float, w_hi: float, dim: int, *,
                       visited: bool) -> dict:
-    """The A3 constants the bound of ``config.algorithm`` reads (none for ``digital``)."""
-    if config.algorithm == "analog":
+    """The A3 constants the bound of ``config.algorithm`` reads (none for ``digital``; C's device
+    for ``tiki-taka``, whose effective weight is C in Corollary TT0)."""
+    if config.algorithm in ("analog", "tiki-taka"):
         return _device_constants(config, w_lo, w_hi, visited=visited)
     if config.algorithm == "mixed":
         return _block_constants(config, w_lo, w_hi, dim, visited=visited)

@@ -32,6 +32,7 @@ BASE = dict(
     L=2.0, L_s=1.5, Delta=3.0, sigma2=0.5, n=16, b=4, B=4, M=5, q_min=0.7, q_max=1.3,
     G_inf=0.3, theta=0.5, tau=1.0, W_max=0.3, beta=0.05, R=2, P=3, nu=0.01,  # R, P, nu: local_sgd
     p2_bar=1.3**2, G2_bar=0.3**2,  # Theorem 2M: every block on this device
+    T=4, rho=2.0,  # Corollary TT0: transfer period and rate
 )
 
 
@@ -58,6 +59,7 @@ def point(draw):
         p2_bar=qmin**2 + draw(st.floats(0.0, 1.0)) * (qmax**2 - qmin**2),
         G2_bar=draw(st.floats(0.0, 1.0)) * ((qmax - qmin) / 2) ** 2,
         R=draw(st.integers(1, 16)), P=draw(st.integers(1, 16)), nu=draw(st.floats(0.0, 1.0)),
+        T=draw(st.integers(1, 64)), rho=draw(st.floats(1e-2, 1e2)),  # Corollary TT0 (last)
     )
 
 

@@ -79,7 +79,8 @@ def test_report_sentences_come_from_the_data(small_report):
     for name in REGISTRY:
         assert f"| {name} |" in md
     verification = md.split("## Verification")[1].split("## Figure")[0]
-    assert verification.count("\n| analog_sgd") + verification.count("\n| digital_sgd") == len(
+    assert sum(verification.count(f"\n| {prefix}")
+               for prefix in ("analog_sgd", "digital_sgd", "tiki_taka")) == len(
         suite_points("quick"))
 
 

@@ -33,6 +33,7 @@ from theory.symbols import (
     L,
     L_s,
     M,
+    T,
     W_max,
     alpha,
     b,
@@ -42,6 +43,7 @@ from theory.symbols import (
     p2_bar,
     q_max,
     q_min,
+    rho,
     sigma2,
     tau,
     theta,
@@ -115,7 +117,8 @@ def test_registry_names_and_order():
     assert list(REGISTRY) == [
         "digital_sgd", "analog_sgd_companion", "analog_sgd", "analog_sgd_sp", "analog_sgd_ap",
         "analog_sgd_ap_b", "analog_sgd_per_sample", "analog_sgd_sp_per_sample",
-        "tiki_taka_companion", "tiki_taka_sp", "analog_sgd_mixed", "analog_sgd_sp_mixed",
+        "tiki_taka_companion", "tiki_taka_sp", "tiki_taka_reset", "tiki_taka_reset_sp",
+        "analog_sgd_mixed", "analog_sgd_sp_mixed",
         "analog_sgd_ap_mixed", "analog_sgd_biased", "literature_sgd", "literature_delay_fixed",
         "literature_delay_arbitrary", "literature_async_sgd", "local_sgd",
     ]
@@ -141,7 +144,8 @@ def test_batches_and_modes():
 def test_derived_entries_name_a_heading_of_docs():
     headings = re.findall(r"^## (.+)$", DOCS.read_text(), flags=re.MULTILINE)
     derived = [bd for bd in REGISTRY.values() if bd.provenance == "derived"]
-    assert {bd.name for bd in derived} == {"digital_sgd", *DERIVED_ANALOG, *MIXED_ENTRIES}
+    assert {bd.name for bd in derived} == {"digital_sgd", *DERIVED_ANALOG, *MIXED_ENTRIES,
+                                           "tiki_taka_reset", "tiki_taka_reset_sp"}
     for bound in derived:
         assert any(h.startswith(f"{bound.proof} ") for h in headings), bound.proof
         assert f"`{bound.name}`" in next(h for h in headings if h.startswith(f"{bound.proof} "))
@@ -320,6 +324,8 @@ def constants(draw):
         p2_bar: qmin**2 * (1 + draw(st.floats(0.0, 15.0))), G2_bar: draw(st.floats(0, 1)),
         local_sgd.R: draw(st.integers(1, 16)), local_sgd.P: draw(st.integers(1, 16)),
         local_sgd.nu: draw(st.floats(0, 1)),
+        # Corollary TT0's transfer period and rate (drawn last: the other draws are unchanged)
+        T: draw(st.integers(1, 64)), rho: draw(st.floats(1e-2, 1e2)),
     }
 
 
@@ -429,6 +435,8 @@ INCREASING = {
     "analog_sgd_sp_per_sample": (sigma2, L, Delta, G_inf),
     "tiki_taka_companion": (sigma2, L, Delta),
     "tiki_taka_sp": (sigma2, L, Delta),
+    "tiki_taka_reset": (sigma2, L, Delta, G_inf),
+    "tiki_taka_reset_sp": (sigma2, L, Delta, G_inf),
     "analog_sgd_mixed": (sigma2, L, Delta, p2_bar),
     "analog_sgd_sp_mixed": (sigma2, L, Delta, p2_bar),
     "analog_sgd_ap_mixed": (sigma2, L, Delta, p2_bar, D, L_s),

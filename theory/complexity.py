@@ -92,6 +92,9 @@ PARAMETER_RANGES: dict[str, tuple] = {
     # the local-SGD row (theory.local_sgd): replicas, averaging period, programming noise
     **dict.fromkeys(("R", "P"), _COUNT),
     "nu": _NONNEGATIVE,
+    # Tiki-Taka's accumulate-and-transfer variant (Corollary TT0): transfer period, rate
+    "T": _COUNT,
+    "rho": _POSITIVE,
 }
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import sympy as sp
 
 __all__ = [
-    "B", "D", "Delta", "G2_bar", "G_inf", "K", "L", "L_s", "M", "N", "W_max", "alpha", "b", "beta",
-    "eps", "kappa_2", "lam", "m", "mb", "n", "p2_bar", "q_max", "q_min", "sigma2", "tau", "theta",
+    "B", "D", "Delta", "G2_bar", "G_inf", "K", "L", "L_s", "M", "N", "T", "W_max", "alpha", "b",
+    "beta", "eps", "kappa_2", "lam", "m", "mb", "n", "p2_bar", "q_max", "q_min", "rho", "sigma2",
+    "tau", "theta",
 ]
 
 # problem (A1, A2)
@@ -41,6 +42,10 @@ eps = sp.Symbol("epsilon", positive=True)  #: target for (1/K) sum_k E||grad f(W
 theta = sp.Symbol("theta", positive=True)  #: Young's-inequality split, in (0, 1)
 #: Lemma A's weight of ||x_k||^2 in Theorem 4' (general form), in (0, (1 - theta)/2)
 kappa_2 = sp.Symbol("kappa_2", positive=True)
+#: Tiki-Taka's transfer period (updates between transfers; Corollary TT0)
+T = sp.Symbol("T", positive=True, integer=True)
+#: Tiki-Taka's transfer rate relative to the step, ``transfer_lr``: beta = rho alpha (Corollary TT0)
+rho = sp.Symbol("rho", positive=True)
 #: Theorem 4''s weight lambda_1 of the gradient part of the staleness (general form), in (0, 1)
 lam = sp.Symbol("lam", positive=True)
 

@@ -45,6 +45,7 @@ from .symbols import (
     L,
     L_s,
     M,
+    T,
     W_max,
     alpha,
     b,
@@ -55,6 +56,7 @@ from .symbols import (
     p2_bar,
     q_max,
     q_min,
+    rho,
     sigma2,
     tau,
     theta,
@@ -336,6 +338,40 @@ def _tiki_taka(batch: sp.Expr) -> dict[str, sp.Expr]:
     return _literature(batch, sp.Integer(1))
 
 
+def _tiki_taka_reset(batch: sp.Expr) -> dict[str, sp.Expr]:
+    r"""Corollary TT0 of docs/theory.md: Tiki-Taka with gamma = 0, slice all, a digital fast
+    buffer reset after each transfer, transfer every ``T`` updates (Steps 1-5 there).
+
+    C is analog SGD (Theorem 2, :func:`_analog`) with step :math:`\eta = \rho\alpha^2 T`
+    (:math:`\beta = \rho\alpha`, ``rho = transfer_lr``), a gradient of ``batch * T`` samples
+    and :math:`J = K/T` writes; ``K`` counts updates (a multiple of ``T``):
+
+    .. math::
+
+        \frac{2\Delta}{\rho\alpha^2 q_{\min} K}
+        + \frac{L\rho\alpha^2 q_{\max}^2\sigma^2}{n q_{\min}}
+        + \frac{G_\infty^2\sigma^2}{\theta n T q_{\min}^2},
+        \qquad \rho\alpha^2 T \le \frac{(1-\theta) q_{\min}}{L q_{\max}^2}.
+
+    Rate form: Theorem 2's at ``batch * T`` and ``J`` writes, rewritten in updates
+    (:math:`a_2/\sqrt J = a_2\sqrt T/\sqrt K`, :math:`c_2/J = c_2 T/K`): ``a`` is Theorem 2's at
+    ``batch``, ``c`` is ``T`` times Theorem 2's, the floor Theorem 2's at ``batch * T``.
+    """
+    base = _analog(batch * T)
+    eta = rho * alpha**2 * T  # Step 3: the step of C's write
+    writes = K / T  # Step 4: J = K/T writes of C in K updates
+    return dict(
+        base,
+        expr=base["expr"].subs({alpha: eta, K: writes}, simultaneous=True),
+        # sqrt(rho T L q_max^2/((1 - theta) q_min)), with sqrt(1 - theta) apart (readable LaTeX)
+        inv_step_cap=q_max * sp.sqrt(rho * T * L / q_min) / sp.sqrt(1 - theta),
+        rate_a=base["rate_a"] * sp.sqrt(T),
+        rate_c=base["rate_c"] * T,
+        noise_step=sp.sqrt(base["noise_step"].subs(K, writes) / (rho * T)),
+        batch=batch,
+    )
+
+
 def ap_kappa() -> sp.Expr:
     r"""The constant :math:`\kappa` of Theorem 4' (Step 2 at :math:`\kappa_2 = (1-\theta)/4`).
 
@@ -595,7 +631,22 @@ _TT_CONDITIONS = (
     "transfer of the whole fast array after every update (T = 1, slice all) with rates alpha "
     "and beta as the theorem prescribes; column round robin (T >= 1) is not covered",
     "uncertain: the published constants (and their dependence on tau, beta, gamma) are not "
-    "verified here; C_TT = 1 is used in the rate a = C_TT sqrt(L Delta sigma2/n), c = L Delta",
+    "verified here; the row uses C_TT = 1 in the rate a = C_TT sqrt(L Delta sigma2/n), "
+    "c = L Delta, which is NOT a valid bound: bench/tiki_taka.py measures the simulated average "
+    "at 3.6-3.9 times it without pipeline and 2.8-3.2 times it in the synchronous pipeline "
+    "(oracle quadratic, tau = 0.4, K = 500-8000, 8 seeds; --quick: 2.8-3.8), i.e. C_TT ~ 4 "
+    "there; not checked by the suites (a measurement, not a guarantee)",
+)
+_TT0_CONDITIONS = (
+    _A1, _A2, _A3.replace("the weights visit", "C visits"), _THETA,
+    "Corollary TT0 variant: gamma = 0 (the forward reads C), transfer slice all, digital fast "
+    "buffer (A += dw exactly: fast_device digital), A reset to 0 after each transfer "
+    "(transfer_reset), expected update of C",
+    "transfer every T updates with beta = rho alpha (rho = transfer_lr): each write of C is the "
+    "analog update of -rho alpha^2 T times the mean of the window's T gradients",
+    "K (updates) a multiple of T: K/T writes of C",
+    "alpha <= sqrt((1 - theta) q_min/(rho T L q_max^2)) (Theorem 2's cap on the step "
+    "rho alpha^2 T)",
 )
 
 
@@ -717,6 +768,22 @@ def _build_registry() -> dict[str, Bound]:
             conditions=[*_TT_CONDITIONS, "n = B b (Proposition TT)",
                         "cycles 2 (B + M - 1) K + floor(K/T) c_T (transfers counted on top)"],
             parts=_tiki_taka(B * b),
+        ),
+        _make(
+            "tiki_taka_reset", provenance="derived", proof="Corollary TT0",
+            reference="Corollary TT0 of docs/theory.md (accumulate and transfer: Theorem 2 on C "
+            "with step rho alpha^2 T, batch n T, K/T writes)",
+            mode="none", algorithm="tiki-taka",
+            conditions=[*_TT0_CONDITIONS, "batch n per update"], parts=_tiki_taka_reset(n),
+        ),
+        _make(
+            "tiki_taka_reset_sp", provenance="derived", proof="Corollary TT0",
+            reference="Corollary TT0 of docs/theory.md at n = B b (Proposition TT: the "
+            "synchronous pipeline keeps the non-pipelined iterates)",
+            mode="sync", algorithm="tiki-taka",
+            conditions=[*_TT0_CONDITIONS, "n = B b (Proposition TT)",
+                        "cycles 2 (B + M - 1) K + (K/T) c_T (transfers counted on top)"],
+            parts=_tiki_taka_reset(B * b),
         ),
         _make(
             "analog_sgd_mixed", provenance="derived", proof="Theorem 2M",

@@ -137,6 +137,8 @@ def _header(config: SimConfig) -> str:
                   f"gamma={config.tt_gamma:g}", f"slice={config.transfer_slice}"]
         if config.fast_device:
             parts.append(f"fast_device={config.fast_device}")
+        if config.transfer_reset:
+            parts.append("reset")
     if config.digital_stages:
         parts.append(f"digital_stages={config.digital_stages}")
     if config.replicas > 1:
