@@ -399,11 +399,6 @@ def pulse_counts(x: np.ndarray, rng: Rng, pulse_type: str, bl: int, *,
                      for t, b, g in zip(tiles, bls, gens, strict=True)]).reshape(x.shape)
 
 
-#: the inversion of :func:`binomial_counts` walks the CDF one k at a time, dropping the decided
-#: elements every this many steps
-_INVERSION_CHUNK = 4
-
-
 #: elements whose mean count min(p, 1 - p) BL exceeds this are drawn by numpy's ``binomial``
 #: (their CDF walk would be long); the others by inversion
 _INVERSION_MEAN = 2.0
@@ -419,58 +414,43 @@ def binomial_counts(bl: int, p: np.ndarray, rng: Rng) -> np.ndarray:
     :math:`n = \min\{k : u < P(N \le k)\}`, the pmf built by
     :math:`P(k) = P(k-1)\, \frac{q}{1 - q} \frac{BL - k + 1}{k}` from
     :math:`P(0) = (1 - q)^{BL}` with :math:`q = \min(p, 1 - p)` (for :math:`p > 1/2` the count is
-    :math:`BL - \mathrm{Binomial}(BL, 1 - p)`), one vectorised pass per value of :math:`k`
-    over the elements not yet decided. Exact in distribution (up to the rounding of the CDF, a
-    few ulp, for the inverted ones).
+    :math:`BL - \mathrm{Binomial}(BL, 1 - p)`), walked element by element up to the first
+    :math:`k` with :math:`u < P(N \le k)` (compiled: :mod:`simulate.pulse_kernels`; the pmf and
+    CDF are those of the former vectorised walk, bit for bit, and :math:`P(0)` is computed by
+    numpy). Exact in distribution (up to the rounding of the CDF, a few ulp, for the inverted
+    ones).
     """
-    p = np.asarray(p, dtype=float)
-    u = _per_member(rng, lambda g, s: g.random(s), p.shape)
-    flip = p > 0.5
-    any_flip = bool(flip.any())
-    q = np.where(flip, 1.0 - p, p) if any_flip else p
-    big = q * bl > _INVERSION_MEAN
-    any_big = bool(big.any())
-    if any_big:
-        q = np.where(big, 0.0, q)  # no pulse by inversion; drawn below
-    counts = np.zeros(p.size, dtype=np.int64)
-    u, q = u.reshape(-1), q.reshape(-1)
-    # (1 - q)^BL >= 1 - BL q (Bernoulli's inequality): u + BL q below 1 fires nothing, decided
-    # without a logarithm (the margin of 16 ulp covers the rounding of both sides)
-    bound = q * bl
-    bound += u
-    left = np.flatnonzero(bound >= 1.0 - 16 * np.finfo(float).eps)
-    q_left = q[left]
+    return _binomial_counts(bl, p, rng)
+
+
+def _binomial_counts(bl: int, values: np.ndarray, rng: Rng, dw_min: float = 0.0) -> np.ndarray:
+    """:func:`binomial_counts` of ``p = values`` (``dw_min = 0``), or of
+    ``p = min(1, (|values| / dw_min) / bl)`` for desired increments ``values`` (one pass fewer
+    than computing them first; the same numbers)."""
+    from .pulse_kernels import inversion_candidates, inversion_probabilities, inversion_walk
+
+    values = np.ascontiguousarray(values, dtype=float)
+    shape, dw_min = values.shape, float(dw_min)
+    u = _per_member(rng, lambda g, s: g.random(s), shape).reshape(-1)
+    p = inversion_probabilities(values.reshape(-1), dw_min, bl) if dw_min else \
+        values.reshape(-1)
+    left, q_left, big, p_big = inversion_candidates(p, u, bl, _INVERSION_MEAN,
+                                                    1.0 - 16 * np.finfo(float).eps)
     log_zero = np.log1p(-q_left)  # P(0) = (1 - q)^BL >= e^-2.8 here (BL q <= 2, q <= 1/2)
     log_zero *= bl
     pmf = np.exp(log_zero, out=log_zero)
-    more = u[left] >= pmf  # at least one pulse
-    left, q_left, pmf = left[more], q_left[more], pmf[more]
-    u_left, cdf = u[left], pmf.copy()
-    ratio = q_left / (1.0 - q_left)
-    count = np.ones(left.size, dtype=np.int64)
-    counts[left] = 1
-    for k in range(1, bl):  # count >= k + 1 iff u >= P(N <= k)
-        pmf *= ratio * ((bl - k + 1) / k)
-        cdf += pmf
-        more = u_left >= cdf
-        count += more
-        if k % _INVERSION_CHUNK == 0 or k == bl - 1:  # drop the decided elements now and then
-            counts[left] = count
-            if not more.any():
-                break
-            left, u_left, cdf, pmf, ratio, count = (
-                left[more], u_left[more], cdf[more], pmf[more], ratio[more], count[more])
-    counts = counts.reshape(p.shape)
-    if any_flip:
-        counts = np.where(flip, bl - counts, counts)
-    if any_big:
+    counts = inversion_walk(p, u, bl, left, q_left, pmf)
+    if big.size:  # numpy's binomial, each member's elements (ascending) from its own generator
         if isinstance(rng, np.random.Generator):
-            counts[big] = rng.binomial(bl, p[big])
+            counts[big] = rng.binomial(bl, p_big)
         else:
+            per = u.size // len(rng)
+            ends = np.searchsorted(big, np.arange(len(rng) + 1) * per)
             for r, g in enumerate(rng):
-                if big[r].any():
-                    counts[r][big[r]] = g.binomial(bl, p[r][big[r]])
-    return counts
+                if ends[r + 1] > ends[r]:
+                    part = slice(ends[r], ends[r + 1])
+                    counts[big[part]] = g.binomial(bl, p_big[part])
+    return counts.reshape(shape)
 
 
 def pulsed_update(
@@ -575,8 +555,11 @@ def pulsed_update(
     else:
         bl = check_bit_length(device.desired_bl, "desired_bl") if bl is None else \
             check_bit_length(bl)
-        pulses = pulse_counts(np.abs(dw) / device.dw_min, rng, pulse_type, bl,
-                              bl_management=bl_management)
+        if pulse_type == "stochastic" and not bl_management:  # p from dw in the same pass
+            pulses = _binomial_counts(bl, dw, rng, device.dw_min)
+        else:
+            pulses = pulse_counts(np.abs(dw) / device.dw_min, rng, pulse_type, bl,
+                                  bl_management=bl_management)
     return apply_pulses(w, pulses, dw >= 0, device, rng, step, bound_scale, method=method)
 
 
@@ -684,6 +667,11 @@ def _closed_form_pulses(w, pulses, up, device, rng, step, bound_scale, pulse) ->
             out = _closed_form_pulses(w, pulses, up, device, rng, step, bound_scale, safe)
             _loop_where(out, over & (pulses > 0), w, pulses, device, rng, step, bound_scale, up)
             return out
+    if device.dw_min_std == 0 and bound_scale is None and np.ndim(step) == 0 and \
+            isinstance(pulse.rate, float) and pulses.dtype.kind in "iu":
+        out = _affine_after(w, pulses, up, device, float(step), pulse)
+        if out is not None:
+            return out
     signed_step = np.where(up, step, -step)
     inc = _first_increment(w, up, device, signed_step, bound_scale)
     n = pulses
@@ -701,6 +689,26 @@ def _closed_form_pulses(w, pulses, up, device, rng, step, bound_scale, pulse) ->
         rest = _closed_form_sum(w, n, inc, up, pulses, device, rng, step, bound_scale, pulse)
         return np.where(idle, start, rest)
     return _closed_form_sum(w, n, inc, up, pulses, device, rng, step, bound_scale, pulse)
+
+
+def _affine_after(w, pulses, up, device, step: float, pulse) -> np.ndarray | None:
+    """The noise-free closed form with one rate and one range, compiled
+    (:func:`simulate.pulse_kernels.affine_apply`; the numbers of :meth:`PulseMap.after` of
+    :func:`_first_increment`, with the responses evaluated, by numpy, only where a pulse fires
+    or the weight is 0 or not finite), or ``None`` if a weight starts outside the range."""
+    from .pulse_kernels import affine_apply, affine_split
+
+    flat = np.ascontiguousarray(w).reshape(-1)
+    n = np.ascontiguousarray(pulses, dtype=np.int64).reshape(-1)
+    direction = np.ascontiguousarray(np.broadcast_to(up, w.shape)).reshape(-1)
+    lo, hi = float(pulse.lo), float(pulse.hi)
+    up_index, w_up, down_index, w_down, inside, most = affine_split(flat, n, direction, lo, hi)
+    if not inside:
+        return None
+    table = geometric_sum(np.arange(most + 1), pulse.rate)  # PulseMap.per_count's table
+    out = affine_apply(flat, n, up_index, device.q_plus(w_up), down_index,
+                       device.q_minus(w_down), step, table, lo, hi)
+    return out.reshape(w.shape)
 
 
 #: an element whose noisy walk ends within this many standard deviations of a bound is fired

@@ -1,0 +1,186 @@
+r"""Compiled (numba) loops of the pulse-level update: the CDF walk of the Binomial inversion and the
+closed-form n-pulse map of affine responses (:mod:`simulate.analog` calls them).
+
+Each kernel does, element by element, exactly the floating-point operations of the vectorised
+numpy code it replaces, in the same order (no ``fastmath``: no reassociation, no fused
+multiply-add), so the same seed gives the same bits. The transcendental functions (``log1p``,
+``exp``, ``expm1``) and the device's response functions stay in numpy, evaluated by the caller at
+the same values as before, so their bits are numpy's. No kernel draws a random number: the
+uniforms come from the callers' generators, in their order.
+
+The kernels take flat (1-d, contiguous) arrays. Compiled on first call and cached on disk
+(``cache=True``, in ``__pycache__`` next to this file).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = [
+    "affine_apply", "affine_split", "inversion_candidates", "inversion_probabilities",
+    "inversion_walk",
+]
+
+
+@numba.njit(cache=True)
+def inversion_probabilities(dw, dw_min, bl):  # pragma: no cover - compiled
+    r""":math:`p = \min(1, (|\Delta w| / \Delta w_{\min}) / BL)` element-wise (the operations of
+    :func:`simulate.analog.pulsed_update` then :func:`simulate.analog.pulse_counts`; a nan stays
+    nan, as with numpy's ``minimum``)."""
+    p = np.empty(dw.size)
+    for i in range(dw.size):
+        v = abs(dw[i]) / dw_min / bl
+        p[i] = 1.0 if v > 1.0 else v
+    return p
+
+
+@numba.njit(cache=True)
+def inversion_candidates(p, u, bl, mean_cut, margin):  # pragma: no cover - compiled
+    r"""Screen the elements of a Binomial(``bl``, ``p``) draw by inversion.
+
+    With :math:`q = \min(p, 1 - p)` (``1 - p`` where :math:`p > 1/2`):
+
+    - ``big``: the indices where :math:`q\, BL >` ``mean_cut`` (drawn by numpy's ``binomial``
+      with probability ``p_big``; their :math:`q` counts as 0 here, so they fire nothing by
+      inversion);
+    - ``left``: the indices where :math:`q\, BL + u \ge` ``margin`` (:math:`1 - 16\epsilon`);
+      every other element has :math:`u < 1 - BL q \le (1 - q)^{BL} = P(0)` (Bernoulli's
+      inequality) and draws 0 pulses, decided without a logarithm; ``q_left``: :math:`q` there
+      (the caller computes :math:`P(0) = (1 - q)^{BL}` there with numpy).
+
+    Both lists ascending (counted first, so that no array larger than the result is
+    allocated). Returns ``(left, q_left, big, p_big)``.
+    """
+    m = 0
+    b = 0
+    for i in range(p.size):  # (vectorisable) counts of both lists
+        q = 1.0 - p[i] if p[i] > 0.5 else p[i]
+        drop = q * bl > mean_cut
+        b += drop
+        m += (not drop) & (q * bl + u[i] >= margin)
+    left = np.empty(m, dtype=np.int64)
+    q_left = np.empty(m)
+    big = np.empty(b, dtype=np.int64)
+    p_big = np.empty(b)
+    m = 0
+    b = 0
+    for i in range(p.size):
+        q = 1.0 - p[i] if p[i] > 0.5 else p[i]
+        if q * bl > mean_cut:
+            big[b] = i
+            p_big[b] = p[i]
+            b += 1
+        elif q * bl + u[i] >= margin:
+            left[m] = i
+            q_left[m] = q
+            m += 1
+    return left, q_left, big, p_big
+
+
+@numba.njit(cache=True)
+def inversion_walk(p, u, bl, left, q_left, pmf):  # pragma: no cover - compiled
+    r"""Counts of a Binomial(``bl``, ``p``) draw by inversion of the CDF at the ``left``
+    elements (0 elsewhere; :math:`BL - n` where :math:`p > 1/2`).
+
+    Element ``i = left[j]`` with :math:`q` = ``q_left[j]``, :math:`P(0)` = ``pmf[j]`` and
+    uniform :math:`u`: :math:`n = \min\{k : u < P(N \le k)\}` (at most :math:`BL`), the pmf
+    built by :math:`P(k) = P(k-1) \cdot \bigl(\frac{q}{1 - q} \cdot \frac{BL - k + 1}{k}\bigr)`
+    and the CDF summed in order, as the former vectorised walk of
+    :func:`simulate.analog.binomial_counts` did (the CDF is non-decreasing in floating point,
+    so stopping at the first :math:`u < P(N \le k)` gives its count).
+    """
+    counts = np.zeros(p.size, dtype=np.int64)
+    for j in range(left.size):
+        i = left[j]
+        x = u[i]
+        prob = pmf[j]
+        if not x >= prob:
+            continue
+        q = q_left[j]
+        ratio = q / (1.0 - q)
+        cdf = prob
+        count = 1
+        for k in range(1, bl):
+            prob *= ratio * ((bl - k + 1) / k)
+            cdf += prob
+            if x >= cdf:
+                count += 1
+            else:
+                break
+        counts[i] = count
+    for i in range(p.size):
+        if p[i] > 0.5:
+            counts[i] = bl - counts[i]
+    return counts
+
+
+@numba.njit(cache=True)
+def affine_split(w, n, up, lo, hi):  # pragma: no cover - compiled
+    r"""The elements whose closed-form pulse needs the response at ``w``, split by direction.
+
+    :meth:`theory.devices.PulseMap.after` gives :math:`w + 0 \cdot \mathrm{inc} = w` exactly
+    for an element without pulses whose weight is finite and non-zero, so only the others (a
+    pulse, or :math:`w = \pm 0`, or :math:`w` not finite) need :math:`q_\pm(w)`: their indices
+    and weights, up (``up``) and down, ascending. ``inside``: every weight is in
+    ``[lo, hi]`` (else the caller takes the general path); ``most``: :math:`\max n`.
+
+    Returns ``(up_index, w_up, down_index, w_down, inside, most)``.
+    """
+    size = w.size
+    a = 0
+    d = 0
+    inside = True
+    most = 0
+    for i in range(size):  # (vectorisable) the sizes and the checks
+        x = w[i]
+        inside &= not (x < lo or x > hi)
+        most = max(most, n[i])
+        need = (n[i] > 0) | (not abs(x) < np.inf) | (x == 0.0)
+        a += need & up[i]
+        d += need & (not up[i])
+    up_index = np.empty(a, dtype=np.int64)
+    w_up = np.empty(a)
+    down_index = np.empty(d, dtype=np.int64)
+    w_down = np.empty(d)
+    a = 0
+    d = 0
+    for i in range(size):
+        x = w[i]
+        if (n[i] > 0) | (not abs(x) < np.inf) | (x == 0.0):
+            if up[i]:
+                up_index[a] = i
+                w_up[a] = x
+                a += 1
+            else:
+                down_index[d] = i
+                w_down[d] = x
+                d += 1
+    return up_index, w_up, down_index, w_down, inside, most
+
+
+@numba.njit(cache=True)
+def affine_apply(w, n, up_index, q_up, down_index, q_down, step, table, lo, hi
+                 ):  # pragma: no cover - compiled
+    r"""The weights after ``n[i]`` noise-free pulses of an affine response, all in ``[lo, hi]``.
+
+    .. math:: w_n = \mathrm{clip}\bigl(T[n]\, \mathrm{inc} + w,\ lo,\ hi\bigr), \qquad
+        \mathrm{inc} = (\pm \Delta w_{\min})\, q_\pm(w)
+
+    (:meth:`theory.devices.PulseMap.after` of the first increment of
+    :func:`simulate.analog.apply_pulses`, element by element) at the elements of
+    :func:`affine_split` (``q_up``, ``q_down``: the responses :math:`q_+`, :math:`q_-` there,
+    from numpy), :math:`w` at the others. :math:`T[k] = \sum_{j<k} (1 - c)^j` is tabulated by
+    the caller (numpy); ``step`` (:math:`\Delta w_{\min}`), ``lo`` and ``hi`` are scalars
+    (weight units).
+    """
+    out = w.copy()
+    for j in range(up_index.size):
+        i = up_index[j]
+        v = table[n[i]] * (step * q_up[j]) + w[i]
+        out[i] = lo if v < lo else (hi if v > hi else v)
+    for j in range(down_index.size):
+        i = down_index[j]
+        v = table[n[i]] * (-step * q_down[j]) + w[i]
+        out[i] = lo if v < lo else (hi if v > hi else v)
+    return out
