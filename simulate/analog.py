@@ -380,8 +380,14 @@ def pulse_counts(x: np.ndarray, rng: Rng, pulse_type: str, bl: int, *,
     :math:`\max x = \eta\, x_{\max} d_{\max} / \Delta w_{\min}`), 0 if nothing is asked.
     """
     if pulse_type == "deterministic":
-        whole = np.floor(x)
+        from .pulse_kernels import stochastic_rounding
+
         u = _per_member(rng, lambda g, s: g.random(s), x.shape)
+        counts, finite = stochastic_rounding(np.ascontiguousarray(x, dtype=float).reshape(-1),
+                                             u.reshape(-1))
+        if finite:
+            return counts.reshape(x.shape)
+        whole = np.floor(x)  # (numpy's conversion of a nan or an infinity)
         return (whole + (u < x - whole)).astype(np.int64)
     if bl_management:
         tiles = [x] if isinstance(rng, np.random.Generator) else list(x)
@@ -545,7 +551,7 @@ def pulsed_update(
         raise ParameterError(
             f"pulse_type={pulse_type!r} is unknown; valid: {', '.join(PULSE_TYPES)}"
         )
-    w = np.array(w, dtype=float)
+    w = np.asarray(w, dtype=float)  # (apply_pulses returns a new array)
     dw = np.broadcast_to(np.asarray(dw, dtype=float), w.shape)
     step = device.dw_min * (1.0 if dw_min_scale is None else dw_min_scale)
     if pulse_type == "deterministic":
@@ -640,9 +646,9 @@ def apply_pulses(w: np.ndarray, pulses: np.ndarray, up: np.ndarray, device, rng:
     """
     if method not in PULSE_METHODS:
         raise ParameterError(f"method={method!r} is unknown; valid: {', '.join(PULSE_METHODS)}")
-    w = np.array(w, dtype=float)
+    w = np.asarray(w, dtype=float)  # every path below returns a new array
     if pulses.size == 0 or pulses.max() == 0:
-        return w
+        return w.copy()
     if method == "closed-form":
         pulse = device.pulse_map(up, step, bound_scale, overshoot=True)
         if pulse is not None and not (isinstance(pulse.rate, float) and pulse.rate >= 1.0):

@@ -19,8 +19,23 @@ import numpy as np
 
 __all__ = [
     "affine_apply", "affine_split", "inversion_candidates", "inversion_probabilities",
-    "inversion_walk",
+    "inversion_walk", "stochastic_rounding",
 ]
+
+
+@numba.njit(cache=True)
+def stochastic_rounding(x, u):  # pragma: no cover - compiled
+    r""":math:`n = \lfloor x \rfloor + [u < x - \lfloor x \rfloor]` element-wise (the
+    ``deterministic`` pulse count of :func:`simulate.analog.pulse_counts`, as int64), and
+    whether every ``x`` was finite (if not, the caller keeps numpy's conversion)."""
+    counts = np.empty(x.size, dtype=np.int64)
+    finite = True
+    for i in range(x.size):
+        whole = np.floor(x[i])
+        value = whole + (1.0 if u[i] < x[i] - whole else 0.0)
+        finite &= abs(value) < np.inf
+        counts[i] = np.int64(value) if abs(value) < np.inf else 0
+    return counts, finite
 
 
 @numba.njit(cache=True)
