@@ -121,6 +121,17 @@ def _per_member(rng: Rng, draw, shape: tuple[int, ...], sizes=None) -> np.ndarra
     return out
 
 
+def _uniforms(rng: Rng, shape: tuple[int, ...]) -> np.ndarray:
+    """``_per_member(rng, lambda g, s: g.random(s), shape)``, each member's uniforms drawn into
+    its row of the result (the same numbers, one array fewer)."""
+    if isinstance(rng, np.random.Generator) or len(shape) < 2 or len(rng) != shape[0]:
+        return _per_member(rng, lambda g, s: g.random(s), shape)
+    out = np.empty(shape)
+    for r, g in enumerate(rng):
+        g.random(out=out[r])
+    return out
+
+
 #: pulse noise is drawn for this many weights' worth of pulses at a time (8 MB of float64)
 _NOISE_BLOCK = 1 << 20
 
@@ -382,7 +393,7 @@ def pulse_counts(x: np.ndarray, rng: Rng, pulse_type: str, bl: int, *,
     if pulse_type == "deterministic":
         from .pulse_kernels import stochastic_rounding
 
-        u = _per_member(rng, lambda g, s: g.random(s), x.shape)
+        u = _uniforms(rng, x.shape)
         counts, finite = stochastic_rounding(np.ascontiguousarray(x, dtype=float).reshape(-1),
                                              u.reshape(-1))
         if finite:
@@ -437,7 +448,7 @@ def _binomial_counts(bl: int, values: np.ndarray, rng: Rng, dw_min: float = 0.0)
 
     values = np.ascontiguousarray(values, dtype=float)
     shape, dw_min = values.shape, float(dw_min)
-    u = _per_member(rng, lambda g, s: g.random(s), shape).reshape(-1)
+    u = _uniforms(rng, shape).reshape(-1)
     p = inversion_probabilities(values.reshape(-1), dw_min, bl) if dw_min else \
         values.reshape(-1)
     left, q_left, big, p_big = inversion_candidates(p, u, bl, _INVERSION_MEAN,
@@ -448,15 +459,30 @@ def _binomial_counts(bl: int, values: np.ndarray, rng: Rng, dw_min: float = 0.0)
     counts = inversion_walk(p, u, bl, left, q_left, pmf)
     if big.size:  # numpy's binomial, each member's elements (ascending) from its own generator
         if isinstance(rng, np.random.Generator):
-            counts[big] = rng.binomial(bl, p_big)
+            _numpy_binomial(rng, bl, p_big, big, counts)
         else:
             per = u.size // len(rng)
             ends = np.searchsorted(big, np.arange(len(rng) + 1) * per)
             for r, g in enumerate(rng):
                 if ends[r + 1] > ends[r]:
                     part = slice(ends[r], ends[r + 1])
-                    counts[big[part]] = g.binomial(bl, p_big[part])
+                    _numpy_binomial(g, bl, p_big[part], big[part], counts)
     return counts.reshape(shape)
+
+
+def _numpy_binomial(g: np.random.Generator, bl: int, p: np.ndarray, index: np.ndarray,
+                    counts: np.ndarray) -> None:
+    """``counts[index] = g.binomial(bl, p)`` (``p`` in ``(0, 1)``), compiled where numpy draws
+    by inversion (:func:`simulate.pulse_kernels.numpy_binomial`: the same numbers, the same
+    uniforms taken from ``g``)."""
+    from .pulse_kernels import binomial_inversion_ok, numpy_binomial
+
+    if not binomial_inversion_ok(p, bl):
+        counts[index] = g.binomial(bl, p)
+        return
+    start = 0
+    while start < p.size:  # more uniforms only if an element started again (rare)
+        start = numpy_binomial(p, bl, g.random(p.size - start), start, index, counts)
 
 
 def pulsed_update(

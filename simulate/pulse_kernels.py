@@ -14,12 +14,17 @@ The kernels take flat (1-d, contiguous) arrays. Compiled on first call and cache
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 
+#: steps of the CDF walk every element takes without a branch (most counts are below this)
+_FIRST_STEPS = 3
+
 __all__ = [
     "affine_apply", "affine_split", "inversion_candidates", "inversion_probabilities",
-    "inversion_walk", "stochastic_rounding",
+    "inversion_walk", "numpy_binomial", "binomial_inversion_ok", "stochastic_rounding",
 ]
 
 
@@ -74,23 +79,23 @@ def inversion_candidates(p, u, bl, mean_cut, margin):  # pragma: no cover - comp
         drop = q * bl > mean_cut
         b += drop
         m += (not drop) & (q * bl + u[i] >= margin)
-    left = np.empty(m, dtype=np.int64)
-    q_left = np.empty(m)
-    big = np.empty(b, dtype=np.int64)
-    p_big = np.empty(b)
+    left = np.empty(m + 1, dtype=np.int64)  # one spare slot: the appends are branch-free
+    q_left = np.empty(m + 1)
+    big = np.empty(b + 1, dtype=np.int64)
+    p_big = np.empty(b + 1)
     m = 0
     b = 0
-    for i in range(p.size):
-        q = 1.0 - p[i] if p[i] > 0.5 else p[i]
-        if q * bl > mean_cut:
-            big[b] = i
-            p_big[b] = p[i]
-            b += 1
-        elif q * bl + u[i] >= margin:
-            left[m] = i
-            q_left[m] = q
-            m += 1
-    return left, q_left, big, p_big
+    for i in range(p.size):  # (branch-free: the conditions depend on random numbers)
+        value = p[i]
+        q = 1.0 - value if value > 0.5 else value
+        drop = q * bl > mean_cut
+        big[b] = i
+        p_big[b] = value
+        b += drop
+        left[m] = i
+        q_left[m] = q
+        m += (not drop) & (q * bl + u[i] >= margin)
+    return left[:m], q_left[:m], big[:b], p_big[:b]
 
 
 @numba.njit(cache=True)
@@ -106,28 +111,97 @@ def inversion_walk(p, u, bl, left, q_left, pmf):  # pragma: no cover - compiled
     so stopping at the first :math:`u < P(N \le k)` gives its count).
     """
     counts = np.zeros(p.size, dtype=np.int64)
+    factor = np.empty(max(bl, 1))  # (BL - k + 1) / k, each rounded once, as in Python
+    for k in range(1, bl):
+        factor[k] = (bl - k + 1) / k
+    first = min(_FIRST_STEPS, bl - 1)
     for j in range(left.size):
         i = left[j]
         x = u[i]
         prob = pmf[j]
-        if not x >= prob:
-            continue
         q = q_left[j]
         ratio = q / (1.0 - q)
         cdf = prob
-        count = 1
-        for k in range(1, bl):
-            prob *= ratio * ((bl - k + 1) / k)
+        count = 1 if x >= prob else 0  # 0 here stays 0: the CDF only grows
+        for k in range(1, first + 1):  # branch-free: every element walks these steps
+            prob *= ratio * factor[k]
             cdf += prob
-            if x >= cdf:
-                count += 1
-            else:
-                break
+            count += x >= cdf
+        if count == first + 1:  # not decided yet: walk on to the first u < P(N <= k)
+            for k in range(first + 1, bl):
+                prob *= ratio * factor[k]
+                cdf += prob
+                if x >= cdf:
+                    count += 1
+                else:
+                    break
         counts[i] = count
     for i in range(p.size):
         if p[i] > 0.5:
             counts[i] = bl - counts[i]
     return counts
+
+
+@numba.njit(cache=True)
+def binomial_inversion_ok(p, n):  # pragma: no cover - compiled
+    """Whether numpy's ``binomial(n, p)`` draws every element of ``p`` (in ``(0, 1)``) by
+    inversion (``n min(p, 1 - p) <= 30`` in its own arithmetic), as
+    :func:`numpy_binomial` does."""
+    for i in range(p.size):
+        if (p[i] * n if p[i] <= 0.5 else (1.0 - p[i]) * n) > 30.0:
+            return False
+    return True
+
+
+@numba.njit(cache=True)
+def numpy_binomial(p, n, u, start, index, counts):  # pragma: no cover - compiled
+    r"""numpy's ``Generator.binomial(n, p)`` of the elements ``start, ...`` of ``p`` (each in
+    ``(0, 1)`` with :func:`binomial_inversion_ok`), from its uniforms ``u``: the same numbers.
+
+    numpy (``random_binomial`` of ``numpy/random/src/distributions/distributions.c``) draws
+    by inversion, for :math:`p \le 1/2` (else :math:`n - ` the draw of :math:`1 - p`): with
+    :math:`q = 1 - p`, :math:`q_n = \exp(n \log q)`, the bound
+    :math:`b = \lfloor \min(n, np + 10 \sqrt{npq + 1}) \rfloor` and one uniform :math:`U`,
+    :math:`X = 0, p_X = q_n`; while :math:`U > p_X`: :math:`X \leftarrow X + 1`, then if
+    :math:`X > b` it starts again with the next uniform, else :math:`U \leftarrow U - p_X`,
+    :math:`p_X \leftarrow ((n - X + 1)\, p\, p_X) / (X q)`. The same operations here, with
+    ``exp``, ``log`` and ``sqrt`` of the C library, as numpy's (tested: every count equal).
+
+    Element ``j`` is written to ``counts[index[j]]``. Returns the first element not drawn
+    (``p.size`` when done): an element that starts again needs a uniform past ``u``, which the
+    caller draws next from the same generator before calling again from there.
+    """
+    k = 0
+    for j in range(start, p.size):
+        value = p[j]
+        flipped = not value <= 0.5
+        if flipped:
+            value = 1.0 - value
+        q = 1.0 - value
+        qn = math.exp(n * math.log(q))
+        mean = n * value
+        bound = mean + 10.0 * math.sqrt(mean * q + 1)
+        bound = n if n < bound else int(bound)
+        if k == u.size:
+            return j
+        x = 0
+        px = qn
+        draw = u[k]
+        k += 1
+        while draw > px:
+            x += 1
+            if x > bound:
+                if k == u.size:
+                    return j
+                x = 0
+                px = qn
+                draw = u[k]
+                k += 1
+            else:
+                draw -= px
+                px = ((n - x + 1) * value * px) / (x * q)
+        counts[index[j]] = n - x if flipped else x
+    return p.size
 
 
 @numba.njit(cache=True)
@@ -154,24 +228,23 @@ def affine_split(w, n, up, lo, hi):  # pragma: no cover - compiled
         need = (n[i] > 0) | (not abs(x) < np.inf) | (x == 0.0)
         a += need & up[i]
         d += need & (not up[i])
-    up_index = np.empty(a, dtype=np.int64)
-    w_up = np.empty(a)
-    down_index = np.empty(d, dtype=np.int64)
-    w_down = np.empty(d)
+    up_index = np.empty(a + 1, dtype=np.int64)  # one spare slot: branch-free appends
+    w_up = np.empty(a + 1)
+    down_index = np.empty(d + 1, dtype=np.int64)
+    w_down = np.empty(d + 1)
     a = 0
     d = 0
     for i in range(size):
         x = w[i]
-        if (n[i] > 0) | (not abs(x) < np.inf) | (x == 0.0):
-            if up[i]:
-                up_index[a] = i
-                w_up[a] = x
-                a += 1
-            else:
-                down_index[d] = i
-                w_down[d] = x
-                d += 1
-    return up_index, w_up, down_index, w_down, inside, most
+        need = (n[i] > 0) | (not abs(x) < np.inf) | (x == 0.0)
+        direction = up[i]
+        up_index[a] = i
+        w_up[a] = x
+        a += need & direction
+        down_index[d] = i
+        w_down[d] = x
+        d += need & (not direction)
+    return up_index[:a], w_up[:a], down_index[:d], w_down[:d], inside, most
 
 
 @numba.njit(cache=True)
