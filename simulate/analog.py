@@ -475,13 +475,16 @@ def _numpy_binomial(g: np.random.Generator, bl: int, p: np.ndarray, index: np.nd
     """``counts[index] = g.binomial(bl, p)`` (``p`` in ``(0, 1)``), compiled where numpy draws
     by inversion (:func:`simulate.pulse_kernels.numpy_binomial`: the same numbers, the same
     uniforms taken from ``g``)."""
-    from .pulse_kernels import binomial_inversion_ok, numpy_binomial
+    from .pulse_kernels import binomial_inversion_ok, numpy_binomial, numpy_binomial_lanes
 
     if not binomial_inversion_ok(p, bl):
         counts[index] = g.binomial(bl, p)
         return
-    start = 0
-    while start < p.size:  # more uniforms only if an element started again (rare)
+    u = g.random(p.size)
+    if numpy_binomial_lanes(p, bl, u, index, counts):
+        return
+    start = numpy_binomial(p, bl, u, 0, index, counts)  # an element started again (rare)
+    while start < p.size:
         start = numpy_binomial(p, bl, g.random(p.size - start), start, index, counts)
 
 

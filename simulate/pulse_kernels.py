@@ -23,8 +23,9 @@ import numpy as np
 _FIRST_STEPS = 3
 
 __all__ = [
-    "affine_apply", "affine_split", "inversion_candidates", "inversion_probabilities",
-    "inversion_walk", "numpy_binomial", "binomial_inversion_ok", "stochastic_rounding",
+    "affine_apply", "affine_split", "binomial_inversion_ok", "inversion_candidates",
+    "inversion_probabilities", "inversion_walk", "numpy_binomial", "numpy_binomial_lanes",
+    "stochastic_rounding",
 ]
 
 
@@ -202,6 +203,65 @@ def numpy_binomial(p, n, u, start, index, counts):  # pragma: no cover - compile
                 px = ((n - x + 1) * value * px) / (x * q)
         counts[index[j]] = n - x if flipped else x
     return p.size
+
+
+#: elements whose binomial walks :func:`numpy_binomial_lanes` interleaves (hides the latency
+#: of the division of each step)
+_LANES = 8
+
+
+@numba.njit(cache=True)
+def numpy_binomial_lanes(p, n, u, index, counts):  # pragma: no cover - compiled
+    """:func:`numpy_binomial` of every element, element ``j`` from the uniform ``u[j]``, with
+    the walks of :data:`_LANES` elements interleaved (the same operations per element). Returns
+    ``False`` if an element would start again (it needs the next uniform of the stream, which
+    shifts those of the later elements): the caller then draws with :func:`numpy_binomial`
+    from the same uniforms."""
+    size = p.size
+    value = np.empty(size)
+    q = np.empty(size)
+    qn = np.empty(size)
+    bound = np.empty(size, dtype=np.int64)
+    for j in range(size):  # the constants of each element (numpy: its binomial_t)
+        v = p[j]
+        v = 1.0 - v if not v <= 0.5 else v
+        value[j] = v
+        q[j] = 1.0 - v
+        qn[j] = math.exp(n * math.log(q[j]))
+        mean = n * v
+        b = mean + 10.0 * math.sqrt(mean * q[j] + 1)
+        bound[j] = n if n < b else int(b)
+    lane = np.full(_LANES, -1, dtype=np.int64)
+    draw = np.empty(_LANES)
+    px = np.empty(_LANES)
+    x = np.zeros(_LANES, dtype=np.int64)
+    following = 0
+    active = 0
+    for k in range(_LANES):
+        if following < size:
+            lane[k], draw[k], px[k], x[k] = following, u[following], qn[following], 0
+            following += 1
+            active += 1
+    while active > 0:
+        for k in range(_LANES):
+            j = lane[k]
+            if j < 0:
+                continue
+            if draw[k] > px[k]:
+                x[k] += 1
+                if x[k] > bound[j]:
+                    return False
+                draw[k] -= px[k]
+                px[k] = ((n - x[k] + 1) * value[j] * px[k]) / (x[k] * q[j])
+            else:
+                counts[index[j]] = n - x[k] if not p[j] <= 0.5 else x[k]
+                if following < size:
+                    lane[k], draw[k], px[k], x[k] = following, u[following], qn[following], 0
+                    following += 1
+                else:
+                    lane[k] = -1
+                    active -= 1
+    return True
 
 
 @numba.njit(cache=True)

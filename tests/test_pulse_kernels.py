@@ -88,8 +88,19 @@ def test_compiled_binomial_is_numpy_s_binomial(bl):
     counts = np.full(p.size, -1, dtype=np.int64)
     start = kernels.numpy_binomial(p, bl, ours.random(p.size), 0, np.arange(p.size), counts)
     assert start == p.size
-    np.testing.assert_array_equal(counts, theirs.binomial(bl, p))
+    expected = theirs.binomial(bl, p)
+    np.testing.assert_array_equal(counts, expected)
     assert ours.random() == theirs.random()
+    lanes = np.full(p.size, -1, dtype=np.int64)  # the interleaved walks: the same counts
+    assert kernels.numpy_binomial_lanes(p, bl, np.random.default_rng(7).random(p.size),
+                                        np.arange(p.size), lanes)
+    np.testing.assert_array_equal(lanes, expected)
+    # binomial_counts: one uniform per element first, then numpy's binomial of the big ones
+    big = np.minimum(p, 1.0 - p) * bl > 2.0
+    theirs = np.random.default_rng(9)
+    theirs.random(p.size)
+    counts = binomial_counts(bl, p, np.random.default_rng(9))
+    np.testing.assert_array_equal(counts[big], theirs.binomial(bl, p[big]))
 
 
 def test_compiled_binomial_starts_again_with_the_next_uniform():
@@ -103,6 +114,7 @@ def test_compiled_binomial_starts_again_with_the_next_uniform():
     np.testing.assert_array_equal(counts, [0, 0])
     assert kernels.numpy_binomial(p, 31, np.array([0.9]), 1, index, counts) == 2
     assert counts[1] == _inversion(31, 0.2, 0.9) > 0
+    assert not kernels.numpy_binomial_lanes(p, 31, np.array([top, 0.0]), index, counts)
 
 
 def _inversion(n: int, p: float, u: float) -> int:
