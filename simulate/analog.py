@@ -308,6 +308,8 @@ def train_scales(lr: float, dw_min: float, desired_bl: int, x_abs_max: float | N
 def check_bit_length(bl, name: str = "bl") -> int:
     """``bl`` as an int in ``[1, MAX_PULSES_PER_UPDATE]`` (pulses per update), else a one-line
     :class:`~theory.errors.ParameterError` starting ``name=``."""
+    if type(bl) is int and 1 <= bl <= MAX_PULSES_PER_UPDATE:  # (the common case, at once)
+        return bl
     return check_range(name, bl, 1, MAX_PULSES_PER_UPDATE, integer=True)
 
 
@@ -421,6 +423,11 @@ def pulse_counts(x: np.ndarray, rng: Rng, pulse_type: str, bl: int, *,
 _INVERSION_MEAN = 2.0
 
 
+#: (1 - q)^BL >= 1 - BL q (Bernoulli's inequality): u + BL q below this fires nothing, decided
+#: without a logarithm (the margin of 16 ulp covers the rounding of both sides)
+_SCREEN_MARGIN = 1.0 - 16 * np.finfo(float).eps
+
+
 def binomial_counts(bl: int, p: np.ndarray, rng: Rng) -> np.ndarray:
     r"""Binomial(``bl``, ``p``) counts, element-wise.
 
@@ -451,8 +458,7 @@ def _binomial_counts(bl: int, values: np.ndarray, rng: Rng, dw_min: float = 0.0)
     u = _uniforms(rng, shape).reshape(-1)
     p = inversion_probabilities(values.reshape(-1), dw_min, bl) if dw_min else \
         values.reshape(-1)
-    left, q_left, big, p_big = inversion_candidates(p, u, bl, _INVERSION_MEAN,
-                                                    1.0 - 16 * np.finfo(float).eps)
+    left, q_left, big, p_big = inversion_candidates(p, u, bl, _INVERSION_MEAN, _SCREEN_MARGIN)
     log_zero = np.log1p(-q_left)  # P(0) = (1 - q)^BL >= e^-2.8 here (BL q <= 2, q <= 1/2)
     log_zero *= bl
     pmf = np.exp(log_zero, out=log_zero)
@@ -581,7 +587,9 @@ def pulsed_update(
             f"pulse_type={pulse_type!r} is unknown; valid: {', '.join(PULSE_TYPES)}"
         )
     w = np.asarray(w, dtype=float)  # (apply_pulses returns a new array)
-    dw = np.broadcast_to(np.asarray(dw, dtype=float), w.shape)
+    dw = np.asarray(dw, dtype=float)
+    if dw.shape != w.shape:
+        dw = np.broadcast_to(dw, w.shape)
     step = device.dw_min * (1.0 if dw_min_scale is None else dw_min_scale)
     if pulse_type == "deterministic":
         x = np.abs(dw) / step
@@ -735,7 +743,10 @@ def _affine_after(w, pulses, up, device, step: float, pulse) -> np.ndarray | Non
 
     flat = np.ascontiguousarray(w).reshape(-1)
     n = np.ascontiguousarray(pulses, dtype=np.int64).reshape(-1)
-    direction = np.ascontiguousarray(np.broadcast_to(up, w.shape)).reshape(-1)
+    direction = np.asarray(up)
+    if direction.shape != w.shape:
+        direction = np.broadcast_to(direction, w.shape)
+    direction = np.ascontiguousarray(direction).reshape(-1)
     lo, hi = float(pulse.lo), float(pulse.hi)
     up_index, w_up, down_index, w_down, inside, most = affine_split(flat, n, direction, lo, hi)
     if not inside:
