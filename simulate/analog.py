@@ -458,11 +458,12 @@ def _binomial_counts(bl: int, values: np.ndarray, rng: Rng, dw_min: float = 0.0)
     u = _uniforms(rng, shape).reshape(-1)
     p = inversion_probabilities(values.reshape(-1), dw_min, bl) if dw_min else \
         values.reshape(-1)
-    left, q_left, big, p_big = inversion_candidates(p, u, bl, _INVERSION_MEAN, _SCREEN_MARGIN)
+    left, q_left, big, p_big, flip = inversion_candidates(p, u, bl, _INVERSION_MEAN,
+                                                          _SCREEN_MARGIN)
     log_zero = np.log1p(-q_left)  # P(0) = (1 - q)^BL >= e^-2.8 here (BL q <= 2, q <= 1/2)
     log_zero *= bl
     pmf = np.exp(log_zero, out=log_zero)
-    counts = inversion_walk(p, u, bl, left, q_left, pmf)
+    counts = inversion_walk(p, u, bl, left, q_left, pmf, flip)
     if big.size:  # numpy's binomial, each member's elements (ascending) from its own generator
         if isinstance(rng, np.random.Generator):
             _numpy_binomial(rng, bl, p_big, big, counts)

@@ -71,11 +71,14 @@ def inversion_candidates(p, u, bl, mean_cut, margin):  # pragma: no cover - comp
       (the caller computes :math:`P(0) = (1 - q)^{BL}` there with numpy).
 
     Both lists ascending (counted first, so that no array larger than the result is
-    allocated). Returns ``(left, q_left, big, p_big)``.
+    allocated). ``any_flip``: some :math:`p > 1/2`. Returns
+    ``(left, q_left, big, p_big, any_flip)``.
     """
     m = 0
     b = 0
+    flip = 0
     for i in range(p.size):  # (vectorisable) counts of both lists
+        flip += p[i] > 0.5
         q = 1.0 - p[i] if p[i] > 0.5 else p[i]
         drop = q * bl > mean_cut
         b += drop
@@ -96,13 +99,13 @@ def inversion_candidates(p, u, bl, mean_cut, margin):  # pragma: no cover - comp
         left[m] = i
         q_left[m] = q
         m += (not drop) & (q * bl + u[i] >= margin)
-    return left[:m], q_left[:m], big[:b], p_big[:b]
+    return left[:m], q_left[:m], big[:b], p_big[:b], flip > 0
 
 
 @numba.njit(cache=True)
-def inversion_walk(p, u, bl, left, q_left, pmf):  # pragma: no cover - compiled
+def inversion_walk(p, u, bl, left, q_left, pmf, any_flip):  # pragma: no cover - compiled
     r"""Counts of a Binomial(``bl``, ``p``) draw by inversion of the CDF at the ``left``
-    elements (0 elsewhere; :math:`BL - n` where :math:`p > 1/2`).
+    elements (0 elsewhere; :math:`BL - n` where :math:`p > 1/2`, looked for if ``any_flip``).
 
     Element ``i = left[j]`` with :math:`q` = ``q_left[j]``, :math:`P(0)` = ``pmf[j]`` and
     uniform :math:`u`: :math:`n = \min\{k : u < P(N \le k)\}` (at most :math:`BL`), the pmf
@@ -137,9 +140,10 @@ def inversion_walk(p, u, bl, left, q_left, pmf):  # pragma: no cover - compiled
                 else:
                     break
         counts[i] = count
-    for i in range(p.size):
-        if p[i] > 0.5:
-            counts[i] = bl - counts[i]
+    if any_flip:
+        for i in range(p.size):
+            if p[i] > 0.5:
+                counts[i] = bl - counts[i]
     return counts
 
 

@@ -52,10 +52,11 @@ def test_inversion_counts_equal_the_direct_inversion(bl):
     p = np.clip(p, 0.0, 1.0)
     u = rng.random(p.size)
     u[:3] = [0.0, 1.0 - EPS / 2, 1.0 - 16 * EPS]  # the ends of [0, 1)
-    left, q_left, big, p_big = kernels.inversion_candidates(p, u, bl, 2.0, 1.0 - 16 * EPS)
+    left, q_left, big, p_big, flip = kernels.inversion_candidates(p, u, bl, 2.0, 1.0 - 16 * EPS)
+    assert flip
     log_zero = np.log1p(-q_left)
     log_zero *= bl
-    counts = kernels.inversion_walk(p, u, bl, left, q_left, np.exp(log_zero))
+    counts = kernels.inversion_walk(p, u, bl, left, q_left, np.exp(log_zero), flip)
     direct = _direct_inversion(bl, p, u)
     drawn = direct >= 0
     np.testing.assert_array_equal(np.flatnonzero(~drawn), big)
