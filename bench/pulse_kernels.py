@@ -93,8 +93,9 @@ def main(argv=None) -> None:
                         "b = 32 (a quarter at b = 4)")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats (min taken)")
     parser.add_argument("--no-jit", action="store_true", help="skip the compile-time part")
+    parser.add_argument("--no-rates", action="store_true", help="skip the training rates")
     args = parser.parse_args(argv)
-    for batch in (32, 4):
+    for batch in () if args.no_rates else (32, 4):
         samples = args.samples if batch == 32 else args.samples // 4
         rate = rates(samples, batch, args.repeats)
         print(f"digits MLP, b = {batch}, {samples} samples, min of {args.repeats}")
