@@ -460,7 +460,8 @@ def _binomial_counts(bl: int, values: np.ndarray, rng: Rng, dw_min: float = 0.0)
         values.reshape(-1)
     left, q_left, big, p_big, flip = inversion_candidates(p, u, bl, _INVERSION_MEAN,
                                                           _SCREEN_MARGIN)
-    log_zero = np.log1p(-q_left)  # P(0) = (1 - q)^BL >= e^-2.8 here (BL q <= 2, q <= 1/2)
+    log_zero = np.negative(q_left)  # P(0) = (1 - q)^BL >= e^-2.8 here (BL q <= 2, q <= 1/2)
+    np.log1p(log_zero, out=log_zero)
     log_zero *= bl
     pmf = np.exp(log_zero, out=log_zero)
     counts = inversion_walk(p, u, bl, left, q_left, pmf, flip)
