@@ -451,15 +451,13 @@ def _binomial_counts(bl: int, values: np.ndarray, rng: Rng, dw_min: float = 0.0)
     """:func:`binomial_counts` of ``p = values`` (``dw_min = 0``), or of
     ``p = min(1, (|values| / dw_min) / bl)`` for desired increments ``values`` (one pass fewer
     than computing them first; the same numbers)."""
-    from .pulse_kernels import inversion_candidates, inversion_probabilities, inversion_walk
+    from .pulse_kernels import inversion_candidates, inversion_walk
 
     values = np.ascontiguousarray(values, dtype=float)
     shape, dw_min = values.shape, float(dw_min)
     u = _uniforms(rng, shape).reshape(-1)
-    p = inversion_probabilities(values.reshape(-1), dw_min, bl) if dw_min else \
-        values.reshape(-1)
-    left, q_left, big, p_big, flip = inversion_candidates(p, u, bl, _INVERSION_MEAN,
-                                                          _SCREEN_MARGIN)
+    p, left, q_left, big, p_big, flip = inversion_candidates(
+        values.reshape(-1), dw_min, bl, u, _INVERSION_MEAN, _SCREEN_MARGIN)
     log_zero = np.negative(q_left)  # P(0) = (1 - q)^BL >= e^-2.8 here (BL q <= 2, q <= 1/2)
     np.log1p(log_zero, out=log_zero)
     log_zero *= bl
@@ -485,7 +483,7 @@ def _numpy_binomial(g: np.random.Generator, bl: int, p: np.ndarray, index: np.nd
     uniforms taken from ``g``)."""
     from .pulse_kernels import binomial_inversion_ok, numpy_binomial, numpy_binomial_lanes
 
-    if not binomial_inversion_ok(p, bl):
+    if bl > 60 and not binomial_inversion_ok(p, bl):  # (bl min(p, 1 - p) <= bl / 2 <= 30)
         counts[index] = g.binomial(bl, p)
         return
     u = g.random(p.size)

@@ -57,10 +57,12 @@ def inversion_probabilities(dw, dw_min, bl):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def inversion_candidates(p, u, bl, mean_cut, margin):  # pragma: no cover - compiled
+def inversion_candidates(values, dw_min, bl, u, mean_cut, margin):  # pragma: no cover - compiled
     r"""Screen the elements of a Binomial(``bl``, ``p``) draw by inversion.
 
-    With :math:`q = \min(p, 1 - p)` (``1 - p`` where :math:`p > 1/2`):
+    ``values`` holds the probabilities :math:`p` (``dw_min <= 0``) or desired increments
+    :math:`\Delta w`, whose probabilities are then those of :func:`inversion_probabilities`
+    (computed here). With :math:`q = \min(p, 1 - p)` (``1 - p`` where :math:`p > 1/2`):
 
     - ``big``: the indices where :math:`q\, BL >` ``mean_cut`` (drawn by numpy's ``binomial``
       with probability ``p_big``; their :math:`q` counts as 0 here, so they fire nothing by
@@ -72,8 +74,15 @@ def inversion_candidates(p, u, bl, mean_cut, margin):  # pragma: no cover - comp
 
     Both lists ascending (counted first, so that no array larger than the result is
     allocated). ``any_flip``: some :math:`p > 1/2`. Returns
-    ``(left, q_left, big, p_big, any_flip)``.
+    ``(p, left, q_left, big, p_big, any_flip)``.
     """
+    if dw_min > 0:  # the probabilities of the increments (one pass, vectorisable)
+        p = np.empty(values.size)
+        for i in range(values.size):
+            v = abs(values[i]) / dw_min / bl
+            p[i] = 1.0 if v > 1.0 else v  # numpy's minimum(1, v): a nan stays nan
+    else:
+        p = values
     m = 0
     b = 0
     flip = 0
@@ -99,7 +108,7 @@ def inversion_candidates(p, u, bl, mean_cut, margin):  # pragma: no cover - comp
         left[m] = i
         q_left[m] = q
         m += (not drop) & (q * bl + u[i] >= margin)
-    return left[:m], q_left[:m], big[:b], p_big[:b], flip > 0
+    return p, left[:m], q_left[:m], big[:b], p_big[:b], flip > 0
 
 
 @numba.njit(cache=True)

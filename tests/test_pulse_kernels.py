@@ -52,7 +52,9 @@ def test_inversion_counts_equal_the_direct_inversion(bl):
     p = np.clip(p, 0.0, 1.0)
     u = rng.random(p.size)
     u[:3] = [0.0, 1.0 - EPS / 2, 1.0 - 16 * EPS]  # the ends of [0, 1)
-    left, q_left, big, p_big, flip = kernels.inversion_candidates(p, u, bl, 2.0, 1.0 - 16 * EPS)
+    same, left, q_left, big, p_big, flip = kernels.inversion_candidates(p, 0.0, bl, u, 2.0,
+                                                                        1.0 - 16 * EPS)
+    assert same is p
     assert flip
     log_zero = np.log1p(-q_left)
     log_zero *= bl
@@ -70,8 +72,11 @@ def test_probabilities_are_those_of_numpy():
     """``min(1, (|dw| / dw_min) / bl)`` compiled equals numpy's (a nan stays nan)."""
     dw = np.random.default_rng(0).normal(0.0, 0.02, 5000)
     dw[:3] = [0.0, -0.0, np.nan]
-    got = kernels.inversion_probabilities(dw, 1e-3, 31)
-    np.testing.assert_array_equal(got, np.minimum(1.0, np.abs(dw) / 1e-3 / 31))
+    expected = np.minimum(1.0, np.abs(dw) / 1e-3 / 31)
+    np.testing.assert_array_equal(kernels.inversion_probabilities(dw, 1e-3, 31), expected)
+    u = np.random.default_rng(1).random(dw.size)
+    np.testing.assert_array_equal(kernels.inversion_candidates(dw, 1e-3, 31, u, 2.0, 0.5)[0],
+                                  expected)
 
 
 @pytest.mark.parametrize("bl", [31, 60, 200])
