@@ -433,7 +433,9 @@ def binomial_counts(bl: int, p: np.ndarray, rng: Rng) -> np.ndarray:
 
     ``rng`` is one generator, or one per row (ensemble member) of ``p``; each draws one uniform
     per element of its own, then numpy ``binomial`` draws for its own elements whose mean count
-    :math:`BL \min(p, 1 - p)` exceeds 2, so a member's counts depend on its own ``p`` only. The
+    :math:`BL \min(p, 1 - p)` exceeds 2 (numpy's inversion compiled, the same numbers from the
+    same generator: :func:`simulate.pulse_kernels.numpy_binomial`), so a member's counts depend
+    on its own ``p`` only. The
     others are decided by the uniform, by inversion of the CDF:
     :math:`n = \min\{k : u < P(N \le k)\}`, the pmf built by
     :math:`P(k) = P(k-1)\, \frac{q}{1 - q} \frac{BL - k + 1}{k}` from
