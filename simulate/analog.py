@@ -121,6 +121,17 @@ def _per_member(rng: Rng, draw, shape: tuple[int, ...], sizes=None) -> np.ndarra
     return out
 
 
+def _uniforms(rng: Rng, shape: tuple[int, ...]) -> np.ndarray:
+    """``_per_member(rng, lambda g, s: g.random(s), shape)``, each member's uniforms drawn into
+    its row of the result (the same numbers, one array fewer)."""
+    if isinstance(rng, np.random.Generator) or len(shape) < 2 or len(rng) != shape[0]:
+        return _per_member(rng, lambda g, s: g.random(s), shape)
+    out = np.empty(shape)
+    for r, g in enumerate(rng):
+        g.random(out=out[r])
+    return out
+
+
 #: pulse noise is drawn for this many weights' worth of pulses at a time (8 MB of float64)
 _NOISE_BLOCK = 1 << 20
 
@@ -297,6 +308,8 @@ def train_scales(lr: float, dw_min: float, desired_bl: int, x_abs_max: float | N
 def check_bit_length(bl, name: str = "bl") -> int:
     """``bl`` as an int in ``[1, MAX_PULSES_PER_UPDATE]`` (pulses per update), else a one-line
     :class:`~theory.errors.ParameterError` starting ``name=``."""
+    if type(bl) is int and 1 <= bl <= MAX_PULSES_PER_UPDATE:  # (the common case, at once)
+        return bl
     return check_range(name, bl, 1, MAX_PULSES_PER_UPDATE, integer=True)
 
 
@@ -380,8 +393,14 @@ def pulse_counts(x: np.ndarray, rng: Rng, pulse_type: str, bl: int, *,
     :math:`\max x = \eta\, x_{\max} d_{\max} / \Delta w_{\min}`), 0 if nothing is asked.
     """
     if pulse_type == "deterministic":
-        whole = np.floor(x)
-        u = _per_member(rng, lambda g, s: g.random(s), x.shape)
+        from .pulse_kernels import stochastic_rounding
+
+        u = _uniforms(rng, x.shape)
+        counts, finite = stochastic_rounding(np.ascontiguousarray(x, dtype=float).reshape(-1),
+                                             u.reshape(-1))
+        if finite:
+            return counts.reshape(x.shape)
+        whole = np.floor(x)  # (numpy's conversion of a nan or an infinity)
         return (whole + (u < x - whole)).astype(np.int64)
     if bl_management:
         tiles = [x] if isinstance(rng, np.random.Generator) else list(x)
@@ -399,14 +418,14 @@ def pulse_counts(x: np.ndarray, rng: Rng, pulse_type: str, bl: int, *,
                      for t, b, g in zip(tiles, bls, gens, strict=True)]).reshape(x.shape)
 
 
-#: the inversion of :func:`binomial_counts` walks the CDF one k at a time, dropping the decided
-#: elements every this many steps
-_INVERSION_CHUNK = 4
-
-
 #: elements whose mean count min(p, 1 - p) BL exceeds this are drawn by numpy's ``binomial``
 #: (their CDF walk would be long); the others by inversion
 _INVERSION_MEAN = 2.0
+
+
+#: (1 - q)^BL >= 1 - BL q (Bernoulli's inequality): u + BL q below this fires nothing, decided
+#: without a logarithm (the margin of 16 ulp covers the rounding of both sides)
+_SCREEN_MARGIN = 1.0 - 16 * np.finfo(float).eps
 
 
 def binomial_counts(bl: int, p: np.ndarray, rng: Rng) -> np.ndarray:
@@ -414,63 +433,67 @@ def binomial_counts(bl: int, p: np.ndarray, rng: Rng) -> np.ndarray:
 
     ``rng`` is one generator, or one per row (ensemble member) of ``p``; each draws one uniform
     per element of its own, then numpy ``binomial`` draws for its own elements whose mean count
-    :math:`BL \min(p, 1 - p)` exceeds 2, so a member's counts depend on its own ``p`` only. The
+    :math:`BL \min(p, 1 - p)` exceeds 2 (numpy's inversion compiled, the same numbers from the
+    same generator: :func:`simulate.pulse_kernels.numpy_binomial`), so a member's counts depend
+    on its own ``p`` only. The
     others are decided by the uniform, by inversion of the CDF:
     :math:`n = \min\{k : u < P(N \le k)\}`, the pmf built by
     :math:`P(k) = P(k-1)\, \frac{q}{1 - q} \frac{BL - k + 1}{k}` from
     :math:`P(0) = (1 - q)^{BL}` with :math:`q = \min(p, 1 - p)` (for :math:`p > 1/2` the count is
-    :math:`BL - \mathrm{Binomial}(BL, 1 - p)`), one vectorised pass per value of :math:`k`
-    over the elements not yet decided. Exact in distribution (up to the rounding of the CDF, a
-    few ulp, for the inverted ones).
+    :math:`BL - \mathrm{Binomial}(BL, 1 - p)`), walked element by element up to the first
+    :math:`k` with :math:`u < P(N \le k)` (compiled: :mod:`simulate.pulse_kernels`; the pmf and
+    CDF are those of the former vectorised walk, bit for bit, and :math:`P(0)` is computed by
+    numpy). Exact in distribution (up to the rounding of the CDF, a few ulp, for the inverted
+    ones).
     """
-    p = np.asarray(p, dtype=float)
-    u = _per_member(rng, lambda g, s: g.random(s), p.shape)
-    flip = p > 0.5
-    any_flip = bool(flip.any())
-    q = np.where(flip, 1.0 - p, p) if any_flip else p
-    big = q * bl > _INVERSION_MEAN
-    any_big = bool(big.any())
-    if any_big:
-        q = np.where(big, 0.0, q)  # no pulse by inversion; drawn below
-    counts = np.zeros(p.size, dtype=np.int64)
-    u, q = u.reshape(-1), q.reshape(-1)
-    # (1 - q)^BL >= 1 - BL q (Bernoulli's inequality): u + BL q below 1 fires nothing, decided
-    # without a logarithm (the margin of 16 ulp covers the rounding of both sides)
-    bound = q * bl
-    bound += u
-    left = np.flatnonzero(bound >= 1.0 - 16 * np.finfo(float).eps)
-    q_left = q[left]
-    log_zero = np.log1p(-q_left)  # P(0) = (1 - q)^BL >= e^-2.8 here (BL q <= 2, q <= 1/2)
+    return _binomial_counts(bl, p, rng)
+
+
+def _binomial_counts(bl: int, values: np.ndarray, rng: Rng, dw_min: float = 0.0) -> np.ndarray:
+    """:func:`binomial_counts` of ``p = values`` (``dw_min = 0``), or of
+    ``p = min(1, (|values| / dw_min) / bl)`` for desired increments ``values`` (one pass fewer
+    than computing them first; the same numbers)."""
+    from .pulse_kernels import inversion_candidates, inversion_walk
+
+    values = np.ascontiguousarray(values, dtype=float)
+    shape, dw_min = values.shape, float(dw_min)
+    u = _uniforms(rng, shape).reshape(-1)
+    p, left, q_left, big, p_big, flip = inversion_candidates(
+        values.reshape(-1), dw_min, bl, u, _INVERSION_MEAN, _SCREEN_MARGIN)
+    log_zero = np.negative(q_left)  # P(0) = (1 - q)^BL >= e^-2.8 here (BL q <= 2, q <= 1/2)
+    np.log1p(log_zero, out=log_zero)
     log_zero *= bl
     pmf = np.exp(log_zero, out=log_zero)
-    more = u[left] >= pmf  # at least one pulse
-    left, q_left, pmf = left[more], q_left[more], pmf[more]
-    u_left, cdf = u[left], pmf.copy()
-    ratio = q_left / (1.0 - q_left)
-    count = np.ones(left.size, dtype=np.int64)
-    counts[left] = 1
-    for k in range(1, bl):  # count >= k + 1 iff u >= P(N <= k)
-        pmf *= ratio * ((bl - k + 1) / k)
-        cdf += pmf
-        more = u_left >= cdf
-        count += more
-        if k % _INVERSION_CHUNK == 0 or k == bl - 1:  # drop the decided elements now and then
-            counts[left] = count
-            if not more.any():
-                break
-            left, u_left, cdf, pmf, ratio, count = (
-                left[more], u_left[more], cdf[more], pmf[more], ratio[more], count[more])
-    counts = counts.reshape(p.shape)
-    if any_flip:
-        counts = np.where(flip, bl - counts, counts)
-    if any_big:
+    counts = inversion_walk(p, u, bl, left, q_left, pmf, flip)
+    if big.size:  # numpy's binomial, each member's elements (ascending) from its own generator
         if isinstance(rng, np.random.Generator):
-            counts[big] = rng.binomial(bl, p[big])
+            _numpy_binomial(rng, bl, p_big, big, counts)
         else:
+            per = u.size // len(rng)
+            ends = np.searchsorted(big, np.arange(len(rng) + 1) * per)
             for r, g in enumerate(rng):
-                if big[r].any():
-                    counts[r][big[r]] = g.binomial(bl, p[r][big[r]])
-    return counts
+                if ends[r + 1] > ends[r]:
+                    part = slice(ends[r], ends[r + 1])
+                    _numpy_binomial(g, bl, p_big[part], big[part], counts)
+    return counts.reshape(shape)
+
+
+def _numpy_binomial(g: np.random.Generator, bl: int, p: np.ndarray, index: np.ndarray,
+                    counts: np.ndarray) -> None:
+    """``counts[index] = g.binomial(bl, p)`` (``p`` in ``(0, 1)``), compiled where numpy draws
+    by inversion (:func:`simulate.pulse_kernels.numpy_binomial`: the same numbers, the same
+    uniforms taken from ``g``)."""
+    from .pulse_kernels import binomial_inversion_ok, numpy_binomial, numpy_binomial_lanes
+
+    if bl > 60 and not binomial_inversion_ok(p, bl):  # (bl min(p, 1 - p) <= bl / 2 <= 30)
+        counts[index] = g.binomial(bl, p)
+        return
+    u = g.random(p.size)
+    if numpy_binomial_lanes(p, bl, u, index, counts):
+        return
+    start = numpy_binomial(p, bl, u, 0, index, counts)  # an element started again (rare)
+    while start < p.size:
+        start = numpy_binomial(p, bl, g.random(p.size - start), start, index, counts)
 
 
 def pulsed_update(
@@ -565,8 +588,10 @@ def pulsed_update(
         raise ParameterError(
             f"pulse_type={pulse_type!r} is unknown; valid: {', '.join(PULSE_TYPES)}"
         )
-    w = np.array(w, dtype=float)
-    dw = np.broadcast_to(np.asarray(dw, dtype=float), w.shape)
+    w = np.asarray(w, dtype=float)  # (apply_pulses returns a new array)
+    dw = np.asarray(dw, dtype=float)
+    if dw.shape != w.shape:
+        dw = np.broadcast_to(dw, w.shape)
     step = device.dw_min * (1.0 if dw_min_scale is None else dw_min_scale)
     if pulse_type == "deterministic":
         x = np.abs(dw) / step
@@ -575,8 +600,11 @@ def pulsed_update(
     else:
         bl = check_bit_length(device.desired_bl, "desired_bl") if bl is None else \
             check_bit_length(bl)
-        pulses = pulse_counts(np.abs(dw) / device.dw_min, rng, pulse_type, bl,
-                              bl_management=bl_management)
+        if pulse_type == "stochastic" and not bl_management:  # p from dw in the same pass
+            pulses = _binomial_counts(bl, dw, rng, device.dw_min)
+        else:
+            pulses = pulse_counts(np.abs(dw) / device.dw_min, rng, pulse_type, bl,
+                                  bl_management=bl_management)
     return apply_pulses(w, pulses, dw >= 0, device, rng, step, bound_scale, method=method)
 
 
@@ -657,9 +685,9 @@ def apply_pulses(w: np.ndarray, pulses: np.ndarray, up: np.ndarray, device, rng:
     """
     if method not in PULSE_METHODS:
         raise ParameterError(f"method={method!r} is unknown; valid: {', '.join(PULSE_METHODS)}")
-    w = np.array(w, dtype=float)
+    w = np.asarray(w, dtype=float)  # every path below returns a new array
     if pulses.size == 0 or pulses.max() == 0:
-        return w
+        return w.copy()
     if method == "closed-form":
         pulse = device.pulse_map(up, step, bound_scale, overshoot=True)
         if pulse is not None and not (isinstance(pulse.rate, float) and pulse.rate >= 1.0):
@@ -684,6 +712,11 @@ def _closed_form_pulses(w, pulses, up, device, rng, step, bound_scale, pulse) ->
             out = _closed_form_pulses(w, pulses, up, device, rng, step, bound_scale, safe)
             _loop_where(out, over & (pulses > 0), w, pulses, device, rng, step, bound_scale, up)
             return out
+    if device.dw_min_std == 0 and bound_scale is None and np.ndim(step) == 0 and \
+            isinstance(pulse.rate, float) and pulses.dtype.kind in "iu":
+        out = _affine_after(w, pulses, up, device, float(step), pulse)
+        if out is not None:
+            return out
     signed_step = np.where(up, step, -step)
     inc = _first_increment(w, up, device, signed_step, bound_scale)
     n = pulses
@@ -701,6 +734,29 @@ def _closed_form_pulses(w, pulses, up, device, rng, step, bound_scale, pulse) ->
         rest = _closed_form_sum(w, n, inc, up, pulses, device, rng, step, bound_scale, pulse)
         return np.where(idle, start, rest)
     return _closed_form_sum(w, n, inc, up, pulses, device, rng, step, bound_scale, pulse)
+
+
+def _affine_after(w, pulses, up, device, step: float, pulse) -> np.ndarray | None:
+    """The noise-free closed form with one rate and one range, compiled
+    (:func:`simulate.pulse_kernels.affine_apply`; the numbers of :meth:`PulseMap.after` of
+    :func:`_first_increment`, with the responses evaluated, by numpy, only where a pulse fires
+    or the weight is 0 or not finite), or ``None`` if a weight starts outside the range."""
+    from .pulse_kernels import affine_apply, affine_split
+
+    flat = np.ascontiguousarray(w).reshape(-1)
+    n = np.ascontiguousarray(pulses, dtype=np.int64).reshape(-1)
+    direction = np.asarray(up)
+    if direction.shape != w.shape:
+        direction = np.broadcast_to(direction, w.shape)
+    direction = np.ascontiguousarray(direction).reshape(-1)
+    lo, hi = float(pulse.lo), float(pulse.hi)
+    up_index, w_up, down_index, w_down, inside, most = affine_split(flat, n, direction, lo, hi)
+    if not inside:
+        return None
+    table = geometric_sum(np.arange(most + 1), pulse.rate)  # PulseMap.per_count's table
+    out = affine_apply(flat, n, up_index, device.q_plus(w_up), down_index,
+                       device.q_minus(w_down), step, table, lo, hi)
+    return out.reshape(w.shape)
 
 
 #: an element whose noisy walk ends within this many standard deviations of a bound is fired
