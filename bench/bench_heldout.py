@@ -17,6 +17,11 @@ checks (SP, AP, 4'B) with a calibration of each check's problem
 (:func:`simulate.calibrate.suite_forecasts`): the median and worst calibrated / simulated cycles
 to each check's eps beside the bound's, and the SP-vs-AP and M-vs-M' ranking agreement.
 
+With ``--algorithm tiki-taka [--transfer-every T] [--transfer-slice column|all]`` every run
+(calibration and grid) is Tiki-Taka and every cycle count includes the transfers; the
+"theory-only" column is then the analog guarantee's choice with the transfers added (there is
+no proved Tiki-Taka guarantee to plan with).
+
 No timing is asserted; the success rates are measurements (the test,
 ``tests/test_calibration_heldout.py``, asserts the 90 % criterion on fewer instances).
 """
@@ -31,6 +36,8 @@ import numpy as np
 
 from simulate.calibrate import HELDOUT_TOLERANCE, heldout_check, suite_forecasts
 from simulate.suites import SUITES, run_suite
+from theory.calibration import CALIBRATED_ALGORITHMS
+from theory.schedules import TRANSFER_SLICES
 
 
 def _label(point) -> str:
@@ -48,6 +55,12 @@ def main(argv=None) -> int:
                         help="result cache directory (default: no cache)")
     parser.add_argument("--suite", choices=SUITES, default=None,
                         help="read this verification suite with calibrations instead")
+    parser.add_argument("--algorithm", choices=CALIBRATED_ALGORITHMS, default="analog",
+                        help="algorithm of every run (calibration and grid)")
+    parser.add_argument("--transfer-every", type=int, default=1, metavar="T",
+                        help="tiki-taka: updates per transfer event")
+    parser.add_argument("--transfer-slice", choices=TRANSFER_SLICES, default="column",
+                        help="tiki-taka: what a transfer event moves")
     args = parser.parse_args(argv)
     cache = args.cache_dir if args.cache_dir else False
     if args.suite:
@@ -58,7 +71,9 @@ def main(argv=None) -> int:
     print(f"{'seed':>5} {'device':<22} {'sigma2':>7} {'eps':>8}  {'best (simulated)':<17} "
           f"{'calibrated choice':<17} {'theory choice':<17} ok(cal) ok(theory)")
     for seed in range(args.first, args.first + args.instances):
-        h = heldout_check(seed, jobs=args.jobs, cache=cache)
+        h = heldout_check(seed, jobs=args.jobs, cache=cache, algorithm=args.algorithm,
+                          transfer_every=args.transfer_every,
+                          transfer_slice=args.transfer_slice)
         calibrated += h.calibrated_success
         theory += h.theory_success
         for s, g, p in zip(h.simulated, h.guaranteed, h.predicted, strict=True):
@@ -72,6 +87,9 @@ def main(argv=None) -> int:
               f"{_label(h.grid[h.theory_choice]):<17} {str(h.calibrated_success):<7} "
               f"{h.theory_success}")
     n = args.instances
+    if args.algorithm != "analog":
+        print(f"\nalgorithm {args.algorithm}, transfer_every={args.transfer_every}, "
+              f"transfer_slice={args.transfer_slice}")
     print(f"\nsuccess (simulated cycles to eps within {HELDOUT_TOLERANCE:g}x of the best grid "
           f"point) over {n} instances: calibrated planner {calibrated}/{n} = "
           f"{calibrated / n:.0%}, theory-only planner {theory}/{n} = {theory / n:.0%}")
