@@ -39,6 +39,14 @@ grid with a per-point status, so a point at or below its floor, or beyond int64 
 simply unreachable (``inf``). **Relaxation.** :mod:`bounds.relaxation` solves the continuous
 geometric program in :math:`(M, B, b)`, whose optimum is a lower bound; the plan reports it and
 the gap, or the relaxation's status and message when it failed.
+
+**Tiki-Taka.** :func:`plan_tiki_taka` runs the same search for a Tiki-Taka run: its cycles are
+the schedule's plus the transfers, :math:`\lfloor K/T\rfloor c_T` with :math:`c_T = 2\max_m
+\sum_{\ell\in m} s_\ell` (each layer one tile of ``rows`` columns; :math:`s_\ell = 1` for the
+``column`` slice, ``rows`` for ``all``; :func:`theory.schedules.transfer_event_cycles`, the
+simulator's rule); its guarantee uses only the proved (``derived``) Tiki-Taka entries whose
+``setting`` conditions the plan's :class:`~bounds.params.TransferSettings` meet, and a mode
+without one has none; its forecast needs a calibration of Tiki-Taka runs.
 """
 
 from __future__ import annotations

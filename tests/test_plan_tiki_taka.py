@@ -317,7 +317,9 @@ def _step(mode, values, eps, grid, proved, settings):
     return step_cap(bound_for(mode).name, {**values, "M": grid["M"], "D": grid["M"] - 1})
 
 
-def _brute_force(model, hw, eps, limits, transfer, cal, proved_modes):
+def _brute_force(model, hw, eps, limits, transfer, cal, proved_modes, guarantee=False):
+    """The least seconds over every (mode, M, B, b) and the points that have them: the forecast
+    (``cal``) or, with ``guarantee``, the proved Tiki-Taka iterations."""
     values = theory_values(hw.hardware, ProblemParams())
     h = hw.hardware
     tiles = model.tiles(h.tile_rows, h.tile_cols)
@@ -339,10 +341,19 @@ def _brute_force(model, hw, eps, limits, transfer, cal, proved_modes):
             if part is None:
                 continue
             grid = {"M": stages, "b": b} | ({"B": count} if mode == "sync" else {})
-            lr = _step(mode, values, eps, grid, mode in proved_modes, transfer.settings())
-            if not math.isfinite(lr):
-                continue
-            k = float(forecast_iterations(cal, mode, eps, lr=lr, M=stages, B=count, b=b)[0])
+            if guarantee:
+                if mode not in proved_modes:
+                    continue
+                g = evaluate_guarantee(mode, eps, algorithm="tiki-taka",
+                                       settings=transfer.settings(), transfer=(1, 0),
+                                       on_unreachable="status", **values, **grid)
+                k = float(g.iterations_int) if g.status == REACHABLE else math.inf
+            else:
+                lr = _step(mode, values, eps, grid, mode in proved_modes, transfer.settings())
+                if not math.isfinite(lr):
+                    continue
+                k = float(forecast_iterations(cal, mode, eps, lr=lr, M=stages, B=count,
+                                              b=b)[0])
             if not math.isfinite(k):
                 continue
             ends = (*part.starts[1:], len(model.layers))
@@ -379,6 +390,12 @@ def test_exact_search_equals_brute_force(monkeypatch, slice_, buffer, proved):
     assert chosen.seconds == pytest.approx(least, rel=1e-12)
     assert (chosen.mode, chosen.stages, chosen.micro_batches, chosen.micro_batch_size) in keys
     assert (r.best is not None) == proved
+    if proved:  # the guarantee's plan is the optimum of the proved times on the same grid
+        least, keys = _brute_force(model, hw, eps, limits, transfer, cal, {"sync"},
+                                   guarantee=True)
+        b = r.best
+        assert b.seconds == pytest.approx(least, rel=1e-12)
+        assert (b.mode, b.stages, b.micro_batches, b.micro_batch_size) in keys
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -399,3 +416,27 @@ def test_exact_search_equals_brute_force_on_drawn_models(seed):
     chosen = r.forecast[0].candidate
     assert chosen.seconds == pytest.approx(least, rel=1e-12)
     assert (chosen.mode, chosen.stages, chosen.micro_batches, chosen.micro_batch_size) in keys
+
+
+def test_calibrate_command_records_tiki_taka_and_plan_reads_it(tmp_path, capsys):
+    out = tmp_path / "tt.json"
+    argv = ["calibrate", "--quick", "--steps", "300", "--seeds", "4", "--resamples", "2",
+            "--dim", "8", "--algorithm", "tiki-taka", "--transfer-every", "2",
+            "--transfer-slice", "all", "--out", str(out), "--jobs", "1", "--cache-dir",
+            str(tmp_path / "cache")]
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    assert "algorithm tiki-taka (transfer every 2 updates, slice all)" in table
+    cal = read_calibration(out)
+    assert cal.algorithm == "tiki-taka"
+    assert cal.transfer == {"transfer_every": 2, "transfer_slice": "all"}
+    assert cal.created_by["algorithm"] == "tiki-taka"
+    base = ["plan", "--model", "digits-mlp", "--accelerators", "4", "--eps", "0.1", *SMALL,
+            "--calibration", str(out)]
+    assert main([*base, "--algorithm", "tiki-taka", "--transfer-every", "2",
+                 "--transfer-slice", "all", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["calibration"]["transfer"] == cal.transfer
+    assert data["forecast"] and data["status"] == FORECAST_ONLY
+    assert main(base) == 2  # the analog planner refuses it
+    assert "made with algorithm 'tiki-taka'" in capsys.readouterr().err
