@@ -901,8 +901,10 @@ def plan_tiki_taka(
                    + ("; the forecast's choice is the plan to run" if rows else ""))
     else:
         status = FORECAST_ONLY
-        message = ("no mode has a proved tiki-taka guarantee: the plan is the calibrated "
-                   "forecast's choice alone (a prediction, not a guarantee)")
+        why = ("no mode has a proved tiki-taka guarantee" if not proved else
+               "the proved modes give no feasible plan (see ruled out)")
+        message = (f"{why}: the plan is the calibrated forecast's choice alone (a prediction, "
+                   "not a guarantee)")
     return TikiTakaPlan(
         model=model.name, eps=float(eps), transfer=transfer.settings(), guarantees=guarantees,
         best=best, alternatives=tuple(found[1:]), forecast=rows, calibration=info,
