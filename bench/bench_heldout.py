@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     cache = args.cache_dir if args.cache_dir else False
     if args.suite:
         return _suite(args.suite, args.jobs, cache)
-    calibrated = theory = 0
+    calibrated = theory = judged = unforecast = 0
     ratios = {"bound": [], "calibration": []}
     start = time.perf_counter()
     print(f"{'seed':>5} {'device':<22} {'sigma2':>7} {'eps':>8}  {'best (simulated)':<17} "
@@ -74,12 +74,17 @@ def main(argv=None) -> int:
         h = heldout_check(seed, jobs=args.jobs, cache=cache, algorithm=args.algorithm,
                           transfer_every=args.transfer_every,
                           transfer_slice=args.transfer_slice)
-        calibrated += h.calibrated_success
-        theory += h.theory_success
+        if math.isfinite(h.best):  # else no grid point reaches eps: nothing to judge
+            judged += 1
+            calibrated += h.calibrated_success
+            theory += h.theory_success
         for s, g, p in zip(h.simulated, h.guaranteed, h.predicted, strict=True):
             if math.isfinite(s):
                 ratios["bound"].append(g / s)
-                ratios["calibration"].append(p / s)
+                if math.isfinite(p):
+                    ratios["calibration"].append(p / s)
+                else:
+                    unforecast += 1
         best = int(np.argmin(h.simulated))
         device = h.spec.device if h.spec.tau is None else f"{h.spec.device}(tau={h.spec.tau:g})"
         print(f"{seed:>5} {device:<22} {h.spec.sigma2:>7.3g} {h.eps:>8.4g}  "
@@ -90,14 +95,23 @@ def main(argv=None) -> int:
     if args.algorithm != "analog":
         print(f"\nalgorithm {args.algorithm}, transfer_every={args.transfer_every}, "
               f"transfer_slice={args.transfer_slice}")
+    if judged < n:
+        print(f"\n{n - judged} of {n} instances not judged: no grid point reaches eps within "
+              "the simulation's limit")
+    rate = (lambda k: f"{k}/{judged} = {k / judged:.0%}") if judged else (lambda k: "n/a")
     print(f"\nsuccess (simulated cycles to eps within {HELDOUT_TOLERANCE:g}x of the best grid "
-          f"point) over {n} instances: calibrated planner {calibrated}/{n} = "
-          f"{calibrated / n:.0%}, theory-only planner {theory}/{n} = {theory / n:.0%}")
+          f"point) over {judged} judged instances: calibrated planner {rate(calibrated)}, "
+          f"theory-only planner {rate(theory)}")
     for name, values in ratios.items():
         v = np.asarray(values)
+        if not v.size:
+            continue
         worst = v[np.argmax(np.abs(np.log(v)))]
         print(f"prediction ratio of the {name} over {v.size} grid points: median "
               f"{np.median(v):.3g}, worst {worst:.3g}")
+    if unforecast:
+        print(f"the calibration forecasts {unforecast} grid points that the simulation reaches "
+              "as unreachable (its floor at or above eps)")
     print(f"({time.perf_counter() - start:.0f} s)")
     return 0
 
