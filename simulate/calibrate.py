@@ -8,6 +8,12 @@ so the design covers the steps a plan can run at. Every point is one ensemble of
 run through the cached sweep runner (:func:`simulate.sweep.run_sweep`: local processes or Dask,
 with progress; function :func:`calibration_run`).
 
+**Tiki-Taka.** With :attr:`CalibrationProblem.algorithm` ``"tiki-taka"`` the same design (and
+the same steps, fractions of the analog cap) runs Tiki-Taka with the problem's transfer settings;
+the fit is the same form (its floor coefficient free, it may come out nil), the file records the
+algorithm and the transfers (``problem``), and every cycle count of the held-out check includes
+the transfers (:func:`theory.schedules.transfer_cycles`).
+
 **Observations.** For each point the ensemble mean running average
 :math:`\bar g(K) = \frac1R\sum_r\frac1K\sum_{k<K}\lVert\nabla f(W^{(r)}_k)\rVert^2` gives, at
 :data:`TARGETS` targets :math:`\epsilon_j` log-spaced between ``1.1`` times the curve's minimum
