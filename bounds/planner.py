@@ -709,6 +709,16 @@ class _Transfers:
         self.moved = np.array([columns_moved(c, transfer.slice) for c in self.columns])
         self.entries = {mode: guarantee_entries(mode, "tiki-taka", self.settings)
                         for mode in PLAN_MODES}
+        self.unusable: dict[str, str] = {}
+        for mode, entries in self.entries.items():
+            for entry in entries:  # an entry needing constants the plan does not have: none used
+                try:
+                    evaluate_complexity(entry.name, self.eps, on_unreachable="status",
+                                        **self.values, M=1, B=1, b=1)
+                except ParameterError as error:
+                    self.unusable[mode] = f"{entry.name} cannot be evaluated here: {error}"
+                    self.entries[mode] = ()
+                    break
 
     def event_cycles(self, partition: Partition) -> int:
         """:math:`c_T` of ``partition`` (stage ``j`` holds layers ``starts[j]`` onwards)."""
@@ -815,7 +825,9 @@ def _tt_guarantees(search: _Transfers, modes) -> tuple[ModeGuarantee, ...]:
         derived = guarantee_entries(mode, "tiki-taka")
         others = [b.name for b in REGISTRY.values()
                   if b.algorithm == "tiki-taka" and b.mode == mode and b.provenance != "derived"]
-        if derived:
+        if mode in search.unusable:
+            why = search.unusable[mode]
+        elif derived:
             unmet = "; ".join(
                 f"{b.name} needs " + (", ".join(f"{k}={v}" for k, v in
                                                 setting_conditions(b).items())

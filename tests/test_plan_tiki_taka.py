@@ -23,7 +23,7 @@ from paper_figures.cli import main
 from simulate.calibrate import CalibrationProblem
 from simulate.config import TRANSFER_SLICES, SimConfig
 from simulate.tiki_taka import TikiTaka, Tile, TransferRule
-from theory import theorems
+from theory import local_sgd, theorems
 from theory.admissible import step_cap
 from theory.calibration import (
     Calibration,
@@ -440,3 +440,17 @@ def test_calibrate_command_records_tiki_taka_and_plan_reads_it(tmp_path, capsys)
     assert data["forecast"] and data["status"] == FORECAST_ONLY
     assert main(base) == 2  # the analog planner refuses it
     assert "made with algorithm 'tiki-taka'" in capsys.readouterr().err
+
+
+def test_a_row_needing_unknown_constants_gives_no_guarantee(monkeypatch):
+    row = _fake_row(monkeypatch, "setting transfer_slice=column", name="tt_needs_sp")
+    nu = local_sgd.nu  # the programming noise: not a constant of a plan
+    monkeypatch.setitem(theorems.REGISTRY, row.name, dataclasses.replace(
+        row, expr=row.expr * (1 + nu), rate_a=row.rate_a * (1 + nu)))
+    with pytest.raises(ParameterError, match="pass --calibration"):
+        plan_tiki_taka(MLP, HW, ProblemParams(), 0.5, PlanLimits(8, 8))
+    r = plan_tiki_taka(MLP, HW, ProblemParams(), 0.5, PlanLimits(8, 8),
+                       calibration=_tt_calibration(every=1))
+    sync = next(g for g in r.guarantees if g.mode == "sync")
+    assert sync.status == NO_GUARANTEE
+    assert "tt_needs_sp cannot be evaluated here" in sync.message and "nu" in sync.message
