@@ -102,8 +102,24 @@ def test_simulator_uses_the_theory_rule(slice_):
 
 def test_transfer_settings_defaults_are_simconfig_defaults():
     s, c = TransferSettings(), SimConfig()
-    assert (s.every, s.slice, s.lr, s.gamma) == (c.transfer_every, c.transfer_slice,
-                                                 c.transfer_lr, c.tt_gamma)
+    assert (s.every, s.slice, s.lr, s.gamma, s.fast_device) == (
+        c.transfer_every, c.transfer_slice, c.transfer_lr, c.tt_gamma, c.fast_device)
+    assert s.reset is getattr(c, "transfer_reset", False)
+
+
+def test_reset_and_fast_device_settings_select_rows(monkeypatch, capsys):
+    _fake_row(monkeypatch, "setting transfer_slice=all", "setting transfer_reset=true",
+              "setting fast_device=digital")
+    met = TransferSettings(slice="all", reset=True, fast_device="digital").settings()
+    assert [b.name for b in guarantee_entries("sync", "tiki-taka", met)] == ["tt_test_sp"]
+    assert guarantee_entries("sync", "tiki-taka", TransferSettings(slice="all").settings()) == ()
+    argv = ["plan", "--model", "digits-mlp", "--algorithm", "tiki-taka", "--eps", "0.5",
+            "--transfer-slice", "all", *SMALL]
+    assert main(argv) == 2
+    assert "pass --calibration FILE" in capsys.readouterr().err  # A is reset only when asked
+    assert main([*argv, "--transfer-reset", "--fast-device", "digital"]) == 0
+    out = capsys.readouterr().out
+    assert "guarantee sync       guaranteed: proved by tt_test_sp" in out
 
 
 # -- the guarantee: proved rows whose settings are met, nothing else ------------------------------

@@ -147,6 +147,16 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
         "columns; each column costs 2 clock cycles (a read and a pulse update), the slowest "
         "stage sets the event's cycles",
     )
+    transfer.add_argument(
+        "--transfer-reset", action="store_true",
+        help="tiki-taka: a transfer sets the moved columns of A back to 0 (matched against the "
+        "proved bounds' settings)",
+    )
+    transfer.add_argument(
+        "--fast-device", metavar="NAME", default=None,
+        help="tiki-taka: A's device, e.g. digital for an ideal buffer (matched against the "
+        "proved bounds' settings; default: the preset's device)",
+    )
     parser.add_argument(
         "--calibration", metavar="FILE", default=argparse.SUPPRESS,
         help="a calibration file of aimc-pipeline calibrate: choose by the predicted "
@@ -275,7 +285,8 @@ def _run_tiki_taka(args, hardware, limits, problem, calibration, kinds, override
     if kinds is not None:
         raise ParameterError("algorithm=tiki-taka plans one accelerator kind; --hardware, "
                              "--digital-accelerators and --compare-modes are for analog-sgd")
-    transfer = TransferSettings(every=args.transfer_every, slice=args.transfer_slice)
+    transfer = TransferSettings(every=args.transfer_every, slice=args.transfer_slice,
+                                reset=args.transfer_reset, fast_device=args.fast_device)
     model = load_model(args.model, **overrides)
     extra = {}
     if calibration is not None:
