@@ -153,7 +153,7 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
         "proved bounds' settings)",
     )
     transfer.add_argument(
-        "--fast-device", metavar="NAME", default=None,
+        "--fast-device", metavar="NAME", default=argparse.SUPPRESS,
         help="tiki-taka: A's device, e.g. digital for an ideal buffer (matched against the "
         "proved bounds' settings; default: the preset's device)",
     )
@@ -286,7 +286,8 @@ def _run_tiki_taka(args, hardware, limits, problem, calibration, kinds, override
         raise ParameterError("algorithm=tiki-taka plans one accelerator kind; --hardware, "
                              "--digital-accelerators and --compare-modes are for analog-sgd")
     transfer = TransferSettings(every=args.transfer_every, slice=args.transfer_slice,
-                                reset=args.transfer_reset, fast_device=args.fast_device)
+                                reset=args.transfer_reset,
+                                fast_device=getattr(args, "fast_device", None))
     model = load_model(args.model, **overrides)
     extra = {}
     if calibration is not None:
