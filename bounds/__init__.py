@@ -4,7 +4,8 @@
 - :mod:`bounds.timing`: the one timing model turning clock cycles into seconds;
 - :mod:`bounds.evaluate`: ``evaluate`` one bound, ``compare`` all of them side by side;
 - :mod:`bounds.models`, :mod:`bounds.partition`, :mod:`bounds.relaxation`, :mod:`bounds.planner`:
-  the planner (with a calibration: predicted beside guaranteed time);
+  the planner (with a calibration: predicted beside guaranteed time; ``plan_tiki_taka`` for
+  Tiki-Taka runs, transfers counted);
 - :mod:`bounds.hardware`, :mod:`bounds.modes`, :mod:`bounds.mode_planner`: accelerator kinds, the
   data-parallel and hybrid cycle models, the per-mode comparison;
 - :mod:`bounds.commands`: the ``aimc-pipeline bounds`` and ``plan`` commands (argparse only there).
@@ -21,13 +22,14 @@ from .params import (
     PlanHardware,
     PlanLimits,
     ProblemParams,
+    TransferSettings,
     dump_config,
     from_preset,
     load_config,
 )
 from .partition import Partition, best_partition
-from .plan_result import Candidate, Plan, RateTerms, SolveTimes
-from .planner import plan, time_grid
+from .plan_result import Candidate, Plan, RateTerms, SolveTimes, TikiTakaPlan
+from .planner import plan, plan_tiki_taka, time_grid
 from .relaxation import Relaxed
 from .timing import TimingModel
 
@@ -48,7 +50,9 @@ __all__ = [
     "RateTerms",
     "Relaxed",
     "SolveTimes",
+    "TikiTakaPlan",
     "TimingModel",
+    "TransferSettings",
     "best_partition",
     "compare",
     "dump_config",
@@ -59,5 +63,6 @@ __all__ = [
     "load_config",
     "load_model",
     "plan",
+    "plan_tiki_taka",
     "time_grid",
 ]

@@ -61,7 +61,7 @@ from theory.limits import (
     MAX_TOML_DEPTH,
     check_size,
 )
-from theory.schedules import max_delay
+from theory.schedules import TRANSFER_SLICES, max_delay
 
 from .timing import TimingModel
 
@@ -78,6 +78,7 @@ __all__ = [
     "PlanLimits",
     "ProblemParams",
     "TIMING_KEYS",
+    "TransferSettings",
     "check_keys",
     "check_type",
     "dump_config",
@@ -350,6 +351,63 @@ class PlanHardware:
     def timing(self) -> TimingModel:
         """The :class:`~bounds.timing.TimingModel` of the hardware."""
         return self.hardware.timing
+
+
+@dataclass(frozen=True)
+class TransferSettings:
+    r"""Tiki-Taka's transfer settings of a plan (``plan --algorithm tiki-taka``).
+
+    The fields mirror the :class:`simulate.config.SimConfig` fields of the same meaning and
+    default (``bounds`` does not import ``simulate``; a test checks the defaults agree).
+
+    Parameters
+    ----------
+    every : int
+        ``T`` >= 1: a transfer event after every ``T``-th update (``transfer_every``).
+    slice : {"column", "all"}
+        What an event moves (``transfer_slice``): one column of every layer's tile (round robin),
+        or all of them (:func:`theory.schedules.transfer_event_cycles`).
+    lr : float
+        Transfer rate relative to the step (``transfer_lr``), >= 0.
+    gamma : float
+        Weight of A in ``W = gamma A + C`` (``tt_gamma``), >= 0.
+    reset : bool
+        Whether a transfer sets the transferred columns of A back to 0 (``transfer_reset``;
+        default ``False``, aihwkit's TransferCompound).
+    fast_device : str or None
+        A's device (``fast_device``; ``None``: the run's device, ``"digital"``: an ideal buffer).
+        Matched against the proved entries' settings only: the plan's device constants are those
+        of the preset (C's device).
+    """
+
+    every: int = 1
+    slice: str = "column"
+    lr: float = 1.0
+    gamma: float = 0.0
+    reset: bool = False
+    fast_device: str | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "every", check_range("transfer_every", self.every, 1,
+                                                      MAX_COUNT, integer=True))
+        if self.slice not in TRANSFER_SLICES:
+            raise ParameterError(f"transfer_slice={self.slice!r} is unknown; valid: "
+                                 f"{', '.join(TRANSFER_SLICES)}")
+        check_range("transfer_lr", self.lr, 0, None)
+        check_range("tt_gamma", self.gamma, 0, None)
+        if not isinstance(self.reset, bool):
+            raise ParameterError(f"transfer_reset={show_value(self.reset)} must be true or false")
+        if self.fast_device is not None and not isinstance(self.fast_device, str):
+            raise ParameterError(f"fast_device={show_value(self.fast_device)} is not a device "
+                                 "name")
+
+    def settings(self) -> dict:
+        """The run settings a registry entry's ``setting`` conditions are checked against
+        (:func:`theory.complexity.conditions_met`), by the :class:`SimConfig` field names."""
+        return {"algorithm": "tiki-taka", "transfer_every": self.every,
+                "transfer_slice": self.slice, "transfer_lr": float(self.lr),
+                "tt_gamma": float(self.gamma), "transfer_reset": self.reset,
+                "fast_device": "device" if self.fast_device is None else self.fast_device}
 
 
 @dataclass(frozen=True)

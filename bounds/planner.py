@@ -39,6 +39,14 @@ grid with a per-point status, so a point at or below its floor, or beyond int64 
 simply unreachable (``inf``). **Relaxation.** :mod:`bounds.relaxation` solves the continuous
 geometric program in :math:`(M, B, b)`, whose optimum is a lower bound; the plan reports it and
 the gap, or the relaxation's status and message when it failed.
+
+**Tiki-Taka.** :func:`plan_tiki_taka` runs the same search for a Tiki-Taka run: its cycles are
+the schedule's plus the transfers, :math:`\lfloor K/T\rfloor c_T` with :math:`c_T = 2\max_m
+\sum_{\ell\in m} s_\ell` (each layer one tile of ``rows`` columns; :math:`s_\ell = 1` for the
+``column`` slice, ``rows`` for ``all``; :func:`theory.schedules.transfer_event_cycles`, the
+simulator's rule); its guarantee uses only the proved (``derived``) Tiki-Taka entries whose
+``setting`` conditions the plan's :class:`~bounds.params.TransferSettings` meet, and a mode
+without one has none; its forecast needs a calibration of Tiki-Taka runs.
 """
 
 from __future__ import annotations
@@ -49,32 +57,66 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from theory.calibration import CALIBRATED_MODES, Calibration, forecast_iterations, model_terms
+from theory.admissible import step_cap
+from theory.calibration import (
+    CALIBRATED_MODES,
+    Calibration,
+    check_algorithm,
+    forecast_iterations,
+    model_terms,
+)
 from theory.compiled import compile_expr
-from theory.complexity import REACHABLE, evaluate_complexity, evaluate_guarantee
+from theory.complexity import (
+    REACHABLE,
+    evaluate_complexity,
+    evaluate_guarantee,
+    guarantee_entries,
+    setting_conditions,
+)
 from theory.errors import ParameterError, UnreachableTargetError, check_range
 from theory.limits import MAX_GRID_POINTS, check_size
-from theory.schedules import cycles_after, in_flight_expr
-from theory.theorems import bound_for
+from theory.schedules import (
+    CYCLES_PER_COLUMN,
+    columns_moved,
+    cycles_after,
+    in_flight_expr,
+    transfer_cycles,
+    transfer_event_cycles,
+)
+from theory.theorems import REGISTRY, bound_for
 
 from .evaluate import theory_values
 from .models import Model
-from .params import PLAN_MODES, PlanHardware, PlanLimits, ProblemParams, check_type
+from .params import (
+    PLAN_MODES,
+    PlanHardware,
+    PlanLimits,
+    ProblemParams,
+    TransferSettings,
+    check_type,
+)
 from .partition import Partition, best_partition
 from .plan_result import (
+    FORECAST_ONLY,
+    GUARANTEED,
+    NO_GUARANTEE,
     OPTIMAL,
     RELAXATION_FAILED,
     Candidate,
     ForecastRow,
     Grid,
+    ModeGuarantee,
     Plan,
     PlanForecast,
     RateTerms,
     SolveTimes,
+    TikiTakaPlan,
+    TikiTakaRow,
+    TransferCandidate,
 )
 from .relaxation import SKIPPED, Relaxed, solve_relaxation
 
-__all__ = ["forecast_plan", "plan", "time_grid"]
+__all__ = ["forecast_plan", "plan", "plan_tiki_taka", "time_grid"]
 
 class _Search:
     """The exact search over (mode, M, B, b, partition): lower-bound grids and lazy DPs."""
@@ -174,14 +216,31 @@ class _Search:
             if mode == "async":
                 iterations = iterations_all[i : i + 1]
             part = self.free[stages]
-            cycles = cycles_after(mode, iterations, stages, count)
+            cycles = self.cycles(mode, iterations, stages, count, part)
             cycle_time = self.hw.timing.stage_time_s(b * part.bottleneck)
             seconds = np.asarray(cycles * cycle_time, dtype=float)
             held = self.held(mode, stages, count.ravel())
             need = (held * np.asarray(part.activations)[None, :]).max(axis=1)[:, None]
             exact = b * need * self.bytes <= self.buffer
+            seconds = self.lower_seconds(mode, iterations, stages, count, cycle_time, seconds,
+                                         exact)
             yield Grid(stages=stages, counts=count.ravel(), iterations=iterations,
                        seconds=seconds, exact=exact)
+
+    def cycles(self, mode, iterations, stages, count, partition) -> np.ndarray:
+        """Clock cycles of ``iterations`` updates (:func:`theory.schedules.cycles_after`; the
+        partition matters for Tiki-Taka's transfers only)."""
+        return cycles_after(mode, iterations, stages, count)
+
+    def lower_seconds(self, mode, iterations, stages, count, cycle_time, seconds, exact):
+        """The grid's seconds where the memory-free partition does not fit (``~exact``): a lower
+        bound of every partition's (here the same values: any other partition has a slower
+        bottleneck and the same cycles)."""
+        return seconds
+
+    def bound_name(self, mode: str) -> str:
+        """The entry named in the reasons of a ruled-out mode."""
+        return bound_for(mode).name
 
     def _guarantee(self, mode: str, grid: dict, on_unreachable: str = "status"):
         """The proved complexity of ``mode`` on ``grid``: the fewest iterations over its bounds."""
@@ -203,7 +262,7 @@ class _Search:
         """The smallest floor of ``mode`` over the stages, at the largest batch."""
         n_max = {"B": self.limits.max_micro_batches, "b": self.limits.max_micro_batch_size}
         stages = np.array(list(self.free))
-        result = evaluate_complexity(bound_for(mode).name, self.eps, on_unreachable="status",
+        result = evaluate_complexity(self.bound_name(mode), self.eps, on_unreachable="status",
                                      **self.values, **n_max, M=stages)
         return float(np.min(result.floor))
 
@@ -247,7 +306,7 @@ class _Search:
                 # caps only shrink with b: no larger b of this in-flight pattern is feasible
                 alive[np.ix_(group == group[i], self.b >= b)] = False
                 continue
-            cycles = cycles_after(mode, iterations[i, j], stages, count)
+            cycles = self.cycles(mode, iterations[i, j], stages, count, part)
             value = float(cycles * self.hw.timing.stage_time_s(b * part.bottleneck))
             if value < best_val or (value == best_val and best is not None
                                     and (count, b) < (best[1], best[2])):
@@ -313,43 +372,7 @@ def plan(
     eps = check_range("eps", eps, 0, low_open=True)
     start = time.perf_counter()
     search = _Search(model, hardware, problem, eps, limits)
-    pairs: list[tuple[str, Grid]] = []
-    ruled_out, floors = [], {}
-    for mode in limits.modes:
-        grids = list(search.grids(mode))
-        if not any(np.isfinite(g.seconds).any() for g in grids):
-            floor = search.min_floor(mode)
-            count = limits.max_micro_batches if mode == "sync" else 1
-            largest = f"at the largest batch: B={count}, b={limits.max_micro_batch_size}"
-            if eps > floor:  # reachable in principle, but beyond int64 iterations everywhere
-                ruled_out.append((mode, (
-                    f"eps={eps:.6g} needs more iterations than an int64 holds for every allowed "
-                    f"batch (floor {floor:.6g} {largest}); choose a larger eps"
-                )))
-                continue
-            floors[mode] = floor
-            ruled_out.append((mode, (
-                f"eps={eps:g} is at or below the floor of {bound_for(mode).name} for every "
-                f"allowed batch (smallest floor {floor:.6g}, {largest})"
-            )))
-            continue
-        pairs += [(mode, g) for g in grids]
-    found: list[Candidate] = []
-    produced, pruned = set(), set()
-    for mode, grid in sorted(pairs, key=lambda p: (float(np.min(p[1].seconds)), p[0],
-                                                   p[1].stages)):
-        threshold = found[3].seconds if len(found) >= 4 else np.inf
-        if float(np.min(grid.seconds)) >= threshold:
-            pruned.add(mode)
-            continue
-        cand = search.best_for(mode, grid, threshold)
-        if cand is not None:
-            produced.add(mode)
-            found = sorted([*found, cand], key=lambda c: (c.seconds, c.mode, c.stages))[:4]
-        elif np.isfinite(threshold):
-            pruned.add(mode)  # best_for stops at the threshold: the pair may be feasible
-    for mode in sorted({m for m, _ in pairs} - produced - pruned):
-        ruled_out.append((mode, _memory_reason(search, mode, pairs, hardware)))
+    found, ruled_out, floors, pairs = _exact(search, limits.modes, hardware)
     if not found:
         if floors and len(floors) == len(limits.modes):
             mode = min(floors, key=floors.get)
@@ -382,6 +405,51 @@ def plan(
     )
 
 
+def _exact(search: _Search, modes, hardware: PlanHardware):
+    """The exact search of :func:`plan` over ``modes``: ``(found, ruled_out, floors, pairs)``,
+    the four best candidates of distinct (mode, M) pairs, the modes ruled out with the reason,
+    the floors of the modes below whose floor eps lies, and the searched grids."""
+    eps, limits = search.eps, search.limits
+    pairs: list[tuple[str, Grid]] = []
+    ruled_out, floors = [], {}
+    for mode in modes:
+        grids = list(search.grids(mode))
+        if not any(np.isfinite(g.seconds).any() for g in grids):
+            floor = search.min_floor(mode)
+            count = limits.max_micro_batches if mode == "sync" else 1
+            largest = f"at the largest batch: B={count}, b={limits.max_micro_batch_size}"
+            if eps > floor:  # reachable in principle, but beyond int64 iterations everywhere
+                ruled_out.append((mode, (
+                    f"eps={eps:.6g} needs more iterations than an int64 holds for every allowed "
+                    f"batch (floor {floor:.6g} {largest}); choose a larger eps"
+                )))
+                continue
+            floors[mode] = floor
+            ruled_out.append((mode, (
+                f"eps={eps:g} is at or below the floor of {search.bound_name(mode)} for every "
+                f"allowed batch (smallest floor {floor:.6g}, {largest})"
+            )))
+            continue
+        pairs += [(mode, g) for g in grids]
+    found: list[Candidate] = []
+    produced, pruned = set(), set()
+    for mode, grid in sorted(pairs, key=lambda p: (float(np.min(p[1].seconds)), p[0],
+                                                   p[1].stages)):
+        threshold = found[3].seconds if len(found) >= 4 else np.inf
+        if float(np.min(grid.seconds)) >= threshold:
+            pruned.add(mode)
+            continue
+        cand = search.best_for(mode, grid, threshold)
+        if cand is not None:
+            produced.add(mode)
+            found = sorted([*found, cand], key=lambda c: (c.seconds, c.mode, c.stages))[:4]
+        elif np.isfinite(threshold):
+            pruned.add(mode)  # best_for stops at the threshold: the pair may be feasible
+    for mode in sorted({m for m, _ in pairs} - produced - pruned):
+        ruled_out.append((mode, _memory_reason(search, mode, pairs, hardware)))
+    return found, ruled_out, floors, pairs
+
+
 def _check_arguments(model, hardware, problem, limits) -> tuple[ProblemParams, PlanLimits]:
     """The problem and limits with defaults filled in; every argument's type checked."""
     problem = ProblemParams() if problem is None else problem
@@ -407,7 +475,7 @@ def _memory_reason(search: _Search, mode: str, pairs: list[tuple[str, Grid]],
             held = tuple(int(x) for x in search.held(mode, grid.stages, [1])[0])
             if search.partition(grid.stages, held, 1) is not None:
                 return (f"the batches that fit {buffer} are too small to reach eps="
-                        f"{search.eps:g} above the floor of {bound_for(mode).name}")
+                        f"{search.eps:g} above the floor of {search.bound_name(mode)}")
     return (f"no partition fits {buffer} even at b=1 ({hardware.bytes_per_activation} bytes per "
             "activation)")
 
@@ -565,11 +633,14 @@ def forecast_plan(model: Model, hardware: PlanHardware, problem: ProblemParams, 
     Raises
     ------
     ParameterError
-        No mode of ``limits`` is calibrated, or no choice has a forecast that reaches ``eps``.
+        No mode of ``limits`` is calibrated, or no choice has a forecast that reaches ``eps``, or
+        the calibration is of another algorithm than analog SGD (:func:`plan_tiki_taka` plans
+        with a Tiki-Taka one).
     """
     if not isinstance(calibration, Calibration):
         raise ParameterError(f"calibration={calibration!r} is not a theory.calibration."
                              "Calibration; read one with theory.calibration.read_calibration")
+    check_algorithm(calibration, "analog", source)
     search = _ForecastSearch(model, hardware, problem, eps, limits, calibration=calibration)
     modes = [m for m in limits.modes if m in CALIBRATED_MODES and m in calibration.fits]
     if not modes:
@@ -604,3 +675,305 @@ def forecast_plan(model: Model, hardware: PlanHardware, problem: ProblemParams, 
     return PlanForecast(source=source, fingerprint=calibration.fingerprint, matches=matches,
                         chosen=rows[0], alternatives=tuple(rows[1:]), guaranteed_choice=own,
                         eps=float(eps), warning=warning)
+
+
+# ------------------------------------------------------------------------------------------------
+# Tiki-Taka (issue 16): proved rows only in the guarantee, calibrated rows in the forecast
+
+
+class _Transfers:
+    r"""What a Tiki-Taka search adds to :class:`_Search`: the transfers' cycles and its guarantee.
+
+    **Cycles.** After ``K`` updates a Tiki-Taka plan spends the schedule's cycles plus
+    :math:`\lfloor K/T \rfloor c_T` (:func:`theory.schedules.transfer_cycles`), with
+    :math:`c_T = 2\max_m \sum_{\ell \in m} s_\ell` for the candidate's partition
+    (:func:`theory.schedules.transfer_event_cycles`): each layer is one tile of ``rows``
+    columns (a column is the weights one input line feeds, as in :mod:`simulate.tiki_taka`),
+    :math:`s_\ell = 1` for ``transfer_slice="column"`` and ``rows`` for ``"all"``. Transfer
+    cycles are pipeline clock cycles like the schedule's (:mod:`bounds.timing`), so the seconds
+    are ``cycles x cycle time``. The partition is the bottleneck DP's, as for analog SGD; where
+    it does not fit the memory the grid uses the smallest :math:`c_T` of any contiguous
+    partition into ``M`` stages, :math:`2\lceil\max(\max_\ell s_\ell, \sum_\ell s_\ell/M)
+    \rceil`, so the grid stays a lower bound and the branch and bound exact.
+
+    **Guarantee.** Only the ``derived`` Tiki-Taka entries whose ``setting`` conditions the
+    plan's :class:`~bounds.params.TransferSettings` meet
+    (:func:`theory.complexity.guarantee_entries`), per mode.
+    """
+
+    def __init__(self, *args, transfer: TransferSettings, **kwargs):
+        self.transfer = transfer
+        self.settings = transfer.settings()
+        super().__init__(*args, **kwargs)
+        self.columns = [int(layer.rows) for layer in self.model.layers]
+        self.moved = np.array([columns_moved(c, transfer.slice) for c in self.columns])
+        self.entries = {mode: guarantee_entries(mode, "tiki-taka", self.settings)
+                        for mode in PLAN_MODES}
+        self.unusable: dict[str, str] = {}
+        for mode, entries in self.entries.items():
+            for entry in entries:  # an entry needing constants the plan does not have: none used
+                try:
+                    evaluate_complexity(entry.name, self.eps, on_unreachable="status",
+                                        **self.values, M=1, B=1, b=1)
+                except ParameterError as error:
+                    self.unusable[mode] = f"{entry.name} cannot be evaluated here: {error}"
+                    self.entries[mode] = ()
+                    break
+
+    def event_cycles(self, partition: Partition) -> int:
+        """:math:`c_T` of ``partition`` (stage ``j`` holds layers ``starts[j]`` onwards)."""
+        ends = (*partition.starts[1:], len(self.columns))
+        stage_tiles = [self.columns[a:e] for a, e in zip(partition.starts, ends, strict=True)]
+        return transfer_event_cycles(stage_tiles, self.transfer.slice)
+
+    def least_event_cycles(self, stages: int) -> int:
+        """The smallest :math:`c_T` of any contiguous partition into ``stages`` stages (a lower
+        bound: the slowest stage moves at least the largest layer's and the mean share)."""
+        share = max(int(self.moved.max()), math.ceil(int(self.moved.sum()) / stages))
+        return CYCLES_PER_COLUMN * share
+
+    def cycles(self, mode, iterations, stages, count, partition) -> np.ndarray:
+        base = cycles_after(mode, iterations, stages, count)
+        return base + transfer_cycles(np.asarray(iterations, dtype=float), self.transfer.every,
+                                      self.event_cycles(partition))
+
+    def lower_seconds(self, mode, iterations, stages, count, cycle_time, seconds, exact):
+        low = cycles_after(mode, iterations, stages, count) + transfer_cycles(
+            np.asarray(iterations, dtype=float), self.transfer.every,
+            self.least_event_cycles(stages))
+        return np.where(exact, seconds, np.asarray(low * cycle_time, dtype=float))
+
+    def bound_name(self, mode: str) -> str:
+        entries = self.entries[mode]
+        return entries[0].name if entries else "the calibrated forecast"
+
+    def _guarantee(self, mode: str, grid: dict, on_unreachable: str = "status"):
+        """The proved Tiki-Taka complexity (schedule cycles; the planner adds the transfers of
+        each partition itself, :meth:`cycles`)."""
+        return evaluate_guarantee(mode, self.eps, algorithm="tiki-taka", settings=self.settings,
+                                  transfer=(self.transfer.every, 0),
+                                  on_unreachable=on_unreachable, **self.values, **grid)
+
+    def candidate(self, mode, stages, count, b, iterations, partition) -> TransferCandidate:
+        cycles = int(self.cycles(mode, iterations, stages, count, partition))
+        event = self.event_cycles(partition)
+        cycle_time = float(self.hw.timing.stage_time_s(b * partition.bottleneck))
+        held = self.held(mode, stages, [count])[0]
+        point = {"b": int(b), "M": int(stages)} | ({"B": int(count)} if mode == "sync" else {})
+        bound = "none"
+        if self.entries[mode]:
+            result = self._guarantee(mode, point)
+            if result.status == REACHABLE:
+                bound = str(result.algorithm)
+        return TransferCandidate(
+            mode=mode, stages=int(stages), micro_batches=int(count), micro_batch_size=int(b),
+            iterations=int(iterations), cycles=cycles, cycle_time_s=cycle_time,
+            seconds=cycles * cycle_time, partition=partition,
+            memory_bytes=self.memory(partition, held, b), bound=bound,
+            transfer_cycles=int(transfer_cycles(int(iterations), self.transfer.every, event)),
+            event_cycles=event,
+        )
+
+
+class _TransferSearch(_Transfers, _Search):
+    """The exact search of a Tiki-Taka plan on the proved Tiki-Taka entries."""
+
+
+class _TransferForecastSearch(_Transfers, _ForecastSearch):
+    r"""The exact search of a Tiki-Taka plan with the calibrated iterations.
+
+    **The step** a point runs at: the proved Tiki-Taka entry's best step for ``eps`` where the
+    mode has one; otherwise analog SGD's (A takes analog SGD's update, and a Tiki-Taka
+    calibration's design steps are fractions of the analog step cap): the analog guarantee's
+    best step for ``eps`` (:func:`theory.complexity.evaluate_guarantee`), and where ``eps`` is at
+    or below the analog floor (which Tiki-Taka need not have) the analog step cap
+    (:func:`theory.admissible.step_cap` of the mode's analog entry).
+    """
+
+    def _step(self, mode: str, grid: dict) -> np.ndarray:
+        if self.entries[mode]:
+            result = self._guarantee(mode, grid)
+            return np.where(result.status == REACHABLE, np.asarray(result.step, dtype=float),
+                            np.nan)
+        analog = _Search._guarantee(self, mode, grid)
+        step = np.asarray(analog.step, dtype=float)
+        if np.all(analog.status == REACHABLE):
+            return step
+        cap = self._analog_cap(mode, grid)
+        return np.where(analog.status == REACHABLE, step, cap)
+
+    def _analog_cap(self, mode: str, grid: dict) -> np.ndarray:
+        name = bound_for(mode).name
+        stages = np.asarray(grid["M"])
+        shape = np.broadcast_shapes(*(np.shape(v) for v in grid.values()))
+        caps = {int(m): step_cap(name, {**self.values, "M": int(m), "D": int(m) - 1})
+                for m in np.unique(stages)}
+        return np.broadcast_to(np.vectorize(lambda m: caps[int(m)], otypes=[float])(stages),
+                               shape)
+
+
+def _tt_guarantees(search: _Transfers, modes) -> tuple[ModeGuarantee, ...]:
+    """Per mode, which proved Tiki-Taka entries apply and, if none, why."""
+    out = []
+    for mode in modes:
+        used = search.entries[mode]
+        if used:
+            names = ", ".join(b.name for b in used)
+            out.append(ModeGuarantee(mode=mode, status=GUARANTEED, entries=tuple(
+                b.name for b in used), message=f"proved by {names}"))
+            continue
+        derived = guarantee_entries(mode, "tiki-taka")
+        others = [b.name for b in REGISTRY.values()
+                  if b.algorithm == "tiki-taka" and b.mode == mode and b.provenance != "derived"]
+        if mode in search.unusable:
+            why = search.unusable[mode]
+        elif derived:
+            unmet = "; ".join(
+                f"{b.name} needs " + (", ".join(f"{k}={v}" for k, v in
+                                                setting_conditions(b).items())
+                                      or "settings it does not state") for b in derived)
+            why = f"no derived tiki-taka bound meets the settings ({unmet})"
+        else:
+            why = f"no derived (proved) tiki-taka bound for mode {mode}"
+        if others:
+            why += f"; {', '.join(others)} is not proved here (not a guarantee)"
+        out.append(ModeGuarantee(mode=mode, status=NO_GUARANTEE, entries=(), message=why))
+    return tuple(out)
+
+
+def plan_tiki_taka(
+    model: Model,
+    hardware: PlanHardware,
+    problem: ProblemParams | None = None,
+    eps: float = 1.0,
+    limits: PlanLimits | None = None,
+    *,
+    transfer: TransferSettings | None = None,
+    calibration: Calibration | None = None,
+    calibration_source: str = "given",
+) -> TikiTakaPlan:
+    r"""The plan of a Tiki-Taka run: mode, stages, partition, micro-batches, transfers counted.
+
+    The same exact search as :func:`plan` (partition DPs, memory, branch and bound) with the
+    cycles of :class:`_Transfers` (schedule plus :math:`\lfloor K/T\rfloor c_T`).
+
+    - **Guarantee**: per mode only the proved (``derived``) Tiki-Taka entries whose ``setting``
+      conditions the plan's ``transfer`` settings meet; a mode without one has no guarantee
+      (:attr:`TikiTakaPlan.guarantees` says why; nothing is invented: the ``companion`` entries
+      are not proved here).
+    - **Forecast** (``calibration``, which must be of Tiki-Taka runs): the calibrated
+      :math:`K(\epsilon)` at the step of :class:`_TransferForecastSearch`, the choice of fewest
+      predicted seconds (:attr:`TikiTakaPlan.forecast`).
+
+    No geometric-programming relaxation (the GP is that of the analog bounds).
+
+    Raises
+    ------
+    ParameterError
+        No mode has a guarantee and no calibration is given (the message says to pass one made
+        by ``aimc-pipeline calibrate --algorithm tiki-taka``); a calibration of another algorithm;
+        no choice reaches eps; the model does not fit.
+    """
+    problem, limits = _check_arguments(model, hardware, problem, limits)
+    eps = check_range("eps", eps, 0, low_open=True)
+    transfer = TransferSettings() if transfer is None else transfer
+    check_type("transfer", transfer, TransferSettings, "e.g. bounds.TransferSettings(every=4)")
+    if calibration is not None:
+        if not isinstance(calibration, Calibration):
+            raise ParameterError(f"calibration={calibration!r} is not a theory.calibration."
+                                 "Calibration; read one with theory.calibration.read_calibration")
+        check_algorithm(calibration, "tiki-taka", calibration_source)
+    search = _TransferSearch(model, hardware, problem, eps, limits, transfer=transfer)
+    guarantees = _tt_guarantees(search, limits.modes)
+    proved = [g.mode for g in guarantees if g.status == GUARANTEED]
+    if not proved and calibration is None:
+        raise ParameterError(
+            "algorithm=tiki-taka has no proved (derived) guarantee for mode(s) "
+            f"{', '.join(limits.modes)} with transfer_every={transfer.every}, transfer_slice="
+            f"{transfer.slice}; pass --calibration FILE made by aimc-pipeline calibrate "
+            "--algorithm tiki-taka"
+        )
+    found, ruled_out = [], []
+    if proved:
+        found, ruled_out, floors, _ = _exact(search, proved, hardware)
+        if not found and calibration is None:
+            if floors and len(floors) == len(proved):
+                mode = min(floors, key=floors.get)
+                raise UnreachableTargetError(search.bound_name(mode), eps, floors[mode])
+            raise ParameterError("; ".join(f"{m}: {r}" for m, r in ruled_out)
+                                 or "no feasible plan")
+    rows, info = (), None
+    if calibration is not None:
+        rows, info = _tt_forecast(model, hardware, problem, eps, limits, transfer, calibration,
+                                  calibration_source)
+    best = found[0] if found else None
+    if best is not None:
+        status = OPTIMAL
+        message = ("exact integer optimum of the guaranteed time over the guaranteed modes"
+                   + ("; the forecast's choice is the plan to run" if rows else ""))
+    else:
+        status = FORECAST_ONLY
+        why = ("no mode has a proved tiki-taka guarantee" if not proved else
+               "the proved modes give no feasible plan (see ruled out)")
+        message = (f"{why}: the plan is the calibrated forecast's choice alone (a prediction, "
+                   "not a guarantee)")
+    return TikiTakaPlan(
+        model=model.name, eps=float(eps), transfer=transfer.settings(), guarantees=guarantees,
+        best=best, alternatives=tuple(found[1:]), forecast=rows, calibration=info,
+        ruled_out=tuple(sorted(ruled_out)), status=status, message=message,
+    )
+
+
+def _tt_forecast(model, hardware, problem, eps, limits, transfer, calibration, source):
+    """The calibrated rows of a Tiki-Taka plan and the calibration's summary."""
+    search = _TransferForecastSearch(model, hardware, problem, eps, limits, transfer=transfer,
+                                     calibration=calibration)
+    modes = [m for m in limits.modes if m in CALIBRATED_MODES and m in calibration.fits]
+    if not modes:
+        raise ParameterError(
+            f"calibration={source!r} fits {', '.join(calibration.fits)}; the plan searches "
+            f"{', '.join(limits.modes)}: no mode in common"
+        )
+    pairs = [(mode, g) for mode in modes for g in search.grids(mode)
+             if np.isfinite(g.seconds).any()]
+    found = _top_four(search, pairs)
+    if not found:
+        raise ParameterError(
+            f"eps={eps:g}: no choice reaches eps in the calibration's tiki-taka forecast (its "
+            "floor is at or above eps at the plan's steps); choose a larger eps"
+        )
+    rows = []
+    for cand in found:
+        grid = {"b": cand.micro_batch_size, "M": cand.stages}
+        if cand.mode == "sync":
+            grid["B"] = cand.micro_batches
+        lr, _, low, high = (float(np.asarray(x).ravel()[0])
+                            for x in search.forecast(cand.mode, grid))
+
+        def seconds(k: float, c=cand) -> float:
+            if not math.isfinite(k):
+                return k
+            return float(search.cycles(c.mode, k, c.stages, c.micro_batches, c.partition)
+                         ) * c.cycle_time_s
+
+        guaranteed = None
+        if cand.bound != "none":
+            proved = search._guarantee(cand.mode, grid)
+            guaranteed = seconds(float(proved.iterations_int))
+        rows.append(TikiTakaRow(candidate=cand, lr=lr, predicted_low_s=seconds(low),
+                                predicted_high_s=seconds(high), guaranteed_seconds=guaranteed))
+    warning = None
+    if not calibration.matches(search.values):
+        warning = (f"the plan's problem constants are not the calibration's (fingerprint "
+                   f"{calibration.fingerprint}): its forecast describes another problem")
+    trained = calibration.transfer
+    if trained and (int(trained["transfer_every"]), str(trained["transfer_slice"])) != (
+            transfer.every, transfer.slice):
+        warning = ((warning + "; ") if warning else "") + (
+            f"the calibration's runs transferred every {trained['transfer_every']} updates, "
+            f"slice {trained['transfer_slice']}; the plan's are {transfer.every}, "
+            f"{transfer.slice}")
+    info = {"source": source, "fingerprint": calibration.fingerprint,
+            "matches": calibration.matches(search.values), "transfer": dict(trained),
+            "warning": warning}
+    return tuple(rows), info

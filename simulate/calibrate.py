@@ -8,6 +8,12 @@ so the design covers the steps a plan can run at. Every point is one ensemble of
 run through the cached sweep runner (:func:`simulate.sweep.run_sweep`: local processes or Dask,
 with progress; function :func:`calibration_run`).
 
+**Tiki-Taka.** With :attr:`CalibrationProblem.algorithm` ``"tiki-taka"`` the same design (and
+the same steps, fractions of the analog cap) runs Tiki-Taka with the problem's transfer settings;
+the fit is the same form (its floor coefficient free, it may come out nil), the file records the
+algorithm and the transfers (``problem``), and every cycle count of the held-out check includes
+the transfers (:func:`theory.schedules.transfer_cycles`).
+
 **Observations.** For each point the ensemble mean running average
 :math:`\bar g(K) = \frac1R\sum_r\frac1K\sum_{k<K}\lVert\nabla f(W^{(r)}_k)\rVert^2` gives, at
 :data:`TARGETS` targets :math:`\epsilon_j` log-spaced between ``1.1`` times the curve's minimum
@@ -39,6 +45,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from theory.calibration import (
+    CALIBRATED_ALGORITHMS,
     COEFFICIENTS,
     Calibration,
     ModeFit,
@@ -46,6 +53,7 @@ from theory.calibration import (
     problem_fingerprint,
 )
 from theory.errors import ParameterError, check_range
+from theory.schedules import transfer_cycles, transfer_event_cycles
 
 from .cache import package_version
 from .config import ORACLE_PROBLEMS, SimConfig, device_from_config
@@ -54,6 +62,7 @@ from .prediction import bootstrap_means, first_hit, running_average
 from .rng import bootstrap_generator
 from .staleness import cycles_after
 from .sweep import run_sweep
+from .tiki_taka import oracle_tiles
 from .verify import config_for, region_step_cap
 
 __all__ = [
@@ -103,6 +112,8 @@ QUICK = {"steps": 1500, "seeds": 12, "resamples": 50,
          "sync": ((2, 4, 1), (8, 1, 1)), "async": ((2, 1, 1), (8, 1, 1)), "fractions": (0.2, 0.8)}
 #: lower bound of every coefficient in the fit (log space): below it a term is nil
 _TINY = 1e-12
+#: the :class:`CalibrationProblem` fields of Tiki-Taka runs (recorded only for tiki-taka)
+_TRANSFER_FIELDS = ("algorithm", "transfer_every", "transfer_slice")
 
 
 @dataclass(frozen=True)
@@ -127,6 +138,15 @@ class CalibrationProblem:
         The Young split recorded with the constants (for the fingerprint; the planner's).
     seed : int
         Root seed of the problem and of the ensembles.
+    algorithm : {"analog", "tiki-taka"}
+        The algorithm of the runs (:data:`theory.calibration.CALIBRATED_ALGORITHMS`).
+        ``tiki-taka`` runs the same design with :mod:`simulate.tiki_taka` (A and C on the run's
+        device, ``transfer_lr`` and ``tt_gamma`` at the :class:`SimConfig` defaults) and the
+        steps of the analog design (fractions of the analog step cap: A takes analog SGD's
+        update).
+    transfer_every, transfer_slice : int, str
+        Tiki-Taka's period ``T`` and slice (:class:`SimConfig`; unused for analog). Recorded in
+        :meth:`to_dict` only for ``tiki-taka`` (an analog calibration's file is unchanged).
     """
 
     problem: str = "quadratic"
@@ -137,24 +157,35 @@ class CalibrationProblem:
     weight_bound: float = 0.6
     theta: float = 0.5
     seed: int = 0
+    algorithm: str = "analog"
+    transfer_every: int = 1
+    transfer_slice: str = "column"
 
     def __post_init__(self):
         if self.problem not in ORACLE_PROBLEMS:
             raise ParameterError(f"problem={self.problem!r} cannot be calibrated here; valid: "
                                  f"{', '.join(ORACLE_PROBLEMS)}")
+        if self.algorithm not in CALIBRATED_ALGORITHMS:
+            raise ParameterError(f"algorithm={self.algorithm!r} cannot be calibrated; valid: "
+                                 f"{', '.join(CALIBRATED_ALGORITHMS)}")
         check_range("weight_bound", self.weight_bound, 0, None, low_open=True)
         check_range("theta", self.theta, 0, 1, low_open=True, high_open=True)
         self.config("sync", 1, 1, 1, 0.1, 10, 2)  # validates dim, sigma2, device, tau, seed
 
     def config(self, mode: str, stages: int, micro_batches: int, micro_batch_size: int,
                lr: float, steps: int, seeds: int) -> SimConfig:
-        """The analog ensemble of one design point (expected update, every iterate logged)."""
-        return config_for(
+        """The ensemble of one design point (expected update, every iterate logged): analog,
+        or Tiki-Taka with the transfer settings."""
+        config = config_for(
             _CAP_BOUND[mode], problem=self.problem, dim=self.dim, sigma2=self.sigma2,
             device=self.device, tau=self.tau, seed=self.seed, stages=stages,
             micro_batches=micro_batches, micro_batch_size=micro_batch_size, lr=lr, steps=steps,
             seeds=seeds, log_every=1,
         )
+        if self.algorithm == "analog":
+            return config
+        return replace(config, algorithm=self.algorithm, transfer_every=self.transfer_every,
+                       transfer_slice=self.transfer_slice)
 
     def region(self) -> tuple[float, float]:
         """``[c - W, c + W]``, the weight region of the device constants."""
@@ -177,8 +208,25 @@ class CalibrationProblem:
                 "q_min": float(dc.q_min), "q_max": float(dc.q_max), "G_inf": float(dc.G_inf)}
 
     def to_dict(self) -> dict:
-        """The fields as a JSON-ready dict."""
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        """The fields as a JSON-ready dict (the algorithm and transfer fields only for
+        Tiki-Taka, so that an analog calibration's file is what it was)."""
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        if self.algorithm == "analog":
+            for name in _TRANSFER_FIELDS:
+                out.pop(name)
+        return out
+
+    def event_cycles(self, stages: int) -> int:
+        """``c_T`` of the runs at ``stages`` stages (0 for analog): the one rule
+        :func:`theory.schedules.transfer_event_cycles` on the stage blocks' tiles
+        (:func:`simulate.tiki_taka.oracle_tiles`)."""
+        if self.algorithm == "analog":
+            return 0
+        config = self.config("sync", stages, 1, 1, 0.1, 10, 2)
+        per_stage: dict[int, list[int]] = {}
+        for tile in oracle_tiles(make_problem(config).blocks):
+            per_stage.setdefault(tile.stage, []).append(tile.columns)
+        return transfer_event_cycles(per_stage.values(), self.transfer_slice)
 
 
 @dataclass(frozen=True)
@@ -218,8 +266,8 @@ def design(spec: CalibrationProblem, *, sync: Sequence = SYNC_DESIGN,
     """Every ``(mode, M, B, b)`` of ``sync`` and ``async_`` at every step ``fraction`` of its cap.
 
     The cap is :func:`simulate.verify.region_step_cap` of the mode's bound on
-    :meth:`CalibrationProblem.region` (the supremum over theta); a step is rounded to 4
-    significant digits.
+    :meth:`CalibrationProblem.region` (the supremum over theta; the analog cap for Tiki-Taka
+    runs too); a step is rounded to 4 significant digits.
     """
     check_range("steps", steps, 10, None, integer=True)
     check_range("seeds", seeds, 2, None, integer=True)
@@ -227,7 +275,9 @@ def design(spec: CalibrationProblem, *, sync: Sequence = SYNC_DESIGN,
     for mode, rows in (("sync", sync), ("async", async_)):
         for stages, count, b in rows:
             count = count if mode == "sync" else 1
-            base = spec.config(mode, stages, count, b, 0.1, steps, seeds)
+            # the analog run's cap (Tiki-Taka's A takes analog SGD's update)
+            base = replace(spec, algorithm="analog").config(mode, stages, count, b, 0.1, steps,
+                                                            seeds)
             cap = region_step_cap(_CAP_BOUND[mode], base, *spec.region())
             for fraction in fractions:
                 check_range("fraction", fraction, 0, 1, low_open=True)
@@ -524,19 +574,32 @@ def simulate_grid(spec: CalibrationProblem, grid: Sequence[tuple], steps: Sequen
     out = []
     for (mode, m, c), hit in zip(grid, hits.results, strict=True):
         k = int(hit["iterations"])
-        out.append(float(cycles_after(mode, m, c, k)) if k else math.inf)
+        transfers = int(transfer_cycles(k, spec.transfer_every, spec.event_cycles(m)))
+        out.append(float(cycles_after(mode, m, c, k) + transfers) if k else math.inf)
     return tuple(out)
 
 
 def heldout_check(seed: int, *, seeds: int = 8, steps: int = 2000,
                   fractions: Sequence[float] = (0.05, 0.2, 0.6), resamples: int = 0,
-                  jobs=1, scheduler=None, cache=False, progress: bool | None = False) -> HeldOut:
+                  jobs=1, scheduler=None, cache=False, progress: bool | None = False,
+                  algorithm: str = "analog", transfer_every: int = 1,
+                  transfer_slice: str = "column") -> HeldOut:
     """Draw instance ``seed`` (:func:`draw_instance`), calibrate on its design, and judge both
-    planners on its grid (see :class:`HeldOut`; target and steps from :func:`grid_target`)."""
+    planners on its grid (see :class:`HeldOut`; target and steps from :func:`grid_target`).
+
+    ``algorithm="tiki-taka"`` runs the same instance (same draw) with Tiki-Taka and the
+    transfer settings, calibration and grid alike; every cycle count then includes the
+    transfers (:func:`theory.schedules.transfer_cycles`). Without a proved Tiki-Taka bound the
+    steps are the analog guarantee's (the planner's rule) and ``guaranteed`` is the analog
+    guarantee's cycles plus the transfers (a reference, not a Tiki-Taka guarantee).
+    """
     from theory.calibration import predicted_cycles
 
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x4E1D]))
     spec, grid, sync, async_ = draw_instance(rng)
+    if algorithm != "analog":
+        spec = replace(spec, algorithm=algorithm, transfer_every=transfer_every,
+                       transfer_slice=transfer_slice)
     eps, guarantees = grid_target(spec, grid)
     lrs = tuple(float(g.step) for g in guarantees)
     points = design(spec, sync=sync, async_=async_, fractions=fractions, steps=steps,
@@ -544,8 +607,12 @@ def heldout_check(seed: int, *, seeds: int = 8, steps: int = 2000,
     options = dict(jobs=jobs, scheduler=scheduler, cache=cache, progress=progress)
     cal = calibrate(spec, points, resamples=resamples, **options)
     simulated = simulate_grid(spec, grid, lrs, eps, seeds=seeds, **options)
-    guaranteed = tuple(float(g.cycles) for g in guarantees)
-    predicted = tuple(predicted_cycles(cal, mode, eps, m, c, 1, lr=lr).cycles
+    transfers = [int(transfer_cycles(int(g.iterations_int), spec.transfer_every,
+                                     spec.event_cycles(m)))
+                 for g, (_, m, _) in zip(guarantees, grid, strict=True)]
+    guaranteed = tuple(float(g.cycles) + t for g, t in zip(guarantees, transfers, strict=True))
+    predicted = tuple(predicted_cycles(cal, mode, eps, m, c, 1, lr=lr,
+                                       event_cycles=spec.event_cycles(m)).cycles
                       for (mode, m, c), lr in zip(grid, lrs, strict=True))
     return HeldOut(spec=spec, eps=eps, grid=grid, steps=lrs, simulated=simulated,
                    guaranteed=guaranteed, predicted=predicted,

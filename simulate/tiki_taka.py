@@ -80,7 +80,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from theory import schedules
 from theory.errors import ParameterError
+from theory.schedules import CYCLES_PER_COLUMN
 
 from .analog import DeviceSpread, Updater
 from .config import DIGITAL_FAST, TRANSFER_SLICES, fast_device_from_config
@@ -89,9 +91,6 @@ __all__ = [
     "CYCLES_PER_COLUMN", "TikiTaka", "Tile", "TransferRule", "layer_tiles", "oracle_tiles",
     "transfer_cycles", "wrap",
 ]
-
-#: cycles to transfer one column: one read (an MVM with a one-hot input) + one pulse update of C
-CYCLES_PER_COLUMN = 2
 
 
 @dataclass(frozen=True)
@@ -282,12 +281,12 @@ class TikiTaka:
 
     @property
     def event_cycles(self) -> int:
-        """Cycles of one transfer event, ``CYCLES_PER_COLUMN * max_m sum_tiles s`` (module doc)."""
-        per_stage: dict[int, int] = {}
+        """Cycles of one transfer event, ``CYCLES_PER_COLUMN * max_m sum_tiles s``
+        (:func:`theory.schedules.transfer_event_cycles`, the one rule)."""
+        per_stage: dict[int, list[int]] = {}
         for t in self.tiles:
-            moved = 1 if self.rule.slice == "column" else t.columns
-            per_stage[t.stage] = per_stage.get(t.stage, 0) + moved
-        return CYCLES_PER_COLUMN * max(per_stage.values())
+            per_stage.setdefault(t.stage, []).append(t.columns)
+        return schedules.transfer_event_cycles(per_stage.values(), self.rule.slice)
 
     def pinned_monitor(self, spread=None):
         """C's :class:`simulate.staleness.PinnedMonitor` when the forward reads C alone
@@ -322,4 +321,4 @@ def transfer_cycles(updater, updates) -> np.ndarray | int:
     if not isinstance(updater, TikiTaka):
         return 0
     updates = np.asarray(updates, dtype=np.int64)
-    return (updates // updater.rule.every) * np.int64(updater.event_cycles)
+    return schedules.transfer_cycles(updates, updater.rule.every, updater.event_cycles)

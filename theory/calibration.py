@@ -66,7 +66,7 @@ import sympy as sp
 from .compiled import compile_expr
 from .errors import ParameterError, check_range
 from .fileio import atomic_write, strict_json
-from .schedules import cycles_after
+from .schedules import cycles_after, transfer_cycles
 from .symbols import B as B_sym
 from .symbols import D as D_sym
 from .symbols import K as K_sym
@@ -75,6 +75,7 @@ from .symbols import b as b_sym
 from .theorems import get_bound
 
 __all__ = [
+    "CALIBRATED_ALGORITHMS",
     "CALIBRATED_MODES",
     "CALIBRATION_FORMAT",
     "COEFFICIENTS",
@@ -83,6 +84,7 @@ __all__ = [
     "Forecast",
     "MODEL_TERMS",
     "ModeFit",
+    "check_algorithm",
     "forecast_iterations",
     "model_floor",
     "model_terms",
@@ -97,6 +99,8 @@ __all__ = [
 CALIBRATION_FORMAT = 1
 #: the pipeline modes a calibration fits
 CALIBRATED_MODES = ("sync", "async")
+#: the algorithms a calibration's runs can use (``problem["algorithm"]``; absent: ``analog``)
+CALIBRATED_ALGORITHMS = ("analog", "tiki-taka")
 #: the free coefficients of each mode, in order
 COEFFICIENTS: dict[str, tuple[str, ...]] = {
     "sync": ("c_K", "c_noise", "c_floor"),
@@ -337,6 +341,14 @@ class Calibration:
                 raise ParameterError(f"fits: the entry of {mode} is not its ModeFit")
         check_range("ci_level", self.ci_level, 0, 1, low_open=True, high_open=True)
         object.__setattr__(self, "design", tuple(dict(p) for p in self.design))
+        if self.algorithm not in CALIBRATED_ALGORITHMS:
+            raise ParameterError(f"algorithm={self.algorithm!r} is not calibrated; valid: "
+                                 f"{', '.join(CALIBRATED_ALGORITHMS)}")
+        if self.algorithm == "tiki-taka":
+            missing = [k for k in ("transfer_every", "transfer_slice") if k not in self.problem]
+            if missing:
+                raise ParameterError(f"problem: a tiki-taka calibration records "
+                                     f"{', '.join(missing)}")
 
     def fit(self, mode: str) -> ModeFit:
         """The :class:`ModeFit` of ``mode`` (a one-line error when the design had none)."""
@@ -352,6 +364,19 @@ class Calibration:
         (``problem["start"]``; ``None`` when not recorded)."""
         value = self.problem.get("start")
         return None if value is None else float(value)
+
+    @property
+    def algorithm(self) -> str:
+        """The algorithm of the calibrated runs, ``problem["algorithm"]`` (:data:`CALIBRATED_
+        ALGORITHMS`; a file without it, as every analog calibration, is ``"analog"``)."""
+        return str(self.problem.get("algorithm", "analog"))
+
+    @property
+    def transfer(self) -> dict:
+        """The Tiki-Taka transfer settings of the runs (``transfer_every``, ``transfer_slice``;
+        empty for analog)."""
+        return {key: self.problem[key] for key in ("transfer_every", "transfer_slice")
+                if key in self.problem}
 
     def matches(self, values: Mapping[str, float]) -> bool:
         """Whether ``values`` (problem constants) have this calibration's fingerprint."""
@@ -451,6 +476,18 @@ def read_calibration(path: str | os.PathLike) -> Calibration:
         raise ParameterError(f"calibration={str(path)!r}: {error}") from None
 
 
+def check_algorithm(cal: Calibration, algorithm: str, source: str = "given") -> Calibration:
+    """``cal`` if its runs used ``algorithm``, else a one-line :class:`ParameterError` naming
+    both (a forecast of one algorithm says nothing about another)."""
+    if cal.algorithm != algorithm:
+        raise ParameterError(
+            f"calibration={source!r} was made with algorithm {cal.algorithm!r}, the plan is for "
+            f"algorithm {algorithm!r}; calibrate with aimc-pipeline calibrate --algorithm "
+            f"{algorithm}"
+        )
+    return cal
+
+
 def forecast_iterations(cal: Calibration, mode: str, eps, *, lr, M, B=1, b=1
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Calibrated iterations to ``eps`` at step ``lr``: the fit and its bootstrap interval.
@@ -547,13 +584,19 @@ def _cycles(mode: str, k: np.ndarray, M, B) -> np.ndarray:
 
 
 def predicted_cycles(cal: Calibration, mode: str, eps: float, M: int, B: int = 1, b: int = 1,
-                     *, lr: float) -> Forecast:
+                     *, lr: float, event_cycles: int | None = None) -> Forecast:
     r"""The calibrated forecast of clock cycles to ``eps`` for ``(mode, M, B, b)`` at step ``lr``.
 
     Iterations from :func:`forecast_iterations`, cycles from the one timing rule
     :func:`theory.schedules.cycles_after` (``sync`` :math:`2(B+M-1)K`, ``async``
-    :math:`2(K+M-1)`), the interval the same rule applied to the ends of the iterations'.
+    :math:`2(K+M-1)`), the interval the same rule applied to the ends of the iterations'. For a
+    Tiki-Taka calibration the transfers are added, :math:`\lfloor K/T\rfloor c_T`
+    (:func:`theory.schedules.transfer_cycles`, ``T`` from the calibration, ``c_T`` =
+    ``event_cycles``, required then).
     """
+    if cal.algorithm == "tiki-taka" and event_cycles is None:
+        raise ParameterError("event_cycles=None: a tiki-taka forecast counts the transfers "
+                             "(theory.schedules.transfer_event_cycles)")
     check_range("eps", eps, 0, None, low_open=True)
     check_range("lr", lr, 0, None, low_open=True)
     M = check_range("M", M, 1, None, integer=True)
@@ -561,6 +604,10 @@ def predicted_cycles(cal: Calibration, mode: str, eps: float, M: int, B: int = 1
     b = check_range("b", b, 1, None, integer=True)
     k, low, high = (float(x) for x in forecast_iterations(cal, mode, eps, lr=lr, M=M, B=B, b=b))
     cycles, c_low, c_high = (float(_cycles(mode, x, M, B)) for x in (k, low, high))
+    if cal.algorithm == "tiki-taka":
+        every = int(cal.transfer["transfer_every"])
+        cycles, c_low, c_high = (c + float(transfer_cycles(float(x), every, event_cycles))
+                                 for c, x in ((cycles, k), (c_low, low), (c_high, high)))
     terms = {name: float(v) for name, v in model_terms(
         mode, cal.fit(mode).values, k, lr=lr, M=M, B=B, b=b, start=cal.start).items()}
     if mode == "sync":

@@ -47,7 +47,7 @@ from . import local_sgd
 from .compiled import compile_expr
 from .errors import IterationLimitError, ParameterError, UnreachableTargetError, check_array
 from .mixed import Block, mixed_constants
-from .schedules import MODES, cycles_for_iterations, max_delay
+from .schedules import MODES, cycles_for_iterations, max_delay, transfer_cycles
 from .symbols import B, K, b, eps
 from .theorems import MIXED_ENTRIES, REGISTRY, Bound, bounds_for, get_bound
 
@@ -57,14 +57,18 @@ __all__ = [
     "FloatRangeError",
     "PARAMETER_RANGES",
     "REACHABLE",
+    "SETTING_PREFIX",
     "TOO_MANY",
+    "conditions_met",
     "cycles_expr",
     "evaluate_complexity",
     "evaluate_guarantee",
     "evaluate_mixed",
+    "guarantee_entries",
     "iterations_expr",
     "latex_table",
     "samples_expr",
+    "setting_conditions",
     "solve_rate",
 ]
 
@@ -444,8 +448,74 @@ def evaluate_complexity(name: str, eps, *, on_unreachable: str = "raise", **valu
     )
 
 
+#: the prefix of a machine-checked condition of a registry entry: ``"setting KEY=VALUE"`` (e.g.
+#: ``"setting transfer_slice=all"``) names a run setting the bound needs (:func:`conditions_met`)
+SETTING_PREFIX = "setting "
+
+
+def setting_conditions(bound: Bound) -> dict[str, str]:
+    """The run settings ``bound`` is proved for: its ``"setting KEY=VALUE"`` conditions.
+
+    Returns ``{KEY: VALUE}`` (strings, stripped); the other conditions (assumptions A1-A4, the
+    step cap, ...) are the problem's and not read here.
+    """
+    out = {}
+    for condition in bound.conditions:
+        if condition.startswith(SETTING_PREFIX):
+            key, sep, value = condition[len(SETTING_PREFIX):].partition("=")
+            if not sep or not key.strip():
+                raise ParameterError(f"condition={condition!r} of {bound.name} is not "
+                                     f"'{SETTING_PREFIX}KEY=VALUE'")
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _setting_text(value) -> str:
+    """A setting as the registry writes it: ``true``/``false``, integral floats without ``.0``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def conditions_met(bound: Bound, settings) -> bool:
+    """Whether the run ``settings`` (``{KEY: value}``) meet every ``setting`` condition of
+    ``bound`` (:func:`setting_conditions`; a key the settings lack is not met).
+
+    Values compare as text (:func:`_setting_text`: ``True`` is ``true``, ``1.0`` is ``1``).
+    Tiki-Taka entries must state their settings: one without any ``setting`` condition is never
+    met for ``algorithm="tiki-taka"`` (its transfers, slice, reset and fast device are part of
+    what is proved; an entry silent on them cannot be matched to a plan).
+    """
+    needed = setting_conditions(bound)
+    if bound.algorithm == "tiki-taka" and not needed:
+        return False
+    return all(key in settings and _setting_text(settings[key]) == value
+               for key, value in needed.items())
+
+
+def guarantee_entries(mode: str, algorithm: str = "analog", settings=None) -> tuple[Bound, ...]:
+    """The ``derived`` entries :func:`evaluate_guarantee` would use (possibly none).
+
+    :func:`theory.theorems.bounds_for` ``(mode, algorithm)`` (empty where it has none), kept
+    only where ``settings`` meet their ``setting`` conditions (:func:`conditions_met`;
+    ``settings=None`` keeps them all, today's analog and digital guarantees).
+    """
+    try:
+        entries = bounds_for(mode, algorithm)
+    except ParameterError:
+        if mode not in MODES:
+            raise
+        return ()
+    if settings is None:
+        return entries
+    return tuple(b for b in entries if conditions_met(b, settings))
+
+
 def evaluate_guarantee(mode: str, eps, *, algorithm: str = "analog",
-                       on_unreachable: str = "raise", **values) -> ComplexityResult:
+                       on_unreachable: str = "raise", settings=None, transfer=None,
+                       **values) -> ComplexityResult:
     r"""The proved complexity of ``algorithm`` under ``mode``: the smallest K(eps) of its theorems.
 
     Every ``derived`` entry of :func:`theory.theorems.bounds_for` ``(mode, algorithm)`` is a valid
@@ -460,15 +530,34 @@ def evaluate_guarantee(mode: str, eps, *, algorithm: str = "analog",
     mode : {"none", "sync", "async"}
     eps, on_unreachable, **values
         As for :func:`evaluate_complexity`.
-    algorithm : {"digital", "analog"}
+    algorithm : {"digital", "analog", "tiki-taka"}
+    settings : mapping, optional
+        The run's settings (``{KEY: value}``); entries whose ``setting`` conditions they do not
+        meet are left out (:func:`guarantee_entries`). ``None``: every entry.
+    transfer : (int, int), optional
+        ``(T, c_T)``, the transfer period and the cycles of one transfer event
+        (:func:`theory.schedules.transfer_event_cycles`); required for ``algorithm="tiki-taka"``,
+        whose cycles are the schedule's plus :math:`\lfloor K/T \rfloor c_T`
+        (:func:`theory.schedules.transfer_cycles`, the one timing rule).
 
     Raises
     ------
     UnreachableTargetError, ParameterError
         As :func:`evaluate_complexity` with ``on_unreachable="raise"``, for the first entry, when
-        no entry reaches ``eps`` at some point.
+        no entry reaches ``eps`` at some point; :class:`ParameterError` when no entry is left
+        (none derived for ``(mode, algorithm)``, or none whose settings are met), or
+        ``algorithm="tiki-taka"`` without ``transfer``.
     """
-    entries = bounds_for(mode, algorithm)
+    if algorithm == "tiki-taka" and transfer is None:
+        raise ParameterError("transfer=None: tiki-taka cycles need (transfer_every, "
+                             "event_cycles), the transfers counted on top of the schedule")
+    entries = guarantee_entries(mode, algorithm, settings) if settings is not None \
+        else bounds_for(mode, algorithm)
+    if not entries:
+        raise ParameterError(
+            f"algorithm={algorithm!r}: no derived bound for mode={mode!r} meets the settings "
+            + ", ".join(f"{k}={_setting_text(v)}" for k, v in dict(settings).items())
+        )
     results = [evaluate_complexity(b.name, eps, on_unreachable="status", **values)
                for b in entries]
     whole = np.stack([np.where(np.asarray(r.status) == REACHABLE,
@@ -487,6 +576,11 @@ def evaluate_guarantee(mode: str, eps, *, algorithm: str = "analog",
     names = np.array([b.name for b in entries])[best]
     fields = {f.name: pick(f.name) for f in dataclasses.fields(ComplexityResult)
               if f.name != "algorithm"}
+    if algorithm == "tiki-taka":
+        every, event = transfer
+        k = np.asarray(fields["iterations_int"])
+        extra = transfer_cycles(k, every, event).astype(float)
+        fields["cycles"] = _scalar(np.asarray(fields["cycles"], dtype=float) + extra)
     return ComplexityResult(algorithm=_scalar(names), **fields)
 
 

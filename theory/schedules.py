@@ -32,9 +32,12 @@ from .errors import ParameterError, check_array, check_range
 from .symbols import B, K, M, N, m, mb
 
 __all__ = [
+    "CYCLES_PER_COLUMN",
     "MODES",
     "QUANTITIES",
     "Schedule",
+    "TRANSFER_SLICES",
+    "columns_moved",
     "cycles_after",
     "cycles_for_iterations",
     "evaluate_schedule",
@@ -42,6 +45,8 @@ __all__ = [
     "in_flight_expr",
     "max_delay",
     "schedule",
+    "transfer_cycles",
+    "transfer_event_cycles",
 ]
 
 MODES = ("none", "sync", "async")
@@ -286,3 +291,77 @@ def evaluate_schedule(mode: str, quantity: str, *, stages, micro_batches=1, stag
     values = {"M": stages, "B": micro_batches, "N": micro_batches, "m": stage, "b_mb": micro_batch}
     value = np.broadcast_to(compile_expr(_quantity(mode, quantity))(values), shape)
     return value[()] if value.ndim == 0 else value.copy()
+
+
+# ------------------------------------------------------------------------------------------------
+# Tiki-Taka transfers: the one timing rule (simulate.tiki_taka and the planner both use it)
+
+#: cycles to transfer one column: one read (an MVM with a one-hot input) + one pulse update of C
+CYCLES_PER_COLUMN = 2
+#: what a Tiki-Taka transfer event moves: one column of every tile (round robin) or all of them
+TRANSFER_SLICES = ("column", "all")
+
+
+def columns_moved(columns: int, transfer_slice: str) -> int:
+    """Columns one transfer event moves on a tile of ``columns`` columns: 1 for ``"column"``
+    (round robin), ``columns`` for ``"all"``."""
+    if transfer_slice not in TRANSFER_SLICES:
+        raise ParameterError(f"transfer_slice={transfer_slice!r} is unknown; valid: "
+                             f"{', '.join(TRANSFER_SLICES)}")
+    return 1 if transfer_slice == "column" else int(columns)
+
+
+def transfer_event_cycles(stage_tiles, transfer_slice: str) -> int:
+    r"""Clock cycles of one transfer event, :math:`c_T`.
+
+    Reading one column of A is one MVM (one cycle, like a forward) and writing it into C one
+    pulse update (one cycle): :data:`CYCLES_PER_COLUMN` ``= 2`` per column. A stage transfers its
+    tiles one after the other; the stages transfer at the same time, after the update, and the
+    pipeline waits for the slowest stage:
+
+    .. math:: c_T = 2 \max_m \sum_{\text{tiles of } m} s_{\text{tile}}, \qquad
+              s = 1 \ (\texttt{column}), \quad s = \text{the tile's columns} \ (\texttt{all}).
+
+    Parameters
+    ----------
+    stage_tiles : sequence of sequence of int
+        Per stage, the columns of each of its tiles (a tile is one crossbar; a column is the block
+        of weights fed by one input line, so a ``rows x cols`` layer is a tile of ``rows``
+        columns).
+    transfer_slice : {"column", "all"}
+
+    Returns
+    -------
+    int
+        Cycles per event (0 without tiles).
+    """
+    moved = [sum(columns_moved(c, transfer_slice) for c in tiles) for tiles in stage_tiles]
+    return CYCLES_PER_COLUMN * max(moved, default=0)
+
+
+def transfer_cycles(iterations, every, event_cycles) -> np.ndarray:
+    r"""Cycles the transfers add after ``iterations`` updates: :math:`\lfloor K/T \rfloor c_T`.
+
+    Every stage applies one update per iteration in the ``none``, ``sync`` and ``async``
+    schedules, so every stage's update count is ``K`` and a transfer event follows every
+    ``T``-th update; the events are added on top of the schedule's cycles
+    (:func:`cycles_after`). Arrays broadcast; int64 for integer input (like the simulator's
+    cycle counts), float where ``iterations`` is a float array (``inf`` stays ``inf``).
+
+    Parameters
+    ----------
+    iterations : int or array
+        ``K`` >= 0, updates.
+    every : int
+        ``T`` >= 1, updates per transfer event.
+    event_cycles : int
+        :math:`c_T` >= 0 (:func:`transfer_event_cycles`), cycles.
+    """
+    every = check_range("transfer_every", every, 1, None, integer=True)
+    event_cycles = check_range("event_cycles", event_cycles, 0, None, integer=True)
+    k = np.asarray(iterations)
+    if np.issubdtype(k.dtype, np.integer):
+        return (k.astype(np.int64) // np.int64(every)) * np.int64(event_cycles)
+    k = k.astype(float)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(k), np.floor(k / every) * event_cycles, k)

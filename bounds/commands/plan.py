@@ -7,6 +7,13 @@ three best alternatives, which term of the bound dominates, and the relaxed opti
 ``plan_alternatives.csv``. ``--list-models`` lists the built-in models. The report itself is
 :meth:`bounds.planner.Plan.table`.
 
+``--algorithm tiki-taka [--transfer-every T] [--transfer-slice column|all]`` plans a Tiki-Taka run
+(:func:`bounds.planner.plan_tiki_taka`): the guarantee uses only proved (derived) Tiki-Taka
+entries whose settings the plan meets, a mode without one has none (said in the table and the
+JSON); with ``--calibration FILE`` (of ``aimc-pipeline calibrate --algorithm tiki-taka``) the
+forecast chooses; every cycle count includes the transfers. Without either it exits 2 with one
+line saying to pass ``--calibration``. A calibration of another algorithm is refused.
+
 ``--hardware FILE.toml`` (accelerator kinds, :mod:`bounds.hardware`), ``--digital-accelerators N``
 or ``--compare-modes`` also print the best plan of each mode (sync, async, dp, hybrid) on the same
 accelerators with its predicted time, dominant cost and layer-to-kind assignment
@@ -30,15 +37,27 @@ from theory.calibration import read_calibration
 from theory.commands import command_main
 from theory.errors import ParameterError, check_range
 from theory.fileio import atomic_write, check_writable_dir
+from theory.schedules import TRANSFER_SLICES
 
 from ..hardware import KindsHardware, load_hardware, single_kind, with_digital
 from ..mode_planner import ModeComparison, ModeLimits, plan_modes
 from ..models import list_models, load_model
-from ..params import DEFAULT_EPS, DEFAULT_PRESET, PLAN_MODES, PlanHardware, PlanLimits, from_preset
-from ..planner import Plan, plan
+from ..params import (
+    DEFAULT_EPS,
+    DEFAULT_PRESET,
+    PLAN_MODES,
+    PlanHardware,
+    PlanLimits,
+    TransferSettings,
+    from_preset,
+)
+from ..planner import Plan, plan, plan_tiki_taka
 from .options import add_problem_flags, add_weight_bound_flag, problem_from_args
 
-__all__ = ["DESCRIPTION", "build_parser", "main", "run"]
+__all__ = ["DESCRIPTION", "PLAN_ALGORITHMS", "build_parser", "main", "run"]
+
+#: the algorithms ``--algorithm`` plans for (analog-sgd: today's planner, bit for bit)
+PLAN_ALGORITHMS = ("analog-sgd", "tiki-taka")
 
 DESCRIPTION = (
     "Choose the pipeline mode (sync or async), the number of stages M, a contiguous layer "
@@ -110,6 +129,34 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
                         help="also write DIR/plan.json and DIR/plan_alternatives.csv")
     parser.add_argument("--list-models", action="store_true",
                         help="list the built-in models and exit")
+    parser.add_argument(
+        "--algorithm", choices=PLAN_ALGORITHMS, default=PLAN_ALGORITHMS[0],
+        help="the training algorithm: analog-sgd (the proved analog bounds) or tiki-taka (two "
+        "arrays and transfers; its guarantee uses only proved tiki-taka bounds that meet the "
+        "transfer settings, its forecast a calibration of aimc-pipeline calibrate --algorithm "
+        "tiki-taka; cycles include the transfers)",
+    )
+    transfer, defaults = parser.add_argument_group("tiki-taka transfers"), TransferSettings()
+    transfer.add_argument(
+        "--transfer-every", type=int, metavar="T", default=defaults.every,
+        help="tiki-taka: a transfer event after every T-th update (>= 1)",
+    )
+    transfer.add_argument(
+        "--transfer-slice", choices=TRANSFER_SLICES, default=defaults.slice,
+        help="tiki-taka: what an event moves: one column of every layer (round robin) or all "
+        "columns; each column costs 2 clock cycles (a read and a pulse update), the slowest "
+        "stage sets the event's cycles",
+    )
+    transfer.add_argument(
+        "--transfer-reset", action="store_true",
+        help="tiki-taka: a transfer sets the moved columns of A back to 0 (matched against the "
+        "proved bounds' settings)",
+    )
+    transfer.add_argument(
+        "--fast-device", metavar="NAME", default=argparse.SUPPRESS,
+        help="tiki-taka: A's device, e.g. digital for an ideal buffer (matched against the "
+        "proved bounds' settings; default: the preset's device)",
+    )
     parser.add_argument(
         "--calibration", metavar="FILE", default=argparse.SUPPRESS,
         help="a calibration file of aimc-pipeline calibrate: choose by the predicted "
@@ -200,6 +247,8 @@ def run(args: argparse.Namespace) -> int:
             "TOML file"
         )
     overrides = {"sequence_length": args.sequence_length} if "sequence_length" in args else {}
+    if args.algorithm == "tiki-taka":
+        return _run_tiki_taka(args, hardware, limits, problem, calibration, kinds, overrides)
     model = load_model(args.model, **overrides)
     extra = {}
     if calibration is not None:
@@ -228,6 +277,34 @@ def run(args: argparse.Namespace) -> int:
         first = result.table() if result is not None else (
             f"single-kind plan (first analog kind alone): not available: {failure}")
         print(first + "\n\n" + modes.table())
+    return 0
+
+
+def _run_tiki_taka(args, hardware, limits, problem, calibration, kinds, overrides) -> int:
+    """``plan --algorithm tiki-taka`` (:func:`bounds.planner.plan_tiki_taka`)."""
+    if kinds is not None:
+        raise ParameterError("algorithm=tiki-taka plans one accelerator kind; --hardware, "
+                             "--digital-accelerators and --compare-modes are for analog-sgd")
+    transfer = TransferSettings(every=args.transfer_every, slice=args.transfer_slice,
+                                reset=args.transfer_reset,
+                                fast_device=getattr(args, "fast_device", None))
+    model = load_model(args.model, **overrides)
+    extra = {}
+    if calibration is not None:
+        extra = {"calibration": calibration, "calibration_source": str(args.calibration)}
+    result = plan_tiki_taka(model, hardware, problem, args.eps, limits, transfer=transfer,
+                            **extra)
+    if result.calibration is not None and result.calibration["warning"]:
+        print(f"warning: {result.calibration['warning']}", file=sys.stderr)
+    text = json.dumps(result.to_dict(), indent=2, allow_nan=False)
+    if "out" in args:
+        try:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            atomic_write(Path(args.out) / "plan.json", (text + "\n").encode())
+        except OSError as error:
+            raise ParameterError(f"out={args.out!r} cannot be written: {error.strerror}") \
+                from None
+    print(text if args.json else result.table())
     return 0
 
 

@@ -5,7 +5,10 @@ stage counts, micro-batches and steps, as one cached sweep with progress on stde
 the coefficients of :mod:`theory.calibration` with bootstrap intervals over seeds, writes the
 calibration file (``--out FILE``, strict JSON) and prints a table of the coefficients with their
 intervals, the problem's constants and its fingerprint (what ``aimc-pipeline plan --calibration``
-checks the plan's constants against).
+checks the plan's constants against). ``--algorithm tiki-taka [--transfer-every T]
+[--transfer-slice column|all]`` runs the same design with Tiki-Taka (:mod:`simulate.tiki_taka`)
+and records the algorithm and the transfers in the file (``plan --algorithm tiki-taka`` needs
+such a file and refuses one of another algorithm).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from theory.calibration import (
+    CALIBRATED_ALGORITHMS,
     COEFFICIENTS,
     FINGERPRINT_KEYS,
     Calibration,
@@ -26,6 +30,7 @@ from theory.calibration import (
 from theory.commands import command_main
 from theory.errors import ParameterError, check_range
 from theory.fileio import check_writable_dir
+from theory.schedules import TRANSFER_SLICES
 from theory.tables import text_table
 
 from ..calibrate import (
@@ -86,6 +91,17 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
                          "plan's --theta)")
     problem.add_argument("--seed", type=int, default=spec.seed,
                          help="root seed of the problem and the ensembles")
+    algorithm = parser.add_argument_group("the algorithm of the runs")
+    algorithm.add_argument("--algorithm", choices=CALIBRATED_ALGORITHMS, default=spec.algorithm,
+                           help="analog SGD, or tiki-taka (A and C on the device, the same "
+                           "design and steps; the file records the algorithm and transfers, "
+                           "plan --algorithm tiki-taka --calibration reads it)")
+    algorithm.add_argument("--transfer-every", type=int, metavar="T",
+                           default=spec.transfer_every,
+                           help="tiki-taka: a transfer event after every T-th update (>= 1)")
+    algorithm.add_argument("--transfer-slice", choices=TRANSFER_SLICES,
+                           default=spec.transfer_slice,
+                           help="tiki-taka: one column of every tile per event, or all")
     run_group = parser.add_argument_group("the design")
     run_group.add_argument("--steps", type=int, default=argparse.SUPPRESS, metavar="K",
                            help=f"updates per design point (default {STANDARD['steps']}, "
@@ -121,8 +137,14 @@ def coefficient_table(cal: Calibration) -> str:
     fits = ", ".join(f"{mode}: {fit.observations} hitting times, rms log residual "
                      f"{fit.residual_rms:.3g}" for mode, fit in cal.fits.items())
     constants = " ".join(f"{key}={cal.problem[key]:.6g}" for key in FINGERPRINT_KEYS)
-    return "\n".join([table, f"fit: {fits}",
-                      f"problem constants: {constants} (fingerprint {cal.fingerprint})"])
+    lines = [table, f"fit: {fits}",
+             f"problem constants: {constants} (fingerprint {cal.fingerprint})"]
+    if cal.algorithm != "analog":
+        t = cal.transfer
+        lines.append(f"algorithm {cal.algorithm} (transfer every {t['transfer_every']} updates, "
+                     f"slice {t['transfer_slice']}): the proof column is analog SGD's (no proved "
+                     f"{cal.algorithm} form); fit/proof compares with analog SGD")
+    return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -139,9 +161,14 @@ def run(args: argparse.Namespace) -> int:
         check_writable_dir(out.parent, "--out")
         if out.is_dir():
             raise ParameterError(f"--out={str(out)!r} is a directory; valid: a file name")
+    transfer = {}
+    if args.algorithm != "analog":
+        check_range("--transfer-every", args.transfer_every, 1, None, integer=True)
+        transfer = {"algorithm": args.algorithm, "transfer_every": args.transfer_every,
+                    "transfer_slice": args.transfer_slice}
     spec = CalibrationProblem(problem=args.problem, dim=args.dim, sigma2=args.sigma2,
                               device=args.device, tau=args.tau, weight_bound=args.weight_bound,
-                              theta=args.theta, seed=args.seed)
+                              theta=args.theta, seed=args.seed, **transfer)
     points = design(spec, sync=settings.get("sync", SYNC_DESIGN),
                     async_=settings.get("async", ASYNC_DESIGN),
                     fractions=settings.get("fractions", FRACTIONS), steps=settings["steps"],
