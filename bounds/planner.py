@@ -705,6 +705,8 @@ class _Transfers:
         self.transfer = transfer
         self.settings = transfer.settings()
         super().__init__(*args, **kwargs)
+        # Corollary TT0's T and rho are the plan's transfer settings, not bounds.evaluate's 1, 1
+        self.values = {**self.values, "T": transfer.every, "rho": float(transfer.lr)}
         self.columns = [int(layer.rows) for layer in self.model.layers]
         self.moved = np.array([columns_moved(c, transfer.slice) for c in self.columns])
         self.entries = {mode: guarantee_entries(mode, "tiki-taka", self.settings)

@@ -94,7 +94,8 @@ def test_result_fields_and_types():
 
 @pytest.mark.parametrize("name", list(REGISTRY))
 def test_target_reached_by_the_integer_run_and_not_one_step_earlier(name):
-    """The bound at (ceil K, step) is <= eps, and the rate form at ceil K - 1 exceeds eps."""
+    """The bound at (ceil K, step) is <= eps, and the rate form one step earlier exceeds eps
+    (one transfer window of ``T`` updates earlier for an entry counted in windows, TT0)."""
     for target in (0.2, 1.0, 5.0):
         target = floor_of(name, **_values_with_delay(name, BASE)) + target
         result = evaluate_complexity(name, target, **BASE)
@@ -107,9 +108,14 @@ def test_target_reached_by_the_integer_run_and_not_one_step_earlier(name):
         k_min = float(REGISTRY[name].min_iterations.subs(
             {s: vals[s.name] for s in REGISTRY[name].min_iterations.free_symbols}
         ))
-        if result.iterations_int > max(1, math.ceil(k_min)):
+        uses_t = any(s.name == "T" for s in REGISTRY[name].expr.free_symbols)
+        window = float(vals["T"]) if uses_t else 1.0
+        if window > 1:  # whole windows: a multiple of T
+            assert result.iterations_int % window == 0
+        if result.iterations_int > max(window, math.ceil(k_min)):
             rargs, rate_at = _rate_fn(name)
-            before = rate_at(result.iterations_int - 1.0, *(vals[a.name] for a in rargs[1:]))
+            before = rate_at(result.iterations_int - window,
+                             *(vals[a.name] for a in rargs[1:]))
             assert before > target
 
 

@@ -107,26 +107,29 @@ def test_transfer_settings_defaults_are_simconfig_defaults():
     assert s.reset is getattr(c, "transfer_reset", False)
 
 
-def test_reset_and_fast_device_settings_select_rows(monkeypatch, capsys):
-    _fake_row(monkeypatch, "setting transfer_slice=all", "setting transfer_reset=true",
-              "setting fast_device=digital")
+def test_reset_and_fast_device_settings_select_rows(capsys):
+    # the registry's own Corollary TT0 rows: gamma = 0, slice all, reset, digital fast buffer
     met = TransferSettings(slice="all", reset=True, fast_device="digital").settings()
-    assert [b.name for b in guarantee_entries("sync", "tiki-taka", met)] == ["tt_test_sp"]
+    assert [b.name for b in guarantee_entries("sync", "tiki-taka", met)] == ["tiki_taka_reset_sp"]
+    assert [b.name for b in guarantee_entries("none", "tiki-taka", met)] == ["tiki_taka_reset"]
     assert guarantee_entries("sync", "tiki-taka", TransferSettings(slice="all").settings()) == ()
+    assert guarantee_entries("sync", "tiki-taka", TransferSettings(
+        slice="all", reset=True, fast_device="digital", gamma=0.5).settings()) == ()
     argv = ["plan", "--model", "digits-mlp", "--algorithm", "tiki-taka", "--eps", "0.5",
             "--transfer-slice", "all", *SMALL]
     assert main(argv) == 2
     assert "pass --calibration FILE" in capsys.readouterr().err  # A is reset only when asked
     assert main([*argv, "--transfer-reset", "--fast-device", "digital"]) == 0
     out = capsys.readouterr().out
-    assert "guarantee sync       guaranteed: proved by tt_test_sp" in out
+    assert "guarantee sync       guaranteed: proved by tiki_taka_reset_sp" in out
 
 
 # -- the guarantee: proved rows whose settings are met, nothing else ------------------------------
 
 def test_companion_rows_are_never_a_guarantee():
     assert guarantee_entries("sync", "tiki-taka", TransferSettings().settings()) == ()
-    assert guarantee_entries("none", "tiki-taka") == ()
+    assert {b.name for b in guarantee_entries("none", "tiki-taka")} == {"tiki_taka_reset"}
+    assert {b.name for b in guarantee_entries("sync", "tiki-taka")} == {"tiki_taka_reset_sp"}
     with pytest.raises(ParameterError, match="no derived bound"):
         evaluate_guarantee("sync", 0.5, algorithm="tiki-taka", settings={}, transfer=(1, 2),
                            **theory_values(HW.hardware, ProblemParams()), M=2, B=2, b=1)

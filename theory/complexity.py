@@ -26,7 +26,8 @@ Conventions (the same in ``docs/theory.md``):
 - for ``async`` entries the delay ``D`` defaults to the schedule's maximal delay ``M - 1``;
 - numeric results count whole iterations: ``iterations_int = max(1, ceil(K(eps)))``, and
   ``samples``, ``cycles`` and ``step`` are those of that integer run (the bound is decreasing in
-  ``K``);
+  ``K``); an entry written in transfer windows of ``T`` updates (Corollary TT0) rounds that up
+  to a multiple of ``T`` (its proof holds after whole windows);
 - where the compiled closed form over- or underflows (``eps - floor`` beyond about 1e154 squares
   out of the float range), ``K`` comes from the same root scaled as
   :math:`\sqrt{K} = p + \sqrt{p^2 + q}`, :math:`p = a/(2g)`, :math:`q = c/g`; on every other
@@ -426,6 +427,9 @@ def evaluate_complexity(name: str, eps, *, on_unreachable: str = "raise", **valu
     iterations = np.where(ok, iterations, np.inf)
     # at least one whole iteration: a K(eps) below 1 (or one that underflowed to 0) needs one
     k_int = np.where(ok, np.maximum(np.ceil(np.where(ok, iterations, 1.0)), 1.0), 1.0)
+    if "T" in required:  # Corollary TT0 counts whole transfer windows: K a multiple of T
+        period = full(arrays["T"]).astype(float)
+        k_int = np.ceil(k_int / period) * period
     with np.errstate(all="ignore"):
         cap = full(compiled.step_cap(k_int, arrays))
         noise = full(compiled.noise_step(k_int, arrays))

@@ -647,6 +647,9 @@ _TT0_CONDITIONS = (
     "K (updates) a multiple of T: K/T writes of C",
     "alpha <= sqrt((1 - theta) q_min/(rho T L q_max^2)) (Theorem 2's cap on the step "
     "rho alpha^2 T)",
+    # machine-checked by the planner (theory.complexity.conditions_met)
+    "setting tt_gamma=0", "setting transfer_slice=all", "setting fast_device=digital",
+    "setting transfer_reset=true",
 )
 
 
