@@ -14,7 +14,7 @@ from theory import devices
 from theory.devices import Device
 from theory.errors import ParameterError, check_range, show_value
 from theory.limits import MAX_ARRAY_BYTES, MAX_COUNT, MAX_UPDATES, check_size
-from theory.schedules import MODES
+from theory.schedules import MODES, TRANSFER_SLICES  # what a transfer event moves
 from theory.theorems import ALGORITHMS, WRITE_SEMANTICS  # write semantics: Corollary 3PS
 
 from .digits import DATA_SETS, train_rows
@@ -54,8 +54,6 @@ DEFAULT_TAU = 1.0
 _INTEGER_FIELDS = ("stages", "micro_batches", "micro_batch_size", "steps", "seeds", "log_every",
                    "dim", "seed", "transfer_every", "replicas",
                    "average_every")
-#: what a Tiki-Taka transfer event moves (:mod:`simulate.tiki_taka`)
-TRANSFER_SLICES = ("column", "all")
 #: ``fast_device`` value of an ideal (digital) fast array A: ``A += dw`` exactly, no device
 DIGITAL_FAST = "digital"
 #: updates whose gradient noise (oracle) or batches (networks) are drawn at once, see the engine
