@@ -330,7 +330,7 @@ class Network:
                      in enumerate(zip(self.weight_slices, self.bias_slices, strict=True)))
 
     def forward_stage(self, s: int, params: StageView, h: np.ndarray,
-                      mvm: AnalogPass | None = None):
+                      mvm: AnalogPass | None = None, buffers: _Buffers | None = None):
         """Forward of stage ``s`` through the weights and biases ``params`` it reads.
 
         Parameters
@@ -344,6 +344,9 @@ class Network:
         mvm : AnalogPass, optional
             The analog product ``h W`` with IO non-idealities (:mod:`simulate.mvm`); exact
             ``h @ W`` when ``None``.
+        buffers : optional
+            Reusable output arrays of the training step (the same bits; a fresh array of the
+            ensemble's size would cost a page fault per page at every step).
 
         Returns
         -------
@@ -354,8 +357,14 @@ class Network:
         """
         saved = []
         tanh = self.activation == "tanh"
-        for layer, weight, bias in zip(self.stages[s], params.weights, params.biases, strict=True):
-            z = h @ weight if mvm is None else mvm(h, weight)
+        for i, (layer, weight, bias) in enumerate(zip(self.stages[s], params.weights,
+                                                      params.biases, strict=True)):
+            if mvm is not None:
+                z = mvm(h, weight)
+            elif buffers is None or h.ndim != weight.ndim:
+                z = h @ weight
+            else:
+                z = np.matmul(h, weight, out=buffers(s, i, "z", h, weight.shape[-1]))
             z += bias
             if layer.kind == "output":
                 saved.append((h, None))
@@ -363,12 +372,17 @@ class Network:
                 continue
             a = np.tanh(z, out=z) if tanh else np.maximum(z, 0.0, out=z)
             saved.append((h, a))
-            h = a if layer.kind == "dense" else h + a
+            if layer.kind == "dense":
+                h = a
+            else:
+                h = h + a if buffers is None or h.shape != a.shape else \
+                    np.add(h, a, out=buffers(s, i, "h", a))
         return h, saved
 
     def backward_stage(
         self, s: int, weights: Sequence[np.ndarray], saved, delta: np.ndarray, grads: StageView,
         input_grad: bool = True, factors: list | None = None, mvm: AnalogPass | None = None,
+        buffers: _Buffers | None = None,
     ) -> np.ndarray | None:
         """Backward of stage ``s`` through the layer ``weights`` it reads (the current ones).
 
@@ -379,6 +393,7 @@ class Network:
         (for the rank-1 pulse trains of a one-sample batch). With ``mvm``
         (:class:`simulate.mvm.AnalogPass`), the product ``dz W^T`` passed back is the analog one
         with IO non-idealities; the weight gradient ``h^T dz`` stays exact (it is the update).
+        ``buffers``: reusable output arrays (:meth:`forward_stage`).
         """
         layers = self.stages[s]
         tanh = self.activation == "tanh"
@@ -388,15 +403,20 @@ class Network:
                 dz = delta
                 dz.sum(axis=-2, keepdims=True, out=grads.biases[i])
             else:  # dz = delta * phi'(z) and its sum over the batch, fused
-                dz = np.empty_like(a)
+                dz = np.empty_like(a) if buffers is None else buffers(s, i, "dz", a)
                 dense_backward(a, delta, dz, grads.biases[i], tanh)
             np.matmul(h.swapaxes(-1, -2), dz, out=grads.weights[i])
             if factors is not None:
                 factors.append((i, h, dz))
             if i == 0 and not input_grad:
                 return None
-            back = (dz @ weights[i].swapaxes(-1, -2) if mvm is None
-                    else mvm(dz, weights[i].swapaxes(-1, -2)))
+            transposed = weights[i].swapaxes(-1, -2)
+            if mvm is not None:
+                back = mvm(dz, transposed)
+            elif buffers is None:
+                back = dz @ transposed
+            else:
+                back = np.matmul(dz, transposed, out=buffers(s, i, "back", dz, layers[i].fan_in))
             if layers[i].kind == "residual":
                 back += delta
             delta = back
@@ -407,6 +427,7 @@ class Network:
         backward: Sequence[Sequence[np.ndarray]], grads: Sequence[StageView],
         factors: list | None = None, forward_mvm: AnalogPass | None = None,
         backward_mvm: AnalogPass | None = None, loss: bool = True,
+        buffers: _Buffers | None = None,
     ) -> np.ndarray | None:
         """Loss and gradient of one batch through given weight versions, stage by stage.
 
@@ -428,6 +449,10 @@ class Network:
             (:mod:`simulate.mvm`); exact when ``None``.
         loss : bool
             Whether to compute and return the loss (the training step does not need it).
+        buffers : optional
+            Reusable output arrays, kept by the caller from one step to the next (a
+            ``_Buffers``); the arrays a call returns or fills into ``factors`` are overwritten
+            by the next call with the same buffers.
 
         Returns
         -------
@@ -437,13 +462,14 @@ class Network:
         """
         h, saved = x, []
         for s, params in enumerate(forward):
-            h, stage_saved = self.forward_stage(s, params, h, forward_mvm)
+            h, stage_saved = self.forward_stage(s, params, h, forward_mvm, buffers)
             saved.append(stage_saved)
         loss, delta = _softmax(h, y, loss, True)
         for s in range(self.n_stages - 1, -1, -1):
             stage = None if factors is None else []
             delta = self.backward_stage(s, backward[s], saved[s], delta, grads[s],
-                                        input_grad=s > 0, factors=stage, mvm=backward_mvm)
+                                        input_grad=s > 0, factors=stage, mvm=backward_mvm,
+                                        buffers=buffers)
             if factors is not None:
                 factors += [(s, i, h, dz) for i, h, dz in stage]
         return loss
@@ -638,6 +664,7 @@ def train_network(
         count_views = (counts, network.views(counts, np.zeros(c.shape, dtype=np.int64)))
 
     fused = None if per_sample or digital else _FusedExpected.of(update, w)
+    buffers = _Buffers()
 
     for k in range(steps + 1):
         if k == log_at[len(records)]:
@@ -663,7 +690,7 @@ def train_network(
             bwd_rec[k] = k
         factors = [] if rank1 or per_sample else None
         network.gradient(data.x_train[idx], data.y_train[idx], forward, backward, grads, factors,
-                         forward_mvm, backward_mvm, loss=False)
+                         forward_mvm, backward_mvm, loss=False, buffers=buffers)
         if per_sample:  # one write per sample, in order, each read at the batch's weights
             for t in range(batch):
                 _write_sample(t, factors, grads, gw, config.lr)
@@ -730,6 +757,23 @@ def io_passes(config: SimConfig, rngs: Sequence[np.random.Generator]):
         io = io_preset(name)
         passes.append(None if io.is_perfect else AnalogPass(io, tuple(rngs), direction))
     return tuple(passes)
+
+
+class _Buffers:
+    """Output arrays of the training step's layers, allocated at their first use and reused at
+    every step (``buffers(s, i, role, like, last=None)``: the array of stage ``s``, layer ``i``
+    and ``role`` with the shape of ``like``, its last axis ``last`` if given)."""
+
+    def __init__(self):
+        self._arrays: dict = {}
+
+    def __call__(self, s: int, i: int, role: str, like: np.ndarray,
+                 last: int | None = None) -> np.ndarray:
+        shape = like.shape if last is None else like.shape[:-1] + (last,)
+        array = self._arrays.get((s, i, role))
+        if array is None or array.shape != shape:
+            array = self._arrays[s, i, role] = np.empty(shape)
+        return array
 
 
 class _FusedExpected(NamedTuple):

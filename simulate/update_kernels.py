@@ -92,19 +92,24 @@ if numba is not None:
     @numba.njit(cache=True)
     def _dense_backward(a, delta, out, bias_grad, tanh):  # pragma: no cover - compiled
         members, n, m = a.shape
+        total = np.empty(m)  # contiguous, so that the loops over j vectorise
         for r in range(members):
-            for t in range(n):
+            if tanh:
+                for t in range(n):
+                    for j in range(m):
+                        x = a[r, t, j]
+                        out[r, t, j] = (1.0 - x * x) * delta[r, t, j]
+            else:
+                for t in range(n):
+                    for j in range(m):
+                        out[r, t, j] = delta[r, t, j] * (1.0 if a[r, t, j] > 0.0 else 0.0)
+            for j in range(m):
+                total[j] = out[r, 0, j]
+            for t in range(1, n):  # in sample order, as numpy sums over a non-last axis
                 for j in range(m):
-                    x = a[r, t, j]
-                    if tanh:
-                        dz = (1.0 - x * x) * delta[r, t, j]
-                    else:
-                        dz = delta[r, t, j] * (1.0 if x > 0.0 else 0.0)
-                    out[r, t, j] = dz
-                    if t == 0:
-                        bias_grad[r, 0, j] = dz
-                    else:
-                        bias_grad[r, 0, j] += dz
+                    total[j] += out[r, t, j]
+            for j in range(m):
+                bias_grad[r, 0, j] = total[j]
 
     @numba.njit(cache=True)
     def _softmax_delta(exp, total, y, n):  # pragma: no cover - compiled
