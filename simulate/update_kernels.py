@@ -158,9 +158,10 @@ def dense_backward(a, delta, out, bias_grad, tanh: bool) -> None:
 
     ``a`` = :math:`\phi(z)` and ``delta`` of shape ``(R, n, m)``; writes :math:`\delta_z` into
     ``out`` ``(R, n, m)`` and the sum over the batch (in sample order) into ``bias_grad``
-    ``(R, 1, m)``. C-contiguous float64 arrays (``bias_grad`` may be a strided view).
+    ``(R, 1, m)``. float64 arrays of any strides (``bias_grad`` is a strided view in the
+    network).
     """
-    if numba is None or not (a.flags.c_contiguous and delta.flags.c_contiguous):
+    if numba is None:
         dense_backward_numpy(a, delta, out, bias_grad, tanh)
     else:
         _dense_backward(a, delta, out, bias_grad, bool(tanh))

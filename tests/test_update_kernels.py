@@ -71,7 +71,7 @@ def test_dense_backward_is_the_numpy_formula(tanh):
     dense_backward_numpy(a, delta, ref, ref_gc, tanh)
     np.testing.assert_array_equal(ref, out)
     np.testing.assert_array_equal(ref_gc[:, 0], gc[:, 2:7])
-    strided = np.empty_like(a)  # non-contiguous input: the numpy path, the same bits
+    strided = np.empty_like(a)  # a non-contiguous input gives the same bits
     dense_backward(a, np.asfortranarray(delta), strided, ref_gc, tanh)
     np.testing.assert_array_equal(strided, want)
 
