@@ -126,6 +126,7 @@ from .staleness import (
     forward_delays,
 )
 from .trace import Trace, log_steps
+from .update_kernels import dense_backward, expected_step, softmax_delta
 
 __all__ = [
     "ACTIVATIONS",
@@ -329,7 +330,7 @@ class Network:
                      in enumerate(zip(self.weight_slices, self.bias_slices, strict=True)))
 
     def forward_stage(self, s: int, params: StageView, h: np.ndarray,
-                      mvm: AnalogPass | None = None):
+                      mvm: AnalogPass | None = None, buffers: _Buffers | None = None):
         """Forward of stage ``s`` through the weights and biases ``params`` it reads.
 
         Parameters
@@ -343,6 +344,9 @@ class Network:
         mvm : AnalogPass, optional
             The analog product ``h W`` with IO non-idealities (:mod:`simulate.mvm`); exact
             ``h @ W`` when ``None``.
+        buffers : optional
+            Reusable output arrays of the training step (the same bits; a fresh array of the
+            ensemble's size would cost a page fault per page at every step).
 
         Returns
         -------
@@ -353,8 +357,14 @@ class Network:
         """
         saved = []
         tanh = self.activation == "tanh"
-        for layer, weight, bias in zip(self.stages[s], params.weights, params.biases, strict=True):
-            z = h @ weight if mvm is None else mvm(h, weight)
+        for i, (layer, weight, bias) in enumerate(zip(self.stages[s], params.weights,
+                                                      params.biases, strict=True)):
+            if mvm is not None:
+                z = mvm(h, weight)
+            elif buffers is None or h.ndim != weight.ndim:
+                z = h @ weight
+            else:
+                z = np.matmul(h, weight, out=buffers(s, i, "z", h, weight.shape[-1]))
             z += bias
             if layer.kind == "output":
                 saved.append((h, None))
@@ -362,12 +372,17 @@ class Network:
                 continue
             a = np.tanh(z, out=z) if tanh else np.maximum(z, 0.0, out=z)
             saved.append((h, a))
-            h = a if layer.kind == "dense" else h + a
+            if layer.kind == "dense":
+                h = a
+            else:
+                h = h + a if buffers is None or h.shape != a.shape else \
+                    np.add(h, a, out=buffers(s, i, "h", a))
         return h, saved
 
     def backward_stage(
         self, s: int, weights: Sequence[np.ndarray], saved, delta: np.ndarray, grads: StageView,
         input_grad: bool = True, factors: list | None = None, mvm: AnalogPass | None = None,
+        buffers: _Buffers | None = None,
     ) -> np.ndarray | None:
         """Backward of stage ``s`` through the layer ``weights`` it reads (the current ones).
 
@@ -378,6 +393,7 @@ class Network:
         (for the rank-1 pulse trains of a one-sample batch). With ``mvm``
         (:class:`simulate.mvm.AnalogPass`), the product ``dz W^T`` passed back is the analog one
         with IO non-idealities; the weight gradient ``h^T dz`` stays exact (it is the update).
+        ``buffers``: reusable output arrays (:meth:`forward_stage`).
         """
         layers = self.stages[s]
         tanh = self.activation == "tanh"
@@ -385,20 +401,22 @@ class Network:
             h, a = saved[i]
             if a is None:
                 dz = delta
-            elif tanh:
-                dz = a * a
-                np.subtract(1.0, dz, out=dz)
-                dz *= delta
-            else:
-                dz = delta * (a > 0.0)
+                dz.sum(axis=-2, keepdims=True, out=grads.biases[i])
+            else:  # dz = delta * phi'(z) and its sum over the batch, fused
+                dz = np.empty_like(a) if buffers is None else buffers(s, i, "dz", a)
+                dense_backward(a, delta, dz, grads.biases[i], tanh)
             np.matmul(h.swapaxes(-1, -2), dz, out=grads.weights[i])
             if factors is not None:
                 factors.append((i, h, dz))
-            dz.sum(axis=-2, keepdims=True, out=grads.biases[i])
             if i == 0 and not input_grad:
                 return None
-            back = (dz @ weights[i].swapaxes(-1, -2) if mvm is None
-                    else mvm(dz, weights[i].swapaxes(-1, -2)))
+            transposed = weights[i].swapaxes(-1, -2)
+            if mvm is not None:
+                back = mvm(dz, transposed)
+            elif buffers is None:
+                back = dz @ transposed
+            else:
+                back = np.matmul(dz, transposed, out=buffers(s, i, "back", dz, layers[i].fan_in))
             if layers[i].kind == "residual":
                 back += delta
             delta = back
@@ -408,8 +426,9 @@ class Network:
         self, x: np.ndarray, y: np.ndarray, forward: Sequence[StageView],
         backward: Sequence[Sequence[np.ndarray]], grads: Sequence[StageView],
         factors: list | None = None, forward_mvm: AnalogPass | None = None,
-        backward_mvm: AnalogPass | None = None,
-    ) -> np.ndarray:
+        backward_mvm: AnalogPass | None = None, loss: bool = True,
+        buffers: _Buffers | None = None,
+    ) -> np.ndarray | None:
         """Loss and gradient of one batch through given weight versions, stage by stage.
 
         Parameters
@@ -428,21 +447,29 @@ class Network:
         forward_mvm, backward_mvm : AnalogPass, optional
             The analog products of the forward (``h W``) and backward (``dz W^T``) passes
             (:mod:`simulate.mvm`); exact when ``None``.
+        loss : bool
+            Whether to compute and return the loss (the training step does not need it).
+        buffers : optional
+            Reusable output arrays, kept by the caller from one step to the next (a
+            ``_Buffers``); the arrays a call returns or fills into ``factors`` are overwritten
+            by the next call with the same buffers.
 
         Returns
         -------
-        loss : ndarray, shape (R,)
-            Mean cross-entropy of the batch (computed by the forward, through the forward weights).
+        loss : ndarray, shape (R,), or None
+            Mean cross-entropy of the batch (computed by the forward, through the forward weights);
+            ``None`` when ``loss`` is false.
         """
         h, saved = x, []
         for s, params in enumerate(forward):
-            h, stage_saved = self.forward_stage(s, params, h, forward_mvm)
+            h, stage_saved = self.forward_stage(s, params, h, forward_mvm, buffers)
             saved.append(stage_saved)
-        loss, delta = softmax_cross_entropy(h, y, grad=True)
+        loss, delta = _softmax(h, y, loss, True)
         for s in range(self.n_stages - 1, -1, -1):
             stage = None if factors is None else []
             delta = self.backward_stage(s, backward[s], saved[s], delta, grads[s],
-                                        input_grad=s > 0, factors=stage, mvm=backward_mvm)
+                                        input_grad=s > 0, factors=stage, mvm=backward_mvm,
+                                        buffers=buffers)
             if factors is not None:
                 factors += [(s, i, h, dz) for i, h, dz in stage]
         return loss
@@ -474,19 +501,25 @@ def softmax_cross_entropy(logits: np.ndarray, y: np.ndarray, grad: bool = False)
     loss : ndarray, shape (R,) (nats)
     delta : ndarray, shape (R, n, classes), only when ``grad``
     """
+    return _softmax(logits, y, True, grad)
+
+
+def _softmax(logits: np.ndarray, y: np.ndarray, loss: bool, grad: bool):
+    """:func:`softmax_cross_entropy`'s loss (``None`` unless ``loss``) and, with ``grad``, its
+    gradient (the training step needs only the gradient)."""
     n, classes = logits.shape[-2:]
-    onehot = y[..., None] == np.arange(classes)
     shifted = logits - logits.max(axis=-1, keepdims=True)
     exp = np.exp(shifted)
     total = exp.sum(axis=-1, keepdims=True)
-    picked = np.where(onehot, shifted, 0.0).sum(axis=-1)
-    loss = (np.log(total[..., 0]) - picked).mean(axis=-1)
+    value = None
+    if loss:
+        onehot = y[..., None] == np.arange(classes)
+        picked = np.where(onehot, shifted, 0.0).sum(axis=-1)
+        value = (np.log(total[..., 0]) - picked).mean(axis=-1)
     if not grad:
-        return loss
-    delta = exp / total
-    delta -= onehot
-    delta /= n
-    return loss, delta
+        return value
+    softmax_delta(exp, total, y, n)  # exp / total - onehot, divided by n
+    return value, exp
 
 
 class StageView(NamedTuple):
@@ -630,6 +663,9 @@ def train_network(
         counts = np.zeros(w.shape, dtype=np.int64)
         count_views = (counts, network.views(counts, np.zeros(c.shape, dtype=np.int64)))
 
+    fused = None if per_sample or digital else _FusedExpected.of(update, w)
+    buffers = _Buffers()
+
     for k in range(steps + 1):
         if k == log_at[len(records)]:
             records.append(_measure(network, data, w, c, spec.grad_norm))
@@ -654,7 +690,7 @@ def train_network(
             bwd_rec[k] = k
         factors = [] if rank1 or per_sample else None
         network.gradient(data.x_train[idx], data.y_train[idx], forward, backward, grads, factors,
-                         forward_mvm, backward_mvm)
+                         forward_mvm, backward_mvm, loss=False, buffers=buffers)
         if per_sample:  # one write per sample, in order, each read at the batch's weights
             for t in range(batch):
                 _write_sample(t, factors, grads, gw, config.lr)
@@ -662,6 +698,8 @@ def train_network(
                        digital)
                 np.minimum(w_min, w.min(axis=1), out=w_min)
                 np.maximum(w_max, w.max(axis=1), out=w_max)
+        elif fused is not None:  # the expected update of w - lr gw and the extremes, one pass
+            expected_step(w, gw, fused.response(w), -config.lr, *fused.constants, w_min, w_max)
         else:
             gw *= -config.lr
             _write(update, w, gw, device_rngs, spread, factors, 0, rank1, count_views, config,
@@ -721,6 +759,50 @@ def io_passes(config: SimConfig, rngs: Sequence[np.random.Generator]):
     return tuple(passes)
 
 
+class _Buffers:
+    """Output arrays of the training step's layers, allocated at their first use and reused at
+    every step (``buffers(s, i, role, like, last=None)``: the array of stage ``s``, layer ``i``
+    and ``role`` with the shape of ``like``, its last axis ``last`` if given)."""
+
+    def __init__(self):
+        self._arrays: dict = {}
+
+    def __call__(self, s: int, i: int, role: str, like: np.ndarray,
+                 last: int | None = None) -> np.ndarray:
+        shape = like.shape if last is None else like.shape[:-1] + (last,)
+        array = self._arrays.get((s, i, role))
+        if array is None or array.shape != shape:
+            array = self._arrays[s, i, role] = np.empty(shape)
+        return array
+
+
+class _FusedExpected(NamedTuple):
+    """The plain expected update with a constant ``F`` as one fused pass
+    (:func:`simulate.update_kernels.expected_step`): ``response(w)`` gives ``G(w)`` with the
+    shape of ``w`` (numpy), ``constants`` are ``(F, w_min, w_max)``."""
+
+    response: Callable[[np.ndarray], np.ndarray]
+    constants: tuple[float, float, float]
+
+    @classmethod
+    def of(cls, update, w: np.ndarray) -> _FusedExpected | None:
+        """The fused form of ``update`` on ``w``, or ``None`` where the general path must run
+        (not a plain :class:`simulate.analog.Updater` of kind ``expected``, an ``F`` that depends
+        on the weight, or ``w`` not a C-contiguous float64 array)."""
+        if type(update) is not Updater or update.kind != "expected":
+            return None
+        device = update.device
+        f = device.F_constant
+        if f is None or w.dtype != np.float64 or not w.flags.c_contiguous:
+            return None
+
+        def response(x: np.ndarray) -> np.ndarray:
+            g = device.G(x)  # (the compiled responses return the shape of x)
+            return g if g.shape == x.shape else np.ascontiguousarray(np.broadcast_to(g, x.shape))
+
+        return cls(response, (float(f), float(device.w_min), float(device.w_max)))
+
+
 def _write_sample(t: int, factors, grads: Sequence[StageView], gw: np.ndarray, lr: float) -> None:
     r"""Fill ``gw`` with sample ``t``'s desired increment :math:`-(\alpha/n)\, g_t`.
 
@@ -758,7 +840,18 @@ def _write(update: Updater, w: np.ndarray, gw: np.ndarray, rngs, spread, factors
 
 def _measure(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray, grad_norm: bool):
     """Training loss and squared gradient norm on the training set (its un-augmented rows),
-    test accuracy, validation accuracy (``nan`` without validation images)."""
+    test accuracy, validation accuracy (``nan`` without validation images), per member.
+
+    Member by member: each member's arrays (the whole training set through one network) then
+    stay in cache, and a member computes what its run alone computes."""
+    columns = [_measure_member(network, data, w[r:r + 1], c[r:r + 1], grad_norm)
+               for r in range(w.shape[0])]
+    return tuple(np.concatenate(column) for column in zip(*columns, strict=True))
+
+
+def _measure_member(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray,
+                    grad_norm: bool):
+    """:func:`_measure` of one member, ``w`` of shape ``(1, n_weights)``."""
     if grad_norm:
         gw, gc = np.empty_like(w), np.empty_like(c)
         current = network.views(w, c)

@@ -1,0 +1,182 @@
+r"""Fused element-wise kernels of the network training step (numba), with the bits of numpy.
+
+Each kernel does in one pass what the numpy code of :mod:`simulate.networks` and
+:func:`simulate.analog.expected_update` does in several ufunc calls, with the same IEEE operations
+in the same order, so the results are bit for bit those of numpy (tested against the numpy
+reference functions ``*_numpy`` below). Transcendental functions (``exp``, ``log``, ``tanh``) and
+the device's response ``G(w)`` stay in numpy: the kernels only add, multiply, divide, compare and
+clip. Compiled with ``numba.njit(cache=True)`` (no fastmath, no parallel); without numba the
+numpy references run instead (same bits, slower).
+
+Every kernel is row-wise in the ensemble axis (axis 0) and element-wise within a row, except the
+bias gradient, a sum over the batch axis in sample order (as ``numpy.sum`` over a non-contiguous
+axis adds rows in order), so an ensemble member gets the bits of its run alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:  # pragma: no cover - exercised in the environment that has numba
+    import numba
+except ImportError:  # pragma: no cover
+    numba = None
+
+__all__ = [
+    "HAVE_NUMBA",
+    "dense_backward",
+    "dense_backward_numpy",
+    "expected_step",
+    "expected_step_numpy",
+    "softmax_delta",
+    "softmax_delta_numpy",
+]
+
+HAVE_NUMBA = numba is not None
+
+
+def expected_step_numpy(w, gw, g, scale, f, lo, hi, w_min, w_max) -> None:
+    r"""Reference of :func:`expected_step` in numpy (the operations of
+    :func:`simulate.analog.expected_update` on :math:`\Delta w = s\, g_w`)."""
+    gw *= scale
+    out = np.abs(gw) * g
+    drift = gw if f == 1.0 else f * gw
+    np.subtract(drift, out, out=out)
+    out += w
+    np.clip(out, lo, hi, out=out)
+    np.copyto(w, out)
+    np.minimum(w_min, w.min(axis=1), out=w_min)
+    np.maximum(w_max, w.max(axis=1), out=w_max)
+
+
+def dense_backward_numpy(a, delta, out, bias_grad, tanh: bool) -> None:
+    r"""Reference of :func:`dense_backward` in numpy (the operations of
+    :meth:`simulate.networks.Network.backward_stage`)."""
+    if tanh:
+        np.multiply(a, a, out=out)
+        np.subtract(1.0, out, out=out)
+        out *= delta
+    else:
+        np.multiply(delta, a > 0.0, out=out)
+    out.sum(axis=-2, keepdims=True, out=bias_grad)
+
+
+def softmax_delta_numpy(exp, total, y, n: int) -> None:
+    r"""Reference of :func:`softmax_delta` in numpy (the operations of
+    :func:`simulate.networks.softmax_cross_entropy`)."""
+    exp /= total
+    exp -= y[..., None] == np.arange(exp.shape[-1])
+    exp /= n
+
+
+if numba is not None:
+    @numba.njit(cache=True)
+    def _expected_step(w, gw, g, scale, f, lo, hi):  # pragma: no cover - compiled
+        rows, cols = w.shape
+        for r in range(rows):  # two loops without branches, so that LLVM vectorises them
+            if f == 1.0:
+                for i in range(cols):
+                    dw = gw[r, i] * scale
+                    gw[r, i] = dw
+                    v = (dw - abs(dw) * g[r, i]) + w[r, i]
+                    v = lo if v < lo else v
+                    w[r, i] = hi if v > hi else v
+            else:
+                for i in range(cols):
+                    dw = gw[r, i] * scale
+                    gw[r, i] = dw
+                    v = (f * dw - abs(dw) * g[r, i]) + w[r, i]
+                    v = lo if v < lo else v
+                    w[r, i] = hi if v > hi else v
+
+    @numba.njit(cache=True)
+    def _dense_backward(a, delta, out, bias_grad, tanh):  # pragma: no cover - compiled
+        members, n, m = a.shape
+        total = np.empty(m)  # contiguous, so that the loops over j vectorise
+        for r in range(members):
+            if tanh:
+                for t in range(n):
+                    for j in range(m):
+                        x = a[r, t, j]
+                        out[r, t, j] = (1.0 - x * x) * delta[r, t, j]
+            else:
+                for t in range(n):
+                    for j in range(m):
+                        out[r, t, j] = delta[r, t, j] * (1.0 if a[r, t, j] > 0.0 else 0.0)
+            for j in range(m):
+                total[j] = out[r, 0, j]
+            for t in range(1, n):  # in sample order, as numpy sums over a non-last axis
+                for j in range(m):
+                    total[j] += out[r, t, j]
+            for j in range(m):
+                bias_grad[r, 0, j] = total[j]
+
+    @numba.njit(cache=True)
+    def _softmax_delta(exp, total, y, n):  # pragma: no cover - compiled
+        members, rows, classes = exp.shape
+        for r in range(members):
+            for t in range(rows):
+                s = total[r, t, 0]
+                label = y[r, t]
+                for j in range(classes):
+                    p = exp[r, t, j] / s
+                    if j == label:
+                        p = p - 1.0
+                    exp[r, t, j] = p / n
+
+
+def expected_step(w, gw, g, scale: float, f: float, lo: float, hi: float, w_min, w_max) -> None:
+    r"""One expected analog update of the weights ``w`` ``(R, P)`` in place, fused.
+
+    With :math:`\Delta w = s\, g_w` (``scale`` :math:`s = -\alpha`, ``gw`` the gradient, which is
+    overwritten with :math:`\Delta w`):
+
+    .. math:: w \leftarrow \mathrm{clip}\bigl(f\,\Delta w - |\Delta w|\, G(w) + w,\;
+              [w_{\min}, w_{\max}]\bigr)
+
+    (:func:`simulate.analog.expected_update` with a constant :math:`F = f`, e.g. soft bounds'
+    1; ``g`` = :math:`G(w)` evaluated by numpy before the call), and the running extremes
+    ``w_min[r] = min(w_min[r], min_i w[r, i])``, ``w_max`` likewise (``nan`` propagates; these by
+    numpy).
+    Weights in device units; all arrays C-contiguous float64.
+    """
+    if numba is None:
+        expected_step_numpy(w, gw, g, scale, f, lo, hi, w_min, w_max)
+        return
+    _expected_step(w, gw, g, float(scale), float(f), float(lo), float(hi))
+    # the extremes by numpy's vectorised reductions (a fused min/max would not vectorise)
+    np.minimum(w_min, w.min(axis=1), out=w_min)
+    np.maximum(w_max, w.max(axis=1), out=w_max)
+
+
+def dense_backward(a, delta, out, bias_grad, tanh: bool) -> None:
+    r"""Error at a dense layer's pre-activation and its bias gradient, fused.
+
+    .. math:: \delta_z = \delta \odot \phi'(z), \qquad
+              \phi'(z) = 1 - a^2 \ (\tanh), \quad [a > 0] \ (\mathrm{ReLU}),
+              \qquad \frac{\partial L}{\partial c} = \sum_{t} \delta_{z,t}
+
+    ``a`` = :math:`\phi(z)` and ``delta`` of shape ``(R, n, m)``; writes :math:`\delta_z` into
+    ``out`` ``(R, n, m)`` and the sum over the batch (in sample order) into ``bias_grad``
+    ``(R, 1, m)``. float64 arrays of any strides (``bias_grad`` is a strided view in the
+    network).
+    """
+    if numba is None:
+        dense_backward_numpy(a, delta, out, bias_grad, tanh)
+    else:
+        _dense_backward(a, delta, out, bias_grad, bool(tanh))
+
+
+def softmax_delta(exp, total, y, n: int) -> None:
+    r"""The gradient of the mean softmax cross-entropy from the exponentials, in place.
+
+    .. math:: \frac{\partial L_r}{\partial z_{rij}} = \frac{e_{rij} / T_{ri} - [j = y_{ri}]}{n}
+
+    ``exp`` :math:`e = \exp(z - \max_j z)` of shape ``(R, n, classes)`` (overwritten with the
+    gradient), ``total`` :math:`T = \sum_j e` of shape ``(R, n, 1)``, ``y`` the labels
+    ``(R, n)``.
+    """
+    if numba is None or exp.ndim != 3 or y.shape != exp.shape[:2] or not exp.flags.c_contiguous:
+        softmax_delta_numpy(exp, total, y, n)
+    else:
+        _softmax_delta(exp, total, y, float(n))

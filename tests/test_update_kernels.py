@@ -1,0 +1,105 @@
+"""The fused kernels of the network step give numpy's bits (simulate.update_kernels)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from simulate import networks
+from simulate.analog import expected_update
+from simulate.config import SimConfig, device_from_config
+from simulate.networks import NetworkSpec, train_network
+from simulate.update_kernels import (
+    dense_backward,
+    dense_backward_numpy,
+    expected_step,
+    expected_step_numpy,
+    softmax_delta,
+    softmax_delta_numpy,
+)
+
+
+def _device(**kw):
+    return device_from_config(SimConfig(problem="digits-mlp", **kw))
+
+
+@pytest.mark.parametrize("f", [1.0, 0.5])
+def test_expected_step_is_expected_update_bit_for_bit(f):
+    rng = np.random.default_rng(0)
+    device = _device(device="softbounds", tau=1.0)
+    w = rng.uniform(-1.0, 1.0, (3, 1000))
+    gw = rng.standard_normal(w.shape) * np.where(rng.random(w.shape) < 0.05, 400.0, 0.3)
+    w[1, 7] = np.nan  # a diverged weight: nan reaches the extremes of its member only
+    w_min, w_max = np.array([0.0, 0.0, -2.0]), np.array([0.0, 0.0, 2.0])
+    g = device.G(w)
+    if f == 1.0:
+        want = expected_update(w, -0.1 * gw, device)
+    else:  # the same operations with a constant F = f
+        dw = -0.1 * gw
+        want = np.clip(f * dw - np.abs(dw) * g + w, device.w_min, device.w_max)
+    assert np.any(want == device.w_max) and np.any(want == device.w_min)  # the clip acts
+    arrays = {}
+    for name, fn in (("kernel", expected_step), ("numpy", expected_step_numpy)):
+        ww, gg, lo, hi = w.copy(), gw.copy(), w_min.copy(), w_max.copy()
+        fn(ww, gg, g, -0.1, f, device.w_min, device.w_max, lo, hi)
+        arrays[name] = (ww, gg, lo, hi)
+        np.testing.assert_array_equal(ww, want)
+        np.testing.assert_array_equal(gg, -0.1 * gw)
+    for a, b in zip(*arrays.values(), strict=True):
+        np.testing.assert_array_equal(a, b)
+    _, _, lo, hi = arrays["kernel"]
+    assert np.isnan(lo[1]) and np.isnan(hi[1])
+    assert lo[0] == np.nanmin(want[0]) and hi[0] == np.nanmax(want[0]) and lo[2] == -2.0
+
+
+@pytest.mark.parametrize("tanh", [True, False])
+def test_dense_backward_is_the_numpy_formula(tanh):
+    rng = np.random.default_rng(1)
+    a = np.tanh(rng.standard_normal((3, 7, 5))) if tanh else \
+        np.maximum(rng.standard_normal((3, 7, 5)), 0.0)
+    delta = rng.standard_normal(a.shape)
+    want = (1.0 - a * a) * delta if tanh else delta * (a > 0.0)
+    gc = np.zeros((3, 9))  # the bias gradient is a strided view, as in the network
+    out = np.empty_like(a)
+    dense_backward(a, delta, out, gc[:, None, 2:7], tanh)
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(gc[:, 2:7], want.sum(axis=-2))
+    assert np.all(gc[:, :2] == 0) and np.all(gc[:, 7:] == 0)
+    ref, ref_gc = np.empty_like(a), np.zeros((3, 1, 5))
+    dense_backward_numpy(a, delta, ref, ref_gc, tanh)
+    np.testing.assert_array_equal(ref, out)
+    np.testing.assert_array_equal(ref_gc[:, 0], gc[:, 2:7])
+    strided = np.empty_like(a)  # a non-contiguous input gives the same bits
+    dense_backward(a, np.asfortranarray(delta), strided, ref_gc, tanh)
+    np.testing.assert_array_equal(strided, want)
+
+
+def test_softmax_delta_is_the_numpy_formula():
+    rng = np.random.default_rng(2)
+    logits = 5 * rng.standard_normal((4, 6, 10))
+    y = rng.integers(0, 10, (4, 6))
+    exp = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    total = exp.sum(axis=-1, keepdims=True)
+    want = (exp / total - (y[..., None] == np.arange(10))) / 6
+    for fn in (softmax_delta, softmax_delta_numpy):
+        got = exp.copy()
+        fn(got, total, y, 6)
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("mode", ["none", "async"])
+def test_fused_step_gives_the_bits_of_the_general_path(mode, monkeypatch):
+    """The training step with the fused update equals the general numpy path bit for bit."""
+    cfg = SimConfig(problem="digits-mlp", device="softbounds", tau=1.0, lr=0.2,
+                    micro_batch_size=5, steps=12, log_every=6, seeds=2, mode=mode, stages=2)
+    spec = NetworkSpec(layers=4, width=8)
+    fused = train_network(cfg, spec=spec)
+    monkeypatch.setattr(networks._FusedExpected, "of", classmethod(lambda cls, u, w: None))
+    general = train_network(cfg, spec=spec)
+    np.testing.assert_array_equal(fused.weights, general.weights)
+    np.testing.assert_array_equal(fused.trace.loss, general.trace.loss)
+    np.testing.assert_array_equal(fused.trace.w_min_visited, general.trace.w_min_visited)
+    other = train_network(replace(cfg, lr=0.21), spec=spec)
+    assert not np.array_equal(other.weights, general.weights)
