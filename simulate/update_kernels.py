@@ -5,8 +5,8 @@ Each kernel does in one pass what the numpy code of :mod:`simulate.networks` and
 in the same order, so the results are bit for bit those of numpy (tested against the numpy
 reference functions ``*_numpy`` below). Transcendental functions (``exp``, ``log``, ``tanh``) and
 the device's response ``G(w)`` stay in numpy: the kernels only add, multiply, divide, compare and
-clip. Compiled with ``numba.njit(cache=True)`` (no fastmath, no parallel); without numba the
-numpy references run instead (same bits, slower).
+clip. Compiled with ``numba.njit(cache=True)`` (no fastmath, no parallel); the numpy references
+are the specification the tests hold the kernels to.
 
 Every kernel is row-wise in the ensemble axis (axis 0) and element-wise within a row, except the
 bias gradient, a sum over the batch axis in sample order (as ``numpy.sum`` over a non-contiguous
@@ -15,15 +15,10 @@ axis adds rows in order), so an ensemble member gets the bits of its run alone.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
-try:  # pragma: no cover - exercised in the environment that has numba
-    import numba
-except ImportError:  # pragma: no cover
-    numba = None
-
 __all__ = [
-    "HAVE_NUMBA",
     "dense_backward",
     "dense_backward_numpy",
     "expected_step",
@@ -31,9 +26,6 @@ __all__ = [
     "softmax_delta",
     "softmax_delta_numpy",
 ]
-
-HAVE_NUMBA = numba is not None
-
 
 def expected_step_numpy(w, gw, g, scale, f, lo, hi, w_min, w_max) -> None:
     r"""Reference of :func:`expected_step` in numpy (the operations of
@@ -69,60 +61,59 @@ def softmax_delta_numpy(exp, total, y, n: int) -> None:
     exp /= n
 
 
-if numba is not None:
-    @numba.njit(cache=True)
-    def _expected_step(w, gw, g, scale, f, lo, hi):  # pragma: no cover - compiled
-        rows, cols = w.shape
-        for r in range(rows):  # two loops without branches, so that LLVM vectorises them
-            if f == 1.0:
-                for i in range(cols):
-                    dw = gw[r, i] * scale
-                    gw[r, i] = dw
-                    v = (dw - abs(dw) * g[r, i]) + w[r, i]
-                    v = lo if v < lo else v
-                    w[r, i] = hi if v > hi else v
-            else:
-                for i in range(cols):
-                    dw = gw[r, i] * scale
-                    gw[r, i] = dw
-                    v = (f * dw - abs(dw) * g[r, i]) + w[r, i]
-                    v = lo if v < lo else v
-                    w[r, i] = hi if v > hi else v
+@numba.njit(cache=True)
+def _expected_step(w, gw, g, scale, f, lo, hi):  # pragma: no cover - compiled
+    rows, cols = w.shape
+    for r in range(rows):  # two loops without branches, so that LLVM vectorises them
+        if f == 1.0:
+            for i in range(cols):
+                dw = gw[r, i] * scale
+                gw[r, i] = dw
+                v = (dw - abs(dw) * g[r, i]) + w[r, i]
+                v = lo if v < lo else v
+                w[r, i] = hi if v > hi else v
+        else:
+            for i in range(cols):
+                dw = gw[r, i] * scale
+                gw[r, i] = dw
+                v = (f * dw - abs(dw) * g[r, i]) + w[r, i]
+                v = lo if v < lo else v
+                w[r, i] = hi if v > hi else v
 
-    @numba.njit(cache=True)
-    def _dense_backward(a, delta, out, bias_grad, tanh):  # pragma: no cover - compiled
-        members, n, m = a.shape
-        total = np.empty(m)  # contiguous, so that the loops over j vectorise
-        for r in range(members):
-            if tanh:
-                for t in range(n):
-                    for j in range(m):
-                        x = a[r, t, j]
-                        out[r, t, j] = (1.0 - x * x) * delta[r, t, j]
-            else:
-                for t in range(n):
-                    for j in range(m):
-                        out[r, t, j] = delta[r, t, j] * (1.0 if a[r, t, j] > 0.0 else 0.0)
-            for j in range(m):
-                total[j] = out[r, 0, j]
-            for t in range(1, n):  # in sample order, as numpy sums over a non-last axis
+@numba.njit(cache=True)
+def _dense_backward(a, delta, out, bias_grad, tanh):  # pragma: no cover - compiled
+    members, n, m = a.shape
+    total = np.empty(m)  # contiguous, so that the loops over j vectorise
+    for r in range(members):
+        if tanh:
+            for t in range(n):
                 for j in range(m):
-                    total[j] += out[r, t, j]
+                    x = a[r, t, j]
+                    out[r, t, j] = (1.0 - x * x) * delta[r, t, j]
+        else:
+            for t in range(n):
+                for j in range(m):
+                    out[r, t, j] = delta[r, t, j] * (1.0 if a[r, t, j] > 0.0 else 0.0)
+        for j in range(m):
+            total[j] = out[r, 0, j]
+        for t in range(1, n):  # in sample order, as numpy sums over a non-last axis
             for j in range(m):
-                bias_grad[r, 0, j] = total[j]
+                total[j] += out[r, t, j]
+        for j in range(m):
+            bias_grad[r, 0, j] = total[j]
 
-    @numba.njit(cache=True)
-    def _softmax_delta(exp, total, y, n):  # pragma: no cover - compiled
-        members, rows, classes = exp.shape
-        for r in range(members):
-            for t in range(rows):
-                s = total[r, t, 0]
-                label = y[r, t]
-                for j in range(classes):
-                    p = exp[r, t, j] / s
-                    if j == label:
-                        p = p - 1.0
-                    exp[r, t, j] = p / n
+@numba.njit(cache=True)
+def _softmax_delta(exp, total, y, n):  # pragma: no cover - compiled
+    members, rows, classes = exp.shape
+    for r in range(members):
+        for t in range(rows):
+            s = total[r, t, 0]
+            label = y[r, t]
+            for j in range(classes):
+                p = exp[r, t, j] / s
+                if j == label:
+                    p = p - 1.0
+                exp[r, t, j] = p / n
 
 
 def expected_step(w, gw, g, scale: float, f: float, lo: float, hi: float, w_min, w_max) -> None:
@@ -140,9 +131,6 @@ def expected_step(w, gw, g, scale: float, f: float, lo: float, hi: float, w_min,
     numpy).
     Weights in device units; all arrays C-contiguous float64.
     """
-    if numba is None:
-        expected_step_numpy(w, gw, g, scale, f, lo, hi, w_min, w_max)
-        return
     _expected_step(w, gw, g, float(scale), float(f), float(lo), float(hi))
     # the extremes by numpy's vectorised reductions (a fused min/max would not vectorise)
     np.minimum(w_min, w.min(axis=1), out=w_min)
@@ -161,10 +149,7 @@ def dense_backward(a, delta, out, bias_grad, tanh: bool) -> None:
     ``(R, 1, m)``. float64 arrays of any strides (``bias_grad`` is a strided view in the
     network).
     """
-    if numba is None:
-        dense_backward_numpy(a, delta, out, bias_grad, tanh)
-    else:
-        _dense_backward(a, delta, out, bias_grad, bool(tanh))
+    _dense_backward(a, delta, out, bias_grad, bool(tanh))
 
 
 def softmax_delta(exp, total, y, n: int) -> None:
@@ -176,7 +161,7 @@ def softmax_delta(exp, total, y, n: int) -> None:
     gradient), ``total`` :math:`T = \sum_j e` of shape ``(R, n, 1)``, ``y`` the labels
     ``(R, n)``.
     """
-    if numba is None or exp.ndim != 3 or y.shape != exp.shape[:2] or not exp.flags.c_contiguous:
+    if exp.ndim != 3 or y.shape != exp.shape[:2] or not exp.flags.c_contiguous:
         softmax_delta_numpy(exp, total, y, n)
     else:
         _softmax_delta(exp, total, y, float(n))
