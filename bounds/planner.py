@@ -621,6 +621,25 @@ def _row(search: _ForecastSearch, cand: Candidate) -> ForecastRow:
     )
 
 
+def _forecast_choices(search, limits, calibration, source, eps, what: str) -> list:
+    """The four best forecast choices over the calibrated modes of ``limits`` (best first);
+    a one-line :class:`~theory.errors.ParameterError` when no mode is calibrated or no choice
+    reaches ``eps`` in the calibration's ``what``."""
+    modes = [m for m in limits.modes if m in CALIBRATED_MODES and m in calibration.fits]
+    if not modes:
+        raise ParameterError(
+            f"calibration={source!r} fits {', '.join(calibration.fits)}; the plan searches "
+            f"{', '.join(limits.modes)}: no mode in common"
+        )
+    pairs = [(mode, g) for mode in modes for g in search.grids(mode)
+             if np.isfinite(g.seconds).any()]
+    found = _top_four(search, pairs)
+    if not found:
+        raise ParameterError(
+            f"eps={eps:g}: no choice reaches eps in the calibration's {what}; choose a larger eps")
+    return found
+
+
 def forecast_plan(model: Model, hardware: PlanHardware, problem: ProblemParams, eps: float,
                   limits: PlanLimits, calibration: Calibration, guaranteed: Candidate, *,
                   source: str = "given") -> PlanForecast:
@@ -642,20 +661,8 @@ def forecast_plan(model: Model, hardware: PlanHardware, problem: ProblemParams, 
                              "Calibration; read one with theory.calibration.read_calibration")
     check_algorithm(calibration, "analog", source)
     search = _ForecastSearch(model, hardware, problem, eps, limits, calibration=calibration)
-    modes = [m for m in limits.modes if m in CALIBRATED_MODES and m in calibration.fits]
-    if not modes:
-        raise ParameterError(
-            f"calibration={source!r} fits {', '.join(calibration.fits)}; the plan searches "
-            f"{', '.join(limits.modes)}: no mode in common"
-        )
-    pairs = [(mode, g) for mode in modes for g in search.grids(mode)
-             if np.isfinite(g.seconds).any()]
-    found = _top_four(search, pairs)
-    if not found:
-        raise ParameterError(
-            f"eps={eps:g}: no choice reaches eps in the calibration's forecast (its floor is at "
-            f"or above eps wherever the guarantee gives a step); choose a larger eps"
-        )
+    found = _forecast_choices(search, limits, calibration, source, eps, "forecast (its floor is "
+                              "at or above eps wherever the guarantee gives a step)")
     matches = calibration.matches(search.values)
     warning = None
     if not matches:
@@ -930,20 +937,8 @@ def _tt_forecast(model, hardware, problem, eps, limits, transfer, calibration, s
     """The calibrated rows of a Tiki-Taka plan and the calibration's summary."""
     search = _TransferForecastSearch(model, hardware, problem, eps, limits, transfer=transfer,
                                      calibration=calibration)
-    modes = [m for m in limits.modes if m in CALIBRATED_MODES and m in calibration.fits]
-    if not modes:
-        raise ParameterError(
-            f"calibration={source!r} fits {', '.join(calibration.fits)}; the plan searches "
-            f"{', '.join(limits.modes)}: no mode in common"
-        )
-    pairs = [(mode, g) for mode in modes for g in search.grids(mode)
-             if np.isfinite(g.seconds).any()]
-    found = _top_four(search, pairs)
-    if not found:
-        raise ParameterError(
-            f"eps={eps:g}: no choice reaches eps in the calibration's tiki-taka forecast (its "
-            "floor is at or above eps at the plan's steps); choose a larger eps"
-        )
+    found = _forecast_choices(search, limits, calibration, source, eps, "tiki-taka forecast "
+                              "(its floor is at or above eps at the plan's steps)")
     rows = []
     for cand in found:
         grid = {"b": cand.micro_batch_size, "M": cand.stages}
