@@ -190,6 +190,9 @@ QUICK: tuple[Case, ...] = (
     # Corollary TT0 (accumulate and transfer): T = 4 updates per write of C
     Case("tiki_taka_reset", 0.5, transfer_every=4, **_QUICK),
     Case("tiki_taka_reset_sp", 0.5, stages=4, micro_batches=4, transfer_every=4, **_QUICK),
+    # Corollary TT0-AP: the asynchronous pipeline, a write per T = M = 4 micro-batches
+    Case("tiki_taka_reset_ap", 0.5, stages=4, transfer_every=4, **_QUICK),
+    Case("tiki_taka_reset_ap_b", 0.5, stages=8, transfer_every=2, **_QUICK),
 )
 
 #: step fractions of the asynchronous rows at Theorem 4''s cap: half, most, all but 0.1 % of it
@@ -281,6 +284,12 @@ STANDARD: tuple[Case, ...] = tuple(dict.fromkeys((
            sigma2=sigma2, tau=tau, **_STANDARD)
       for stages, mb, t, sigma2, tau in ((4, 4, 4, 1.0, 1.0), (8, 8, 8, 0.1, 1.0),
                                          (4, 1, 2, 1.0, 0.5), (2, 2, 5, 4.0, 1.0))),
+    # Corollary TT0-AP: the asynchronous pipeline with T = 1 (Theorem 4' at the step rho
+    # alpha^2), T < M - 1, T = M (the synchronous floor) and T > M, at the cap's fractions
+    *(Case(bound, fraction, stages=stages, transfer_every=t, sigma2=sigma2, tau=tau, **_STANDARD)
+      for bound in ("tiki_taka_reset_ap", "tiki_taka_reset_ap_b")
+      for fraction, stages, t, sigma2, tau in ((0.5, 4, 1, 1.0, 1.0), (0.9, 8, 2, 1.0, 1.0),
+                                               (0.5, 4, 4, 0.1, 1.0), (0.9, 16, 20, 1.0, 0.5))),
 )))
 
 _THOROUGH = dict(steps=3000, seeds=32)

@@ -67,6 +67,7 @@ import numpy as np
 from theory.admissible import compiled_bound, predicted_guarantee, step_cap, tightest_theta
 from theory.errors import ParameterError, check_range
 from theory.mixed import digital_block, mixed_constants, shares_from_sizes
+from theory.schedules import write_delay
 from theory.theorems import REGISTRY, bound_for, get_bound
 
 from .config import ORACLE_PROBLEMS, SimConfig, device_from_config
@@ -183,7 +184,9 @@ def _base_constants(config: SimConfig, L: float, Delta: float, sigma2: float) ->
     return {
         "L": float(L), "L_s": float(L), "Delta": float(Delta), "sigma2": float(sigma2),
         "n": config.samples_per_update, "b": config.micro_batch_size, "B": config.micro_batches,
-        "M": config.stages, "D": max(forward_delays(config.mode, config.stages)),
+        "M": config.stages, "D": (int(write_delay(config.stages, config.transfer_every))
+                                  if config.algorithm == "tiki-taka" and config.mode == "async"
+                                  else max(forward_delays(config.mode, config.stages))),
         "beta": float(config.grad_bias),
         "T": config.transfer_every, "rho": float(config.transfer_lr),
     }

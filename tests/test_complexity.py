@@ -79,7 +79,14 @@ def _rate_fn(name):
 
 
 def _values_with_delay(name, values):
-    return {**values, "D": values["M"] - 1} if REGISTRY[name].mode == "async" else values
+    """The default delay evaluate_complexity uses: M - 1 updates, or ceil((M - 1)/T) writes for an
+    entry counted in transfer windows (Corollary TT0-AP)."""
+    bound = REGISTRY[name]
+    if bound.mode != "async":
+        return values
+    if any(s.name == "T" for s in bound.expr.free_symbols):
+        return {**values, "D": -((1 - values["M"]) // values["T"])}
+    return {**values, "D": values["M"] - 1}
 
 
 def test_result_fields_and_types():

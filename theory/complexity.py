@@ -48,7 +48,7 @@ from . import local_sgd
 from .compiled import compile_expr
 from .errors import IterationLimitError, ParameterError, UnreachableTargetError, check_array
 from .mixed import Block, mixed_constants
-from .schedules import MODES, cycles_for_iterations, max_delay, transfer_cycles
+from .schedules import MODES, cycles_for_iterations, max_delay, transfer_cycles, write_delay
 from .symbols import B, K, b, eps
 from .theorems import MIXED_ENTRIES, REGISTRY, Bound, bounds_for, get_bound
 
@@ -380,7 +380,10 @@ def evaluate_complexity(name: str, eps, *, on_unreachable: str = "raise", **valu
         )
     values = dict(values)
     if bound.mode == "async" and "D" in required and "D" not in values and "M" in values:
-        values["D"] = max_delay(_as_array("M", values["M"]))
+        stages = _as_array("M", values["M"])
+        # Corollary TT0-AP counts the delay in transfer windows of T updates
+        values["D"] = (write_delay(stages, _as_array("T", values["T"])) if "T" in values
+                       and "T" in required else max_delay(stages))
     missing = [p for p in required if p not in values]
     if missing:
         raise ParameterError(

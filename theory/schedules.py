@@ -47,6 +47,7 @@ __all__ = [
     "schedule",
     "transfer_cycles",
     "transfer_event_cycles",
+    "write_delay",
 ]
 
 MODES = ("none", "sync", "async")
@@ -186,6 +187,20 @@ def cycles_after(mode: str, iterations, stages, micro_batches=1) -> np.ndarray:
 def max_delay(stages) -> np.ndarray:
     """``D = M - 1``, the async schedule's maximal forward delay (:attr:`Schedule.max_delay`)."""
     return compile_expr(schedule("async").max_delay)({"M": stages})
+
+
+def write_delay(stages, every) -> np.ndarray:
+    r"""The async schedule's maximal forward delay counted in transfer windows of ``every``
+    updates: :math:`D_w = \lceil (M - 1)/T \rceil` (Corollary TT0-AP).
+
+    Update :math:`t = jT + s` (window :math:`j`, :math:`0 \le s < T`) reads a stage's weights as
+    they were :math:`d \le M - 1` updates earlier; when the weights change only at the end of a
+    window, that is write :math:`j + \lfloor (s - d)/T \rfloor \ge j - \lceil d/T \rceil`. At
+    ``every = 1`` it is :func:`max_delay`. Integer arrays broadcast.
+    """
+    m = np.asarray(stages, dtype=np.int64)
+    t = np.asarray(every, dtype=np.int64)
+    return -((1 - m) // t)  # ceil((m - 1)/t) in exact integer arithmetic
 
 
 @cache

@@ -372,6 +372,30 @@ def _tiki_taka_reset(batch: sp.Expr) -> dict[str, sp.Expr]:
     )
 
 
+def _tiki_taka_reset_ap(theorem: dict[str, sp.Expr]) -> dict[str, sp.Expr]:
+    r"""Corollary TT0-AP of docs/theory.md: Corollary TT0's variant through the asynchronous
+    pipeline, from ``theorem`` (:func:`_analog_ap`, Theorem 4', or :func:`_analog_ap_b`, 4'B).
+
+    The writes of C are Theorem 4''s iterates with step :math:`\eta = \rho\alpha^2 T`, micro-batch
+    :math:`bT` (the window's ``T`` gradients of ``b`` samples), ``D`` the delay in writes
+    (:func:`theory.schedules.write_delay`, :math:`\lceil (M-1)/T \rceil`) and :math:`J = K/T`
+    writes; ``K`` counts updates. Rate form as for :func:`_tiki_taka_reset`: ``a`` times
+    :math:`\sqrt T`, ``c`` times ``T``.
+    """
+    window = {b: b * T}
+    eta = rho * alpha**2 * T  # the step of C's write
+    part = {key: value.subs(window, simultaneous=True) for key, value in theorem.items()}
+    return dict(
+        part,
+        expr=part["expr"].subs({alpha: eta, K: K / T}, simultaneous=True),
+        inv_step_cap=sp.sqrt(rho * T * part["inv_step_cap"]),
+        rate_a=part["rate_a"] * sp.sqrt(T),
+        rate_c=part["rate_c"] * T,
+        noise_step=sp.sqrt(part["noise_step"].subs(K, K / T) / (rho * T)),
+        batch=b,
+    )
+
+
 def ap_kappa() -> sp.Expr:
     r"""The constant :math:`\kappa` of Theorem 4' (Step 2 at :math:`\kappa_2 = (1-\theta)/4`).
 
@@ -787,6 +811,27 @@ def _build_registry() -> dict[str, Bound]:
             conditions=[*_TT0_CONDITIONS, "n = B b (Proposition TT)",
                         "cycles 2 (B + M - 1) K + (K/T) c_T (transfers counted on top)"],
             parts=_tiki_taka_reset(B * b),
+        ),
+        _make(
+            "tiki_taka_reset_ap", provenance="derived", proof="Corollary TT0-AP",
+            reference="Corollary TT0-AP of docs/theory.md (Theorem 4' on the writes of C: step "
+            "rho alpha^2 T, micro-batch b T, delay D = ceil((M - 1)/T) writes, K/T writes)",
+            mode="async", algorithm="tiki-taka",
+            conditions=[*_TT0_CONDITIONS, _A4,
+                        "D = ceil((M - 1)/T): the maximal delay in writes of C "
+                        "(theory.schedules.write_delay; any larger D is also valid)",
+                        "cycles 2 (K + M - 1) + (K/T) c_T (transfers counted on top)"],
+            parts=_tiki_taka_reset_ap(_analog_ap()),
+        ),
+        _make(
+            "tiki_taka_reset_ap_b", provenance="derived", proof="Corollary TT0-AP",
+            reference="Corollary TT0-AP of docs/theory.md with Theorem 4'B on the writes of C",
+            mode="async", algorithm="tiki-taka",
+            conditions=[*_TT0_CONDITIONS, _A4,
+                        "D = ceil((M - 1)/T): the maximal delay in writes of C "
+                        "(theory.schedules.write_delay; any larger D is also valid)",
+                        "cycles 2 (K + M - 1) + (K/T) c_T (transfers counted on top)"],
+            parts=_tiki_taka_reset_ap(_analog_ap_b()),
         ),
         _make(
             "analog_sgd_mixed", provenance="derived", proof="Theorem 2M",
