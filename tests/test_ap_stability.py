@@ -57,6 +57,14 @@ def test_delayed_recursion_stability_limit(delay):
 def test_async_caps_below_the_stability_limit(name, values):
     bound = REGISTRY[name]
     point = {**values, "D": DELAYS, "M": DELAYS + 1, "b": 1}
+    if bound.algorithm == "tiki-taka":
+        # Corollary TT0-AP: the recursion is that of the writes of C, of delay D writes and
+        # step eta = rho alpha^2 T; its cap on alpha is the cap on eta, whatever rho and T
+        for every, rho in ((1, 1.0), (4, 2.5), (16, 0.1)):
+            cap = 1.0 / compile_expr(bound.inv_step_cap)({**point, "T": every, "rho": rho})
+            eta = rho * cap**2 * every
+            assert np.all(eta * values["L"] * values["q_max"] < stability_limit(DELAYS)), name
+        return
     cap = 1.0 / compile_expr(bound.inv_step_cap)(point)
     # digital rows update exactly: the recursion's a is alpha L
     gain = values["q_max"] if bound.algorithm == "analog" else 1.0
