@@ -676,6 +676,14 @@ _TT0_CONDITIONS = (
     "setting transfer_reset=true",
 )
 
+#: Corollary TT0-AP: the variant's conditions, A4, and the delay counted in writes of C
+_TT0_AP_CONDITIONS = (
+    *_TT0_CONDITIONS, _A4,
+    "D = ceil((M - 1)/T): the maximal delay in writes of C (theory.schedules.write_delay; any "
+    "larger D is also valid)",
+    "cycles 2 (K + M - 1) + (K/T) c_T (transfers counted on top)",
+)
+
 
 _A2_PS = (
     "A2 per sample: each sample's gradient noise has mean 0 and variance <= sigma2 given the "
@@ -817,20 +825,14 @@ def _build_registry() -> dict[str, Bound]:
             reference="Corollary TT0-AP of docs/theory.md (Theorem 4' on the writes of C: step "
             "rho alpha^2 T, micro-batch b T, delay D = ceil((M - 1)/T) writes, K/T writes)",
             mode="async", algorithm="tiki-taka",
-            conditions=[*_TT0_CONDITIONS, _A4,
-                        "D = ceil((M - 1)/T): the maximal delay in writes of C "
-                        "(theory.schedules.write_delay; any larger D is also valid)",
-                        "cycles 2 (K + M - 1) + (K/T) c_T (transfers counted on top)"],
+            conditions=list(_TT0_AP_CONDITIONS),
             parts=_tiki_taka_reset_ap(_analog_ap()),
         ),
         _make(
             "tiki_taka_reset_ap_b", provenance="derived", proof="Corollary TT0-AP",
             reference="Corollary TT0-AP of docs/theory.md with Theorem 4'B on the writes of C",
             mode="async", algorithm="tiki-taka",
-            conditions=[*_TT0_CONDITIONS, _A4,
-                        "D = ceil((M - 1)/T): the maximal delay in writes of C "
-                        "(theory.schedules.write_delay; any larger D is also valid)",
-                        "cycles 2 (K + M - 1) + (K/T) c_T (transfers counted on top)"],
+            conditions=list(_TT0_AP_CONDITIONS),
             parts=_tiki_taka_reset_ap(_analog_ap_b()),
         ),
         _make(
