@@ -168,6 +168,19 @@ def binomial_inversion_ok(p, n):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
+def _binomial_constants(p, n):  # pragma: no cover - compiled
+    r"""numpy's per-element constants of ``binomial(n, p)`` by inversion (its ``binomial_t``):
+    ``(v, q, q_n, bound)`` with :math:`v = \min(p, 1 - p)`, :math:`q = 1 - v`,
+    :math:`q_n = \exp(n \log q)` and :math:`\lfloor\min(n, nv + 10\sqrt{nvq + 1})\rfloor`."""
+    value = 1.0 - p if not p <= 0.5 else p
+    q = 1.0 - value
+    qn = math.exp(n * math.log(q))
+    mean = n * value
+    bound = mean + 10.0 * math.sqrt(mean * q + 1)
+    return value, q, qn, (n if n < bound else int(bound))
+
+
+@numba.njit(cache=True)
 def numpy_binomial(p, n, u, start, index, counts):  # pragma: no cover - compiled
     r"""numpy's ``Generator.binomial(n, p)`` of the elements ``start, ...`` of ``p`` (each in
     ``(0, 1)`` with :func:`binomial_inversion_ok`), from its uniforms ``u``: the same numbers.
@@ -187,15 +200,8 @@ def numpy_binomial(p, n, u, start, index, counts):  # pragma: no cover - compile
     """
     k = 0
     for j in range(start, p.size):
-        value = p[j]
-        flipped = not value <= 0.5
-        if flipped:
-            value = 1.0 - value
-        q = 1.0 - value
-        qn = math.exp(n * math.log(q))
-        mean = n * value
-        bound = mean + 10.0 * math.sqrt(mean * q + 1)
-        bound = n if n < bound else int(bound)
+        flipped = not p[j] <= 0.5
+        value, q, qn, bound = _binomial_constants(p[j], n)
         if k == u.size:
             return j
         x = 0
@@ -236,14 +242,7 @@ def numpy_binomial_lanes(p, n, u, index, counts):  # pragma: no cover - compiled
     qn = np.empty(size)
     bound = np.empty(size, dtype=np.int64)
     for j in range(size):  # the constants of each element (numpy: its binomial_t)
-        v = p[j]
-        v = 1.0 - v if not v <= 0.5 else v
-        value[j] = v
-        q[j] = 1.0 - v
-        qn[j] = math.exp(n * math.log(q[j]))
-        mean = n * v
-        b = mean + 10.0 * math.sqrt(mean * q[j] + 1)
-        bound[j] = n if n < b else int(b)
+        value[j], q[j], qn[j], bound[j] = _binomial_constants(p[j], n)
     lane = np.full(_LANES, -1, dtype=np.int64)
     draw = np.empty(_LANES)
     px = np.empty(_LANES)
