@@ -37,6 +37,7 @@ visible.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -419,13 +420,9 @@ def pulse_counts(x: np.ndarray, rng: Rng, pulse_type: str, bl: int, *,
 
 
 #: elements whose mean count min(p, 1 - p) BL exceeds this are drawn by numpy's ``binomial``
-#: (their CDF walk would be long); the others by inversion
-_INVERSION_MEAN = 2.0
-
-
-#: (1 - q)^BL >= 1 - BL q (Bernoulli's inequality): u + BL q below this fires nothing, decided
-#: without a logarithm (the margin of 16 ulp covers the rounding of both sides)
-_SCREEN_MARGIN = 1.0 - 16 * np.finfo(float).eps
+#: (its BTPE algorithm: numpy itself inverts only up to a mean of 30); the others by inversion,
+#: whose P(0) = (1 - q)^BL >= exp(-30 * 2 log 2) stays far from underflow
+_INVERSION_MEAN = 30.0
 
 
 def binomial_counts(bl: int, p: np.ndarray, rng: Rng) -> np.ndarray:
@@ -433,67 +430,96 @@ def binomial_counts(bl: int, p: np.ndarray, rng: Rng) -> np.ndarray:
 
     ``rng`` is one generator, or one per row (ensemble member) of ``p``; each draws one uniform
     per element of its own, then numpy ``binomial`` draws for its own elements whose mean count
-    :math:`BL \min(p, 1 - p)` exceeds 2 (numpy's inversion compiled, the same numbers from the
-    same generator: :func:`simulate.pulse_kernels.numpy_binomial`), so a member's counts depend
-    on its own ``p`` only. The
-    others are decided by the uniform, by inversion of the CDF:
+    :math:`BL \min(p, 1 - p)` exceeds 30 (none for :math:`BL \le 60`), so a member's counts
+    depend on its own ``p`` only. The others are decided by the uniform :math:`u`, by
+    inversion of the CDF (compiled: :func:`simulate.pulse_kernels.binomial_inversion`):
     :math:`n = \min\{k : u < P(N \le k)\}`, the pmf built by
     :math:`P(k) = P(k-1)\, \frac{q}{1 - q} \frac{BL - k + 1}{k}` from
-    :math:`P(0) = (1 - q)^{BL}` with :math:`q = \min(p, 1 - p)` (for :math:`p > 1/2` the count is
-    :math:`BL - \mathrm{Binomial}(BL, 1 - p)`), walked element by element up to the first
-    :math:`k` with :math:`u < P(N \le k)` (compiled: :mod:`simulate.pulse_kernels`; the pmf and
-    CDF are those of the former vectorised walk, bit for bit, and :math:`P(0)` is computed by
-    numpy). Exact in distribution (up to the rounding of the CDF, a few ulp, for the inverted
-    ones).
+    :math:`P(0) = (1 - q)^{BL}` (by squaring for :math:`BL \le 64`, else
+    :math:`\exp(BL\, \mathrm{log1p}(-q))`) with :math:`q = \min(p, 1 - p)` (for :math:`p > 1/2`
+    the count is :math:`BL - \mathrm{Binomial}(BL, 1 - p)`). Exact in distribution up to the
+    rounding of the CDF (a few ulp times the length of the walk; :math:`P(0)` to about
+    :math:`BL\,\epsilon` relative). Same seed, same counts; the bits are this package's (not
+    numpy's ``binomial``).
     """
     return _binomial_counts(bl, p, rng)
 
 
-def _binomial_counts(bl: int, values: np.ndarray, rng: Rng, dw_min: float = 0.0) -> np.ndarray:
+def _binomial_counts(bl: int, values: np.ndarray, rng: Rng, dw_min: float = 0.0,
+                     u: np.ndarray | None = None) -> np.ndarray:
     """:func:`binomial_counts` of ``p = values`` (``dw_min = 0``), or of
-    ``p = min(1, (|values| / dw_min) / bl)`` for desired increments ``values`` (one pass fewer
-    than computing them first; the same numbers)."""
-    from .pulse_kernels import inversion_candidates, inversion_walk
+    ``p = min(1, (|values| / dw_min) / bl)`` for desired increments ``values``, from the
+    uniforms ``u`` if given (else drawn here, :func:`_uniforms`)."""
+    from .pulse_kernels import binomial_inversion
 
     values = np.ascontiguousarray(values, dtype=float)
     shape, dw_min = values.shape, float(dw_min)
-    u = _uniforms(rng, shape).reshape(-1)
-    p, left, q_left, big, p_big, flip = inversion_candidates(
-        values.reshape(-1), dw_min, bl, u, _INVERSION_MEAN, _SCREEN_MARGIN)
-    log_zero = np.negative(q_left)  # P(0) = (1 - q)^BL >= e^-2.8 here (BL q <= 2, q <= 1/2)
-    np.log1p(log_zero, out=log_zero)
-    log_zero *= bl
-    pmf = np.exp(log_zero, out=log_zero)
-    counts = inversion_walk(p, u, bl, left, q_left, pmf, flip)
+    u = (_uniforms(rng, shape) if u is None else u).reshape(-1)
+    counts, big, p_big = binomial_inversion(values.reshape(-1), dw_min, bl, u, _INVERSION_MEAN)
     if big.size:  # numpy's binomial, each member's elements (ascending) from its own generator
         if isinstance(rng, np.random.Generator):
-            _numpy_binomial(rng, bl, p_big, big, counts)
+            counts[big] = rng.binomial(bl, p_big)
         else:
             per = u.size // len(rng)
             ends = np.searchsorted(big, np.arange(len(rng) + 1) * per)
             for r, g in enumerate(rng):
                 if ends[r + 1] > ends[r]:
                     part = slice(ends[r], ends[r + 1])
-                    _numpy_binomial(g, bl, p_big[part], big[part], counts)
+                    counts[big[part]] = g.binomial(bl, p_big[part])
     return counts.reshape(shape)
 
 
-def _numpy_binomial(g: np.random.Generator, bl: int, p: np.ndarray, index: np.ndarray,
-                    counts: np.ndarray) -> None:
-    """``counts[index] = g.binomial(bl, p)`` (``p`` in ``(0, 1)``), compiled where numpy draws
-    by inversion (:func:`simulate.pulse_kernels.numpy_binomial`: the same numbers, the same
-    uniforms taken from ``g``)."""
-    from .pulse_kernels import binomial_inversion_ok, numpy_binomial, numpy_binomial_lanes
+@functools.lru_cache(maxsize=32)
+def _affine_constants(device, bl: int):
+    """The constants of :func:`simulate.pulse_kernels.stochastic_affine_update` for ``device``
+    (nominal ``dw_min``, no spread) and bit length ``bl``: ``(alpha_up, beta_up, alpha_down,
+    beta_down, step, table_up, table_down, lo, hi)``, or ``None`` where the responses are not
+    affine or a rate is outside ``[0, 1)`` (the general path then fires the pulses)."""
+    coefficients = device.response.affine_responses()
+    if coefficients is None:
+        return None
+    (alpha_up, beta_up), (alpha_down, beta_down) = coefficients
+    step = float(device.dw_min)
+    rate_up, rate_down = float(step * -beta_up), float(step * beta_down)  # Device.pulse_map's
+    if not (0.0 <= rate_up < 1.0 and 0.0 <= rate_down < 1.0):
+        return None
+    counts = np.arange(bl + 1)
+    tables = [np.ascontiguousarray(geometric_sum(counts, rate)) for rate in (rate_up, rate_down)]
+    for table in tables:
+        table.flags.writeable = False
+    return (float(alpha_up), float(beta_up), float(alpha_down), float(beta_down), step,
+            tables[0], tables[1], float(device.w_min), float(device.w_max))
 
-    if bl > 60 and not binomial_inversion_ok(p, bl):  # (bl min(p, 1 - p) <= bl / 2 <= 30)
-        counts[index] = g.binomial(bl, p)
-        return
-    u = g.random(p.size)
-    if numpy_binomial_lanes(p, bl, u, index, counts):
-        return
-    start = numpy_binomial(p, bl, u, 0, index, counts)  # an element started again (rare)
-    while start < p.size:
-        start = numpy_binomial(p, bl, g.random(p.size - start), start, index, counts)
+
+def _stochastic_closed_form(w: np.ndarray, dw: np.ndarray, device, rng: Rng,
+                            bl: int) -> np.ndarray | None:
+    """The ``stochastic`` update of a noise-free affine device without spread in one compiled
+    call (:func:`simulate.pulse_kernels.stochastic_affine_update`), or ``None`` if it does not
+    apply (then :func:`pulsed_update` takes the general path). A member (row) whose weights
+    leave the range or whose mean counts exceed :data:`_INVERSION_MEAN` is redone by the
+    general path from the same uniforms, so its bits are those it gets alone."""
+    from .pulse_kernels import stochastic_affine_update
+
+    one = isinstance(rng, np.random.Generator)
+    if w.size == 0 or not (one or (w.ndim >= 2 and len(rng) == w.shape[0])):
+        return None
+    constants = _affine_constants(device, bl)
+    if constants is None:
+        return None
+    flat = np.ascontiguousarray(w).reshape(-1)
+    increments = np.ascontiguousarray(dw).reshape(-1)
+    rows = 1 if one else len(rng)
+    u = _uniforms(rng, w.shape).reshape(-1)
+    out, ok = stochastic_affine_update(flat, increments, u, rows, float(device.dw_min), bl,
+                                       _INVERSION_MEAN, *constants)
+    out = out.reshape(w.shape)
+    if not ok.all():
+        for r in np.flatnonzero(~ok):
+            part, g = (slice(None), rng) if one else (slice(r, r + 1), [rng[r]])
+            per = u.size // rows
+            counts = _binomial_counts(bl, dw[part], g, device.dw_min, u[r * per:(r + 1) * per])
+            out[part] = apply_pulses(w[part], counts, dw[part] >= 0, device, g, device.dw_min)
+    return out
 
 
 def pulsed_update(
@@ -523,7 +549,11 @@ def pulsed_update(
       :math:`n = \lfloor x \rfloor + \mathrm{Bernoulli}(x - \lfloor x \rfloor)`, no cap
       (:math:`\mathrm{Var}[n] \le 1/4`);
     - ``stochastic`` (aihwkit's default ``StochasticCompressed``, per device):
-      :math:`n \sim \mathrm{Binomial}(BL, p)`, :math:`p = \min(1, x / BL)`: exactly the count of
+      :math:`n \sim \mathrm{Binomial}(BL, p)`, :math:`p = \min(1, x / BL)` (drawn by
+      :func:`binomial_counts`; for a noise-free affine device without spreads, fired by the
+      closed form, counts and weights come from one compiled call with the responses
+      :math:`\alpha_\pm + \beta_\pm w` evaluated there, which may differ from the device's
+      compiled responses in the last bit): exactly the count of
       coincidences of an x-train and a d-train of ``BL`` bits with :math:`p_x = p_d = \sqrt{p}`
       (the symmetric factorisation :math:`A|x| = B|d|`), so :math:`E[n] = \min(x, BL)`,
       :math:`\mathrm{Var}[n] = BL\,p(1-p)`. Only ``dW`` is known here, not the ``x`` and ``d`` of
@@ -601,6 +631,11 @@ def pulsed_update(
         bl = check_bit_length(device.desired_bl, "desired_bl") if bl is None else \
             check_bit_length(bl)
         if pulse_type == "stochastic" and not bl_management:  # p from dw in the same pass
+            if method == "closed-form" and dw_min_scale is None and bound_scale is None and \
+                    device.dw_min_std == 0:
+                out = _stochastic_closed_form(w, dw, device, rng, bl)
+                if out is not None:
+                    return out
             pulses = _binomial_counts(bl, dw, rng, device.dw_min)
         else:
             pulses = pulse_counts(np.abs(dw) / device.dw_min, rng, pulse_type, bl,

@@ -1,12 +1,21 @@
-r"""Compiled (numba) loops of the pulse-level update: the CDF walk of the Binomial inversion and the
-closed-form n-pulse map of affine responses (:mod:`simulate.analog` calls them).
+r"""Compiled (numba) loops of the pulse-level update (:mod:`simulate.analog` calls them): the
+``deterministic`` rounding, the Binomial inversion of the ``stochastic`` count, the fused
+``stochastic`` update of noise-free affine responses, and the closed-form n-pulse map of affine
+responses.
 
-Each kernel does, element by element, exactly the floating-point operations of the vectorised
-numpy code it replaces, in the same order (no ``fastmath``: no reassociation, no fused
-multiply-add), so the same seed gives the same bits. The transcendental functions (``log1p``,
-``exp``, ``expm1``) and the device's response functions stay in numpy, evaluated by the caller at
-the same values as before, so their bits are numpy's. No kernel draws a random number: the
-uniforms come from the callers' generators, in their order.
+Bits policy. :func:`stochastic_rounding` and the closed-form map (:func:`affine_split`,
+:func:`affine_apply`, used by the ``deterministic`` and ``mean-count`` pulse types) do, element
+by element, exactly the floating-point operations of the vectorised numpy code they replaced, in
+the same order, with the device's responses and the geometric-sum table from numpy, so those
+bits are numpy's. The ``stochastic`` kernels (:func:`binomial_inversion`,
+:func:`stochastic_affine_update`) define their own bits: :math:`P(0) = (1 - q)^{BL}` is computed
+here (by squaring, or ``exp``/``log1p`` of the C library for long trains), every element with a
+mean count up to the caller's cut is drawn by inversion, and the fused update evaluates the
+affine responses :math:`\alpha + \beta w` itself; the two kernels give the same counts from the
+same uniforms (tested). Either way: same seed, same bits; no ``fastmath`` (no reassociation,
+no fused multiply-add); ``error_model="numpy"`` (a float division by zero gives inf or nan, as
+in numpy, instead of raising; it lets the loops vectorise). No kernel draws a random number:
+the uniforms come from the callers' generators, in their order.
 
 The kernels take flat (1-d, contiguous) arrays. Compiled on first call and cached on disk
 (``cache=True``, in ``__pycache__`` next to this file).
@@ -19,12 +28,8 @@ import math
 import numba
 import numpy as np
 
-#: steps of the CDF walk every element takes without a branch (most counts are below this)
-_FIRST_STEPS = 3
-
 __all__ = [
-    "affine_apply", "affine_split", "binomial_inversion_ok", "inversion_candidates",
-    "inversion_probabilities", "inversion_walk", "numpy_binomial", "numpy_binomial_lanes",
+    "affine_apply", "affine_split", "binomial_inversion", "stochastic_affine_update",
     "stochastic_rounding",
 ]
 
@@ -44,236 +49,232 @@ def stochastic_rounding(x, u):  # pragma: no cover - compiled
     return counts, finite
 
 
-@numba.njit(cache=True)
-def inversion_probabilities(dw, dw_min, bl):  # pragma: no cover - compiled
-    r""":math:`p = \min(1, (|\Delta w| / \Delta w_{\min}) / BL)` element-wise (the operations of
-    :func:`simulate.analog.pulsed_update` then :func:`simulate.analog.pulse_counts`; a nan stays
-    nan, as with numpy's ``minimum``)."""
-    p = np.empty(dw.size)
-    for i in range(dw.size):
-        v = abs(dw[i]) / dw_min / bl
-        p[i] = 1.0 if v > 1.0 else v
-    return p
+#: pmf steps of the CDF walk that :func:`stochastic_affine_update` takes for every element
+#: without a branch (most counts are below this); the walk goes on only where it did not stop
+_FIRST_STEPS = 7
+
+#: elements per block of :func:`stochastic_affine_update` (its work arrays stay in L1)
+_BLOCK = 512
+
+#: bit lengths up to this compute P(0) = (1 - q)^BL by squaring, longer ones as exp(BL log1p(-q))
+_POWER_BL = 64
 
 
-@numba.njit(cache=True)
-def inversion_candidates(values, dw_min, bl, u, mean_cut, margin):  # pragma: no cover - compiled
-    r"""Screen the elements of a Binomial(``bl``, ``p``) draw by inversion.
-
-    ``values`` holds the probabilities :math:`p` (``dw_min <= 0``) or desired increments
-    :math:`\Delta w`, whose probabilities are then those of :func:`inversion_probabilities`
-    (computed here). With :math:`q = \min(p, 1 - p)` (``1 - p`` where :math:`p > 1/2`):
-
-    - ``big``: the indices where :math:`q\, BL >` ``mean_cut`` (drawn by numpy's ``binomial``
-      with probability ``p_big``; their :math:`q` counts as 0 here, so they fire nothing by
-      inversion);
-    - ``left``: the indices where :math:`q\, BL + u \ge` ``margin`` (:math:`1 - 16\epsilon`);
-      every other element has :math:`u < 1 - BL q \le (1 - q)^{BL} = P(0)` (Bernoulli's
-      inequality) and draws 0 pulses, decided without a logarithm; ``q_left``: :math:`q` there
-      (the caller computes :math:`P(0) = (1 - q)^{BL}` there with numpy).
-
-    Both lists ascending (counted first, so that no array larger than the result is
-    allocated). ``any_flip``: some :math:`p > 1/2`. Returns
-    ``(p, left, q_left, big, p_big, any_flip)``.
-    """
-    if dw_min > 0:  # the probabilities of the increments (one pass, vectorisable)
-        p = np.empty(values.size)
-        for i in range(values.size):
-            v = abs(values[i]) / dw_min / bl
-            p[i] = 1.0 if v > 1.0 else v  # numpy's minimum(1, v): a nan stays nan
-    else:
-        p = values
-    m = 0
-    b = 0
-    flip = 0
-    for i in range(p.size):  # (vectorisable) counts of both lists
-        flip += p[i] > 0.5
-        q = 1.0 - p[i] if p[i] > 0.5 else p[i]
-        drop = q * bl > mean_cut
-        b += drop
-        m += (not drop) & (q * bl + u[i] >= margin)
-    left = np.empty(m + 1, dtype=np.int64)  # one spare slot: the appends are branch-free
-    q_left = np.empty(m + 1)
-    big = np.empty(b + 1, dtype=np.int64)
-    p_big = np.empty(b + 1)
-    m = 0
-    b = 0
-    for i in range(p.size):  # (branch-free: the conditions depend on random numbers)
-        value = p[i]
-        q = 1.0 - value if value > 0.5 else value
-        drop = q * bl > mean_cut
-        big[b] = i
-        p_big[b] = value
-        b += drop
-        left[m] = i
-        q_left[m] = q
-        m += (not drop) & (q * bl + u[i] >= margin)
-    return p, left[:m], q_left[:m], big[:b], p_big[:b], flip > 0
+@numba.njit(cache=True, error_model="numpy")
+def _probability(value, dw_min, bl):  # pragma: no cover - compiled
+    r""":math:`p = \min(1, (|\Delta w| / \Delta w_{\min}) / BL)` of a desired increment
+    (``dw_min > 0``), else ``value`` itself (a nan stays nan, as with numpy's ``minimum``)."""
+    if dw_min > 0:
+        v = abs(value) / dw_min / bl
+        return 1.0 if v > 1.0 else v
+    return value
 
 
-@numba.njit(cache=True)
-def inversion_walk(p, u, bl, left, q_left, pmf, any_flip):  # pragma: no cover - compiled
-    r"""Counts of a Binomial(``bl``, ``p``) draw by inversion of the CDF at the ``left``
-    elements (0 elsewhere; :math:`BL - n` where :math:`p > 1/2`, looked for if ``any_flip``).
+@numba.njit(cache=True, error_model="numpy")
+def _zero_probability(q, bl):  # pragma: no cover - compiled
+    r""":math:`P(0) = (1 - q)^{BL}`: for :math:`BL \le 64` by squaring (the factors
+    :math:`(1 - q)^{2^j}` of the set bits of :math:`BL`, lowest first, multiplied in that
+    order: relative error at most about :math:`BL\,\epsilon`), else
+    :math:`\exp(BL \log(1 - q))` with ``log1p``."""
+    if bl > _POWER_BL:
+        return math.exp(bl * math.log1p(-q))
+    base = 1.0 - q
+    out = 1.0
+    started = False
+    e = bl
+    while e:
+        if e & 1:
+            out = out * base if started else base
+            started = True
+        e >>= 1
+        if e:
+            base = base * base
+    return out
 
-    Element ``i = left[j]`` with :math:`q` = ``q_left[j]``, :math:`P(0)` = ``pmf[j]`` and
-    uniform :math:`u`: :math:`n = \min\{k : u < P(N \le k)\}` (at most :math:`BL`), the pmf
-    built by :math:`P(k) = P(k-1) \cdot \bigl(\frac{q}{1 - q} \cdot \frac{BL - k + 1}{k}\bigr)`
-    and the CDF summed in order, as the former vectorised walk of
-    :func:`simulate.analog.binomial_counts` did (the CDF is non-decreasing in floating point,
-    so stopping at the first :math:`u < P(N \le k)` gives its count).
-    """
-    counts = np.zeros(p.size, dtype=np.int64)
-    factor = np.empty(max(bl, 1))  # (BL - k + 1) / k, each rounded once, as in Python
+
+@numba.njit(cache=True, error_model="numpy")
+def _walk(q, x, zero, bl, factor):  # pragma: no cover - compiled
+    r"""The count :math:`n = \min\{k : x < P(N \le k)\}` (at most :math:`BL`) of
+    Binomial(``bl``, ``q``) by inversion of the uniform ``x``, from :math:`P(0)` = ``zero``:
+    :math:`P(k) = P(k-1) \cdot (\frac{q}{1 - q} \cdot \mathrm{factor}[k])`,
+    :math:`\mathrm{factor}[k] = (BL - k + 1) / k`, the CDF summed in order (non-decreasing in
+    floating point, so the first :math:`k` with :math:`x < P(N \le k)` is the count)."""
+    ratio = q / (1.0 - q)
+    prob = zero
+    cdf = prob
+    n = 0
+    while n < bl and x >= cdf:
+        n += 1
+        prob *= ratio * factor[n]
+        cdf += prob
+    return n
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _factors(bl):  # pragma: no cover - compiled
+    """``factor[k] = (bl - k + 1) / k`` for ``k = 1 .. bl - 1`` (each rounded once; at least
+    ``_FIRST_STEPS + 1`` entries)."""
+    factor = np.ones(max(bl, _FIRST_STEPS + 1))
     for k in range(1, bl):
         factor[k] = (bl - k + 1) / k
-    first = min(_FIRST_STEPS, bl - 1)
-    for j in range(left.size):
-        i = left[j]
-        x = u[i]
-        prob = pmf[j]
-        q = q_left[j]
-        ratio = q / (1.0 - q)
-        cdf = prob
-        count = 1 if x >= prob else 0  # 0 here stays 0: the CDF only grows
-        for k in range(1, first + 1):  # branch-free: every element walks these steps
-            prob *= ratio * factor[k]
-            cdf += prob
-            count += x >= cdf
-        if count == first + 1:  # not decided yet: walk on to the first u < P(N <= k)
-            for k in range(first + 1, bl):
-                prob *= ratio * factor[k]
-                cdf += prob
-                if x >= cdf:
-                    count += 1
-                else:
-                    break
-        counts[i] = count
-    if any_flip:
-        for i in range(p.size):
-            if p[i] > 0.5:
-                counts[i] = bl - counts[i]
-    return counts
+    return factor
 
 
-@numba.njit(cache=True)
-def binomial_inversion_ok(p, n):  # pragma: no cover - compiled
-    """Whether numpy's ``binomial(n, p)`` draws every element of ``p`` (in ``(0, 1)``) by
-    inversion (``n min(p, 1 - p) <= 30`` in its own arithmetic), as
-    :func:`numpy_binomial` does."""
-    for i in range(p.size):
-        if (p[i] * n if p[i] <= 0.5 else (1.0 - p[i]) * n) > 30.0:
-            return False
-    return True
+@numba.njit(cache=True, error_model="numpy")
+def binomial_inversion(values, dw_min, bl, u, cut):  # pragma: no cover - compiled
+    r"""Binomial(``bl``, ``p``) counts by inversion of one uniform per element.
 
-
-@numba.njit(cache=True)
-def _binomial_constants(p, n):  # pragma: no cover - compiled
-    r"""numpy's per-element constants of ``binomial(n, p)`` by inversion (its ``binomial_t``):
-    ``(v, q, q_n, bound)`` with :math:`v = \min(p, 1 - p)`, :math:`q = 1 - v`,
-    :math:`q_n = \exp(n \log q)` and :math:`\lfloor\min(n, nv + 10\sqrt{nvq + 1})\rfloor`."""
-    value = 1.0 - p if not p <= 0.5 else p
-    q = 1.0 - value
-    qn = math.exp(n * math.log(q))
-    mean = n * value
-    bound = mean + 10.0 * math.sqrt(mean * q + 1)
-    return value, q, qn, (n if n < bound else int(bound))
-
-
-@numba.njit(cache=True)
-def numpy_binomial(p, n, u, start, index, counts):  # pragma: no cover - compiled
-    r"""numpy's ``Generator.binomial(n, p)`` of the elements ``start, ...`` of ``p`` (each in
-    ``(0, 1)`` with :func:`binomial_inversion_ok`), from its uniforms ``u``: the same numbers.
-
-    numpy (``random_binomial`` of ``numpy/random/src/distributions/distributions.c``) draws
-    by inversion, for :math:`p \le 1/2` (else :math:`n - ` the draw of :math:`1 - p`): with
-    :math:`q = 1 - p`, :math:`q_n = \exp(n \log q)`, the bound
-    :math:`b = \lfloor \min(n, np + 10 \sqrt{npq + 1}) \rfloor` and one uniform :math:`U`,
-    :math:`X = 0, p_X = q_n`; while :math:`U > p_X`: :math:`X \leftarrow X + 1`, then if
-    :math:`X > b` it starts again with the next uniform, else :math:`U \leftarrow U - p_X`,
-    :math:`p_X \leftarrow ((n - X + 1)\, p\, p_X) / (X q)`. The same operations here, with
-    ``exp``, ``log`` and ``sqrt`` of the C library, as numpy's (tested: every count equal).
-
-    Element ``j`` is written to ``counts[index[j]]``. Returns the first element not drawn
-    (``p.size`` when done): an element that starts again needs a uniform past ``u``, which the
-    caller draws next from the same generator before calling again from there.
+    ``values`` holds the probabilities :math:`p` (``dw_min <= 0``) or desired increments
+    :math:`\Delta w`, whose probabilities are :math:`p = \min(1, (|\Delta w| /
+    \Delta w_{\min}) / BL)`. With :math:`q = \min(p, 1 - p)` (``1 - p`` where
+    :math:`p > 1/2`, the count then :math:`BL - ` that of :math:`q`): :math:`P(0) = (1-q)^{BL}`
+    (:func:`_zero_probability`) and the CDF walk of :func:`_walk` with the uniform ``u[i]``.
+    An element whose mean count :math:`q\, BL` exceeds ``cut`` is not drawn here (count 0):
+    it is listed in ``big`` (ascending) with its ``p`` in ``p_big``, for the caller (numpy's
+    ``binomial``). Returns ``(counts, big, p_big)``.
     """
-    k = 0
-    for j in range(start, p.size):
-        flipped = not p[j] <= 0.5
-        value, q, qn, bound = _binomial_constants(p[j], n)
-        if k == u.size:
-            return j
-        x = 0
-        px = qn
-        draw = u[k]
-        k += 1
-        while draw > px:
-            x += 1
-            if x > bound:
-                if k == u.size:
-                    return j
-                x = 0
-                px = qn
-                draw = u[k]
-                k += 1
+    size = values.size
+    factor = _factors(bl)
+    counts = np.zeros(size, dtype=np.int64)
+    big = np.empty(size, dtype=np.int64)
+    p_big = np.empty(size)
+    b = 0
+    for i in range(size):
+        p = _probability(values[i], dw_min, bl)
+        flip = p > 0.5
+        q = 1.0 - p if flip else p
+        if q * bl > cut:
+            big[b] = i
+            p_big[b] = p
+            b += 1
+            continue
+        n = _walk(q, u[i], _zero_probability(q, bl), bl, factor)
+        counts[i] = bl - n if flip else n
+    return counts, big[:b].copy(), p_big[:b].copy()
+
+
+@numba.njit(cache=True, error_model="numpy")
+def stochastic_affine_update(w, values, u, rows, dw_min, bl, cut, alpha_up, beta_up,
+                             alpha_down, beta_down, step, table_up, table_down, lo, hi
+                             ):  # pragma: no cover - compiled
+    r"""One ``stochastic`` pulse update of an affine response without noise, fused: counts
+    and weights in one call.
+
+    Element :math:`i` with desired increment :math:`\Delta w` = ``values[i]`` fires
+    :math:`n` pulses, the count of :func:`binomial_inversion` of ``u[i]`` (the same numbers),
+    then moves to
+
+    .. math:: w_n = \mathrm{clip}\bigl(T_\pm[n]\, (\pm\Delta w_{\min})(\alpha_\pm +
+        \beta_\pm w) + w,\ lo,\ hi\bigr)
+
+    (up where :math:`\Delta w \ge 0`): :meth:`theory.devices.PulseMap.after` with the
+    responses :math:`q_\pm(w) = \alpha_\pm + \beta_\pm w` evaluated here and the tables
+    :math:`T_\pm[k] = \sum_{j<k} (1 - c_\pm)^j` of the caller (numpy); :math:`T[0] = 0`, so
+    an element without a pulse keeps its weight. ``step`` (:math:`\Delta w_{\min}`), ``lo``,
+    ``hi`` in weight units.
+
+    The arrays are ``rows`` rows (ensemble members) of equal length, flattened; ``ok[r]`` is
+    ``False`` where row ``r`` has a weight outside ``[lo, hi]`` (or not finite) or an element
+    of mean count above ``cut``: its ``out`` is then meaningless and the caller takes the
+    general path for that row. Blocks of :data:`_BLOCK` elements go through branch-free
+    (vectorisable) passes: probabilities, :math:`P(0)` by squaring, the first
+    :data:`_FIRST_STEPS` pmf steps of the walk (the same operations as :func:`_walk`, in the
+    same order); then the walk goes on element by element where it did not stop, and the
+    closed form. Returns ``(out, ok)``.
+    """
+    size = w.size
+    per = size // rows if rows else 0
+    out = np.empty(size)
+    ok = np.ones(rows, dtype=np.bool_)
+    factor = _factors(bl)
+    short = bl <= _FIRST_STEPS  # (the branch-free steps need bl > _FIRST_STEPS)
+    p_block = np.empty(_BLOCK)
+    base = np.empty(_BLOCK)
+    zero = np.empty(_BLOCK)
+    counts = np.empty(_BLOCK, dtype=np.int64)
+    longer = np.empty(_BLOCK, dtype=np.int64)
+    for r in range(rows):
+        big = 0
+        bad = 0
+        for start in range(r * per, (r + 1) * per, _BLOCK):
+            size_b = min(_BLOCK, (r + 1) * per - start)
+            w_b = w[start:start + size_b]  # (views: a non-negative index vectorises)
+            values_b = values[start:start + size_b]
+            u_b = u[start:start + size_b]
+            out_b = out[start:start + size_b]
+            for k in range(size_b):  # probabilities (vectorisable)
+                v = abs(values_b[k]) / dw_min / bl
+                p = 1.0 if v > 1.0 else v
+                q = 1.0 - p if p > 0.5 else p
+                p_block[k] = p
+                big += q * bl > cut
+            for k in range(size_b):
+                x = w_b[k]
+                bad += not ((x >= lo) & (x <= hi))
+            if bl > _POWER_BL or short:
+                for k in range(size_b):
+                    p = p_block[k]
+                    q = 1.0 - p if p > 0.5 else p
+                    zero[k] = _zero_probability(q, bl)
+            else:  # P(0) by squaring, one pass per bit of bl (the order of _zero_probability)
+                for k in range(size_b):
+                    p = p_block[k]
+                    base[k] = 1.0 - (1.0 - p if p > 0.5 else p)
+                started = False
+                e = bl
+                while e:
+                    if e & 1:
+                        if started:
+                            for k in range(size_b):
+                                zero[k] *= base[k]
+                        else:
+                            for k in range(size_b):
+                                zero[k] = base[k]
+                            started = True
+                    e >>= 1
+                    if e:
+                        for k in range(size_b):
+                            base[k] *= base[k]
+            if short:
+                for k in range(size_b):
+                    p = p_block[k]
+                    flip = p > 0.5
+                    n = _walk(1.0 - p if flip else p, u_b[k], zero[k], bl, factor)
+                    counts[k] = bl - n if flip else n
             else:
-                draw -= px
-                px = ((n - x + 1) * value * px) / (x * q)
-        counts[index[j]] = n - x if flipped else x
-    return p.size
-
-
-#: elements whose binomial walks :func:`numpy_binomial_lanes` interleaves (hides the latency
-#: of the division of each step)
-_LANES = 8
-
-
-@numba.njit(cache=True)
-def numpy_binomial_lanes(p, n, u, index, counts):  # pragma: no cover - compiled
-    """:func:`numpy_binomial` of every element, element ``j`` from the uniform ``u[j]``, with
-    the walks of :data:`_LANES` elements interleaved (the same operations per element). Returns
-    ``False`` if an element would start again (it needs the next uniform of the stream, which
-    shifts those of the later elements): the caller then draws with :func:`numpy_binomial`
-    from the same uniforms."""
-    size = p.size
-    value = np.empty(size)
-    q = np.empty(size)
-    qn = np.empty(size)
-    bound = np.empty(size, dtype=np.int64)
-    for j in range(size):  # the constants of each element (numpy: its binomial_t)
-        value[j], q[j], qn[j], bound[j] = _binomial_constants(p[j], n)
-    lane = np.full(_LANES, -1, dtype=np.int64)
-    draw = np.empty(_LANES)
-    px = np.empty(_LANES)
-    x = np.zeros(_LANES, dtype=np.int64)
-    following = 0
-    active = 0
-    for k in range(_LANES):
-        if following < size:
-            lane[k], draw[k], px[k], x[k] = following, u[following], qn[following], 0
-            following += 1
-            active += 1
-    while active > 0:
-        for k in range(_LANES):
-            j = lane[k]
-            if j < 0:
-                continue
-            if draw[k] > px[k]:
-                x[k] += 1
-                if x[k] > bound[j]:
-                    return False
-                draw[k] -= px[k]
-                px[k] = ((n - x[k] + 1) * value[j] * px[k]) / (x[k] * q[j])
-            else:
-                counts[index[j]] = n - x[k] if not p[j] <= 0.5 else x[k]
-                if following < size:
-                    lane[k], draw[k], px[k], x[k] = following, u[following], qn[following], 0
-                    following += 1
-                else:
-                    lane[k] = -1
-                    active -= 1
-    return True
+                for k in range(size_b):  # the first steps of the walk (vectorisable)
+                    p = p_block[k]
+                    flip = p > 0.5
+                    q = 1.0 - p if flip else p
+                    ratio = q / (1.0 - q)
+                    x = u_b[k]
+                    prob = zero[k]
+                    cdf = prob
+                    n = np.int64(x >= cdf)
+                    for s in range(1, _FIRST_STEPS + 1):  # (unrolled: a constant count)
+                        prob *= ratio * factor[s]
+                        cdf += prob
+                        n += np.int64(x >= cdf)
+                    counts[k] = n + np.int64(flip) * (bl - 2 * n)
+                m = 0
+                for k in range(size_b):  # where the walk did not stop
+                    longer[m] = k
+                    flip = p_block[k] > 0.5
+                    m += counts[k] == (bl - _FIRST_STEPS - 1 if flip else _FIRST_STEPS + 1)
+                for j in range(m):
+                    k = longer[j]
+                    p = p_block[k]
+                    flip = p > 0.5
+                    n = _walk(1.0 - p if flip else p, u_b[k], zero[k], bl, factor)
+                    counts[k] = bl - n if flip else n
+            for k in range(size_b):  # the closed form (clip: the value is finite here)
+                x = w_b[k]
+                n = counts[k]
+                inc_up = table_up[n] * (step * (alpha_up + beta_up * x))
+                inc_down = table_down[n] * (-step * (alpha_down + beta_down * x))
+                out_b[k] = min(max((inc_up if values_b[k] >= 0 else inc_down) + x, lo), hi)
+        ok[r] = big == 0 and bad == 0
+    return out, ok
 
 
 @numba.njit(cache=True)

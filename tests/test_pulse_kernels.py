@@ -1,37 +1,56 @@
-"""The compiled loops of the pulse update (simulate.pulse_kernels, issue 13 item 4) give the numbers
-of the numpy formulas they replace, bit for bit: the Binomial inversion against a direct
-per-element inversion with the same uniforms, numpy's own binomial, the closed-form n-pulse map
-against ``PulseMap.after``, the ``deterministic`` rounding, and an ensemble's members."""
+"""The compiled loops of the pulse update (simulate.pulse_kernels, issue 13 item 4): the Binomial
+inversion against a direct per-element inversion in Python with the same uniforms, its counts
+exactly Binomial (moments and a chi-square test against the pmf), the fused ``stochastic`` update
+against those counts and the closed-form formula, the closed-form n-pulse map against
+``PulseMap.after``, the ``deterministic`` rounding, and an ensemble's members."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from scipy.stats import binom, chi2
 
 from simulate import pulse_kernels as kernels
 from simulate.analog import apply_pulses, binomial_counts, pulse_counts, pulsed_update
-from theory.devices import make_device
+from theory.devices import geometric_sum, make_device
 
 EPS = np.finfo(float).eps
+
+#: mean counts above this are left to numpy's binomial (simulate.analog._INVERSION_MEAN)
+CUT = 30.0
+
+
+def _zero_probability(q: float, bl: int) -> float:
+    """P(0) = (1 - q)^bl as documented: the factors (1 - q)^(2^j) of the set bits of bl, lowest
+    first, for bl <= 64; exp(bl log1p(-q)) beyond."""
+    if bl > 64:
+        return math.exp(bl * math.log1p(-q))
+    base, out, e = 1.0 - q, None, bl
+    while e:
+        if e & 1:
+            out = base if out is None else out * base
+        e >>= 1
+        if e:
+            base = base * base
+    return out
 
 
 def _direct_inversion(bl: int, p: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Binomial(bl, p) counts of the uniforms ``u`` by the documented inversion, element by
-    element in Python (no screening): ``n = min{k : u < P(N <= k)}``, the pmf built by
-    ``P(k) = P(k - 1) * (q / (1 - q) * ((bl - k + 1) / k))`` from ``P(0) = (1 - q)^bl``
-    (numpy), ``q = min(p, 1 - p)``, ``bl - n`` for ``p > 1/2``; -1 where numpy's binomial draws
-    instead (``q bl > 2``)."""
-    q = np.where(p > 0.5, 1.0 - p, p)
-    log_zero = np.log1p(-q)
-    log_zero *= bl
-    zero = np.exp(log_zero)
+    element in Python: ``n = min{k : u < P(N <= k)}``, the pmf built by
+    ``P(k) = P(k - 1) * (q / (1 - q) * ((bl - k + 1) / k))`` from ``P(0)``,
+    ``q = min(p, 1 - p)``, ``bl - n`` for ``p > 1/2``; -1 where numpy's binomial draws
+    instead (``q bl > 30``)."""
     out = np.empty(p.size, dtype=np.int64)
     for i in range(p.size):
-        if q[i] * bl > 2.0:
+        q = 1.0 - float(p[i]) if p[i] > 0.5 else float(p[i])
+        if q * bl > CUT:
             out[i] = -1
             continue
-        pmf = cdf = float(zero[i])
-        ratio = float(q[i]) / (1.0 - float(q[i]))
+        pmf = cdf = _zero_probability(q, bl)
+        ratio = q / (1.0 - q)
         n = 0
         while n < bl and u[i] >= cdf:
             n += 1
@@ -41,108 +60,169 @@ def _direct_inversion(bl: int, p: np.ndarray, u: np.ndarray) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("bl", [1, 2, 5, 31, 100])
-def test_inversion_counts_equal_the_direct_inversion(bl):
-    """The screened, compiled walk (kernels) gives the count of the direct inversion for every
-    element, including the flipped ones (p > 1/2) and those screened out by Bernoulli's
-    inequality; the elements left to numpy's binomial are listed (and only those)."""
-    rng = np.random.default_rng(bl)
-    p = np.concatenate([rng.uniform(0.0, 3.0 / bl, 4000), rng.uniform(0.0, 1.0, 2000),
+def _probabilities(bl: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    p = np.concatenate([rng.uniform(0.0, 3.0 / bl, 3000), rng.uniform(0.0, 1.0, 2000),
                         rng.uniform(1.0 - 3.0 / bl, 1.0, 2000), [0.0, 1.0, 0.5]])
-    p = np.clip(p, 0.0, 1.0)
-    u = rng.random(p.size)
+    return np.clip(p, 0.0, 1.0)
+
+
+@pytest.mark.parametrize("bl", [1, 2, 5, 8, 31, 64, 100])
+def test_inversion_counts_equal_the_direct_inversion(bl):
+    """The compiled inversion gives the count of the direct inversion for every element,
+    including the flipped ones (p > 1/2) and the ends of [0, 1); the elements left to numpy's
+    binomial are listed (and only those)."""
+    p = _probabilities(bl, bl)
+    u = np.random.default_rng(bl + 1).random(p.size)
     u[:3] = [0.0, 1.0 - EPS / 2, 1.0 - 16 * EPS]  # the ends of [0, 1)
-    same, left, q_left, big, p_big, flip = kernels.inversion_candidates(p, 0.0, bl, u, 2.0,
-                                                                        1.0 - 16 * EPS)
-    assert same is p
-    assert flip
-    log_zero = np.log1p(-q_left)
-    log_zero *= bl
-    counts = kernels.inversion_walk(p, u, bl, left, q_left, np.exp(log_zero), flip)
+    counts, big, p_big = kernels.binomial_inversion(p, 0.0, bl, u, CUT)
     direct = _direct_inversion(bl, p, u)
     drawn = direct >= 0
     np.testing.assert_array_equal(np.flatnonzero(~drawn), big)
     np.testing.assert_array_equal(p_big, p[big])
     np.testing.assert_array_equal(counts[drawn], direct[drawn])
     assert counts[drawn].min() >= 0 and counts.max() <= bl
-    assert left.size < drawn.sum()  # the screen decided some elements without a logarithm
+    assert (bl <= 60) == (big.size == 0)
 
 
 def test_probabilities_are_those_of_numpy():
-    """``min(1, (|dw| / dw_min) / bl)`` compiled equals numpy's (a nan stays nan)."""
+    """Counts from desired increments equal the counts from ``min(1, (|dw| / dw_min) / bl)``
+    computed by numpy (a nan fires nothing)."""
     dw = np.random.default_rng(0).normal(0.0, 0.02, 5000)
     dw[:3] = [0.0, -0.0, np.nan]
-    expected = np.minimum(1.0, np.abs(dw) / 1e-3 / 31)
-    np.testing.assert_array_equal(kernels.inversion_probabilities(dw, 1e-3, 31), expected)
+    p = np.minimum(1.0, np.abs(dw) / 1e-3 / 31)
     u = np.random.default_rng(1).random(dw.size)
-    np.testing.assert_array_equal(kernels.inversion_candidates(dw, 1e-3, 31, u, 2.0, 0.5)[0],
-                                  expected)
+    from_dw = kernels.binomial_inversion(dw, 1e-3, 31, u, CUT)[0]
+    np.testing.assert_array_equal(from_dw, kernels.binomial_inversion(p, 0.0, 31, u, CUT)[0])
+    assert from_dw[2] == 0
 
 
-@pytest.mark.parametrize("bl", [31, 60, 200])
-def test_compiled_binomial_is_numpy_s_binomial(bl):
-    """numpy's binomial by inversion, compiled: every count equal to ``Generator.binomial`` from
-    the same generator, which is left in the same state; where numpy would use BTPE
-    (``n min(p, 1 - p) > 30``) the compiled draw is refused (the caller keeps numpy's)."""
-    p = np.random.default_rng(1).uniform(0.02, 0.98, 100_000)
-    if bl > 60:
-        p = np.concatenate([p[np.minimum(p, 1 - p) * bl <= 30][:20_000], [0.5]])
-        assert not kernels.binomial_inversion_ok(p, bl)
-        p = p[:-1]
-    assert kernels.binomial_inversion_ok(p, bl)
-    ours, theirs = np.random.default_rng(7), np.random.default_rng(7)
-    counts = np.full(p.size, -1, dtype=np.int64)
-    start = kernels.numpy_binomial(p, bl, ours.random(p.size), 0, np.arange(p.size), counts)
-    assert start == p.size
-    expected = theirs.binomial(bl, p)
-    np.testing.assert_array_equal(counts, expected)
-    assert ours.random() == theirs.random()
-    lanes = np.full(p.size, -1, dtype=np.int64)  # the interleaved walks: the same counts
-    assert kernels.numpy_binomial_lanes(p, bl, np.random.default_rng(7).random(p.size),
-                                        np.arange(p.size), lanes)
-    np.testing.assert_array_equal(lanes, expected)
-    # binomial_counts: one uniform per element first, then numpy's binomial of the big ones
-    big = np.minimum(p, 1.0 - p) * bl > 2.0
+@pytest.mark.parametrize("bl", [31, 200])
+def test_large_means_are_numpy_s_binomial(bl):
+    """``binomial_counts``: one uniform per element first, then numpy's binomial of the elements
+    of mean count above 30 (none at bl = 31), from the same generator."""
+    p = np.random.default_rng(1).uniform(0.02, 0.98, 20_000)
+    big = np.minimum(p, 1.0 - p) * bl > CUT
+    assert big.any() == (bl > 60)
     theirs = np.random.default_rng(9)
     theirs.random(p.size)
     counts = binomial_counts(bl, p, np.random.default_rng(9))
     np.testing.assert_array_equal(counts[big], theirs.binomial(bl, p[big]))
 
 
-def test_compiled_binomial_starts_again_with_the_next_uniform():
-    """A uniform beyond the CDF up to numpy's bound starts the element again with the next
-    uniform; without one, the kernel returns the element to resume from."""
-    p, index = np.array([0.5, 0.2]), np.arange(2)
-    counts = np.full(2, -1, dtype=np.int64)
-    top = 1.0 - EPS / 2  # the largest uniform: beyond numpy's bound at p = 1/2, BL = 31
-    assert kernels.numpy_binomial(p, 31, np.array([top]), 0, index, counts) == 0
-    assert kernels.numpy_binomial(p, 31, np.array([top, 0.0, 0.0]), 0, index, counts) == 2
-    np.testing.assert_array_equal(counts, [0, 0])
-    assert kernels.numpy_binomial(p, 31, np.array([0.9]), 1, index, counts) == 2
-    assert counts[1] == _inversion(31, 0.2, 0.9) > 0
-    assert not kernels.numpy_binomial_lanes(p, 31, np.array([top, 0.0]), index, counts)
-
-
-def _inversion(n: int, p: float, u: float) -> int:
-    """numpy's ``random_binomial_inversion`` of one uniform (no restart), in Python."""
-    q = 1.0 - p
-    px, x = float(np.exp(n * np.log(q))), 0
-    while u > px:
-        x += 1
-        u -= px
-        px = ((n - x + 1) * p * px) / (x * q)
-    return x
-
-
-@pytest.mark.parametrize("bl, p", [(31, 0.03), (31, 0.3), (31, 0.9), (1000, 0.001)])
+@pytest.mark.parametrize("bl, p", [(31, 0.03), (31, 0.3), (31, 0.9), (100, 0.25), (1000, 0.001),
+                                   (200, 0.4)])
 def test_binomial_counts_have_the_binomial_moments(bl, p):
     """Mean and variance of 200k counts against Binomial(bl, p) at z = 4 (inverted elements,
-    numpy-drawn ones and flipped ones)."""
+    with P(0) by squaring and by exp/log1p, numpy-drawn ones (mean 80) and flipped ones)."""
     counts = binomial_counts(bl, np.full(200_000, p), np.random.default_rng(3))
     n, mean, var = counts.size, bl * p, bl * p * (1.0 - p)
     assert abs(counts.mean() - mean) <= 4.0 * np.sqrt(var / n)
     mu4 = var * (1.0 + 3.0 * (bl - 2) * p * (1.0 - p))
     assert abs(counts.var(ddof=1) - var) <= 4.0 * np.sqrt((mu4 - var**2 * (n - 3) / (n - 1)) / n)
+
+
+@pytest.mark.parametrize("bl, p", [(31, 0.01), (31, 0.08), (31, 0.45), (31, 0.7), (31, 0.97),
+                                   (100, 0.2), (5, 0.5)])
+def test_binomial_counts_follow_the_binomial_pmf(bl, p):
+    """Chi-square of 200k counts against the Binomial(bl, p) pmf (scipy), the outcomes with an
+    expected number below 5 pooled into their neighbours: a p-value below 1e-6 fails (a correct
+    sampler fails with probability 1e-6 per case; a wrong pmf at the 1 % level of one count is
+    detected at these sizes). Covers small means, means above 2 (the former numpy draws),
+    p > 1/2 (flipped) and the exp/log1p P(0) (bl = 100)."""
+    size = 200_000
+    counts = binomial_counts(bl, np.full(size, p), np.random.default_rng(17))
+    observed = np.bincount(counts, minlength=bl + 1).astype(float)
+    expected = size * binom.pmf(np.arange(bl + 1), bl, p)
+    bins_o, bins_e, acc_o, acc_e = [], [], 0.0, 0.0
+    for o, e in zip(observed, expected, strict=True):  # pool the sparse outcomes, in order
+        acc_o, acc_e = acc_o + o, acc_e + e
+        if acc_e >= 5.0:
+            bins_o.append(acc_o)
+            bins_e.append(acc_e)
+            acc_o = acc_e = 0.0
+    bins_o[-1] += acc_o
+    bins_e[-1] += acc_e
+    bins_o, bins_e = np.array(bins_o), np.array(bins_e)
+    statistic = float(np.sum((bins_o - bins_e) ** 2 / bins_e))
+    assert bins_o.size >= 2
+    assert chi2.sf(statistic, bins_o.size - 1) > 1e-6, (statistic, bins_o.size)
+
+
+#: the affine families (the fused stochastic update's devices)
+AFFINE = [
+    ("softbounds", dict(tau=0.7, dw_min=1e-3)),
+    ("asymmetric-softbounds", dict(w_min=-0.6, w_max=0.9, up=1.2, down=0.8, dw_min=2e-3)),
+    ("linear-step", dict(w_min=-1.0, w_max=1.0, gamma_up=0.5, gamma_down=0.3, dw_min=5e-3)),
+    ("constant-step", dict(w_min=-1.0, w_max=1.0, up=1.1, down=0.9, dw_min=5e-3)),
+]
+
+
+@pytest.mark.parametrize("family, params", AFFINE)
+@pytest.mark.parametrize("bl", [3, 31, 100])
+def test_fused_stochastic_update_is_the_counts_and_the_closed_form(family, params, bl):
+    """The fused kernel: the counts of ``binomial_inversion`` from the same uniforms and the
+    closed form ``clip(T[n] (+-dw_min) (alpha + beta w) + w)`` of ``PulseMap.after``, bit for
+    bit (numpy reference), per row; a row with a weight outside the range (or not finite) or a
+    mean count above the cut is reported (``ok`` False) and the others are unaffected."""
+    from simulate.analog import _affine_constants
+    device = make_device(family, desired_bl=bl, **params)
+    constants = _affine_constants(device, bl)
+    (alpha_up, beta_up, alpha_down, beta_down, step, t_up, t_down, lo, hi) = constants
+    rng = np.random.default_rng(bl)
+    rows, per = 3, 2000
+    w = rng.uniform(device.w_min, device.w_max, (rows, per))
+    w[0, :4] = [0.0, -0.0, device.w_min, device.w_max]
+    dw = rng.normal(0.0, 2.0 * step, w.shape) * rng.integers(0, 2, w.shape) ** 2
+    dw[0, 4:10] = [0.0, -0.0, np.nan, 1.0, -1.0, -bl * step * 0.9]  # p = 1 both ways, p > 1/2
+    dw[1] *= min(1.0, 20.0 / bl)  # a row within the cut even at bl = 100
+    if bl > 60:
+        dw[2, 0] = 0.5 * bl * step  # mean count bl / 2 > 30: row 2 to the general path
+    u = rng.random(w.shape)
+    out, ok = kernels.stochastic_affine_update(w.ravel(), dw.ravel(), u.ravel(), rows,
+                                               device.dw_min, bl, CUT, *constants)
+    out = out.reshape(w.shape)
+    assert list(ok) == [True, True, bl <= 60]
+    for r in np.flatnonzero(ok):
+        counts = kernels.binomial_inversion(dw[r], device.dw_min, bl, u[r], CUT)[0]
+        up = dw[r] >= 0
+        inc = np.where(up, step * (alpha_up + beta_up * w[r]),
+                       -step * (alpha_down + beta_down * w[r]))
+        want = np.clip(np.where(up, t_up[counts], t_down[counts]) * inc + w[r], lo, hi)
+        assert out[r].tobytes() == want.tobytes()
+        np.testing.assert_array_equal(t_up, geometric_sum(np.arange(bl + 1),
+                                                          step * -beta_up))
+    bad = w.copy()
+    bad[1, 7] = np.nan
+    bad[0, 3] = hi * 1.5
+    _, ok = kernels.stochastic_affine_update(bad.ravel(), dw.ravel(), u.ravel(), rows,
+                                             device.dw_min, bl, CUT, *constants)
+    assert list(ok) == [False, False, bl <= 60]
+
+
+def test_fused_update_keeps_a_member_s_bits_when_another_takes_the_general_path():
+    """``pulsed_update`` with a sequence of generators: a member whose weights leave the range,
+    or whose mean counts exceed 30 (numpy's binomial), takes the general path alone; every
+    member's result equals its run alone, and the fused members equal the general path's
+    counts fired by ``apply_pulses`` (tau = 1: the same responses)."""
+    device = make_device("softbounds", tau=1.0, dw_min=1e-3, desired_bl=100)
+    g = np.random.default_rng(12)
+    w = g.uniform(-0.5, 0.5, (3, 800))
+    dw = g.normal(0.0, 5e-3, w.shape)
+    w[1, 5] = 1.2  # outside [-1, 1]
+    dw[2, 9] = 0.05  # mean count 50
+    together = pulsed_update(w, dw, device, [np.random.default_rng(s) for s in range(3)],
+                             pulse_type="stochastic")
+    for r in range(3):
+        alone = pulsed_update(w[r:r + 1], dw[r:r + 1], device, [np.random.default_rng(r)],
+                              pulse_type="stochastic")
+        assert np.array_equal(together[r:r + 1], alone)
+        counts = binomial_counts(100, np.minimum(1.0, np.abs(dw[r:r + 1]) / 1e-3 / 100),
+                                 [np.random.default_rng(r)])
+        fired = apply_pulses(w[r:r + 1], counts, dw[r:r + 1] >= 0, device,
+                             [np.random.default_rng(r)], 1e-3)
+        assert np.array_equal(alone, fired)
+    assert together[1, 5] != w[1, 5] or dw[1, 5] == 0
 
 
 def test_ensemble_members_draw_their_own_counts():
