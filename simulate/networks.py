@@ -126,7 +126,7 @@ from .staleness import (
     forward_delays,
 )
 from .trace import Trace, log_steps
-from .update_kernels import dense_backward, expected_step, softmax_delta
+from .update_kernels import dense_backward, expected_step, expected_step_ratio, softmax_delta
 
 __all__ = [
     "ACTIVATIONS",
@@ -699,7 +699,7 @@ def train_network(
                 np.minimum(w_min, w.min(axis=1), out=w_min)
                 np.maximum(w_max, w.max(axis=1), out=w_max)
         elif fused is not None:  # the expected update of w - lr gw and the extremes, one pass
-            expected_step(w, gw, fused.response(w), -config.lr, *fused.constants, w_min, w_max)
+            fused.step(w, gw, -config.lr, w_min, w_max)
         else:
             gw *= -config.lr
             _write(update, w, gw, device_rngs, spread, factors, 0, rank1, count_views, config,
@@ -779,10 +779,13 @@ class _Buffers:
 class _FusedExpected(NamedTuple):
     """The plain expected update with a constant ``F`` as one fused pass
     (:func:`simulate.update_kernels.expected_step`): ``response(w)`` gives ``G(w)`` with the
-    shape of ``w`` (numpy), ``constants`` are ``(F, w_min, w_max)``."""
+    shape of ``w`` (numpy), ``constants`` are ``(F, w_min, w_max)``; ``ratio`` is ``tau`` where
+    the compiled ``G`` is ``w / tau`` (soft bounds), evaluated inside the pass
+    (:func:`simulate.update_kernels.expected_step_ratio`, the same bits), else ``None``."""
 
     response: Callable[[np.ndarray], np.ndarray]
     constants: tuple[float, float, float]
+    ratio: float | None = None
 
     @classmethod
     def of(cls, update, w: np.ndarray) -> _FusedExpected | None:
@@ -800,7 +803,43 @@ class _FusedExpected(NamedTuple):
             g = device.G(x)  # (the compiled responses return the shape of x)
             return g if g.shape == x.shape else np.ascontiguousarray(np.broadcast_to(g, x.shape))
 
-        return cls(response, (float(f), float(device.w_min), float(device.w_max)))
+        return cls(response, (float(f), float(device.w_min), float(device.w_max)),
+                   _ratio_of(device))
+
+    def step(self, w: np.ndarray, gw: np.ndarray, scale: float, w_min: np.ndarray,
+             w_max: np.ndarray) -> None:
+        """The expected update of ``w`` by ``scale * gw`` in place, and the running extremes
+        (``gw`` may be overwritten)."""
+        if self.ratio is None:
+            expected_step(w, gw, self.response(w), scale, *self.constants, w_min, w_max)
+        else:
+            expected_step_ratio(w, gw, self.ratio, scale, *self.constants, w_min, w_max)
+
+
+def _ratio_of(device) -> float | None:
+    """``tau`` when the device's compiled ``G`` is the ratio ``w / tau`` of the weight and one
+    parameter (soft bounds), else ``None``: the family's symbolic ``G = (q_- - q_+)/2`` must be
+    exactly ``w / tau`` (which lambdify prints as ``w/tau``), and the compiled ``G`` must give the
+    bits of ``x / tau`` on probe values."""
+    family = type(device.response)
+    q_plus, q_minus = family.symbolic()
+    g = (q_minus - q_plus) / 2
+    weight = g.free_symbols - set(family.symbols().values())
+    if len(weight) != 1:
+        return None
+    (weight,) = weight
+    for symbol, value in zip(family.symbols().values(), device.response.params().values(),
+                             strict=True):
+        if g == weight / symbol:
+            tau = float(value)
+            probe = np.array([-0.0, 0.0, 1.0, -1.0, 0.1, -0.3, 1 / 3, 0.7, np.nan, 5e-324])
+            probe = np.concatenate([probe, probe * tau])
+            got = device.G(probe)
+            if got.shape == probe.shape and np.array_equal(got.view(np.int64),
+                                                           (probe / tau).view(np.int64)):
+                return tau
+            return None
+    return None
 
 
 def _write_sample(t: int, factors, grads: Sequence[StageView], gw: np.ndarray, lr: float) -> None:

@@ -23,6 +23,8 @@ __all__ = [
     "dense_backward_numpy",
     "expected_step",
     "expected_step_numpy",
+    "expected_step_ratio",
+    "expected_step_ratio_numpy",
     "softmax_delta",
     "softmax_delta_numpy",
 ]
@@ -39,6 +41,12 @@ def expected_step_numpy(w, gw, g, scale, f, lo, hi, w_min, w_max) -> None:
     np.copyto(w, out)
     np.minimum(w_min, w.min(axis=1), out=w_min)
     np.maximum(w_max, w.max(axis=1), out=w_max)
+
+
+def expected_step_ratio_numpy(w, gw, tau, scale, f, lo, hi, w_min, w_max) -> None:
+    r"""Reference of :func:`expected_step_ratio` in numpy: :func:`expected_step_numpy` with
+    ``g = w / tau`` (soft bounds' compiled :math:`G`), ``gw`` left unchanged."""
+    expected_step_numpy(w, gw.copy(), w / tau, scale, f, lo, hi, w_min, w_max)
 
 
 def dense_backward_numpy(a, delta, out, bias_grad, tanh: bool) -> None:
@@ -79,6 +87,26 @@ def _expected_step(w, gw, g, scale, f, lo, hi):  # pragma: no cover - compiled
                 v = (f * dw - abs(dw) * g[r, i]) + w[r, i]
                 v = lo if v < lo else v
                 w[r, i] = hi if v > hi else v
+
+@numba.njit(cache=True)
+def _expected_step_ratio(w, gw, tau, scale, f, lo, hi):  # pragma: no cover - compiled
+    rows, cols = w.shape
+    for r in range(rows):
+        if f == 1.0:
+            for i in range(cols):
+                dw = gw[r, i] * scale
+                x = w[r, i]
+                v = (dw - abs(dw) * (x / tau)) + x
+                v = lo if v < lo else v
+                w[r, i] = hi if v > hi else v
+        else:
+            for i in range(cols):
+                dw = gw[r, i] * scale
+                x = w[r, i]
+                v = (f * dw - abs(dw) * (x / tau)) + x
+                v = lo if v < lo else v
+                w[r, i] = hi if v > hi else v
+
 
 @numba.njit(cache=True)
 def _dense_backward(a, delta, out, bias_grad, tanh):  # pragma: no cover - compiled
@@ -133,6 +161,25 @@ def expected_step(w, gw, g, scale: float, f: float, lo: float, hi: float, w_min,
     """
     _expected_step(w, gw, g, float(scale), float(f), float(lo), float(hi))
     # the extremes by numpy's vectorised reductions (a fused min/max would not vectorise)
+    np.minimum(w_min, w.min(axis=1), out=w_min)
+    np.maximum(w_max, w.max(axis=1), out=w_max)
+
+
+def expected_step_ratio(w, gw, tau: float, scale: float, f: float, lo: float, hi: float, w_min,
+                        w_max) -> None:
+    r""":func:`expected_step` for a response whose :math:`G(w)` is the ratio :math:`w / \tau`
+    (soft bounds), with :math:`G` evaluated inside the one pass:
+
+    .. math:: w \leftarrow \mathrm{clip}\bigl(f\,\Delta w - |\Delta w|\, (w / \tau) + w,\;
+              [w_{\min}, w_{\max}]\bigr), \qquad \Delta w = s\, g_w,
+
+    the same IEEE operations in the same order as numpy's ``w / tau`` (the compiled ``G`` of
+    :class:`theory.devices.SoftBounds`) followed by :func:`expected_step_numpy`, so the same
+    bits; no array of ``G`` is written, and ``gw`` is left unchanged (read once). ``tau`` in
+    weight units; the running extremes ``w_min``, ``w_max`` as :func:`expected_step`. All
+    arrays C-contiguous float64 of shape ``(R, P)``.
+    """
+    _expected_step_ratio(w, gw, float(tau), float(scale), float(f), float(lo), float(hi))
     np.minimum(w_min, w.min(axis=1), out=w_min)
     np.maximum(w_max, w.max(axis=1), out=w_max)
 
