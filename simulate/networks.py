@@ -126,7 +126,13 @@ from .staleness import (
     forward_delays,
 )
 from .trace import Trace, log_steps
-from .update_kernels import dense_backward, expected_step, expected_step_ratio, softmax_delta
+from .update_kernels import (
+    add_bias,
+    dense_backward,
+    expected_step,
+    expected_step_ratio,
+    softmax_delta,
+)
 
 __all__ = [
     "ACTIVATIONS",
@@ -365,7 +371,7 @@ class Network:
                 z = h @ weight
             else:
                 z = np.matmul(h, weight, out=buffers(s, i, "z", h, weight.shape[-1]))
-            z += bias
+            add_bias(z, bias)
             if layer.kind == "output":
                 saved.append((h, None))
                 h = z

@@ -19,6 +19,8 @@ import numba
 import numpy as np
 
 __all__ = [
+    "add_bias",
+    "add_bias_numpy",
     "dense_backward",
     "dense_backward_numpy",
     "expected_step",
@@ -92,7 +94,14 @@ def _expected_step(w, gw, g, scale, f, lo, hi):  # pragma: no cover - compiled
 def _expected_step_ratio(w, gw, tau, scale, f, lo, hi):  # pragma: no cover - compiled
     rows, cols = w.shape
     for r in range(rows):
-        if f == 1.0:
+        if f == 1.0 and tau == 1.0:  # x / 1.0 is x (IEEE), without the division's cost
+            for i in range(cols):
+                dw = gw[r, i] * scale
+                x = w[r, i]
+                v = (dw - abs(dw) * x) + x
+                v = lo if v < lo else v
+                w[r, i] = hi if v > hi else v
+        elif f == 1.0:
             for i in range(cols):
                 dw = gw[r, i] * scale
                 x = w[r, i]
@@ -106,6 +115,18 @@ def _expected_step_ratio(w, gw, tau, scale, f, lo, hi):  # pragma: no cover - co
                 v = (f * dw - abs(dw) * (x / tau)) + x
                 v = lo if v < lo else v
                 w[r, i] = hi if v > hi else v
+
+
+@numba.njit(cache=True)
+def _add_bias(z, bias):  # pragma: no cover - compiled
+    members, n, m = z.shape
+    row = np.empty(m)  # contiguous, so that the loops over j vectorise
+    for r in range(members):
+        for j in range(m):
+            row[j] = bias[r, 0, j]
+        for t in range(n):
+            for j in range(m):
+                z[r, t, j] += row[j]
 
 
 @numba.njit(cache=True)
@@ -182,6 +203,26 @@ def expected_step_ratio(w, gw, tau: float, scale: float, f: float, lo: float, hi
     _expected_step_ratio(w, gw, float(tau), float(scale), float(f), float(lo), float(hi))
     np.minimum(w_min, w.min(axis=1), out=w_min)
     np.maximum(w_max, w.max(axis=1), out=w_max)
+
+
+def add_bias(z, bias) -> None:
+    r"""The bias added to a layer's pre-activation in place, :math:`z \leftarrow z + c`
+    (``z += bias`` of numpy, one IEEE addition per element: the same bits).
+
+    ``z`` of shape ``(R, n, m)``, ``bias`` ``(R, 1, m)`` broadcast over the batch axis (a strided
+    view in the network). Other shapes (e.g. ``(n, m)`` with a bias ``(1, m)``) take numpy's
+    ``z += bias``.
+    """
+    if z.ndim == 3 and bias.ndim == 3 and bias.shape == (z.shape[0], 1, z.shape[2]) \
+            and z.dtype == np.float64 and bias.dtype == np.float64:
+        _add_bias(z, bias)
+    else:
+        z += bias
+
+
+def add_bias_numpy(z, bias) -> None:
+    """Reference of :func:`add_bias` in numpy."""
+    z += bias
 
 
 def dense_backward(a, delta, out, bias_grad, tanh: bool) -> None:

@@ -12,6 +12,8 @@ from simulate.analog import Updater, expected_update
 from simulate.config import SimConfig, device_from_config
 from simulate.networks import NetworkSpec, train_network
 from simulate.update_kernels import (
+    add_bias,
+    add_bias_numpy,
     dense_backward,
     dense_backward_numpy,
     expected_step,
@@ -94,6 +96,25 @@ def test_fused_update_evaluates_g_inside_the_pass_for_soft_bounds_only(device, t
     update = Updater.from_config(config, device_from_config(config))
     fused = networks._FusedExpected.of(update, np.zeros((2, 3)))
     assert (None if fused is None else fused.ratio) == ratio
+
+
+def test_add_bias_is_numpys_addition():
+    rng = np.random.default_rng(4)
+    c = rng.standard_normal((3, 40))
+    bias = c[:, None, 5:21]  # a strided view, as the network's biases
+    z = rng.standard_normal((3, 7, 16))
+    z[0, 0, :2] = [-0.0, np.nan]
+    want = z + bias
+    for fn in (add_bias, add_bias_numpy):
+        got = z.copy()
+        fn(got, bias)
+        np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+    flat = z[0].copy()  # other shapes take numpy's addition
+    add_bias(flat, c[:1, 5:21])
+    np.testing.assert_array_equal(flat, z[0] + c[:1, 5:21])
+    other = z.copy()
+    add_bias(other, c[:, None, 6:22])
+    assert not np.array_equal(other, want, equal_nan=True)
 
 
 @pytest.mark.parametrize("tanh", [True, False])
