@@ -409,7 +409,10 @@ class Network:
                 dz = delta
                 dz.sum(axis=-2, keepdims=True, out=grads.biases[i])
             else:  # dz = delta * phi'(z) and its sum over the batch, fused
-                dz = np.empty_like(a) if buffers is None else buffers(s, i, "dz", a)
+                # (dz is dead once the layer's two products are done: unless the factors keep
+                # it, one buffer per stage and width serves every layer, a smaller working set)
+                dz = np.empty_like(a) if buffers is None else \
+                    buffers(s, -1 if factors is None else i, f"dz{a.shape[-1]}", a)
                 dense_backward(a, delta, dz, grads.biases[i], tanh)
             np.matmul(h.swapaxes(-1, -2), dz, out=grads.weights[i])
             if factors is not None:
@@ -422,7 +425,10 @@ class Network:
             elif buffers is None:
                 back = dz @ transposed
             else:
-                back = np.matmul(dz, transposed, out=buffers(s, i, "back", dz, layers[i].fan_in))
+                # two buffers in turn: the next layer reads this one while writing the other
+                fan_in = layers[i].fan_in
+                back = np.matmul(dz, transposed,
+                                 out=buffers(s, -1 - i % 2, f"back{fan_in}", dz, fan_in))
             if layers[i].kind == "residual":
                 back += delta
             delta = back
