@@ -88,6 +88,36 @@ def test_expected_step_ratio_is_expected_update_bit_for_bit(f, tau):
     assert not np.array_equal(other, want[0], equal_nan=True)
 
 
+@pytest.mark.parametrize("case", ["none", "few", "many", "zero", "nan"])
+def test_expected_step_ratio_extremes_are_numpys(case):
+    """The running extremes, reduced again only for the rows a weight left, are numpy's bits:
+    rows inside their extremes, a few rows out (reduced alone), many (the whole reduction), an
+    extreme at 0 and a nan."""
+    rng = np.random.default_rng(5)
+    w = rng.uniform(-0.5, 0.5, (8, 300))
+    gw = 0.01 * rng.standard_normal(w.shape)
+    w_min, w_max = w.min(axis=1) - 0.1, w.max(axis=1) + 0.1  # nothing leaves them
+    if case == "few":
+        w_min[3] += 0.2
+    elif case == "many":
+        w_max[:5] -= 0.2
+    elif case == "zero":
+        w[2] = np.abs(w[2])
+        w[2, 7] = 0.0
+        w_min[2], w_min[4] = 0.0, -0.0
+        gw[2] = 0.0
+    elif case == "nan":
+        w[1, 3] = np.nan
+    want = [w.copy(), w_min.copy(), w_max.copy()]
+    expected_step_numpy(want[0], gw.copy(), want[0] / 1.0, -0.1, 1.0, -1.0, 1.0, *want[1:])
+    got = [w.copy(), w_min.copy(), w_max.copy()]
+    expected_step_ratio(got[0], gw, 1.0, -0.1, 1.0, -1.0, 1.0, *got[1:])
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a.view(np.int64), b.view(np.int64))
+    moved = (want[1] != w_min) | (want[2] != w_max)
+    assert moved.sum() == {"none": 0, "few": 1, "many": 5, "zero": 1, "nan": 1}[case]
+
+
 @pytest.mark.parametrize(("device", "tau", "ratio"), [
     ("softbounds", 1.0, 1.0), ("softbounds", 0.7, 0.7), ("ecram-linearstep", None, None),
     ("gokmen-vlasov-constantstep", None, None)])
