@@ -831,7 +831,7 @@ class _FusedExpected(NamedTuple):
 def _ratio_of(device) -> float | None:
     """``tau`` when the device's compiled ``G`` is the ratio ``w / tau`` of the weight and one
     parameter (soft bounds), else ``None``: the family's symbolic ``G = (q_- - q_+)/2`` must be
-    exactly ``w / tau`` (which lambdify prints as ``w/tau``), and the compiled ``G`` must give the
+    exactly ``w / tau`` (compiled to numpy as ``w/tau``), and the compiled ``G`` must give the
     bits of ``x / tau`` on probe values."""
     family = type(device.response)
     q_plus, q_minus = family.symbolic()
