@@ -12,7 +12,8 @@ samples per second of
   ``deterministic`` and the ``stochastic`` pulse types (soft bounds, tau = 1, dw_min = 0.001),
   closed-form pulses (the default) and the pulse loop;
 - a 16-seed ensemble in one vectorised run against 16 sequential runs of its members (expected
-  and stochastic pulses, ``b = 32`` and ``b = 4``; each run logged at its first and last update).
+  and stochastic pulses, ``b = 32`` and ``b = 4``; each run logged at its first and last update),
+  and a longer expected-update run (``--long-steps``, default 1,024 updates) on its own line.
 
 First, a decomposition of one expected-update step alone (R = 1) and in the 16-member ensemble:
 the time in the matmuls, the tanh, the other element-wise work and the update (each timed alone
@@ -46,7 +47,12 @@ from simulate.analog import Updater  # noqa: E402
 from simulate.config import SimConfig, device_from_config  # noqa: E402
 from simulate.digits import load_digits_split  # noqa: E402
 from simulate.networks import NetworkSpec, train_network  # noqa: E402
-from simulate.update_kernels import dense_backward, expected_step, softmax_delta  # noqa: E402
+from simulate.update_kernels import (  # noqa: E402
+    add_bias,
+    dense_backward,
+    expected_step_ratio,
+    softmax_delta,
+)
 
 SPEC = NetworkSpec(grad_norm=False)
 
@@ -120,12 +126,19 @@ def rates(samples: int, batch: int, repeats: int) -> None:
               f"{times['package expected'] / seconds:5.2f}x expected")
 
 
-def ensemble(steps: int, batch: int, repeats: int, seeds: int = 16) -> None:
+def ensemble(steps: int, batch: int, repeats: int, seeds: int = 16, long_steps: int = 0) -> None:
+    """The ``seeds``-member ensemble against ``seeds`` sequential runs of ``steps`` updates
+    (expected update and stochastic pulses), and with ``long_steps`` a longer run of the
+    expected update, labelled as such (the same protocol otherwise: logged at its first and
+    last update)."""
     print(f"{seeds}-seed ensemble vs {seeds} sequential runs, b = {batch}, {steps} updates, "
           f"min of {repeats}")
-    for update, pulse_type in (("expected", "deterministic"), ("pulsed", "stochastic")):
+    cases = [("expected", "deterministic", steps), ("pulsed", "stochastic", steps)]
+    if long_steps:
+        cases.append(("expected", "deterministic", long_steps))
+    for update, pulse_type, count in cases:
         config = SimConfig(problem="digits-mlp", device="softbounds", tau=1.0, lr=0.05,
-                           micro_batch_size=batch, steps=steps, log_every=steps, seeds=seeds,
+                           micro_batch_size=batch, steps=count, log_every=count, seeds=seeds,
                            update=update, pulse_type=pulse_type)
         times = best_times({
             "ensemble": lambda config=config: train_network(config, spec=SPEC),
@@ -133,6 +146,8 @@ def ensemble(steps: int, batch: int, repeats: int, seeds: int = 16) -> None:
                                                  for r in range(seeds)],
         }, repeats)
         name = update if update == "expected" else f"pulsed {pulse_type}"
+        if count != steps:
+            name = f"{name}, {count} updates"
         ratio = times["sequential"] / times["ensemble"]
         print(f"    {name:22s} ensemble {times['ensemble']:7.3f} s, sequential "
               f"{times['sequential']:7.3f} s, speedup {ratio:5.2f}x")
@@ -143,7 +158,8 @@ def _components(batch: int, members: int, reps: int) -> dict[str, float]:
     ``members`` runs at once, each part timed alone with the network's real shapes: the
     (stacked) matmuls, the tanh, the other element-wise work of the forward and backward (bias
     add, the fused ``(1 - a^2) delta`` and bias sums, the softmax gradient) and the update
-    (``G(w)``, the fused expected update, the extremes)."""
+    (the fused expected update with soft bounds' ``G(w) = w / tau`` inside the pass, the
+    extremes), each by the kernel the network uses."""
     data = load_digits_split()
     sizes = [data.x_train.shape[1]] + [SPEC.width] * (SPEC.layers - 1) + [10]
     rng = np.random.default_rng(0)
@@ -175,7 +191,7 @@ def _components(batch: int, members: int, reps: int) -> dict[str, float]:
 
     def elementwise():
         for z, c in zip(zs, cs, strict=True):
-            z += c
+            add_bias(z, c)
         for layer in range(len(shapes) - 1):
             dense_backward(zs[layer], zs[layer], dzs[layer], gcs[layer], True)
         logits = zs[-1]
@@ -184,7 +200,7 @@ def _components(batch: int, members: int, reps: int) -> dict[str, float]:
         zs[-1].sum(axis=-2, keepdims=True, out=gcs[-1])
 
     def update():
-        expected_step(w, gw, device.G(w), -1e-9, 1.0, device.w_min, device.w_max, w_min, w_max)
+        expected_step_ratio(w, gw, 1.0, -1e-9, 1.0, device.w_min, device.w_max, w_min, w_max)
 
     parts = {"matmuls": matmuls, "tanh": tanh, "other element-wise": elementwise,
              "update": update}
@@ -250,6 +266,12 @@ def decomposition(batch: int, steps: int, repeats: int, seeds: int = 16) -> None
           f"{measured:5.3f} s ({sequential / measured:4.2f}x); ensemble without overhead "
           f"{ideal:5.3f} s: ideal ratio {sequential / ideal:4.2f}x; no ensemble can beat "
           f"{sequential / (seeds * fixed1):4.1f}x (the measurements alone)")
+    need = (sequential / 4 - fixed_r) / steps
+    print(f"    4x at {steps} updates needs an ensemble step <= {1e6 * need:5.0f} us (its work "
+          f"alone: {1e6 * work_r:5.0f} us; the {seeds} members' set-up and measurements "
+          f"{1e3 * fixed_r:5.1f} ms of the {1e3 * sequential / 4:5.1f} ms allowed); at "
+          f"{4 * steps} updates the same step and fixed costs give "
+          f"{seeds * (4 * steps * step1 + fixed1) / (4 * steps * step_r + fixed_r):4.2f}x")
     print(f"    training step alone: {seeds * step1 / step_r:4.2f}x measured, "
           f"{seeds * step1 / work_r:4.2f}x ideal ({seeds} x {1e6 * step1:4.0f} us vs "
           f"{1e6 * work_r:4.0f} us of work), {seeds * work1 / work_r:4.2f}x if the sequential "
@@ -265,6 +287,9 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats (min taken)")
     parser.add_argument("--ensemble-steps", type=int, default=256,
                         help="updates of each ensemble / sequential run")
+    parser.add_argument("--long-steps", type=int, default=1024,
+                        help="updates of a longer expected-update ensemble run, printed as "
+                             "its own line (0: none)")
     parser.add_argument("--decompose-only", action="store_true",
                         help="print only the decomposition of one step")
     args = parser.parse_args(argv)
@@ -275,7 +300,7 @@ def main(argv=None) -> None:
     for batch in (32, 4):
         rates(args.samples if batch == 32 else args.samples // 4, batch, args.repeats)
     for batch in (32, 4):
-        ensemble(args.ensemble_steps, batch, args.repeats)
+        ensemble(args.ensemble_steps, batch, args.repeats, long_steps=args.long_steps)
 
 
 if __name__ == "__main__":

@@ -126,7 +126,13 @@ from .staleness import (
     forward_delays,
 )
 from .trace import Trace, log_steps
-from .update_kernels import dense_backward, expected_step, softmax_delta
+from .update_kernels import (
+    add_bias,
+    dense_backward,
+    expected_step,
+    expected_step_ratio,
+    softmax_delta,
+)
 
 __all__ = [
     "ACTIVATIONS",
@@ -365,7 +371,7 @@ class Network:
                 z = h @ weight
             else:
                 z = np.matmul(h, weight, out=buffers(s, i, "z", h, weight.shape[-1]))
-            z += bias
+            add_bias(z, bias)
             if layer.kind == "output":
                 saved.append((h, None))
                 h = z
@@ -403,7 +409,10 @@ class Network:
                 dz = delta
                 dz.sum(axis=-2, keepdims=True, out=grads.biases[i])
             else:  # dz = delta * phi'(z) and its sum over the batch, fused
-                dz = np.empty_like(a) if buffers is None else buffers(s, i, "dz", a)
+                # (dz is dead once the layer's two products are done: unless the factors keep
+                # it, one buffer per stage and width serves every layer, a smaller working set)
+                dz = np.empty_like(a) if buffers is None else \
+                    buffers(s, -1 if factors is None else i, f"dz{a.shape[-1]}", a)
                 dense_backward(a, delta, dz, grads.biases[i], tanh)
             np.matmul(h.swapaxes(-1, -2), dz, out=grads.weights[i])
             if factors is not None:
@@ -416,7 +425,10 @@ class Network:
             elif buffers is None:
                 back = dz @ transposed
             else:
-                back = np.matmul(dz, transposed, out=buffers(s, i, "back", dz, layers[i].fan_in))
+                # two buffers in turn: the next layer reads this one while writing the other
+                fan_in = layers[i].fan_in
+                back = np.matmul(dz, transposed,
+                                 out=buffers(s, -1 - i % 2, f"back{fan_in}", dz, fan_in))
             if layers[i].kind == "residual":
                 back += delta
             delta = back
@@ -699,7 +711,7 @@ def train_network(
                 np.minimum(w_min, w.min(axis=1), out=w_min)
                 np.maximum(w_max, w.max(axis=1), out=w_max)
         elif fused is not None:  # the expected update of w - lr gw and the extremes, one pass
-            expected_step(w, gw, fused.response(w), -config.lr, *fused.constants, w_min, w_max)
+            fused.step(w, gw, -config.lr, w_min, w_max)
         else:
             gw *= -config.lr
             _write(update, w, gw, device_rngs, spread, factors, 0, rank1, count_views, config,
@@ -779,10 +791,13 @@ class _Buffers:
 class _FusedExpected(NamedTuple):
     """The plain expected update with a constant ``F`` as one fused pass
     (:func:`simulate.update_kernels.expected_step`): ``response(w)`` gives ``G(w)`` with the
-    shape of ``w`` (numpy), ``constants`` are ``(F, w_min, w_max)``."""
+    shape of ``w`` (numpy), ``constants`` are ``(F, w_min, w_max)``; ``ratio`` is ``tau`` where
+    the compiled ``G`` is ``w / tau`` (soft bounds), evaluated inside the pass
+    (:func:`simulate.update_kernels.expected_step_ratio`, the same bits), else ``None``."""
 
     response: Callable[[np.ndarray], np.ndarray]
     constants: tuple[float, float, float]
+    ratio: float | None = None
 
     @classmethod
     def of(cls, update, w: np.ndarray) -> _FusedExpected | None:
@@ -800,7 +815,43 @@ class _FusedExpected(NamedTuple):
             g = device.G(x)  # (the compiled responses return the shape of x)
             return g if g.shape == x.shape else np.ascontiguousarray(np.broadcast_to(g, x.shape))
 
-        return cls(response, (float(f), float(device.w_min), float(device.w_max)))
+        return cls(response, (float(f), float(device.w_min), float(device.w_max)),
+                   _ratio_of(device))
+
+    def step(self, w: np.ndarray, gw: np.ndarray, scale: float, w_min: np.ndarray,
+             w_max: np.ndarray) -> None:
+        """The expected update of ``w`` by ``scale * gw`` in place, and the running extremes
+        (``gw`` may be overwritten)."""
+        if self.ratio is None:
+            expected_step(w, gw, self.response(w), scale, *self.constants, w_min, w_max)
+        else:
+            expected_step_ratio(w, gw, self.ratio, scale, *self.constants, w_min, w_max)
+
+
+def _ratio_of(device) -> float | None:
+    """``tau`` when the device's compiled ``G`` is the ratio ``w / tau`` of the weight and one
+    parameter (soft bounds), else ``None``: the family's symbolic ``G = (q_- - q_+)/2`` must be
+    exactly ``w / tau`` (compiled to numpy as ``w/tau``), and the compiled ``G`` must give the
+    bits of ``x / tau`` on probe values."""
+    family = type(device.response)
+    q_plus, q_minus = family.symbolic()
+    g = (q_minus - q_plus) / 2
+    weight = g.free_symbols - set(family.symbols().values())
+    if len(weight) != 1:
+        return None
+    (weight,) = weight
+    for symbol, value in zip(family.symbols().values(), device.response.params().values(),
+                             strict=True):
+        if g == weight / symbol:
+            tau = float(value)
+            probe = np.array([-0.0, 0.0, 1.0, -1.0, 0.1, -0.3, 1 / 3, 0.7, np.nan, 5e-324])
+            probe = np.concatenate([probe, probe * tau])
+            got = device.G(probe)
+            if got.shape == probe.shape and np.array_equal(got.view(np.int64),
+                                                           (probe / tau).view(np.int64)):
+                return tau
+            return None
+    return None
 
 
 def _write_sample(t: int, factors, grads: Sequence[StageView], gw: np.ndarray, lr: float) -> None:

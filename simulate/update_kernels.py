@@ -19,10 +19,14 @@ import numba
 import numpy as np
 
 __all__ = [
+    "add_bias",
+    "add_bias_numpy",
     "dense_backward",
     "dense_backward_numpy",
     "expected_step",
     "expected_step_numpy",
+    "expected_step_ratio",
+    "expected_step_ratio_numpy",
     "softmax_delta",
     "softmax_delta_numpy",
 ]
@@ -39,6 +43,12 @@ def expected_step_numpy(w, gw, g, scale, f, lo, hi, w_min, w_max) -> None:
     np.copyto(w, out)
     np.minimum(w_min, w.min(axis=1), out=w_min)
     np.maximum(w_max, w.max(axis=1), out=w_max)
+
+
+def expected_step_ratio_numpy(w, gw, tau, scale, f, lo, hi, w_min, w_max) -> None:
+    r"""Reference of :func:`expected_step_ratio` in numpy: :func:`expected_step_numpy` with
+    ``g = w / tau`` (soft bounds' compiled :math:`G`), ``gw`` left unchanged."""
+    expected_step_numpy(w, gw.copy(), w / tau, scale, f, lo, hi, w_min, w_max)
 
 
 def dense_backward_numpy(a, delta, out, bias_grad, tanh: bool) -> None:
@@ -79,6 +89,56 @@ def _expected_step(w, gw, g, scale, f, lo, hi):  # pragma: no cover - compiled
                 v = (f * dw - abs(dw) * g[r, i]) + w[r, i]
                 v = lo if v < lo else v
                 w[r, i] = hi if v > hi else v
+
+@numba.njit(cache=True)
+def _expected_step_ratio(w, gw, tau, scale, f, lo, hi, w_min, w_max,
+                         changed):  # pragma: no cover - compiled
+    rows, cols = w.shape
+    for r in range(rows):
+        a, b = w_min[r], w_max[r]
+        inside = 0  # weights within the running extremes [a, b] (an integer sum: it vectorises)
+        if f == 1.0 and tau == 1.0:  # x / 1.0 is x (IEEE), without the division's cost
+            for i in range(cols):
+                dw = gw[r, i] * scale
+                x = w[r, i]
+                v = (dw - abs(dw) * x) + x
+                v = lo if v < lo else v
+                v = hi if v > hi else v
+                w[r, i] = v
+                inside += (v >= a) & (v <= b)
+        elif f == 1.0:
+            for i in range(cols):
+                dw = gw[r, i] * scale
+                x = w[r, i]
+                v = (dw - abs(dw) * (x / tau)) + x
+                v = lo if v < lo else v
+                v = hi if v > hi else v
+                w[r, i] = v
+                inside += (v >= a) & (v <= b)
+        else:
+            for i in range(cols):
+                dw = gw[r, i] * scale
+                x = w[r, i]
+                v = (f * dw - abs(dw) * (x / tau)) + x
+                v = lo if v < lo else v
+                v = hi if v > hi else v
+                w[r, i] = v
+                inside += (v >= a) & (v <= b)
+        # unchanged extremes are exact only away from a signed zero (a nan fails the compares)
+        changed[r] = inside != cols or a == 0.0 or b == 0.0
+
+
+@numba.njit(cache=True)
+def _add_bias(z, bias):  # pragma: no cover - compiled
+    members, n, m = z.shape
+    row = np.empty(m)  # contiguous, so that the loops over j vectorise
+    for r in range(members):
+        for j in range(m):
+            row[j] = bias[r, 0, j]
+        for t in range(n):
+            for j in range(m):
+                z[r, t, j] += row[j]
+
 
 @numba.njit(cache=True)
 def _dense_backward(a, delta, out, bias_grad, tanh):  # pragma: no cover - compiled
@@ -135,6 +195,68 @@ def expected_step(w, gw, g, scale: float, f: float, lo: float, hi: float, w_min,
     # the extremes by numpy's vectorised reductions (a fused min/max would not vectorise)
     np.minimum(w_min, w.min(axis=1), out=w_min)
     np.maximum(w_max, w.max(axis=1), out=w_max)
+
+
+def expected_step_ratio(w, gw, tau: float, scale: float, f: float, lo: float, hi: float, w_min,
+                        w_max) -> None:
+    r""":func:`expected_step` for a response whose :math:`G(w)` is the ratio :math:`w / \tau`
+    (soft bounds), with :math:`G` evaluated inside the one pass:
+
+    .. math:: w \leftarrow \mathrm{clip}\bigl(f\,\Delta w - |\Delta w|\, (w / \tau) + w,\;
+              [w_{\min}, w_{\max}]\bigr), \qquad \Delta w = s\, g_w,
+
+    the same IEEE operations in the same order as numpy's ``w / tau`` (the compiled ``G`` of
+    :class:`theory.devices.SoftBounds`) followed by :func:`expected_step_numpy`, so the same
+    bits; no array of ``G`` is written, and ``gw`` is left unchanged (read once). ``tau`` in
+    weight units; the running extremes ``w_min``, ``w_max`` as :func:`expected_step`, the same
+    bits, reduced again only for the rows where a weight left them (the pass counts the weights
+    inside). All arrays C-contiguous float64 of shape ``(R, P)``.
+    """
+    changed = np.empty(w.shape[0], dtype=np.bool_)
+    _expected_step_ratio(w, gw, float(tau), float(scale), float(f), float(lo), float(hi),
+                         w_min, w_max, changed)
+    _running_extremes(w, w_min, w_max, changed)
+
+
+def _running_extremes(w, w_min, w_max, changed) -> None:
+    """``w_min = minimum(w_min, w.min(axis=1))`` and ``w_max`` likewise, by numpy, for the rows
+    ``changed`` only: a row whose weights all lie in ``[w_min, w_max]`` (neither of them 0, the
+    kernel's test) keeps both bit for bit. A few changed rows are reduced alone (their extremes
+    are the same numbers: a minimum of floats is unique but for the sign of a zero and a nan's
+    payload, so any zero or non-finite result takes the whole reduction instead), many take
+    the whole reduction, the operations of :func:`expected_step_numpy`."""
+    rows = np.flatnonzero(changed)
+    if not rows.size:
+        return
+    if 4 * rows.size <= changed.size:
+        part = w[rows]
+        lo = np.minimum(w_min[rows], part.min(axis=1))
+        hi = np.maximum(w_max[rows], part.max(axis=1))
+        if np.all(np.isfinite(lo) & np.isfinite(hi) & (lo != 0.0) & (hi != 0.0)):
+            w_min[rows], w_max[rows] = lo, hi
+            return
+    np.minimum(w_min, w.min(axis=1), out=w_min)
+    np.maximum(w_max, w.max(axis=1), out=w_max)
+
+
+def add_bias(z, bias) -> None:
+    r"""The bias added to a layer's pre-activation in place, :math:`z \leftarrow z + c`
+    (``z += bias`` of numpy, one IEEE addition per element: the same bits).
+
+    ``z`` of shape ``(R, n, m)``, ``bias`` ``(R, 1, m)`` broadcast over the batch axis (a strided
+    view in the network). Other shapes (e.g. ``(n, m)`` with a bias ``(1, m)``) take numpy's
+    ``z += bias``.
+    """
+    if z.ndim == 3 and bias.ndim == 3 and bias.shape == (z.shape[0], 1, z.shape[2]) \
+            and z.dtype == np.float64 and bias.dtype == np.float64:
+        _add_bias(z, bias)
+    else:
+        z += bias
+
+
+def add_bias_numpy(z, bias) -> None:
+    """Reference of :func:`add_bias` in numpy."""
+    z += bias
 
 
 def dense_backward(a, delta, out, bias_grad, tanh: bool) -> None:

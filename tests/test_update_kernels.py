@@ -8,14 +8,18 @@ import numpy as np
 import pytest
 
 from simulate import networks
-from simulate.analog import expected_update
+from simulate.analog import Updater, expected_update
 from simulate.config import SimConfig, device_from_config
 from simulate.networks import NetworkSpec, train_network
 from simulate.update_kernels import (
+    add_bias,
+    add_bias_numpy,
     dense_backward,
     dense_backward_numpy,
     expected_step,
     expected_step_numpy,
+    expected_step_ratio,
+    expected_step_ratio_numpy,
     softmax_delta,
     softmax_delta_numpy,
 )
@@ -52,6 +56,95 @@ def test_expected_step_is_expected_update_bit_for_bit(f):
     _, _, lo, hi = arrays["kernel"]
     assert np.isnan(lo[1]) and np.isnan(hi[1])
     assert lo[0] == np.nanmin(want[0]) and hi[0] == np.nanmax(want[0]) and lo[2] == -2.0
+
+
+@pytest.mark.parametrize(("f", "tau"), [(1.0, 1.0), (1.0, 0.7), (0.5, 1.3)])
+def test_expected_step_ratio_is_expected_update_bit_for_bit(f, tau):
+    """G = w / tau inside the pass gives the bits of soft bounds' compiled G, then the step."""
+    rng = np.random.default_rng(3)
+    device = _device(device="softbounds", tau=tau)
+    w = rng.uniform(-tau, tau, (3, 1000))
+    w[0, :4] = [-0.0, 0.0, tau, -tau]  # signed zeros and the bounds keep their bits
+    gw = rng.standard_normal(w.shape) * np.where(rng.random(w.shape) < 0.05, 400.0, 0.3)
+    gw[0, :2] = [0.0, -0.0]
+    w[1, 7] = np.nan
+    w_min, w_max = np.array([0.0, 0.0, -2.0]), np.array([0.0, 0.0, 2.0])
+    g = device.G(w)
+    np.testing.assert_array_equal(g.view(np.int64), (w / tau).view(np.int64))
+    want = [w.copy(), gw.copy(), w_min.copy(), w_max.copy()]
+    expected_step(want[0], want[1], g, -0.1, f, device.w_min, device.w_max, *want[2:])
+    if f == 1.0:
+        np.testing.assert_array_equal(want[0], expected_update(w, -0.1 * gw, device))
+    assert np.any(want[0] == device.w_max) and np.any(want[0] == device.w_min)
+    for fn in (expected_step_ratio, expected_step_ratio_numpy):
+        got = [w.copy(), gw.copy(), w_min.copy(), w_max.copy()]
+        fn(got[0], got[1], tau, -0.1, f, device.w_min, device.w_max, *got[2:])
+        for a, b in zip(got[::2] + got[3:], want[::2] + want[3:], strict=True):
+            np.testing.assert_array_equal(a.view(np.int64), b.view(np.int64))
+        np.testing.assert_array_equal(got[1], gw)  # the gradient is left unchanged
+    other = w.copy()
+    expected_step_ratio(other, gw.copy(), tau * 1.01, -0.1, f, device.w_min, device.w_max,
+                        w_min.copy(), w_max.copy())
+    assert not np.array_equal(other, want[0], equal_nan=True)
+
+
+@pytest.mark.parametrize("case", ["none", "few", "many", "zero", "nan"])
+def test_expected_step_ratio_extremes_are_numpys(case):
+    """The running extremes, reduced again only for the rows a weight left, are numpy's bits:
+    rows inside their extremes, a few rows out (reduced alone), many (the whole reduction), an
+    extreme at 0 and a nan."""
+    rng = np.random.default_rng(5)
+    w = rng.uniform(-0.5, 0.5, (8, 300))
+    gw = 0.01 * rng.standard_normal(w.shape)
+    w_min, w_max = w.min(axis=1) - 0.1, w.max(axis=1) + 0.1  # nothing leaves them
+    if case == "few":
+        w_min[3] += 0.2
+    elif case == "many":
+        w_max[:5] -= 0.2
+    elif case == "zero":
+        w[2] = np.abs(w[2])
+        w[2, 7] = 0.0
+        w_min[2], w_min[4] = 0.0, -0.0
+        gw[2] = 0.0
+    elif case == "nan":
+        w[1, 3] = np.nan
+    want = [w.copy(), w_min.copy(), w_max.copy()]
+    expected_step_numpy(want[0], gw.copy(), want[0] / 1.0, -0.1, 1.0, -1.0, 1.0, *want[1:])
+    got = [w.copy(), w_min.copy(), w_max.copy()]
+    expected_step_ratio(got[0], gw, 1.0, -0.1, 1.0, -1.0, 1.0, *got[1:])
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a.view(np.int64), b.view(np.int64))
+    moved = (want[1] != w_min) | (want[2] != w_max)
+    assert moved.sum() == {"none": 0, "few": 1, "many": 5, "zero": 1, "nan": 1}[case]
+
+
+@pytest.mark.parametrize(("device", "tau", "ratio"), [
+    ("softbounds", 1.0, 1.0), ("softbounds", 0.7, 0.7), ("ecram-linearstep", None, None),
+    ("gokmen-vlasov-constantstep", None, None)])
+def test_fused_update_evaluates_g_inside_the_pass_for_soft_bounds_only(device, tau, ratio):
+    config = SimConfig(problem="digits-mlp", device=device, tau=tau)
+    update = Updater.from_config(config, device_from_config(config))
+    fused = networks._FusedExpected.of(update, np.zeros((2, 3)))
+    assert (None if fused is None else fused.ratio) == ratio
+
+
+def test_add_bias_is_numpys_addition():
+    rng = np.random.default_rng(4)
+    c = rng.standard_normal((3, 40))
+    bias = c[:, None, 5:21]  # a strided view, as the network's biases
+    z = rng.standard_normal((3, 7, 16))
+    z[0, 0, :2] = [-0.0, np.nan]
+    want = z + bias
+    for fn in (add_bias, add_bias_numpy):
+        got = z.copy()
+        fn(got, bias)
+        np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+    flat = z[0].copy()  # other shapes take numpy's addition
+    add_bias(flat, c[:1, 5:21])
+    np.testing.assert_array_equal(flat, z[0] + c[:1, 5:21])
+    other = z.copy()
+    add_bias(other, c[:, None, 6:22])
+    assert not np.array_equal(other, want, equal_nan=True)
 
 
 @pytest.mark.parametrize("tanh", [True, False])
@@ -103,3 +196,23 @@ def test_fused_step_gives_the_bits_of_the_general_path(mode, monkeypatch):
     np.testing.assert_array_equal(fused.trace.w_min_visited, general.trace.w_min_visited)
     other = train_network(replace(cfg, lr=0.21), spec=spec)
     assert not np.array_equal(other.weights, general.weights)
+
+
+@pytest.mark.parametrize("tau", [0.7, 1.0])
+def test_fused_ratio_step_gives_the_bits_of_the_general_path(tau, monkeypatch):
+    """G inside the fused pass (soft bounds) equals the numpy G then the fused step, and the
+    general path, bit for bit over a whole run."""
+    cfg = SimConfig(problem="digits-mlp", device="softbounds", tau=tau, lr=0.3,
+                    micro_batch_size=4, steps=15, log_every=5, seeds=3)
+    spec = NetworkSpec(layers=4, width=8)
+    ratio = train_network(cfg, spec=spec)
+    of = networks._FusedExpected.of
+    monkeypatch.setattr(networks._FusedExpected, "of",
+                        classmethod(lambda cls, u, w: of(u, w)._replace(ratio=None)))
+    numpy_g = train_network(cfg, spec=spec)
+    monkeypatch.setattr(networks._FusedExpected, "of", classmethod(lambda cls, u, w: None))
+    general = train_network(cfg, spec=spec)
+    for run in (numpy_g, general):
+        np.testing.assert_array_equal(ratio.weights, run.weights)
+        np.testing.assert_array_equal(ratio.trace.loss, run.trace.loss)
+        np.testing.assert_array_equal(ratio.trace.w_max_visited, run.trace.w_max_visited)
