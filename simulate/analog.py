@@ -54,7 +54,8 @@ __all__ = [
     "DeviceSpread", "PULSE_METHODS", "PULSE_TYPES", "TrainScales", "UPDATE_KINDS", "Updater",
     "apply_pulses", "binomial_counts", "check_bit_length", "coincidence_counts",
     "digital_blocks", "digital_update", "draw_bound_scale", "draw_dw_min_scale",
-    "expected_update", "pulse_counts", "pulsed_update", "train_scale", "train_scales",
+    "expected_update", "pulse_counts", "pulsed_update", "stochastic_write", "train_scale",
+    "train_scales",
 ]
 
 UPDATE_KINDS = ("digital", "expected", "pulsed")
@@ -491,12 +492,15 @@ def _affine_constants(device, bl: int):
             tables[0], tables[1], float(device.w_min), float(device.w_max))
 
 
-def _stochastic_closed_form(w: np.ndarray, dw: np.ndarray, device, rng: Rng,
-                            bl: int) -> np.ndarray | None:
-    """The ``stochastic`` update of a noise-free affine device without spread in one compiled
-    call (:func:`simulate.pulse_kernels.stochastic_affine_update`), or ``None`` if it does not
-    apply (then :func:`pulsed_update` takes the general path). A member (row) whose weights
-    leave the range or whose mean counts exceed :data:`_INVERSION_MEAN` is redone by the
+def _stochastic_closed_form(w: np.ndarray, dw: np.ndarray, device, rng: Rng, bl: int,
+                            scale: float = 1.0, out: np.ndarray | None = None
+                            ) -> np.ndarray | None:
+    """The ``stochastic`` update of a noise-free affine device without spread by desired
+    increments ``scale * dw`` in one compiled call
+    (:func:`simulate.pulse_kernels.stochastic_affine_update`; into ``out`` if given, a
+    C-contiguous float64 array of ``w``'s shape), or ``None`` if it does not apply (then
+    :func:`pulsed_update` takes the general path; nothing is drawn). A member (row) whose
+    weights leave the range or whose mean counts exceed :data:`_INVERSION_MEAN` is redone by the
     general path from the same uniforms, so its bits are those it gets alone."""
     from .pulse_kernels import stochastic_affine_update
 
@@ -510,16 +514,56 @@ def _stochastic_closed_form(w: np.ndarray, dw: np.ndarray, device, rng: Rng,
     increments = np.ascontiguousarray(dw).reshape(-1)
     rows = 1 if one else len(rng)
     u = _uniforms(rng, w.shape).reshape(-1)
-    out, ok = stochastic_affine_update(flat, increments, u, rows, float(device.dw_min), bl,
-                                       _INVERSION_MEAN, *constants)
-    out = out.reshape(w.shape)
+    result, ok = stochastic_affine_update(flat, increments, u, rows, float(device.dw_min), bl,
+                                          _INVERSION_MEAN, *constants, float(scale),
+                                          None if out is None else out.reshape(-1))
+    result = result.reshape(w.shape)
     if not ok.all():
         for r in np.flatnonzero(~ok):
             part, g = (slice(None), rng) if one else (slice(r, r + 1), [rng[r]])
             per = u.size // rows
-            counts = _binomial_counts(bl, dw[part], g, device.dw_min, u[r * per:(r + 1) * per])
-            out[part] = apply_pulses(w[part], counts, dw[part] >= 0, device, g, device.dw_min)
-    return out
+            increment = dw[part] * scale  # (numpy's product: the kernel's, bit for bit)
+            counts = _binomial_counts(bl, increment, g, device.dw_min, u[r * per:(r + 1) * per])
+            result[part] = apply_pulses(w[part], counts, increment >= 0, device, g,
+                                        device.dw_min)
+    return result
+
+
+def stochastic_write(w: np.ndarray, gw: np.ndarray, scale: float, device, rng: Rng,
+                     out: np.ndarray) -> bool:
+    r"""The ``stochastic`` pulse update of ``w`` by desired increments :math:`\Delta w = s\,g_w`
+    (``scale`` :math:`s`), in place and fused: the scaling, the counts and the closed form in one
+    compiled call, the same bits as ``pulsed_update(w, s * gw, device, rng,
+    pulse_type="stochastic")`` (default closed form, no spread, no BL management); ``gw`` is
+    left unchanged.
+
+    Parameters
+    ----------
+    w, gw : ndarray of shape (R, P)
+        Weights (updated in place) and gradients, C-contiguous float64.
+    scale : float
+        :math:`s`, e.g. :math:`-\alpha`.
+    device : theory.devices.Device
+    rng : Generator or sequence of Generator
+        As :func:`pulsed_update` (one per row for an ensemble).
+    out : ndarray
+        Work array of ``w``'s shape (C-contiguous float64, not ``w``).
+
+    Returns
+    -------
+    bool
+        ``False`` (nothing drawn, ``w`` unchanged) where the fused call does not apply: a
+        device with cycle-to-cycle noise or without affine responses, a rate outside
+        :math:`[0, 1)`; the caller then takes the general path.
+    """
+    if device.dw_min_std != 0:
+        return False
+    bl = check_bit_length(device.desired_bl, "desired_bl")
+    new = _stochastic_closed_form(w, gw, device, rng, bl, scale, out)
+    if new is None:
+        return False
+    np.copyto(w, new)
+    return True
 
 
 def pulsed_update(

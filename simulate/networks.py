@@ -111,6 +111,7 @@ from .analog import (
     check_bit_length,
     coincidence_counts,
     digital_blocks,
+    stochastic_write,
 )
 from .config import NETWORK_PROBLEMS, SimConfig, device_from_config, network_bytes_per_member
 from .digits import DigitsData, load_digits_data, sample_indices
@@ -675,7 +676,8 @@ def train_network(
         counts = np.zeros(w.shape, dtype=np.int64)
         count_views = (counts, network.views(counts, np.zeros(c.shape, dtype=np.int64)))
 
-    fused = None if per_sample or digital else _FusedExpected.of(update, w)
+    fused = None if per_sample or digital or rank1 else \
+        _FusedExpected.of(update, w) or _FusedStochastic.of(update, w, spread, device_rngs)
     buffers = _Buffers()
 
     for k in range(steps + 1):
@@ -710,9 +712,7 @@ def train_network(
                        digital)
                 np.minimum(w_min, w.min(axis=1), out=w_min)
                 np.maximum(w_max, w.max(axis=1), out=w_max)
-        elif fused is not None:  # the expected update of w - lr gw and the extremes, one pass
-            fused.step(w, gw, -config.lr, w_min, w_max)
-        else:
+        elif not (fused is not None and fused.step(w, gw, -config.lr, w_min, w_max)):
             gw *= -config.lr
             _write(update, w, gw, device_rngs, spread, factors, 0, rank1, count_views, config,
                    digital)
@@ -819,13 +819,52 @@ class _FusedExpected(NamedTuple):
                    _ratio_of(device))
 
     def step(self, w: np.ndarray, gw: np.ndarray, scale: float, w_min: np.ndarray,
-             w_max: np.ndarray) -> None:
+             w_max: np.ndarray) -> bool:
         """The expected update of ``w`` by ``scale * gw`` in place, and the running extremes
-        (``gw`` may be overwritten)."""
+        (``gw`` may be overwritten); ``True``."""
         if self.ratio is None:
             expected_step(w, gw, self.response(w), scale, *self.constants, w_min, w_max)
         else:
             expected_step_ratio(w, gw, self.ratio, scale, *self.constants, w_min, w_max)
+        return True
+
+
+class _FusedStochastic(NamedTuple):
+    """The batch-mean ``stochastic`` pulse update as one fused call
+    (:func:`simulate.analog.stochastic_write`: the scaling ``-lr gw``, the counts and the
+    closed form, the bits of the general path), with its work array and the members'
+    generators."""
+
+    device: object
+    rngs: Sequence[np.random.Generator]
+    out: np.ndarray
+
+    @classmethod
+    def of(cls, update, w: np.ndarray, spread, rngs) -> _FusedStochastic | None:
+        """The fused form of ``update`` on ``w``, or ``None`` where the general path must run
+        (not a plain :class:`simulate.analog.Updater` of kind ``pulsed`` with the
+        ``stochastic`` pulse type, its closed form and no BL management; cycle-to-cycle noise;
+        a device-to-device spread; ``w`` not a C-contiguous float64 array)."""
+        if type(update) is not Updater or update.kind != "pulsed" or \
+                update.pulse_type != "stochastic" or update.pulse_method != "closed-form" or \
+                update.bl_management or update.device.dw_min_std != 0:
+            return None
+        if spread is not None and (spread.dw_min_scale is not None or
+                                   spread.bound_scale is not None):
+            return None
+        if w.dtype != np.float64 or not w.flags.c_contiguous:
+            return None
+        return cls(update.device, rngs, np.empty_like(w))
+
+    def step(self, w: np.ndarray, gw: np.ndarray, scale: float, w_min: np.ndarray,
+             w_max: np.ndarray) -> bool:
+        """The update of ``w`` by ``scale * gw`` in place and the running extremes, or
+        ``False`` (nothing done, ``gw`` unchanged) where the fused call does not apply."""
+        if not stochastic_write(w, gw, scale, self.device, self.rngs, self.out):
+            return False
+        np.minimum(w_min, w.min(axis=1), out=w_min)
+        np.maximum(w_max, w.max(axis=1), out=w_max)
+        return True
 
 
 def _ratio_of(device) -> float | None:

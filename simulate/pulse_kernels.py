@@ -155,12 +155,13 @@ def binomial_inversion(values, dw_min, bl, u, cut):  # pragma: no cover - compil
 
 @numba.njit(cache=True, error_model="numpy")
 def stochastic_affine_update(w, values, u, rows, dw_min, bl, cut, alpha_up, beta_up,
-                             alpha_down, beta_down, step, table_up, table_down, lo, hi
-                             ):  # pragma: no cover - compiled
+                             alpha_down, beta_down, step, table_up, table_down, lo, hi,
+                             scale=1.0, out=None):  # pragma: no cover - compiled
     r"""One ``stochastic`` pulse update of an affine response without noise, fused: counts
     and weights in one call.
 
-    Element :math:`i` with desired increment :math:`\Delta w` = ``values[i]`` fires
+    Element :math:`i` with desired increment :math:`\Delta w` = ``scale * values[i]`` (one
+    IEEE product, as numpy's ``values * scale``; the default ``scale = 1`` leaves it exact) fires
     :math:`n` pulses, the count of :func:`binomial_inversion` of ``u[i]`` (the same numbers),
     then moves to
 
@@ -180,11 +181,13 @@ def stochastic_affine_update(w, values, u, rows, dw_min, bl, cut, alpha_up, beta
     (vectorisable) passes: probabilities, :math:`P(0)` by squaring, the first
     :data:`_FIRST_STEPS` pmf steps of the walk (the same operations as :func:`_walk`, in the
     same order); then the walk goes on element by element where it did not stop, and the
-    closed form. Returns ``(out, ok)``.
+    closed form. ``out`` (optional): the result array (flat, the size of ``w``; not ``w``
+    itself). Returns ``(out, ok)``.
     """
     size = w.size
     per = size // rows if rows else 0
-    out = np.empty(size)
+    if out is None:
+        out = np.empty(size)
     ok = np.ones(rows, dtype=np.bool_)
     factor = _factors(bl)
     short = bl <= _FIRST_STEPS  # (the branch-free steps need bl > _FIRST_STEPS)
@@ -203,7 +206,7 @@ def stochastic_affine_update(w, values, u, rows, dw_min, bl, cut, alpha_up, beta
             u_b = u[start:start + size_b]
             out_b = out[start:start + size_b]
             for k in range(size_b):  # probabilities (vectorisable)
-                v = abs(values_b[k]) / dw_min / bl
+                v = abs(values_b[k] * scale) / dw_min / bl
                 p = 1.0 if v > 1.0 else v
                 q = 1.0 - p if p > 0.5 else p
                 p_block[k] = p
@@ -272,7 +275,8 @@ def stochastic_affine_update(w, values, u, rows, dw_min, bl, cut, alpha_up, beta
                 n = counts[k]
                 inc_up = table_up[n] * (step * (alpha_up + beta_up * x))
                 inc_down = table_down[n] * (-step * (alpha_down + beta_down * x))
-                out_b[k] = min(max((inc_up if values_b[k] >= 0 else inc_down) + x, lo), hi)
+                up = values_b[k] * scale >= 0
+                out_b[k] = min(max((inc_up if up else inc_down) + x, lo), hi)
         ok[r] = big == 0 and bad == 0
     return out, ok
 

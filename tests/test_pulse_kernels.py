@@ -13,7 +13,13 @@ import pytest
 from scipy.stats import binom, chi2
 
 from simulate import pulse_kernels as kernels
-from simulate.analog import apply_pulses, binomial_counts, pulse_counts, pulsed_update
+from simulate.analog import (
+    apply_pulses,
+    binomial_counts,
+    pulse_counts,
+    pulsed_update,
+    stochastic_write,
+)
 from theory.devices import geometric_sum, make_device
 
 EPS = np.finfo(float).eps
@@ -278,3 +284,35 @@ def test_stochastic_pulsed_update_from_dw_equals_the_counts_from_p():
     gens = [np.random.default_rng(1), np.random.default_rng(2)]
     counts = binomial_counts(31, np.minimum(1.0, np.abs(dw) / 1e-3 / 31), gens)
     np.testing.assert_array_equal(got, apply_pulses(w, counts, dw >= 0, device, gens, 1e-3))
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_stochastic_write_is_pulsed_update_of_the_scaled_increments(rows):
+    """``stochastic_write(w, gw, s, ...)`` (the network's fused step) leaves ``gw`` alone and
+    gives ``w`` the bits of ``pulsed_update(w, s * gw, ...)``, also for a member that takes the
+    general path (a weight outside the range); a device with cycle-to-cycle noise is refused
+    before anything is drawn."""
+    device = make_device("softbounds", tau=0.7, dw_min=1e-3)
+    g = np.random.default_rng(40 + rows)
+    w = g.uniform(-0.6, 0.6, (rows, 1500))
+    gw = g.normal(0.0, 0.05, w.shape)
+    gw[0, :3] = [0.0, -0.0, 40.0]  # +-0 (no pulse either way) and p = 1
+    if rows > 1:
+        w[1, 4] = 0.9  # outside [-0.7, 0.7]: member 1 takes the general path
+    scale = -0.05
+    want = pulsed_update(w, gw * scale, device, [np.random.default_rng(s) for s in range(rows)],
+                         pulse_type="stochastic")
+    got, grads = w.copy(), gw.copy()
+    done = stochastic_write(got, grads, scale, device,
+                            [np.random.default_rng(s) for s in range(rows)], np.empty_like(w))
+    assert done
+    assert got.tobytes() == want.tobytes()
+    assert grads.tobytes() == gw.tobytes()
+    assert not np.array_equal(got, w)
+    noisy = make_device("softbounds", tau=0.7, dw_min=1e-3, dw_min_std=0.3)
+    gens = [np.random.default_rng(s) for s in range(rows)]
+    state = [x.bit_generator.state for x in gens]
+    same = w.copy()
+    assert not stochastic_write(same, gw, scale, noisy, gens, np.empty_like(w))
+    assert same.tobytes() == w.tobytes()
+    assert [x.bit_generator.state for x in gens] == state

@@ -216,3 +216,28 @@ def test_fused_ratio_step_gives_the_bits_of_the_general_path(tau, monkeypatch):
         np.testing.assert_array_equal(ratio.weights, run.weights)
         np.testing.assert_array_equal(ratio.trace.loss, run.trace.loss)
         np.testing.assert_array_equal(ratio.trace.w_max_visited, run.trace.w_max_visited)
+
+
+@pytest.mark.parametrize("mode", ["none", "async"])
+def test_fused_stochastic_step_gives_the_bits_of_the_general_path(mode, monkeypatch):
+    """The batch-mean stochastic pulse step through ``simulate.analog.stochastic_write`` (one
+    call for the whole ensemble) equals the general path (``gw *= -lr``, the updater member
+    block by member block) bit for bit over a whole run; it is used for this configuration."""
+    cfg = SimConfig(problem="digits-mlp", device="softbounds", tau=0.7, lr=0.3,
+                    micro_batch_size=4, steps=15, log_every=5, seeds=3, mode=mode, stages=2,
+                    update="pulsed", pulse_type="stochastic")
+    spec = NetworkSpec(layers=4, width=8)
+    calls = []
+    step = networks._FusedStochastic.step
+    monkeypatch.setattr(networks._FusedStochastic, "step",
+                        lambda self, *a: calls.append(1) or step(self, *a))
+    fused = train_network(cfg, spec=spec)
+    assert len(calls) == cfg.steps
+    monkeypatch.setattr(networks._FusedStochastic, "of", classmethod(lambda cls, *a: None))
+    general = train_network(cfg, spec=spec)
+    np.testing.assert_array_equal(fused.weights, general.weights)
+    np.testing.assert_array_equal(fused.trace.loss, general.trace.loss)
+    np.testing.assert_array_equal(fused.trace.w_min_visited, general.trace.w_min_visited)
+    np.testing.assert_array_equal(fused.trace.w_max_visited, general.trace.w_max_visited)
+    other = train_network(replace(cfg, lr=0.31), spec=spec)
+    assert not np.array_equal(other.weights, general.weights)
