@@ -13,8 +13,7 @@ from __future__ import annotations
 import time
 
 from paper_figures.registry import FIGURES, load_figure
-from simulate.config import SimConfig
-from simulate.engine import run
+from simulate import SimConfig, run
 
 REFERENCE = SimConfig(problem="digits-mlp", mode="none", algorithm="analog", stages=4,
                       micro_batches=1, micro_batch_size=16, steps=125, lr=0.05, seeds=1)

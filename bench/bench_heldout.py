@@ -3,19 +3,20 @@
 Run from the repository root: ``python bench/bench_heldout.py [--instances N] [--first S]
 [--jobs J] [--cache-dir DIR] [--suite standard]``.
 
-Each instance (:func:`simulate.calibrate.heldout_check`) draws an oracle problem (soft-bounds
-device with a random ``tau``, noise, root seed), a small grid of (mode, M, B) and a target eps;
-it calibrates on design points that are not in the grid, simulates every grid point at the step
-the plan runs at (the guarantee's best step for eps) until its ensemble mean running average
-reaches eps, and asks which planner's choice really reaches eps within 15 % of the fastest grid
-point: the calibrated planner (fewest predicted cycles) or the theory-only planner (fewest
+Each instance (:func:`simulate.verification.calibrate.heldout_check`) draws an oracle problem
+(soft-bounds device with a random ``tau``, noise, root seed), a small grid of (mode, M, B) and a
+target eps; it calibrates on design points that are not in the grid, simulates every grid point at
+the step the plan runs at (the guarantee's best step for eps) until its ensemble mean running
+average reaches eps, and asks which planner's choice really reaches eps within 15 % of the fastest
+grid point: the calibrated planner (fewest predicted cycles) or the theory-only planner (fewest
 guaranteed cycles). It prints one row per instance and the two success rates, and the median and
 worst prediction ratio (predicted / simulated cycles) of both over every grid point.
 
 With ``--suite NAME`` it instead runs that verification suite (cached) and reads its pipeline
 checks (SP, AP, 4'B) with a calibration of each check's problem
-(:func:`simulate.calibrate.suite_forecasts`): the median and worst calibrated / simulated cycles
-to each check's eps beside the bound's, and the SP-vs-AP and M-vs-M' ranking agreement.
+(:func:`simulate.verification.calibrate.suite_forecasts`): the median and worst calibrated /
+simulated cycles to each check's eps beside the bound's, and the SP-vs-AP and M-vs-M' ranking
+agreement.
 
 With ``--algorithm tiki-taka [--transfer-every T] [--transfer-slice column|all]`` every run
 (calibration and grid) is Tiki-Taka and every cycle count includes the transfers; the
@@ -34,8 +35,8 @@ import time
 
 import numpy as np
 
-from simulate.calibrate import HELDOUT_TOLERANCE, heldout_check, suite_forecasts
-from simulate.suites import SUITES, run_suite
+from simulate import run_suite
+from simulate.verification import HELDOUT_TOLERANCE, SUITES, heldout_check, suite_forecasts
 from theory.calibration import CALIBRATED_ALGORITHMS
 from theory.schedules import TRANSFER_SLICES
 

@@ -43,16 +43,15 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_simulate import best_times  # noqa: E402
-from simulate.analog import Updater  # noqa: E402
-from simulate.config import SimConfig, device_from_config  # noqa: E402
-from simulate.digits import load_digits_split  # noqa: E402
-from simulate.networks import NetworkSpec, train_network  # noqa: E402
-from simulate.update_kernels import (  # noqa: E402
-    add_bias,
-    dense_backward,
-    expected_step_ratio,
-    softmax_delta,
+from simulate import (  # noqa: E402
+    NetworkSpec,
+    SimConfig,
+    Updater,
+    device_from_config,
+    load_digits_split,
+    train_network,
 )
+from simulate.device import add_bias, dense_backward, expected_step_ratio, softmax_delta  # noqa: E402
 
 SPEC = NetworkSpec(grad_norm=False)
 

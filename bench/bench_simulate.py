@@ -23,10 +23,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from simulate.config import SimConfig
-from simulate.digits import load_digits_split
-from simulate.engine import run
-from simulate.networks import NetworkSpec, train_network
+from simulate import NetworkSpec, SimConfig, load_digits_split, run, train_network
 
 SPEC = NetworkSpec(grad_norm=False)
 

@@ -1,7 +1,7 @@
 r"""How the analog IO non-idealities of the forward and backward products bend the gradient.
 
 Run ``python -m bench.io_gradient_error [--quick] [--out DIR]`` from the repository root. With
-the ``companion`` IO preset (:mod:`simulate.mvm`: DAC 7 bits, ADC 9 bits, output noise 0.06,
+the ``companion`` IO preset (:mod:`simulate.device.mvm`: DAC 7 bits, ADC 9 bits, output noise 0.06,
 output bound 12, input bound 1, abs-max noise management, iterative bound management) on the
 forward (``h W``) and backward (``delta_z W^T``) products of every layer of the digits MLP (width
 32, tanh), it prints
@@ -45,10 +45,9 @@ from pathlib import Path
 
 import numpy as np
 
-from simulate.config import SimConfig, device_from_config
-from simulate.digits import load_digits_split
-from simulate.mvm import AnalogPass, IOParameters, io_preset
-from simulate.networks import Network, NetworkSpec, train_network
+from simulate import NetworkSpec, SimConfig, device_from_config, load_digits_split, train_network
+from simulate.device import AnalogPass, IOParameters, io_preset
+from simulate.problems import Network
 from simulate.rng import member_generators
 from theory.fileio import atomic_write, check_writable_dir
 from theory.tables import text_table

@@ -7,13 +7,13 @@ analog, half digital (stages 1, 2) and all digital (``algorithm="mixed"``, ``dig
 and prints:
 
 - ``sim floor``: the mean of ``||grad f(W_k)||^2`` over the last half of the run
-  (:func:`simulate.verify.empirical_floor`, +- one standard error over seeds), the asymptotic
-  error of the simulation (noise ball plus analog bias);
+  (:func:`simulate.verification.checks.empirical_floor`, +- one standard error over seeds), the
+  asymptotic error of the simulation (noise ball plus analog bias);
 - ``bound floor``: Theorem 2M's floor ``G2_bar sigma2/(theta n q_min^2)`` and ``bound limit``: the
   bound as ``K -> inf`` at this step (floor plus ``L alpha p2_bar sigma2/(n q_min)``, plus the
   staleness term for ``async``), both at the theta the check of the run chose
-  (:func:`simulate.verify.check_bound`: the tightest admissible one at ``K``) and with the
-  constants that held in the run (the analog stages' visited region).
+  (:func:`simulate.verification.checks.check_bound`: the tightest admissible one at ``K``) and with
+  the constants that held in the run (the analog stages' visited region).
 
 The three rows of a schedule draw the same noise (paired). Nothing is asserted; the numbers are
 those of the README's "Mixed analog and digital stages".
@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import argparse
 
-from simulate.config import SimConfig
-from simulate.verify import check_bound, empirical_floor
+from simulate import SimConfig, check_bound, empirical_floor
 from theory.compiled import compile_expr
 from theory.symbols import K
 from theory.tables import text_table

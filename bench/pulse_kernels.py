@@ -1,4 +1,5 @@
-"""Focused benchmark of the compiled pulse update (:mod:`simulate.pulse_kernels`, issue 13 item 4).
+"""Focused benchmark of the compiled pulse update (:mod:`simulate.device.pulse_kernels`, issue 13
+item 4).
 
 Run from the repository root: ``python -m bench.pulse_kernels [--samples N] [--repeats R]``.
 
@@ -34,8 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_simulate import best_times  # noqa: E402
-from simulate.config import SimConfig  # noqa: E402
-from simulate.networks import NetworkSpec, train_network  # noqa: E402
+from simulate import NetworkSpec, SimConfig, train_network  # noqa: E402
 
 SPEC = NetworkSpec(grad_norm=False)
 
@@ -44,7 +44,7 @@ SPEC = NetworkSpec(grad_norm=False)
 _FIRST_CALL = """
 import time
 import numpy as np
-from simulate.analog import pulsed_update
+from simulate.device import pulsed_update
 from theory.devices import make_device
 device = make_device("softbounds", tau=1.0, dw_min=0.001)
 w = np.zeros((1, 1000))

@@ -29,9 +29,7 @@ import math
 import time
 from dataclasses import replace
 
-from simulate.config import SimConfig
-from simulate.engine import make_problem, run
-from simulate.networks import NetworkSpec, train_network
+from simulate import NetworkSpec, SimConfig, make_problem, run, train_network
 from theory.compiled import compile_expr
 from theory.symbols import K
 from theory.theorems import get_bound

@@ -18,10 +18,10 @@ Setting: oracle quadratic (dim 16), soft bounds, expected update, ``sigma2 = 1``
   gradient (the step ``rho alpha^2 T`` of Corollary TT0 equals ``lr``, the SP step);
 
 The floor is the average of ``||grad f(W_k)||^2`` over the last half of the iterates
-(:func:`simulate.verify.empirical_floor`), mean over seeds with a 95 % interval (mean +- 1.96
-standard errors over seeds). Members of the three runs draw their own noise (independent
+(:func:`simulate.verification.checks.empirical_floor`), mean over seeds with a 95 % interval (mean
++- 1.96 standard errors over seeds). Members of the three runs draw their own noise (independent
 comparisons). ``cycles`` are the run's clock cycles, transfers included
-(:func:`simulate.tiki_taka.transfer_cycles`). No timing is measured; nothing here is a test.
+(:func:`simulate.device.tiki_taka.transfer_cycles`). No timing is measured; nothing here is a test.
 """
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ import argparse
 import math
 from dataclasses import replace
 
-from simulate.config import SimConfig
-from simulate.engine import run
-from simulate.verify import TT0_SETTINGS, empirical_floor
+from simulate import SimConfig, empirical_floor, run
+from simulate.verification import TT0_SETTINGS
 
 
 def floors(stages: tuple[int, ...], taus: tuple[float, ...], samples: int, seeds: int,

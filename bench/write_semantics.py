@@ -6,8 +6,8 @@ numbers):
 1. the oracle quadratic (d = 16, sigma2 = 1, expected update, soft bounds tau = 0.5 and 1, so
    G_inf > 0), mode ``none`` with ``n = B`` samples per update, n = 1, 4, 16, step 0.02:
    the tail average of ||grad f||^2 (the last half of the iterates,
-   :func:`simulate.verify.empirical_floor`), mean +- standard error over the seeds, for each
-   write semantics, and the floor of its bound (Theorem 2 at n, Corollary 3PS) at the constants
+   :func:`simulate.verification.checks.empirical_floor`), mean +- standard error over the seeds, for
+   each write semantics, and the floor of its bound (Theorem 2 at n, Corollary 3PS) at the constants
    of the region the run visited, theta -> 1;
 2. the digits MLP (16 x 32 tanh) at b = 32, mode ``none``, analog expected update (soft bounds
    tau = 2, the README's accuracy table's device and step), final test accuracy for each write
@@ -19,9 +19,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from simulate.config import SimConfig, device_from_config
-from simulate.engine import run
-from simulate.verify import empirical_floor
+from simulate import SimConfig, device_from_config, empirical_floor, run
 from theory.tables import text_table
 
 

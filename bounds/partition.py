@@ -15,7 +15,7 @@ times in a closed window of :math:`g` cycles,
 with count ``B`` for ``sync`` and ``none`` (one mini-batch) and unbounded for ``async``. For the
 pipelined modes :math:`g = 2(M - m) + 1`, :math:`\delta = 2`, hence
 :math:`h(m) = \min(M - m + 1, B)` (sync) and :math:`M - m + 1` (async): stage 1 holds
-the most. Tested against the discrete-event timelines of :mod:`simulate.timeline`.
+the most. Tested against the discrete-event timelines of :mod:`simulate.pipeline.timeline`.
 
 **Partition.** :func:`best_partition` splits the layers into exactly ``M`` non-empty contiguous
 stages, minimising the bottleneck (the largest MVMs per sample of a stage) subject to every stage

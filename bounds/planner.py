@@ -695,7 +695,7 @@ class _Transfers:
     :math:`\lfloor K/T \rfloor c_T` (:func:`theory.schedules.transfer_cycles`), with
     :math:`c_T = 2\max_m \sum_{\ell \in m} s_\ell` for the candidate's partition
     (:func:`theory.schedules.transfer_event_cycles`): each layer is one tile of ``rows``
-    columns (a column is the weights one input line feeds, as in :mod:`simulate.tiki_taka`),
+    columns (a column is the weights one input line feeds, as in :mod:`simulate.device.tiki_taka`),
     :math:`s_\ell = 1` for ``transfer_slice="column"`` and ``rows`` for ``"all"``. Transfer
     cycles are pipeline clock cycles like the schedule's (:mod:`bounds.timing`), so the seconds
     are ``cycles x cycle time``. The partition is the bottleneck DP's, as for analog SGD; where

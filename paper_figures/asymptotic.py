@@ -3,16 +3,16 @@ r"""Figure ``asymptotic``: analog SGD's error floor against tau and against the 
 The authors' least-squares setup (paper-notes section 3): :math:`f(x) = \frac{1}{2 n_r}\lVert Ax -
 y\rVert^2` with :math:`A \in \mathbb{R}^{100 \times 40}`, entries N(0, 1), additive Gaussian
 gradient noise of variance ``sigma2`` (batch ``n = 1``), soft-bounds devices of dynamic range
-``tau``, step 3e-2 and 2500 iterations (:mod:`simulate.problems`, expected analog update). For each
-run the **empirical floor** is the average squared gradient norm over the last half of the
+``tau``, step 3e-2 and 2500 iterations (:mod:`simulate.problems.oracle`, expected analog update).
+For each run the **empirical floor** is the average squared gradient norm over the last half of the
 iterates,
 
 .. math:: \hat e_\infty = \frac1R \sum_r \frac{1}{|T|} \sum_{k \in T}
           \lVert \nabla f(W_k^{(r)}) \rVert^2, \qquad T = \{k \ge K/2\}
 
-(the estimator of :func:`simulate.verify.empirical_floor`), mean over ``R`` seeds with its
-standard error. It contains the analog asymmetric floor and the :math:`O(\alpha)` noise ball; the
-digital SGD run of the same seed (same problem, same noise draws) shows the noise ball alone.
+(the estimator of :func:`simulate.verification.checks.empirical_floor`), mean over ``R`` seeds with
+its standard error. It contains the analog asymmetric floor and the :math:`O(\alpha)` noise ball;
+the digital SGD run of the same seed (same problem, same noise draws) shows the noise ball alone.
 
 The theory's floor (Theorem 2, ``analog_sgd`` in :mod:`theory.theorems`)
 
@@ -24,7 +24,7 @@ is drawn with the device constants on the weight interval the run visited
 smallest floor the theorem states at this step; :func:`theory.admissible.theta_max`).
 
 Left panel: against ``tau`` at step 3e-2; right panel: against the step at ``tau = 1``.
-Every run is one point of :func:`simulate.sweep.run_sweep` (function :func:`floor_run`).
+Every run is one point of :func:`simulate.execution.sweep.run_sweep` (function :func:`floor_run`).
 """
 
 from __future__ import annotations
@@ -38,9 +38,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from simulate.config import SimConfig, device_from_config
-from simulate.sweep import run_sweep
-from simulate.verify import empirical_floor
+from simulate import SimConfig, device_from_config, empirical_floor, run_sweep
 from theory.admissible import theta_max
 from theory.compiled import compile_expr
 from theory.errors import ParameterError, check_range

@@ -32,7 +32,7 @@ import matplotlib.style
 import numpy as np
 from matplotlib.figure import Figure
 
-from simulate.cache import package_version, source_fingerprint
+from simulate.execution import package_version, source_fingerprint
 from theory.errors import ParameterError
 from theory.fileio import atomic_write
 

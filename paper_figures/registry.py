@@ -12,7 +12,7 @@ __all__ = ["FIGURES", "load_figure"]
 #: figure name -> module providing NAME, DESCRIPTION, USES_SWEEP, compute, plot, write (cheap
 #: ones first). ``USES_SWEEP`` declares whether ``compute``/``write`` take the sweep keywords
 #: ``jobs``, ``scheduler``, ``cache`` (figures that simulate run through
-#: :func:`simulate.sweep.run_sweep`; analytic ones do not).
+#: :func:`simulate.execution.sweep.run_sweep`; analytic ones do not).
 FIGURES: dict[str, str] = {
     "schedule": "paper_figures.schedule",
     "complexity": "paper_figures.complexity",

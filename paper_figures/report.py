@@ -9,13 +9,14 @@ and ``DIR/index.html`` (self-contained; the figures are relative ``<img>`` links
    samples, clock cycles, seconds and speedup of every registry entry);
 2. the plan for the default model (:func:`bounds.planner.plan`; the ``plan`` figure's model and
    accelerator count, the preset's device and timing);
-3. the verification table (:func:`simulate.suites.run_suite` ``"quick"``: every checkable bound
+3. the verification table (:func:`simulate.verification.suites.run_suite` ``"quick"``: every
+checkable bound
    against simulation on the oracle problems);
 4. every figure of :data:`paper_figures.registry.FIGURES`, each with one sentence computed from
    its CSV (the numbers it plots).
 
-Simulation runs through :func:`simulate.sweep.run_sweep` (``--jobs``, ``--scheduler``, the cache).
-The last line printed says where to look.
+Simulation runs through :func:`simulate.execution.sweep.run_sweep` (``--jobs``, ``--scheduler``, the
+cache). The last line printed says where to look.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from bounds.evaluate import compare
 from bounds.models import load_model
 from bounds.params import DEFAULT_EPS, DEFAULT_PRESET, PlanHardware, ProblemParams, from_preset
 from bounds.planner import plan
-from simulate.suites import run_suite
+from simulate import run_suite
 from theory.errors import check_range
 from theory.fileio import atomic_write
 from theory.tables import markdown_table
@@ -266,7 +267,7 @@ def write_report(out: str | Path, preset: str = DEFAULT_PRESET, eps: float = DEF
     quick : bool
         Quick figures (fewer seeds and steps).
     sweep : mapping, optional
-        ``jobs``, ``scheduler``, ``cache`` for :func:`simulate.sweep.run_sweep`.
+        ``jobs``, ``scheduler``, ``cache`` for :func:`simulate.execution.sweep.run_sweep`.
 
     Returns
     -------

@@ -4,7 +4,8 @@ Three panels share one cycle axis: no pipeline, synchronous and asynchronous pip
 ``M = 4`` stages and ``B = 5`` micro-batches (``N = 5`` for the asynchronous run). Each cell is one
 clock cycle of one stage: a forward, a backward (labelled with the micro-batch index) or idle (a
 bubble); a black bar at the end of a cycle marks a weight update of that stage. Everything is drawn
-from the simulated timelines of :mod:`simulate.timeline`; the CSV holds every cell and update mark.
+from the simulated timelines of :mod:`simulate.pipeline.timeline`; the CSV holds every cell and
+update mark.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from simulate.timeline import Timeline, build_timeline
+from simulate import Timeline, build_timeline
 
 from .common import new_figure, use_style, write_figure
 

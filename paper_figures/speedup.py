@@ -1,10 +1,10 @@
 r"""Figure ``speedup``: speedup over training without pipeline against the number of stages.
 
 Throughput, and time to a target with the step **tuned** for every configuration (issue 15; the
-protocol is :mod:`simulate.tuning`), with ``B = 8`` micro-batches of ``b = 4`` samples:
+protocol is :mod:`simulate.verification.tuning`), with ``B = 8`` micro-batches of ``b = 4`` samples:
 
 1. **Throughput** (cycles per sample), from the discrete-event timelines of
-   :mod:`simulate.timeline` (measured cycles, never the closed forms): synchronous, one
+   :mod:`simulate.pipeline.timeline` (measured cycles, never the closed forms): synchronous, one
    mini-batch of ``B``, :math:`S_{\mathrm{SP}} = MB/(B + M - 1)`; asynchronous, ``N``
    micro-batches without flush, :math:`S_{\mathrm{AP}} = MN/(N + M - 1) \to M`.
 2. **Time to target**, per workload (network, data) of :attr:`SpeedupSettings.workloads`: every
@@ -12,7 +12,7 @@ protocol is :mod:`simulate.tuning`), with ``B = 8`` micro-batches of ``b = 4`` s
    at every step of one log-spaced grid with the same sample budget and seeds; for every target
    (test accuracies and a training loss) the step with the smallest median time on the
    validation images is chosen and its time on the test images reported
-   (:func:`simulate.tuning.tune`). Two baselines, both at their own tuned step:
+   (:func:`simulate.verification.tuning.tune`). Two baselines, both at their own tuned step:
 
    - **own**: the pipeline's non-pipelined counterpart. Synchronous: mini-batch SGD (same
      iterates; :math:`2MBK` cycles against :math:`2(B + M - 1)K`). Asynchronous: micro-batch SGD
@@ -25,17 +25,17 @@ protocol is :mod:`simulate.tuning`), with ``B = 8`` micro-batches of ``b = 4`` s
      zero width).
 
    The speedup is the ratio of median times in cycles; the interval a paired bootstrap over
-   seeds (:func:`simulate.tuning.speedup_interval`); seeds that miss a target are censored at
-   the budget and counted (``reached``); a ratio whose median is censored is marked a bound
-   (``status``).
+   seeds (:func:`simulate.verification.tuning.speedup_interval`); seeds that miss a target are
+   censored at the budget and counted (``reached``); a ratio whose median is censored is marked a
+   bound (``status``).
 3. **Sensitivity** of the asynchronous speedup at ``M = 8`` (over its own counterpart, first
    workload, :attr:`SpeedupSettings.sensitivity_target`): one row per :class:`Variant` (the step
    fixed or tuned, micro-batch size, device, pulse type, write semantics), each a change of
    :class:`~simulate.config.SimConfig` fields with the reason it moves the speedup; the
    ``write`` column names each row's write semantics (``SimConfig.write``).
 
-Every training run goes through one cached sweep (:func:`simulate.sweep.run_sweep` of
-:func:`simulate.tuning.study_run`, one point per arm and step with all its seeds), so
+Every training run goes through one cached sweep (:func:`simulate.execution.sweep.run_sweep` of
+:func:`simulate.verification.tuning.study_run`, one point per arm and step with all its seeds), so
 ``--jobs``/``--scheduler`` scale it out. The CSV holds every number (columns :data:`COLUMNS`;
 ``kind`` = ``throughput``, ``time-to-target``, ``sensitivity``); the manifest records the
 protocol: grid, budgets, seeds, targets, the chosen steps and every median of the selection.
@@ -53,14 +53,11 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from simulate.config import SimConfig
-from simulate.digits import VALIDATION_SIZE, train_rows
-from simulate.networks import NetworkSpec
-from simulate.prediction import BOOTSTRAP_RESAMPLES, CI_LEVEL
-from simulate.staleness import cycles_after
-from simulate.sweep import run_sweep
-from simulate.timeline import build_timeline
-from simulate.tuning import (
+from simulate import NetworkSpec, SimConfig, build_timeline, cycles_after, run_sweep
+from simulate.problems import VALIDATION_SIZE, train_rows
+from simulate.verification import (
+    BOOTSTRAP_RESAMPLES,
+    CI_LEVEL,
     Target,
     TimeToTarget,
     log_grid,
@@ -362,8 +359,9 @@ def _plan(s: SpeedupSettings) -> dict:
 
 
 def _truncated(result: Mapping, samples: int) -> dict:
-    """A :func:`~simulate.tuning.study_run` result cut to the logging points within ``samples``
-    training samples (the same run with a smaller budget: its first points are the same)."""
+    """A :func:`~simulate.verification.tuning.study_run` result cut to the logging points within
+    ``samples`` training samples (the same run with a smaller budget: its first points are the
+    same)."""
     keep = np.asarray(result["samples"]) <= samples
     out = dict(result)
     for name in ("step", "samples"):

@@ -8,21 +8,22 @@ soft-bounds device with ``tau = 1``, expected analog update), for every stage co
 - **AP** (``analog_sgd_ap``, Theorem 4): asynchronous pipeline, micro-batch ``b = 1``, delays
   ``M - m`` (``D = M - 1``).
 
-Each point is :func:`simulate.verify.check_bound`: the average over seeds of
+Each point is :func:`simulate.verification.checks.check_bound`: the average over seeds of
 :math:`\frac1K\sum_{k<K}\lVert\nabla f(W_k)\rVert^2` (every iterate; error bars ``z = 4``
 standard errors) and the bound at ``K`` and the run's step with the constants that held (the
 visited weight interval for :math:`q_{\min}, q_{\max}, G_\infty`) and the tightest admissible
 :math:`\theta`. The step is half the admissible step cap of each configuration
-(:func:`simulate.suites.capped_step` on the region ``[-0.5, 0.5]``), so the AP step shrinks as
-:math:`1/D`. The sweep function is :func:`simulate.suites.check_point` (cached with the
+(:func:`simulate.verification.suites.capped_step` on the region ``[-0.5, 0.5]``), so the AP step
+shrinks as
+:math:`1/D`. The sweep function is :func:`simulate.verification.suites.check_point` (cached with the
 verification suites).
 
 A third panel reads the same pipelines (SP with ``B = 4``, AP, ``b = 1``, every ``M``) as
 **predictions** of the clock cycles to a target, as the planner uses them: on a problem where the
 guarantee has a target below the start (:data:`PREDICTION_PROBLEM`: soft bounds ``tau = 4``,
 ``sigma2 = 0.1``), every pipeline runs at the guarantee's best step for
-:math:`\epsilon = \sqrt{F S}` (:func:`simulate.calibrate.grid_target`); the proved cycles
-(bound) and the calibration's (:func:`calibration_of`, fitted on its own design of other
+:math:`\epsilon = \sqrt{F S}` (:func:`simulate.verification.calibrate.grid_target`); the proved
+cycles (bound) and the calibration's (:func:`calibration_of`, fitted on its own design of other
 pipelines, :data:`CALIBRATION_SYNC` and :data:`CALIBRATION_ASYNC`) are plotted against the
 simulated cycles to ``eps`` of the ensemble mean running average (log-log; ``y = x`` is a perfect
 forecast).
@@ -38,17 +39,19 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from simulate.calibrate import (
-    QUICK,
+from simulate import Check, run_sweep
+from simulate.verification import (
+    CALIBRATION_QUICK,
+    VERIFY_FORMAT,
     CalibrationProblem,
     calibrate,
+    capped_step,
+    check_point,
+    config_for,
     design,
     grid_target,
     simulate_grid,
 )
-from simulate.suites import VERIFY_FORMAT, capped_step, check_point
-from simulate.sweep import run_sweep
-from simulate.verify import Check, config_for
 from theory.calibration import predicted_cycles
 from theory.errors import ParameterError, check_range
 
@@ -135,8 +138,8 @@ def configs(s: TheoryVsSimSettings) -> list[tuple[str, int, object]]:
 
 
 def compute(quick: bool = False, jobs: int | None = None, scheduler=None, cache=True) -> dict:
-    """Check every point (one cached sweep of :func:`simulate.suites.check_point`) and calibrate
-    the problem (:func:`calibration_of`).
+    """Check every point (one cached sweep of :func:`simulate.verification.suites.check_point`) and
+    calibrate the problem (:func:`calibration_of`).
 
     Returns
     -------
@@ -186,8 +189,8 @@ def calibration_of(s: TheoryVsSimSettings, **sweep):
     points = design(PREDICTION_PROBLEM, sync=CALIBRATION_SYNC, async_=CALIBRATION_ASYNC,
                     fractions=(0.05, 0.2, 0.6), steps=max(s.steps, CALIBRATION_MIN_STEPS),
                     seeds=s.seeds)
-    return calibrate(PREDICTION_PROBLEM, points, resamples=QUICK["resamples"], progress=None,
-                     **sweep)
+    return calibrate(PREDICTION_PROBLEM, points, resamples=CALIBRATION_QUICK["resamples"],
+                     progress=None, **sweep)
 
 
 def table(data: dict) -> list[dict[str, object]]:

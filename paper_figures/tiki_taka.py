@@ -1,7 +1,7 @@
 r"""Figure ``tiki-taka``: Tiki-Taka against analog SGD, without pipeline, synchronous and
 asynchronous, on the oracle quadratic (issue 16).
 
-Every run is the oracle quadratic (``dim = 16``, :mod:`simulate.problems`) with the expected
+Every run is the oracle quadratic (``dim = 16``, :mod:`simulate.problems.oracle`) with the expected
 analog update on a soft-bounds device of range ``tau`` (its minimiser lies in ``[-0.3, 0.3]``, so a
 small ``tau`` saturates), one sample per micro-batch (``b = 1``) and one step ``lr`` for all. The
 schedules: no pipeline (``M = 1``, one sample per update); the synchronous pipeline with ``B = M``
@@ -18,13 +18,15 @@ and against the noise at ``tau`` = :attr:`TikiTakaSettings.taus` ``[0]``, with i
 **Cycles to eps** (right panel): per seed the running average
 :math:`\frac1K\sum_{k<K}\lVert\nabla f(W_k)\rVert^2` (every iterate logged) and the clock cycles
 after the first ``K`` where the ensemble mean reaches ``eps`` (the trace's cycles: the schedule's
-closed form plus the transfers of :func:`simulate.tiki_taka.transfer_cycles`). The interval is the
-percentile bootstrap of :mod:`simulate.prediction` (:data:`simulate.prediction.BOOTSTRAP_RESAMPLES`
-resamples of the seeds, :func:`simulate.rng.bootstrap_generator`, :data:`simulate.prediction.
-CI_LEVEL`); the SP-vs-AP ratio resamples both ensembles (independently) and takes the ratio of
-their hitting cycles per resample. A target not reached within the run is ``inf``.
+closed form plus the transfers of :func:`simulate.device.tiki_taka.transfer_cycles`). The interval
+is the percentile bootstrap of :mod:`simulate.verification.prediction`
+(:data:`simulate.verification.prediction.BOOTSTRAP_RESAMPLES` resamples of the seeds,
+:func:`simulate.rng.bootstrap_generator`, :data:`simulate.verification.prediction. CI_LEVEL`); the
+SP-vs-AP ratio resamples both ensembles (independently) and takes the ratio of their hitting cycles
+per resample. A target not reached within the run is ``inf``.
 
-Every run is one point of :func:`simulate.sweep.run_sweep` (function :func:`tt_run`; cached).
+Every run is one point of :func:`simulate.execution.sweep.run_sweep` (function :func:`tt_run`;
+cached).
 """
 
 from __future__ import annotations
@@ -38,11 +40,9 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from simulate.config import SimConfig
-from simulate.engine import run
-from simulate.prediction import BOOTSTRAP_RESAMPLES, CI_LEVEL, first_hit, running_average
+from simulate import SimConfig, run, run_sweep
 from simulate.rng import bootstrap_generator
-from simulate.sweep import run_sweep
+from simulate.verification import BOOTSTRAP_RESAMPLES, CI_LEVEL, first_hit, running_average
 from theory.errors import ParameterError, check_range
 
 from .common import new_figure, use_style, write_figure

@@ -18,16 +18,16 @@ nats), measured every ``log_samples`` samples.
 **The early loss spike of the mini-batch runs** (digital and analog SGD without pipeline, and SP,
 which has their iterates: up to about 8 nats near 200 samples in quick mode) is the step, not a
 bug: at the initial weights the training loss has a Hessian eigenvalue
-:math:`\lambda_{\max} \approx 200` (:func:`simulate.tuning.initial_sharpness`, computed for
-every seed and recorded in the manifest), so full-batch descent near :math:`W_0` is stable only
+:math:`\lambda_{\max} \approx 200` (:func:`simulate.verification.tuning.initial_sharpness`, computed
+for every seed and recorded in the manifest), so full-batch descent near :math:`W_0` is stable only
 for :math:`\alpha < 2/\lambda_{\max} \approx 0.01`; ``lr = 0.05`` is about five times beyond
 it. The loss rises while the step throws the weights out of that sharp region (a catapult), then
 falls once the curvature has dropped below :math:`2/\alpha`. Digital SGD spikes the same, so the
 device is not involved; at ``lr = 0.0125`` the loss falls from the first update; the asynchronous
 runs (step ``lr / B``) do not spike. The speedup study tunes the step instead
 (:mod:`paper_figures.speedup`). Every run is one point of
-:func:`simulate.sweep.run_sweep` (function :func:`digits_run`), so ``--jobs``, ``--scheduler`` and
-the result cache apply. The CSV holds every plotted point.
+:func:`simulate.execution.sweep.run_sweep` (function :func:`digits_run`), so ``--jobs``,
+``--scheduler`` and the result cache apply. The CSV holds every plotted point.
 """
 
 from __future__ import annotations
@@ -40,10 +40,8 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from simulate.config import SimConfig
-from simulate.networks import NetworkSpec, train_network
-from simulate.sweep import run_sweep
-from simulate.tuning import STUDY_FORMAT, sharpness_run
+from simulate import NetworkSpec, SimConfig, run_sweep, train_network
+from simulate.verification import STUDY_FORMAT, sharpness_run
 from theory.errors import ParameterError, check_range
 
 from .common import new_figure, use_style, write_figure
@@ -186,7 +184,8 @@ def digits_run(point: Mapping) -> dict:
     """Sweep function: train one digits run, return its per-measurement arrays.
 
     ``point = {"config": SimConfig.to_dict() (seeds = 1), "format": RUN_FORMAT}``. The network is
-    the default :class:`simulate.networks.NetworkSpec` without the (unplotted) gradient norm.
+    the default :class:`simulate.problems.network.NetworkSpec` without the (unplotted) gradient
+    norm.
 
     Returns
     -------
@@ -330,8 +329,8 @@ def manifest(data: dict, quick: bool) -> dict:
             "lambda_max": data["lambda_max"],
             "stable_step_limit": [2.0 / v for v in data["lambda_max"]],
             "what": "largest Hessian eigenvalue of the training loss at each seed's initial "
-                    "weights (simulate.tuning.initial_sharpness); full-batch descent is stable "
-                    "near W_0 for lr < 2 / lambda_max",
+                    "weights (simulate.verification.tuning.initial_sharpness); full-batch descent "
+                    "is stable near W_0 for lr < 2 / lambda_max",
         },
     }
 

@@ -7,18 +7,35 @@ and short flags in the field metadata) are also the flags of ``aimc-pipeline sim
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
-from functools import cache
+from dataclasses import asdict, dataclass, field
 
-from theory import devices
 from theory.devices import Device
 from theory.errors import ParameterError, check_range, show_value
 from theory.limits import MAX_ARRAY_BYTES, MAX_COUNT, MAX_UPDATES, check_size
 from theory.schedules import MODES, TRANSFER_SLICES  # what a transfer event moves
 from theory.theorems import ALGORITHMS, WRITE_SEMANTICS  # write semantics: Corollary 3PS
 
-from .digits import DATA_SETS, train_rows
-from .mvm import IO_PRESETS
+from .device import (
+    DEFAULT_DW_MIN,
+    DEFAULT_TAU,
+    DIGITAL_FAST,
+    IO_PRESETS,
+    PULSE_METHODS,
+    PULSE_TYPES,
+    check_device_tau,
+    device_named,
+    fast_device_named,
+)
+from .problems import (
+    DATA_SETS,
+    DIGITS_FEATURES,
+    DRAW_CHUNK,
+    LEAST_SQUARES_DIM,
+    NETWORK_PROBLEMS,
+    ORACLE_PROBLEMS,
+    network_bytes_per_member,
+    train_rows,
+)
 
 __all__ = [
     "ALGORITHMS", "DATA_SETS", "DEFAULT_DW_MIN", "DEFAULT_TAU", "DIGITAL_FAST", "IO_CHOICES",
@@ -28,42 +45,20 @@ __all__ = [
     "network_bytes_per_member",
 ]
 
-#: problems with every constant of the theory known exactly (:mod:`simulate.problems`)
-ORACLE_PROBLEMS = ("quadratic", "least-squares")
-#: digits networks trained stage by stage (:mod:`simulate.networks`)
-NETWORK_PROBLEMS = ("digits-mlp", "digits-resmlp")
 PROBLEMS = ORACLE_PROBLEMS + NETWORK_PROBLEMS
 UPDATES = ("expected", "pulsed")
-#: pulse types of the pulse-level update (aihwkit vocabulary; :func:`simulate.analog.pulsed_update`)
-PULSE_TYPES = ("deterministic", "stochastic", "mean-count")
-#: IO presets of the analog forward and backward products (:data:`simulate.mvm.IO_PRESETS`)
+#: IO presets of the analog forward and backward products (:data:`simulate.device.IO_PRESETS`)
 IO_CHOICES = tuple(IO_PRESETS)
-#: how the pulse-level update fires an element's pulses (:func:`simulate.analog.apply_pulses`)
-PULSE_METHODS = ("closed-form", "loop")
 #: the most pipeline stages a run may have: a sanity cap on the input, not a limit of the method
 #: (an async run keeps ``M - m + 1`` copies of stage m's block, about ``M / 2`` copies of the whole
 #: model, and the paper's pipelines have at most a few dozen stages)
 MAX_STAGES = 64
 #: the most data-parallel replicas per member (a sanity cap on the input, like MAX_STAGES)
 MAX_REPLICAS = 64
-#: pulse granularity of a device named by its family alone (the paper's tau = 1 theory device)
-DEFAULT_DW_MIN = 0.001
-#: the default ``tau`` of :class:`SimConfig` (a preset whose range is fixed records ``None``)
-DEFAULT_TAU = 1.0
 #: the integer fields of :class:`SimConfig` (an integral float such as ``20.0`` is stored as int)
 _INTEGER_FIELDS = ("stages", "micro_batches", "micro_batch_size", "steps", "seeds", "log_every",
                    "dim", "seed", "transfer_every", "replicas",
                    "average_every")
-#: ``fast_device`` value of an ideal (digital) fast array A: ``A += dw`` exactly, no device
-DIGITAL_FAST = "digital"
-#: updates whose gradient noise (oracle) or batches (networks) are drawn at once, see the engine
-_DRAW_CHUNK = 256
-#: the digits training split (images, features, classes) and the default network (layers, width),
-#: for the memory estimates of the network runs (:func:`network_bytes_per_member`)
-_DIGITS_TRAIN, _DIGITS_FEATURES, _DIGITS_CLASSES = 1437, 64, 10
-_NETWORK_LAYERS, _NETWORK_WIDTH = 16, 32
-#: weights of the least-squares oracle problem (columns of its A)
-_LEAST_SQUARES_DIM = 40
 
 
 def _choice(name: str, value: str, valid: tuple[str, ...]) -> str:
@@ -87,7 +82,7 @@ class SimConfig:
         Pipeline schedule (paper-notes section 2).
     algorithm : {"digital", "analog", "tiki-taka", "mixed"}
         Plain SGD, analog SGD through the device's response functions, Tiki-Taka (two analog
-        arrays, :mod:`simulate.tiki_taka`), or ``mixed``: analog SGD except on the stages of
+        arrays, :mod:`simulate.device.tiki_taka`), or ``mixed``: analog SGD except on the stages of
         ``digital_stages``, whose blocks update digitally (Theorem 2M).
     stages : int
         Pipeline stages ``M`` (1 to :data:`MAX_STAGES`); the model's weights are split into ``M``
@@ -112,9 +107,9 @@ class SimConfig:
         Bernoulli trains of ``desired_bl`` bits, Binomial per device), ``deterministic``
         (stochastic rounding of ``|dW| / dw_min``, matching aihwkit's ``DeterministicImplicit``;
         the default before issue 13) or ``mean-count`` (the expected count, no train noise); see
-        :func:`simulate.analog.pulsed_update`. A network with one sample per update (or ``write =
-        "per-sample"``) fires the trains on each layer's outer product
-        (:func:`simulate.analog.coincidence_counts`).
+        :func:`simulate.device.pulses.pulsed_update`. A network with one sample per update (or
+        ``write = "per-sample"``) fires the trains on each layer's outer product
+        (:func:`simulate.device.trains.coincidence_counts`).
         Recorded with every run; unused by ``expected``.
     write : {"batch-mean", "per-sample"}
         How the ``n`` = :attr:`samples_per_update` gradients of one update (all computed at the
@@ -127,17 +122,17 @@ class SimConfig:
         Corollary 3PS).
     pulse_method : {"closed-form", "loop"}
         How the pulse-level update fires the pulses of an element
-        (:func:`simulate.analog.apply_pulses`): ``closed-form`` (the default) all at once where
-        the device's responses are affine (exact without cycle-to-cycle noise; with it, the
+        (:func:`simulate.device.pulses.apply_pulses`): ``closed-form`` (the default) all at once
+        where the device's responses are affine (exact without cycle-to-cycle noise; with it, the
         exact Gaussian sum of additive noise or a moment-matched Gaussian of multiplicative
         noise), else one by one; ``loop`` always one by one.
     update_management, bl_management : bool
         aihwkit's update management and BL management of the ``stochastic`` and ``mean-count``
-        trains (:func:`simulate.analog.train_scales`), both off by default. Update management
+        trains (:func:`simulate.device.trains.train_scales`), both off by default. Update management
         needs the rank-1 factors ``x`` and ``d`` (networks at one sample per update); with only
-        ``dW`` known it changes nothing (:func:`simulate.analog.pulsed_update`). BL management
-        sets each update's bit length from its largest desired pulse count (per member: the
-        whole weight vector, or per layer for the rank-1 trains).
+        ``dW`` known it changes nothing (:func:`simulate.device.pulses.pulsed_update`). BL
+        management sets each update's bit length from its largest desired pulse count (per member:
+        the whole weight vector, or per layer for the rank-1 trains).
     lr : float
         Step size ``alpha`` (> 0).
     steps : int
@@ -156,14 +151,14 @@ class SimConfig:
     forward_io, backward_io : {"perfect", "aihwkit", "companion"}
         IO non-idealities (DAC, output noise, ADC, noise and bound management) of the analog
         products of the networks' forward (``h W``) and backward (``delta_z W^T``) passes,
-        presets of :data:`simulate.mvm.IO_PRESETS`; ``perfect`` (default) is the exact
+        presets of :data:`simulate.device.mvm.IO_PRESETS`; ``perfect`` (default) is the exact
         product. Only for ``algorithm="analog"`` on a network problem (a digital run computes
         exactly; an oracle problem's gradient is not an MVM): anything but ``perfect`` elsewhere
         is refused. The weight gradient ``h^T delta_z`` is the update, not an MVM.
     transfer_every, transfer_lr, tt_gamma, transfer_slice, fast_device, transfer_reset
-        Tiki-Taka (``algorithm="tiki-taka"``, :mod:`simulate.tiki_taka`; unused otherwise): the
-        period ``T`` (updates), the transfer rate relative to ``lr`` (``beta = transfer_lr * lr``,
-        aihwkit's ``scale_transfer_lr``), the weight ``gamma`` of A in
+        Tiki-Taka (``algorithm="tiki-taka"``, :mod:`simulate.device.tiki_taka`; unused otherwise):
+        the period ``T`` (updates), the transfer rate relative to ``lr`` (``beta = transfer_lr *
+        lr``, aihwkit's ``scale_transfer_lr``), the weight ``gamma`` of A in
         ``W = gamma A + C``, the slice moved per event (``column`` round robin or ``all``),
         the fast array's device (``None``: the run's device; ``"digital"``
         (:data:`DIGITAL_FAST`): an ideal buffer, ``A += dw`` exactly, TT-v2's digital buffer)
@@ -176,7 +171,7 @@ class SimConfig:
         digitally (``w + dw``); the other stages update through the device. Stored sorted
         (``"3,1"`` -> ``"1,3"``); empty (the default) is every stage analog.
     data : {"digits", "digits-holdout", "digits-augmented"}
-        The training data of a network problem (:mod:`simulate.digits`): the 1437 training
+        The training data of a network problem (:mod:`simulate.problems.digits`): the 1437 training
         images (default), 1150 of them with 287 held out for validation, or those 1150 with
         12 rotated and shifted copies each; always the same 360 test images. Oracle problems
         take only the default.
@@ -189,9 +184,9 @@ class SimConfig:
         gradient error comes from its IO non-idealities, ``forward_io``/``backward_io``).
     replicas : int
         Data-parallel replicas per ensemble member (1 to ``MAX_REPLICAS``; oracle problems), each
-        running ``mode`` on its own gradient noise and device draws (:mod:`simulate.replicas`):
-        mode ``none`` is the planner's ``dp``, ``sync``/``async`` its ``hybrid``. 1 (default):
-        today's run, bit for bit.
+        running ``mode`` on its own gradient noise and device draws
+        (:mod:`simulate.pipeline.replicas`): mode ``none`` is the planner's ``dp``,
+        ``sync``/``async`` its ``hybrid``. 1 (default): today's run, bit for bit.
     average_every : int
         Averaging period ``P`` (updates between averagings; ignored at ``replicas = 1``).
     programming_error : float
@@ -332,13 +327,13 @@ class SimConfig:
     replicas: int = field(default=1, metadata={
         "help": "data-parallel replicas per ensemble member, each running the mode (dp: mode "
                 "none; hybrid: sync or async), averaged every --average-every updates "
-                "(simulate.replicas; oracle problems)"})
+                "(simulate.pipeline.replicas; oracle problems)"})
     average_every: int = field(default=1, metadata={
         "help": "averaging period P: the replicas' weights are averaged digitally and "
                 "programmed back every P updates"})
     programming_error: float = field(default=0.0, metadata={
         "help": "std of the per-weight error of programming the mean back (weight units; "
-                "closed-loop programming, simulate.replicas)"})
+                "closed-loop programming, simulate.pipeline.replicas)"})
 
     def __post_init__(self):
         _choice("problem", self.problem, PROBLEMS)
@@ -473,65 +468,6 @@ def _limit(name: str, value, *, need, limit: float, what: str, hint: str = "") -
     check_size(name, value, need=need, limit=limit, what=what, hint=hint)
 
 
-@cache
-def _preset(device: str) -> Device | None:
-    """The preset named ``device`` (``None`` if it is not a preset name); cached."""
-    return devices.load_preset(device) if device in devices.list_presets() else None
-
-
-def _fixed_range_preset(device: str) -> Device | None:
-    """The preset ``device`` if its range is fixed (no ``tau`` parameter), else ``None``."""
-    preset = _preset(device)
-    if preset is None or "tau" in preset.response.parameter_names():
-        return None
-    return preset
-
-
-def check_device_tau(device: str, tau: float | None, *, explicit: bool = True) -> float | None:
-    """The ``tau`` to record for ``device``: refuse one that would be ignored or is too small.
-
-    A preset (or a family) whose range is ``[w_min, w_max]`` has no ``tau``: ``None`` is
-    recorded there (the record says what ran), and a ``tau`` given ``explicit``-ly (by
-    :class:`SimConfig`: any value but the default :data:`DEFAULT_TAU`) is refused. A device with
-    a range ``tau`` holds ``[-tau, tau]``, which must be at least one pulse ``dw_min`` wide (the
-    pulse of a family device is :data:`DEFAULT_DW_MIN`, which no flag sets: the message names
-    ``tau``).
-
-    Raises
-    ------
-    ParameterError
-        Starting ``tau=``.
-    """
-    preset = _fixed_range_preset(device)
-    fixed_family = (device in devices.FAMILIES
-                    and "tau" not in devices.FAMILIES[device].parameter_names())
-    if preset is not None or fixed_family:
-        if tau is None or not explicit:
-            return None
-        with_tau = ", ".join(f for f, c in devices.FAMILIES.items() if "tau" in c.parameter_names())
-        what = (f"the preset device={device!r}, whose range [{preset.w_min:g}, {preset.w_max:g}] "
-                "is fixed" if preset is not None else
-                f"the family device={device!r}, whose range is set by w_min and w_max")
-        raise ParameterError(
-            f"tau={tau:g} does not apply to {what}; leave tau unset, or set the range with a "
-            f"family that has a tau as device ({with_tau}), e.g. device='softbounds'"
-        )
-    if tau is None:
-        return None
-    if _preset(device) is not None:
-        dw_min = _preset(device).dw_min
-    elif device in devices.FAMILIES:
-        dw_min = DEFAULT_DW_MIN
-    else:
-        return tau  # an unknown name fails in device_from_config
-    if 2 * tau < dw_min:
-        raise ParameterError(
-            f"tau={tau:g} is too small for device={device!r}: its range [-tau, tau] must hold "
-            f"one pulse dw_min={dw_min:g}; valid range [{dw_min / 2:g}, inf)"
-        )
-    return tau
-
-
 def _check_counts(config: SimConfig) -> None:
     """Refuse a run whose updates exceed MAX_UPDATES or whose samples or cycles exceed an int64.
 
@@ -557,19 +493,6 @@ def _check_counts(config: SimConfig) -> None:
                need=cycles, limit=MAX_COUNT, what="clock cycles", hint=hint)
 
 
-def network_bytes_per_member(samples: int, steps: int, layers: int = _NETWORK_LAYERS,
-                             width: int = _NETWORK_WIDTH) -> int:
-    """Bytes of the largest array one ensemble member of a digits network run allocates.
-
-    The largest of: its weights, a layer's activations over the whole training split (the
-    measurements), a layer's activations of one batch of ``samples``, and the indices of the
-    batches drawn at once (``min(256, steps)`` batches of int64).
-    """
-    wide = max(width, _DIGITS_FEATURES, _DIGITS_CLASSES)
-    weights = _DIGITS_FEATURES * width + (layers - 2) * width * width + width * _DIGITS_CLASSES
-    return 8 * max(weights, _DIGITS_TRAIN * wide, samples * wide, min(_DRAW_CHUNK, steps) * samples)
-
-
 def _check_memory(config: SimConfig) -> None:
     """Refuse a run any one of whose arrays would exceed MAX_ARRAY_BYTES (estimated up front).
 
@@ -586,19 +509,19 @@ def _check_memory(config: SimConfig) -> None:
         dim = config.dim
         _limit("dim", dim, need=8 * dim * dim, limit=limit,
                    what="bytes of its Hessian (dim x dim)")
-        per_member = max(per_member, 8 * dim * min(_DRAW_CHUNK, config.steps))
+        per_member = max(per_member, 8 * dim * min(DRAW_CHUNK, config.steps))
         _limit("dim", dim, need=per_member, limit=limit,
                    what="bytes of weights and noise per member")
     if config.problem in ORACLE_PROBLEMS and config.write == "per-sample":
         # per-sample noise: n draws per update, max(1, 256 // n) updates at a time (engine)
         n = config.samples_per_update
-        dim = config.dim if config.problem == "quadratic" else _LEAST_SQUARES_DIM
-        rows = n * min(max(1, _DRAW_CHUNK // n), config.steps)
+        dim = config.dim if config.problem == "quadratic" else LEAST_SQUARES_DIM
+        rows = n * min(max(1, DRAW_CHUNK // n), config.steps)
         per_member = max(per_member, 8 * dim * rows)
         _limit("micro_batch_size", config.micro_batch_size, need=per_member, limit=limit,
                what="bytes of per-sample gradient noise per member (write='per-sample')")
     elif config.problem in NETWORK_PROBLEMS:
-        _limit("data", config.data, need=8 * _DIGITS_FEATURES * train_rows(config.data),
+        _limit("data", config.data, need=8 * DIGITS_FEATURES * train_rows(config.data),
                limit=limit, what="bytes of training images")
         b, n = config.micro_batch_size, config.samples_per_update
         _limit("micro_batch_size", b, need=network_bytes_per_member(b, config.steps),
@@ -628,37 +551,6 @@ def device_from_config(config: SimConfig) -> Device:
 
 
 def fast_device_from_config(config: SimConfig) -> Device | None:
-    """The device of Tiki-Taka's fast array A: ``None`` (the run's device) unless
-    ``config.fast_device`` names one; a family with a range ``tau`` gets ``config.tau`` (or
-    :data:`DEFAULT_TAU` when the run's device records none), a preset its own range.
-    ``fast_device="digital"`` (:data:`DIGITAL_FAST`, an ideal A without a device) is refused
-    here: :func:`simulate.tiki_taka.wrap` gives A a digital update instead."""
-    if config.fast_device is None:
-        return None
-    if config.fast_device == DIGITAL_FAST:
-        raise ParameterError(f"fast_device={DIGITAL_FAST!r} is an ideal buffer, not a device "
-                             "(simulate.tiki_taka.wrap gives A a digital update)")
-    tau = DEFAULT_TAU if config.tau is None else config.tau
-    return device_named(config.fast_device,
-                        check_device_tau(config.fast_device, tau, explicit=False))
-
-
-def device_named(device: str, tau: float | None) -> Device:
-    """The :class:`theory.devices.Device` of a preset or family name and a range ``tau`` (or
-    ``None``), as :func:`device_from_config` resolves ``SimConfig.device`` and ``SimConfig.tau``
-    (``tau`` checked first with :func:`check_device_tau`).
-    """
-    if device in devices.list_presets():
-        found = devices.load_preset(device)
-        if tau is not None and "tau" in found.response.parameter_names():
-            found = replace(found, response=replace(found.response, tau=float(tau)))
-        return found
-    if device not in devices.FAMILIES:
-        raise ParameterError(
-            f"device={show_value(device)} is unknown; valid presets: "
-            f"{', '.join(devices.list_presets())}; valid families: {', '.join(devices.FAMILIES)}"
-        )
-    params = {"dw_min": DEFAULT_DW_MIN}
-    if tau is not None and "tau" in devices.FAMILIES[device].parameter_names():
-        params["tau"] = float(tau)
-    return devices.make_device(device, **params)
+    """The device of Tiki-Taka's fast array A of ``config``
+    (:func:`simulate.device.fast_device_named` of ``config.fast_device`` and ``config.tau``)."""
+    return fast_device_named(config.fast_device, config.tau)

@@ -7,20 +7,20 @@ Oracle problems (``quadratic``, ``least-squares``), update :math:`k = 0, \dots, 
     g_k = \nabla f(\hat W_k) + \sqrt{\sigma^2/(n d)}\, \xi_k, \qquad
     W_{k+1} = U(W_k, -\alpha g_k),
 
-with :math:`U` the digital, expected-analog or pulse-level update (:mod:`simulate.analog`; for
+with :math:`U` the digital, expected-analog or pulse-level update (:mod:`simulate.device`; for
 ``algorithm="mixed"`` the analog update with the blocks of ``digital_stages`` updated digitally,
-:func:`simulate.analog.digital_blocks`; the trace's visited region, where A3 must hold, is then
-that of the analog stages) and
+:func:`simulate.device.updates.digital_blocks`; the trace's visited region, where A3 must hold, is
+then that of the analog stages) and
 
 - ``none`` / ``sync``: :math:`\hat W_k = W_k`, :math:`n = B b` (the mean of ``B`` micro-batch
   gradients). The two modes draw the same numbers and produce the same iterates bit for bit; they
   differ only in the clock cycles counted, :math:`2MB` or :math:`2(B + M - 1)` per update;
 - ``async``: :math:`n = b` and block ``m`` of :math:`\hat W_k` is block ``m`` of
-  :math:`W_{\max(0,\, k - d_m)}`, :math:`d_m` = :func:`simulate.staleness.forward_delays`
+  :math:`W_{\max(0,\, k - d_m)}`, :math:`d_m` = :func:`simulate.pipeline.staleness.forward_delays`
   :math:`= M - m`. Before the pipeline has filled (``k < d_m``) the missing versions are the
   initial weights :math:`W_0` (the weights every stage held before the first update). Each block
-  keeps its last :math:`d_m + 1` versions only (:class:`simulate.staleness.StaleVersions`). After
-  ``k`` updates, :math:`2(k + M - 1)` cycles have elapsed (0 before the first).
+  keeps its last :math:`d_m + 1` versions only (:class:`simulate.pipeline.staleness.StaleVersions`).
+  After ``k`` updates, :math:`2(k + M - 1)` cycles have elapsed (0 before the first).
 
 **Write semantics** (``SimConfig.write``). ``batch-mean`` (above) writes the batch mean once.
 ``per-sample`` draws the ``n`` samples' gradients :math:`g_{k,i} = \nabla f(\hat W_k) +
@@ -35,112 +35,43 @@ intermediate :math:`V_i`. At ``n = 1`` both semantics give the same bits (tested
 minimiser): the same vector in every update and member, drawn from nothing (no random number
 changes), pointing against the descent. At :math:`\beta = 0` nothing is added (today's bits).
 
-**Replicas** (``SimConfig.replicas = R``, :mod:`simulate.replicas`): each member holds ``R``
-replicas on the leading axis, each running the mode above on its own streams, averaged and
+**Replicas** (``SimConfig.replicas = R``, :mod:`simulate.pipeline.replicas`): each member holds
+``R`` replicas on the leading axis, each running the mode above on its own streams, averaged and
 programmed back every ``average_every`` updates; the trace records the replicas' mean
 :math:`\bar W_k` (loss, ``||grad f||^2``), every replica's samples and the averagings' cycles.
 ``R = 1`` is the run above, bit for bit.
 
-Cycles come from :func:`simulate.staleness.cycles_after` (the closed forms of
+Cycles come from :func:`simulate.pipeline.staleness.cycles_after` (the closed forms of
 :mod:`theory.schedules`).
 
 Randomness: member ``r`` of the ensemble draws from its own streams (:mod:`simulate.rng`), and all
 arithmetic is row-wise independent of the ensemble size, so a member reproduces the bits of the same
 member run alone (every problem, networks included: a reduction over more weights than einsum's
-8192-element buffer is done row by row, :func:`simulate.problems.row_dot`).
+8192-element buffer is done row by row, :func:`simulate.problems.oracle.row_dot`).
 
 Divergence: the squared gradient norm at the current weights and the weights are checked at every
-iterate with the rule of :mod:`simulate.staleness` (a non-finite value, or one beyond
+iterate with the rule of :mod:`simulate.pipeline.staleness` (a non-finite value, or one beyond
 ``DIVERGENCE_FACTOR`` times ``max(1, |value at the start|)``, squared for ``||grad f||^2``), which
 raises :class:`theory.errors.DivergenceError` naming the step and the learning rate.
 
-Networks (``digits-mlp``, ``digits-resmlp``) are trained by :mod:`simulate.networks`.
+Networks (``digits-mlp``, ``digits-resmlp``) are trained by :mod:`simulate.problems.network`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import replace
-
-import numpy as np
 
 from theory.errors import ParameterError
 
-from . import networks, tiki_taka
-from .analog import DeviceSpread, Updater, digital_blocks
-from .config import NETWORK_PROBLEMS, ORACLE_PROBLEMS, SimConfig, device_from_config
-from .problems import LeastSquares, OracleProblem, Quadratic, row_dot
-from .replicas import (
-    averaging_cycles,
-    cycles_with_averaging,
-    program_mean,
-    replica_generators,
-    replica_mean,
-)
-from .rng import problem_generator
-from .staleness import (
-    StaleVersions,
-    check_divergence,
-    cycles_after,
-    divergence_limit,
-    forward_delays,
-)
-from .trace import RunConstants, Trace, log_steps
+from .config import NETWORK_PROBLEMS, SimConfig, device_from_config
+from .device import Updater
+from .problems import Progress, VersionHook, make_problem, run_network, run_oracle
+from .trace import Trace
 
-__all__ = ["W_STAR_SCALE", "gradient_bias", "make_problem", "run"]
-
-#: the oracle minimiser is uniform in [-W_STAR_SCALE, W_STAR_SCALE]^d (weight units)
-W_STAR_SCALE = 0.3
-
-#: gradient-noise draws per member come in chunks of this many updates (bits do not depend on it)
-_NOISE_CHUNK = 256
-
-Progress = Callable[[int], None]
-VersionHook = Callable[[int, tuple[int, ...]], None]
-
-
-def make_problem(config: SimConfig, seed: int | None = None) -> OracleProblem:
-    r"""The oracle problem of ``config`` (drawn from the problem stream of the root seed).
-
-    The minimiser is uniform in ``[-W_STAR_SCALE, W_STAR_SCALE]^d`` and the initial weights are 0,
-    whatever the algorithm and device, so digital and analog runs (and runs on devices of
-    different ``tau``) of one seed solve the same problem. With the paper's ``tau = 1`` device this
-    keeps :math:`\|W^*\|_\infty \le 0.3\,\tau`; a device of range below that saturates (visible in
-    the trace's ``max_abs_w``).
-    """
-    seed = config.seed if seed is None else seed
-    scale = W_STAR_SCALE
-    rng = problem_generator(seed)
-    if config.problem == "quadratic":
-        return Quadratic.random(
-            config.dim, config.stages, rng, sigma2=config.sigma2, w_star_scale=scale
-        )
-    if config.problem == "least-squares":
-        return LeastSquares.random(config.stages, rng, sigma2=config.sigma2, x_star_scale=scale)
-    raise ParameterError(
-        f"problem={config.problem!r} is not an oracle problem; valid: {', '.join(ORACLE_PROBLEMS)}"
-    )
-
-
-def gradient_bias(problem: OracleProblem, beta: float) -> np.ndarray | None:
-    r"""The fixed bias of norm ``beta`` added to the oracle signal, or ``None`` at ``beta = 0``.
-
-    .. math:: b = \beta\,\frac{W^* - W_0}{\lVert W^* - W_0\rVert}
-
-    (``W^*`` the quadratic's ``w_star`` or the least-squares ``x_lstsq``; the first unit vector
-    if ``W^* = W_0``). Along the minimiser offset the signal understates the descent, so the
-    iterates settle short of ``W^*``, where :math:`\nabla f \approx -b`: the bias costs
-    :math:`\lVert\nabla f\rVert^2 \approx \beta^2` (gradient units squared).
-    """
-    if beta == 0:
-        return None
-    optimum = problem.w_star if isinstance(problem, Quadratic) else problem.x_lstsq
-    offset = np.asarray(optimum, dtype=float) - problem.w0
-    norm = float(np.sqrt(row_dot(offset, offset)))
-    if norm == 0:
-        offset, norm = np.eye(problem.dim)[0], 1.0
-    return beta * (offset / norm)
-
+__all__ = [
+    "run",
+]
 
 def run(
     config: SimConfig,
@@ -168,8 +99,8 @@ def run(
         ``k``, where ``versions[m - 1]`` is the iterate index whose block ``m`` the signal read.
 
     Networks (``digits-mlp``, ``digits-resmlp``) are delegated to
-    :func:`simulate.networks.run_network` (the default architecture) with ``members`` and
-    ``progress``.
+    :func:`simulate.problems.network_run.run_network` (the default architecture) with ``members``
+    and ``progress``.
 
     **Same bits.** For a given ``config`` and ``seed``, member ``r`` of the trace (every array:
     loss, grad_norm2, test accuracy, the visited weights, avg_grad_norm2) is bit for bit the
@@ -190,162 +121,19 @@ def run(
     -----
     PinnedWarning
         An analog run pinned at its device bounds on most logging points
-        (:class:`simulate.staleness.PinnedMonitor`).
+        (:class:`simulate.device.pinned.PinnedMonitor`).
     """
     seed = config.seed if seed is None else seed
     if config.problem in NETWORK_PROBLEMS:
         if record_versions is not None:
             raise ParameterError(
                 "record_versions is for the oracle problems; for networks use "
-                "simulate.networks.train_network(..., record_versions=True)"
+                "simulate.problems.network_run.train_network(..., record_versions=True)"
             )
-        return networks.run_network(
+        return run_network(
             replace(config, seed=seed), seed, members=members, progress=progress
         )
     problem = make_problem(config, seed)
     updater = Updater.from_config(config, device_from_config(config))
     members = list(range(config.seeds) if members is None else members)
-    return _run_oracle(config, seed, problem, updater, members, progress, record_versions)
-
-
-def _run_oracle(config, seed, problem, updater, members, progress, record_versions) -> Trace:
-    n_members, dim, steps = len(members), problem.dim, config.steps
-    n, reps = config.samples_per_update, config.replicas
-    streams = replica_generators(seed, members, reps)  # rows member-major (simulate.replicas)
-    noise_rngs, device_rngs = streams["noise"], streams["device"]
-    w = np.tile(problem.w0, (n_members * reps, 1))
-    spread = DeviceSpread.draw(updater.device, w.shape, device_rngs) if updater.uses_dtod else None
-    blocks = problem.blocks
-    tiles = tiki_taka.oracle_tiles(blocks)
-    updater = tiki_taka.wrap(config, updater, spread, w, tiles, device_rngs)
-    digital = [blocks[stage - 1] for stage in config.digital_stage_indices]  # mixed: exact blocks
-    # the visited region (A3) is that of the analog stages; all weights if every stage is digital
-    seen = _analog_columns(dim, blocks, config.digital_stage_indices)
-    stale = StaleVersions(forward_delays(config.mode, config.stages), [(w[:, b],) for b in blocks])
-
-    monitor = updater.pinned_monitor(spread)
-    lo, hi = (None, None) if monitor is None else (monitor.lo, monitor.hi)
-    logged = log_steps(steps, config.log_every)
-    loss = np.full((n_members, len(logged)), np.nan)
-    grad_norm2 = np.full_like(loss, np.nan)
-    sum_grad_norm2 = np.zeros(n_members)
-    w_lo, w_hi = w[:, seen].min(axis=1), w[:, seen].max(axis=1)
-    w_limit = divergence_limit(w)  # limits relative to the start (the gradient's: at k = 0)
-    g_limit = None
-    t, reported = 0, 0
-    per_sample = config.write == "per-sample"
-    # per-sample writes draw n noise vectors per update, fewer updates per chunk (same bits)
-    chunk = max(1, _NOISE_CHUNK // n) if per_sample else _NOISE_CHUNK
-    bias = gradient_bias(problem, config.grad_bias)  # None: unbiased (nothing added)
-    for k in range(steps + 1):
-        if reps > 1 and k > 0 and k % config.average_every == 0:  # after update k - 1
-            w = program_mean(w, reps, config.programming_error, streams["program"], lo, hi)
-            w_lo, w_hi = np.minimum(w_lo, w.min(axis=1)), np.maximum(w_hi, w.max(axis=1))
-        g = problem.grad(w)
-        w_bar = replica_mean(w, reps)  # the replicas' mean (w itself at replicas = 1)
-        g_bar = g if reps == 1 else problem.grad(w_bar)
-        gn2 = row_dot(g_bar, g_bar)
-        if g_limit is None:
-            g_limit = divergence_limit(gn2, squared=True)
-        check_divergence(k, "||grad f(W)||^2", gn2, g_limit, config.lr)
-        check_divergence(k, "max |w|", np.abs(w).max(axis=1), w_limit, config.lr)
-        if k == logged[t]:
-            loss[:, t], grad_norm2[:, t] = problem.loss(w_bar), gn2
-            if monitor is not None:
-                monitor.observe(k, w)
-            t += 1
-            if progress is not None and k > reported:
-                progress(k - reported)
-                reported = k
-        if k == steps:
-            break
-        sum_grad_norm2 += gn2
-        if k % chunk == 0:
-            rows = min(chunk, steps - k)
-            shape = (rows, n, dim) if per_sample else (rows, dim)
-            xi = np.stack([r.standard_normal(shape) for r in noise_rngs])
-        if not stale.stale:
-            w_hat, versions = w, (k,) * config.stages
-        else:
-            w_hat, versions = _stale_point(stale, k, w, blocks)
-            g = problem.grad(w_hat)
-        if record_versions is not None:
-            record_versions(k, versions)
-        if not per_sample:
-            signal = g + problem.noise(xi[:, k % chunk], n)
-            if bias is not None:
-                signal = signal + bias
-            w = _write(updater, w, -config.lr * signal, device_rngs, spread, digital)
-            w_seen = w[:, seen]
-            w_lo, w_hi = np.minimum(w_lo, w_seen.min(axis=1)), np.maximum(w_hi, w_seen.max(axis=1))
-            continue
-        # per-sample writes: sample i's gradient g + sqrt(sigma2/d) xi_i (read at the same point),
-        # written with desired increment -(lr/n) g_i at the weights the previous write left; the
-        # visited region includes the intermediate weights (where A3 must hold, Corollary 3PS)
-        step = config.lr / n
-        for i in range(n):
-            signal = g + problem.noise(xi[:, k % chunk, i], 1)
-            if bias is not None:
-                signal = signal + bias
-            w = _write(updater, w, -step * signal, device_rngs, spread, digital)
-            w_seen = w[:, seen]
-            w_lo, w_hi = np.minimum(w_lo, w_seen.min(axis=1)), np.maximum(w_hi, w_seen.max(axis=1))
-
-    if monitor is not None:
-        monitor.warn()
-    constants = RunConstants(
-        L=problem.L, Delta=problem.Delta, sigma2=problem.sigma2, f_star=problem.f_star, dim=dim,
-        samples_per_update=n, beta=config.grad_bias,
-    )
-    cycles = cycles_after(config.mode, config.stages, config.micro_batches, logged)
-    if reps > 1:
-        device = updater.device
-        cycles = cycles_with_averaging(cycles, logged, config.average_every, averaging_cycles(
-            device is not None and updater.kind != "digital",
-            0.0 if device is None else device.w_max - device.w_min,
-            1.0 if device is None else device.dw_min))
-        w_lo, w_hi = w_lo.reshape(-1, reps).min(axis=1), w_hi.reshape(-1, reps).max(axis=1)
-    return Trace(
-        step=logged,
-        samples=logged * n * reps,
-        cycles=cycles + tiki_taka.transfer_cycles(updater, logged),
-        loss=loss,
-        grad_norm2=grad_norm2,
-        test_accuracy=np.full_like(loss, np.nan),
-        max_abs_w=np.maximum(np.abs(w_lo), np.abs(w_hi)),
-        w_min_visited=w_lo,
-        w_max_visited=w_hi,
-        config=config.to_dict() | {"seed": int(seed), "members": members},
-        avg_grad_norm2=sum_grad_norm2 / steps,
-        constants=constants,
-    )
-
-
-def _analog_columns(dim: int, blocks, digital_stages: tuple[int, ...]):
-    """The weights whose visited region the trace records: every weight (``slice(None)``, the
-    same bits as before) unless some stages are digital, then the analog stages' weights (all
-    weights if no stage is analog)."""
-    if not digital_stages or len(digital_stages) == len(blocks):
-        return slice(None)
-    cols = [np.arange(dim)[b] for s, b in enumerate(blocks, start=1) if s not in digital_stages]
-    return np.concatenate(cols)
-
-
-def _write(updater, w: np.ndarray, dw: np.ndarray, rngs, spread, digital) -> np.ndarray:
-    """One write of desired increment ``dw``: through the updater, except on the ``digital``
-    blocks (``mixed`` runs, Theorem 2M), which take ``w + dw``."""
-    w_next = updater(w, dw, rngs, spread)
-    return digital_blocks(w_next, w, dw, digital) if digital else w_next
-
-
-def _stale_point(stale: StaleVersions, k: int, w: np.ndarray, blocks) -> tuple[np.ndarray, tuple]:
-    """Store ``W_k`` and return the stale point (block m from version ``max(0, k - d_m)``) and the
-    version each block was read from."""
-    stale.push(k, [(w[:, b],) for b in blocks])
-    w_hat = np.empty_like(w)
-    versions = []
-    for s, b in enumerate(blocks):
-        stored = stale.read(k, s)
-        w_hat[:, b] = w[:, b] if stored is None else stored[0]
-        versions.append(stale.version(k, s))
-    return w_hat, tuple(versions)
+    return run_oracle(config, seed, problem, updater, members, progress, record_versions)

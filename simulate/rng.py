@@ -23,13 +23,14 @@ __all__ = [
 
 #: per-member streams, in spawn order: gradient noise, device (pulse rounding and noise, spreads),
 #: a spare stream for the networks (data order, initialisation), and the IO non-idealities of the
-#: analog forward and backward products (:mod:`simulate.mvm`). A new stream goes at the end: the
-#: child ``i`` of a member's sequence depends on ``i`` only, so the earlier streams keep their bits
+#: analog forward and backward products (:mod:`simulate.device.mvm`). A new stream goes at the end:
+#: the child ``i`` of a member's sequence depends on ``i`` only, so the earlier streams keep their
+#: bits
 STREAMS = ("noise", "device", "data", "io")
 
 #: entropy tag appended to the root seed for the problem stream (disjoint from every member key)
 _PROBLEM_TAG = 0x5EED_0B1E
-#: entropy tag of the bootstrap stream of a run's analysis (:mod:`simulate.prediction`)
+#: entropy tag of the bootstrap stream of a run's analysis (:mod:`simulate.verification.prediction`)
 _BOOTSTRAP_TAG = 0xB0075_7A9
 
 

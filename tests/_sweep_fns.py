@@ -62,7 +62,6 @@ def blas_threads(point: dict) -> dict:
 
 def simulate_point(point: dict) -> dict:
     """:func:`simulate.engine.run` of ``SimConfig(**point["config"])`` with ``point["seed"]``."""
-    from simulate.config import SimConfig
-    from simulate.engine import run
+    from simulate import SimConfig, run
 
     return asdict(run(SimConfig(**point["config"]), point["seed"]))

@@ -7,16 +7,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simulate.analog import (
-    DeviceSpread,
+from simulate import (
+    SimConfig,
     Updater,
+    device_from_config,
     digital_update,
-    draw_bound_scale,
-    draw_dw_min_scale,
     expected_update,
     pulsed_update,
 )
-from simulate.config import SimConfig, device_from_config
+from simulate.device import DeviceSpread, draw_bound_scale, draw_dw_min_scale
 from theory.devices import load_preset, make_device
 from theory.errors import ParameterError
 

@@ -105,7 +105,7 @@ def test_the_simulator_diverges_just_above_the_stability_limit(stages, monkeypat
     """The async oracle run (A = I, so ``a = alpha L``) converges at 0.9 of the limit and raises
     DivergenceError at 1.1 of it: the limit is the simulator's, not only the recursion's."""
     import simulate.engine as engine
-    from simulate.config import SimConfig
+    from simulate import SimConfig
     from theory.errors import DivergenceError
 
     monkeypatch.setattr(engine, "make_problem", _decoupled_quadratic)

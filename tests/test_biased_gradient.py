@@ -14,11 +14,9 @@ import pytest
 import sympy as sp
 from _sympy_checks import is_zero, nonneg
 
-from simulate.analog import expected_update
-from simulate.config import SimConfig
-from simulate.engine import gradient_bias, make_problem, run
-from simulate.suites import Case
-from simulate.verify import check_bound, config_for
+from simulate import SimConfig, check_bound, expected_update, make_problem, run
+from simulate.problems import gradient_bias
+from simulate.verification import Case, config_for
 from theory.admissible import tightest_theta
 from theory.devices import make_device
 from theory.errors import ParameterError

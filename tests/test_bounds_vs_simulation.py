@@ -22,15 +22,8 @@ import pytest
 from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
-from simulate.config import SimConfig
-from simulate.engine import run
-from simulate.verify import (
-    check_bound,
-    config_for,
-    cycles_to_eps,
-    empirical_floor,
-    region_step_cap,
-)
+from simulate import SimConfig, check_bound, cycles_to_eps, empirical_floor, run
+from simulate.verification import config_for, region_step_cap
 from theory.errors import ParameterError
 
 #: the weight region the drawn step is a fraction of the cap on (W* in [-0.3, 0.3], W_0 = 0)

@@ -11,7 +11,13 @@ import pytest
 from bounds import PlanHardware, PlanLimits, ProblemParams, from_preset, load_model, plan
 from bounds.evaluate import theory_values
 from paper_figures.cli import main
-from simulate.calibrate import QUICK, CalibrationProblem, DesignPoint, design, fit_calibration
+from simulate.verification import (
+    CALIBRATION_QUICK,
+    CalibrationProblem,
+    DesignPoint,
+    design,
+    fit_calibration,
+)
 from theory.calibration import (
     COEFFICIENTS,
     Calibration,
@@ -166,8 +172,8 @@ def test_fit_recovers_known_coefficients():
 
 def test_design_steps_are_fractions_of_the_cap():
     spec = CalibrationProblem(tau=4.0, sigma2=0.1)
-    points = design(spec, sync=QUICK["sync"], async_=QUICK["async"],
-                    fractions=QUICK["fractions"], steps=100, seeds=2)
+    points = design(spec, sync=CALIBRATION_QUICK["sync"], async_=CALIBRATION_QUICK["async"],
+                    fractions=CALIBRATION_QUICK["fractions"], steps=100, seeds=2)
     assert len(points) == 8
     by = {}
     for p in points:

@@ -1,7 +1,7 @@
 """Held-out check (issue 14, item 4): the calibrated planner's choice really reaches eps first.
 
-Ten instances of :func:`simulate.calibrate.heldout_check` (seeds 0-9): each draws an oracle
-problem, a grid of (mode, M, B) and a target; calibrates on design points outside the grid;
+Ten instances of :func:`simulate.verification.calibrate.heldout_check` (seeds 0-9): each draws an
+oracle problem, a grid of (mode, M, B) and a target; calibrates on design points outside the grid;
 simulates every grid point at the plan's step until it reaches eps. The calibrated planner must
 choose a point whose simulated cycles are within 15 % of the fastest in at least 90 % of the
 instances (9 of 10). That threshold is the issue's acceptance criterion; with 10 instances one
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from simulate.calibrate import HELDOUT_TOLERANCE, heldout_check
+from simulate.verification import HELDOUT_TOLERANCE, heldout_check
 
 INSTANCES = range(10)
 #: the issue's criterion: at least this fraction of instances

@@ -17,9 +17,8 @@ import sympy as sp
 import sympy.stats
 from _sympy_checks import is_zero
 
-from simulate.analog import DeviceSpread, Updater, apply_pulses, pulsed_update
-from simulate.config import SimConfig
-from simulate.engine import run
+from simulate import SimConfig, Updater, pulsed_update, run
+from simulate.device import DeviceSpread, apply_pulses
 from theory.devices import geometric_sum, make_device
 from theory.errors import ParameterError
 
@@ -272,7 +271,7 @@ def test_an_ensemble_updated_a_few_members_at_a_time_has_the_same_bits(kind, pul
     update = Updater(kind, device, 0.1, pulse_type)
     got = update(w, dw, [np.random.default_rng(10 + s) for s in range(5)], spread)
     if kind == "expected":
-        from simulate.analog import expected_update
+        from simulate import expected_update
         want = expected_update(w, dw, device)
     else:
         want = pulsed_update(w, dw, device, [np.random.default_rng(10 + s) for s in range(5)],

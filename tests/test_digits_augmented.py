@@ -8,17 +8,15 @@ import numpy as np
 import pytest
 
 import simulate.config as config_module
-from simulate.config import SimConfig
-from simulate.digits import (
+from simulate import NetworkSpec, SimConfig, load_digits_split, train_network
+from simulate.problems import (
     AUGMENT_COPIES,
     VALIDATION_SIZE,
     augment,
     load_digits_data,
-    load_digits_split,
     train_rows,
     transform_image,
 )
-from simulate.networks import NetworkSpec, train_network
 from theory.errors import ParameterError
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulate.config import SimConfig
-from simulate.engine import make_problem, run
+from simulate import SimConfig, make_problem, run
 from simulate.rng import member_generators
 from theory.errors import DivergenceError, ParameterError
 
@@ -144,7 +143,7 @@ def test_progress_callback_counts_every_update():
 
 
 def test_networks_are_delegated(monkeypatch):
-    import simulate.networks
+    import simulate.engine
 
     calls = []
 
@@ -152,7 +151,7 @@ def test_networks_are_delegated(monkeypatch):
         calls.append((config, seed, members, progress))
         return "trace"
 
-    monkeypatch.setattr(simulate.networks, "run_network", fake)
+    monkeypatch.setattr(simulate.engine, "run_network", fake)
     config = SimConfig(problem="digits-resmlp", seed=5)
     assert run(config, 9, members=[1], progress=print) == "trace"
     (got, seed, members, progress), = calls
@@ -213,7 +212,7 @@ def test_counts_are_exact_integers_beyond_the_float_mantissa():
 
 
 def test_pinned_run_warns_once_and_a_normal_run_does_not(recwarn):
-    from simulate.staleness import PinnedWarning
+    from simulate import PinnedWarning
 
     with pytest.warns(PinnedWarning, match=r"^lr=1e\+06: the run was pinned at the device "
                                            r"bounds on 10 of 10 logging points"):

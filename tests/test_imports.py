@@ -144,3 +144,61 @@ def test_every_module_declares_a_sorted_all_of_names_it_has(module):
     assert names is not None, f"{module} has no __all__"
     assert list(names) == sorted(names), f"{module}.__all__ is not sorted"
     assert not [n for n in names if not hasattr(loaded, n)], f"{module}.__all__ names a ghost"
+
+
+#: the rooms of ``simulate`` (and its top modules) -> the others each may import
+#: (docs/architecture.md): the device knows no run record, no problem and no schedule; the
+#: execution room knows nothing about training
+SIMULATE_ROOMS = {
+    "simulate.execution": set(),
+    "simulate.device": set(),
+    "simulate.rng": set(),
+    "simulate.trace": set(),
+    "simulate.pipeline": {"simulate.rng"},
+    "simulate.problems": {"simulate.device", "simulate.pipeline", "simulate.rng", "simulate.trace"},
+    "simulate.config": {"simulate.device", "simulate.problems"},
+    "simulate.engine": {"simulate.config", "simulate.device", "simulate.problems",
+                        "simulate.trace"},
+    "simulate.verification": {"simulate.config", "simulate.device", "simulate.engine",
+                              "simulate.execution", "simulate.pipeline", "simulate.problems",
+                              "simulate.rng", "simulate.trace"},
+}
+
+
+def _room(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def _against_the_rooms(module: str, graph: dict[str, set[str]]) -> list[str]:
+    """The imports of ``module`` into a ``simulate`` room it may not use."""
+    room = _room(module)
+    return sorted(
+        t for t in graph[module]
+        if t.startswith("simulate.") and _room(t) != room and _room(t) not in SIMULATE_ROOMS[room]
+    )
+
+
+@pytest.mark.parametrize("module", sorted(m for m in GRAPH if _room(m) in SIMULATE_ROOMS))
+def test_simulate_rooms_import_only_the_rooms_below(module):
+    against = _against_the_rooms(module, GRAPH)
+    assert not against, f"{module} ({_room(module)}) imports {against}"
+
+
+def test_the_room_rule_catches_an_upward_import():
+    graph = {"simulate.device.x": {"simulate.config", "simulate.device.y", "theory.errors"},
+             "simulate.problems.z": {"simulate.verification.checks", "simulate.device"}}
+    assert _against_the_rooms("simulate.device.x", graph) == ["simulate.config"]
+    assert _against_the_rooms("simulate.problems.z", graph) == ["simulate.verification.checks"]
+
+
+def test_every_simulate_module_is_in_a_room():
+    top = {_room(m) for m in GRAPH if m.startswith("simulate.")}
+    assert top - set(SIMULATE_ROOMS) == {"simulate.__main__", "simulate.commands"}
+
+
+def test_simulate_has_few_top_modules_and_its_rooms():
+    top = sorted(p.name for p in (ROOT / "simulate").glob("*.py"))
+    rooms = sorted(p.name for p in (ROOT / "simulate").iterdir()
+                   if (p / "__init__.py").exists() and p.name != "commands")
+    assert len(top) <= 10, top
+    assert len(rooms) >= 4, rooms

@@ -312,7 +312,7 @@ def test_monotonicity_needs_normalised_responses():
 # ---- simulation: SimConfig.digital_stages, the engine, the pairing ------------------------------
 
 def test_digital_stages_is_checked_and_stored_sorted():
-    from simulate.config import SimConfig
+    from simulate import SimConfig
 
     config = SimConfig(algorithm="mixed", stages=4, digital_stages="4, 1")
     assert config.digital_stages == "1,4" and config.digital_stage_indices == (1, 4)
@@ -333,8 +333,7 @@ def test_digital_stages_is_checked_and_stored_sorted():
 
 @pytest.mark.parametrize("mode", ["none", "sync", "async"])
 def test_no_digital_stage_is_analog_and_every_stage_is_digital_bit_for_bit(mode):
-    from simulate.config import SimConfig
-    from simulate.engine import run
+    from simulate import SimConfig, run
 
     base = dict(stages=4, mode=mode, micro_batches=2, steps=200, seeds=3, lr=0.05, log_every=50)
     analog = run(SimConfig(algorithm="analog", **base))
@@ -347,8 +346,7 @@ def test_no_digital_stage_is_analog_and_every_stage_is_digital_bit_for_bit(mode)
 
 
 def test_network_mixed_runs_are_analog_and_digital_at_the_ends_bit_for_bit():
-    from simulate.config import SimConfig
-    from simulate.engine import run
+    from simulate import SimConfig, run
 
     base = dict(problem="digits-mlp", stages=4, steps=10, seeds=1, lr=0.05, log_every=10,
                 micro_batch_size=4)
@@ -364,7 +362,8 @@ def test_network_mixed_runs_are_analog_and_digital_at_the_ends_bit_for_bit():
 
 def test_digital_stage_updates_exactly_and_analog_stages_through_the_device():
     """digital_blocks: the listed blocks get w + dw exactly, the others keep the device's update."""
-    from simulate.analog import digital_blocks, expected_update
+    from simulate import expected_update
+    from simulate.device import digital_blocks
     from theory.devices import make_device
 
     device = make_device("softbounds", tau=1.0, dw_min=0.001)
@@ -379,8 +378,8 @@ def test_digital_stage_updates_exactly_and_analog_stages_through_the_device():
 
 
 def test_check_plugs_in_the_aggregated_constants_of_the_run():
-    from simulate.config import device_from_config
-    from simulate.verify import check_bound, config_for
+    from simulate import check_bound, device_from_config
+    from simulate.verification import config_for
 
     config = config_for("analog_sgd_sp_mixed", stages=4, micro_batches=4, digital_stages="1,2",
                         steps=300, seeds=4, lr=0.05, log_every=300)
@@ -400,8 +399,7 @@ def test_simulated_floor_follows_the_analog_share():
 
     Threshold: the all-analog minus half-digital difference of the tail means is > 10 standard
     errors at these settings (measured ~40; bench.mixed_floors has the long runs)."""
-    from simulate.config import SimConfig
-    from simulate.verify import empirical_floor
+    from simulate import SimConfig, empirical_floor
 
     base = dict(problem="quadratic", mode="sync", algorithm="mixed", stages=4, micro_batches=1,
                 lr=0.02, steps=3000, seeds=8, log_every=3000)

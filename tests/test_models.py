@@ -23,7 +23,7 @@ def test_builtins_are_listed_and_load():
 
 @pytest.mark.parametrize("problem", ["digits-mlp", "digits-resmlp"])
 def test_digits_models_match_the_simulator_networks(problem):
-    networks = pytest.importorskip("simulate.networks")
+    networks = pytest.importorskip("simulate.problems.network")
     net = networks.Network.build(problem, networks.NetworkSpec(), 1, 64, 10)
     shapes = [(layer.fan_in, layer.fan_out) for stage in net.stages for layer in stage]
     model = load_model(problem)

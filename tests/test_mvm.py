@@ -1,4 +1,5 @@
-"""Fidelity of the analog MVM (simulate.mvm) to aihwkit's IO rules, and its use by the networks.
+"""Fidelity of the analog MVM (simulate.device.mvm) to aihwkit's IO rules, and its use by the
+networks.
 
 Expected values are computed by hand from aihwkit's rules (rpu_forward_backward_pass.cpp):
 quantise ``rint(v / step) * step`` with ``step = res * 2 * bound``, clip after quantising, bound
@@ -10,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulate.config import SimConfig
-from simulate.mvm import (
+from simulate import NetworkSpec, SimConfig, train_network
+from simulate.device import (
     IO_PRESETS,
     AnalogPass,
     IOParameters,
@@ -20,7 +21,7 @@ from simulate.mvm import (
     io_preset,
     resolution_step,
 )
-from simulate.networks import Network, NetworkSpec, train_network
+from simulate.problems import Network
 from simulate.rng import STREAMS, member_generators, member_sequence
 from theory.errors import ParameterError
 

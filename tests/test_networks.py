@@ -5,15 +5,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from simulate.config import SimConfig
-from simulate.digits import load_digits_split, sample_indices
-from simulate.networks import (
-    Network,
-    NetworkSpec,
-    run_network,
-    softmax_cross_entropy,
-    train_network,
-)
+from simulate import NetworkSpec, SimConfig, load_digits_split, run_network, train_network
+from simulate.problems import Network, sample_indices, softmax_cross_entropy
 from simulate.rng import member_generators
 from theory.errors import DivergenceError, ParameterError
 from theory.schedules import evaluate_schedule
@@ -305,7 +298,7 @@ def test_trace_bookkeeping():
 
 
 def test_engine_delegates_networks():
-    from simulate.engine import run
+    from simulate import run
 
     cfg = _config(steps=3, log_every=3, seeds=1)
     via_engine = run(cfg, 4)

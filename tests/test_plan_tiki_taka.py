@@ -20,9 +20,10 @@ from bounds.partition import best_partition
 from bounds.plan_result import FORECAST_ONLY, GUARANTEED, NO_GUARANTEE, OPTIMAL
 from bounds.planner import plan_tiki_taka
 from paper_figures.cli import main
-from simulate.calibrate import CalibrationProblem
-from simulate.config import TRANSFER_SLICES, SimConfig
-from simulate.tiki_taka import TikiTaka, Tile, TransferRule
+from simulate import SimConfig
+from simulate.config import TRANSFER_SLICES
+from simulate.device import TikiTaka, Tile, TransferRule
+from simulate.verification import CalibrationProblem
 from theory import local_sgd, theorems
 from theory.admissible import step_cap
 from theory.calibration import (

@@ -25,7 +25,7 @@ from bounds.relaxation import (
     rate_monomials,
     solve_relaxation,
 )
-from simulate.timeline import build_timeline
+from simulate import build_timeline
 from theory.complexity import evaluate_complexity
 from theory.errors import ParameterError, UnreachableTargetError
 from theory.schedules import cycles_for_iterations, in_flight

@@ -1,7 +1,7 @@
-"""The compiled loops of the pulse update (simulate.pulse_kernels, issue 13 item 4): the Binomial
-inversion against a direct per-element inversion in Python with the same uniforms, its counts
-exactly Binomial (moments and a chi-square test against the pmf), the fused ``stochastic`` update
-against those counts and the closed-form formula, the closed-form n-pulse map against
+"""The compiled loops of the pulse update (simulate.device.pulse_kernels, issue 13 item 4): the
+Binomial inversion against a direct per-element inversion in Python with the same uniforms, its
+counts exactly Binomial (moments and a chi-square test against the pmf), the fused ``stochastic``
+update against those counts and the closed-form formula, the closed-form n-pulse map against
 ``PulseMap.after``, the ``deterministic`` rounding, and an ensemble's members."""
 
 from __future__ import annotations
@@ -12,19 +12,14 @@ import numpy as np
 import pytest
 from scipy.stats import binom, chi2
 
-from simulate import pulse_kernels as kernels
-from simulate.analog import (
-    apply_pulses,
-    binomial_counts,
-    pulse_counts,
-    pulsed_update,
-    stochastic_write,
-)
+from simulate import pulsed_update
+from simulate.device import apply_pulses, binomial_counts, pulse_counts, stochastic_write
+from simulate.device import pulse_kernels as kernels
 from theory.devices import geometric_sum, make_device
 
 EPS = np.finfo(float).eps
 
-#: mean counts above this are left to numpy's binomial (simulate.analog._INVERSION_MEAN)
+#: mean counts above this are left to numpy's binomial (simulate.device.trains.INVERSION_MEAN)
 CUT = 30.0
 
 
@@ -171,9 +166,9 @@ def test_fused_stochastic_update_is_the_counts_and_the_closed_form(family, param
     closed form ``clip(T[n] (+-dw_min) (alpha + beta w) + w)`` of ``PulseMap.after``, bit for
     bit (numpy reference), per row; a row with a weight outside the range (or not finite) or a
     mean count above the cut is reported (``ok`` False) and the others are unaffected."""
-    from simulate.analog import _affine_constants
+    from simulate.device.trains import affine_constants
     device = make_device(family, desired_bl=bl, **params)
-    constants = _affine_constants(device, bl)
+    constants = affine_constants(device, bl)
     (alpha_up, beta_up, alpha_down, beta_down, step, t_up, t_down, lo, hi) = constants
     rng = np.random.default_rng(bl)
     rows, per = 3, 2000

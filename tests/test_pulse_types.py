@@ -11,18 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulate.analog import (
+from simulate import SimConfig, Updater, pulsed_update, run
+from simulate.commands import pulse_response as command
+from simulate.device import (
     DeviceSpread,
-    Updater,
+    PulseResponseConfig,
     coincidence_counts,
     pulse_counts,
-    pulsed_update,
+    pulse_response,
     train_scale,
 )
-from simulate.commands import pulse_response as command
-from simulate.config import SimConfig
-from simulate.engine import run
-from simulate.pulse_response import PulseResponseConfig, pulse_response
 from theory.devices import load_preset, make_device
 from theory.devices.presets import preset_table
 from theory.errors import ParameterError
@@ -321,7 +319,7 @@ def test_a_device_bit_length_beyond_the_limit_is_named():
 def test_one_sample_network_updates_fire_trains_on_the_outer_product(problem, pulse_type):
     """b = 1: each layer's update is rank 1, fired as aihwkit's trains; a member's bits do not
     depend on the ensemble; the run differs from the per-device Binomial stand-in at b = 2."""
-    from simulate.networks import train_network
+    from simulate import train_network
     config = SimConfig(problem=problem, update="pulsed", pulse_type=pulse_type, steps=6,
                        seeds=2, lr=0.1, micro_batch_size=1, stages=2, mode="async", log_every=3)
     both = train_network(config, 4)

@@ -1,4 +1,5 @@
-"""Data-parallel and hybrid simulation (simulate.replicas) and the local-SGD row against it."""
+"""Data-parallel and hybrid simulation (simulate.pipeline.replicas) and the local-SGD row against
+it."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import pytest
 import sympy as sp
 
 from bounds.timing import TimingModel
-from simulate.config import MAX_REPLICAS, SimConfig, device_from_config
-from simulate.engine import make_problem, run
-from simulate.replicas import (
+from simulate import SimConfig, cycles_after, device_from_config, make_problem, run
+from simulate.config import MAX_REPLICAS
+from simulate.pipeline import (
     PULSE_CYCLES,
     averaging_cycles,
     program_mean,
@@ -19,7 +20,6 @@ from simulate.replicas import (
     replica_mean,
 )
 from simulate.rng import member_generators
-from simulate.staleness import cycles_after
 from theory import local_sgd
 from theory.admissible import tightest_theta
 from theory.errors import ParameterError
@@ -135,8 +135,8 @@ def test_row_at_one_replica_is_theorem_2():
 
 def _row(config: SimConfig, trace) -> float:
     """The row at K = steps, alpha = lr, the constants that held (device constants on the visited
-    region, as simulate.verify; q = 1, G = 0 for digital) and nu = dim s^2 (0 at R = 1: nothing
-    is averaged)."""
+    region, as simulate.verification.checks; q = 1, G = 0 for digital) and nu = dim s^2 (0 at R = 1:
+    nothing is averaged)."""
     problem = make_problem(config)
     device = device_from_config(config)
     dc = device.constants(float(trace.w_min_visited.min()), float(trace.w_max_visited.max()))

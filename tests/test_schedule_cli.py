@@ -5,7 +5,7 @@ import json
 import pytest
 
 from paper_figures.cli import main
-from simulate.timeline import build_timeline
+from simulate import build_timeline
 from theory.errors import ParameterError
 
 
@@ -130,7 +130,7 @@ def test_a_huge_schedule_is_summarised_at_once_without_the_chart(capsys):
 
 
 def test_just_below_the_chart_limit_the_timeline_is_simulated(capsys):
-    from simulate.timeline import timeline_cells
+    from simulate.pipeline import timeline_cells
     from theory.limits import MAX_GANTT_CELLS
 
     assert timeline_cells("sync", 4, 5) == build_timeline("sync", 4, 5).stages * 16

@@ -10,8 +10,7 @@ import stat
 import numpy as np
 import pytest
 
-from simulate.cache import normalize_result
-from simulate.progress import progress_bar
+from simulate.execution import normalize_result, progress_bar
 from theory.fileio import atomic_write, strict_json, to_json_value
 
 

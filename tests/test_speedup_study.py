@@ -1,9 +1,9 @@
 """The speedup study (issue 15): time to target, step choice, bootstrap speedups, the figure.
 
-The protocol's pieces (:mod:`simulate.tuning`) are checked on hand-made curves whose answers are
-known; the sweep function on tiny runs (a diverging seed is isolated, not dropped); the figure on
-a tiny study (two stage counts, two steps, two seeds, a short budget) whose exact identities
-(sync = ``MB/(B + M - 1)``, async over its own counterpart = 1 at ``M = 1``) must hold.
+The protocol's pieces (:mod:`simulate.verification.tuning`) are checked on hand-made curves whose
+answers are known; the sweep function on tiny runs (a diverging seed is isolated, not dropped); the
+figure on a tiny study (two stage counts, two steps, two seeds, a short budget) whose exact
+identities (sync = ``MB/(B + M - 1)``, async over its own counterpart = 1 at ``M = 1``) must hold.
 """
 
 from __future__ import annotations
@@ -16,16 +16,17 @@ import numpy as np
 import pytest
 
 from paper_figures import speedup
-from simulate.config import SimConfig
-from simulate.networks import NetworkSpec, train_network
-from simulate.prediction import BOOTSTRAP_RESAMPLES, percentile_interval, resample_counts
+from simulate import NetworkSpec, SimConfig, train_network
 from simulate.rng import bootstrap_generator
-from simulate.tuning import (
+from simulate.verification import (
+    BOOTSTRAP_RESAMPLES,
     Target,
     TimeToTarget,
     choose_step,
     initial_sharpness,
     log_grid,
+    percentile_interval,
+    resample_counts,
     speedup_interval,
     study_point,
     study_run,
@@ -162,7 +163,7 @@ def test_study_run_curves_of_every_seed():
 
 def test_study_run_isolates_a_diverging_seed(monkeypatch):
     # member 1 diverges (a fake error for that member only): the others are kept, it is marked
-    import simulate.tuning as tuning
+    import simulate.verification.tuning as tuning
 
     real = tuning.train_network
 
@@ -187,9 +188,8 @@ def test_initial_sharpness_matches_a_dense_hessian():
     spec = NetworkSpec(layers=2, width=2)
     config = SimConfig(problem="digits-mlp")
     value = initial_sharpness(config, spec=spec, iterations=200)
-    from simulate.config import device_from_config
-    from simulate.digits import load_digits_data
-    from simulate.networks import Network
+    from simulate import device_from_config
+    from simulate.problems import Network, load_digits_data
     from simulate.rng import member_generators
 
     data = load_digits_data()

@@ -7,14 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simulate.staleness import (
-    DIVERGENCE_FACTOR,
-    StaleVersions,
-    check_divergence,
-    cycles_after,
-    divergence_limit,
-    forward_delays,
-)
+from simulate import StaleVersions, cycles_after, forward_delays
+from simulate.pipeline import DIVERGENCE_FACTOR, check_divergence, divergence_limit
 from theory.errors import DivergenceError
 from theory.schedules import max_delay
 
@@ -97,7 +91,7 @@ def test_an_infinite_limit_still_catches_non_finite_values():
 
 
 def test_cycles_are_exact_int64_and_refuse_beyond_it():
-    from simulate.staleness import cycles_after
+    from simulate import cycles_after
     from theory.errors import ParameterError
 
     big = 3**33
@@ -111,14 +105,16 @@ def test_cycles_are_exact_int64_and_refuse_beyond_it():
 
 
 def test_the_network_loss_rule_uses_its_own_factor():
-    from simulate.staleness import NETWORK_LOSS_FACTOR
+    from simulate.pipeline import NETWORK_LOSS_FACTOR
 
     assert divergence_limit([2.3], factor=NETWORK_LOSS_FACTOR) == pytest.approx(23.0)
     assert divergence_limit([0.2], factor=NETWORK_LOSS_FACTOR) == NETWORK_LOSS_FACTOR
 
 
 def test_pinned_monitor_counts_points_within_one_pulse_of_a_bound():
-    from simulate.staleness import PINNED_FRACTION, PinnedMonitor, PinnedWarning
+    from simulate import PinnedWarning
+    from simulate.device import PinnedMonitor
+    from simulate.pipeline import PINNED_FRACTION
 
     assert PINNED_FRACTION == 0.5
     monitor = PinnedMonitor(-1.0, 1.0, 0.01, lr=2.0)

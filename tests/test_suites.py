@@ -1,4 +1,5 @@
-"""The verification suites (simulate.suites): case tables, and every quick row as its own test."""
+"""The verification suites (simulate.verification.suites): case tables, and every quick row as its
+own test."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from simulate import suites
-from simulate.suites import (
+from simulate import Check, check_bound, run_suite
+from simulate.verification import (
+    CHECKABLE,
     QUICK,
     STANDARD,
     SUITES,
@@ -16,11 +18,11 @@ from simulate.suites import (
     VERIFY_FORMAT,
     Case,
     check_point,
-    run_suite,
+    region_step_cap,
     step_region,
     suite_points,
+    suites,
 )
-from simulate.verify import CHECKABLE, Check, check_bound, region_step_cap
 from theory.errors import ParameterError
 from theory.theorems import get_bound
 

@@ -21,10 +21,11 @@ import _sweep_fns as fns
 import numpy as np
 import pytest
 
-from simulate.cache import (
+from simulate import CorruptEntryError, ResultCache, SweepError, run_sweep
+from simulate.commands.options import add_sweep_arguments, sweep_options
+from simulate.execution import (
+    BLAS_THREAD_VARS,
     CACHE_ENV,
-    CorruptEntryError,
-    ResultCache,
     cache_version,
     canonical_json,
     decode_result,
@@ -33,12 +34,6 @@ from simulate.cache import (
     normalize_result,
     package_version,
     source_fingerprint,
-)
-from simulate.commands.options import add_sweep_arguments, sweep_options
-from simulate.sweep import (
-    BLAS_THREAD_VARS,
-    SweepError,
-    run_sweep,
 )
 from theory.errors import ParameterError
 
@@ -133,7 +128,7 @@ def test_default_directory_and_version(tmp_path, monkeypatch):
 
 def test_source_fingerprint_changes_with_the_source(tmp_path, monkeypatch):
     """An edited source file gives a new fingerprint (so stale cached results are not read)."""
-    import simulate.cache as cache_module
+    import simulate.execution.cache as cache_module
 
     fake = tmp_path / "simulate"
     fake.mkdir()
@@ -210,7 +205,7 @@ def test_a_killed_sweep_resumes_with_only_the_missing_points(tmp_path):
         import sys
         sys.path[:0] = [{str(REPO)!r}, {str(TESTS)!r}]
         import _sweep_fns
-        from simulate.sweep import run_sweep
+        from simulate.execution.sweep import run_sweep
         run_sweep(_sweep_fns.logged, {pts!r}, jobs=2, cache={str(cache)!r}, progress=False)
         """
     )
@@ -381,10 +376,10 @@ def test_dask_names_a_failing_point(dask_scheduler):
 
 
 def test_module_exports_are_sorted_and_exist():
-    import simulate.cache
-    import simulate.sweep
+    import simulate.execution.cache
+    import simulate.execution.sweep
 
-    for module in (simulate.cache, simulate.sweep):
+    for module in (simulate.execution.cache, simulate.execution.sweep):
         assert list(module.__all__) == sorted(module.__all__), module.__name__
         for name in module.__all__:
             assert hasattr(module, name), name
@@ -534,7 +529,7 @@ def test_a_fresh_result_that_fails_validate_is_an_error(tmp_path):
 def test_the_entry_format_is_part_of_the_key(tmp_path, monkeypatch):
     """Entries of the previous format (no record checksum) are never looked up, so never
     trusted: a format bump changes every key."""
-    import simulate.cache as cache_module
+    import simulate.execution.cache as cache_module
 
     store = ResultCache(tmp_path, version="v")
     assert cache_module.FORMAT == 2
@@ -571,7 +566,7 @@ def test_a_silent_scheduler_address_times_out_naming_it(monkeypatch):
     """Something listens but does not speak Dask: one error after the connect timeout."""
     import socket
 
-    import simulate.sweep as sweep_module
+    import simulate.execution.sweep as sweep_module
 
     monkeypatch.setattr(sweep_module, "CONNECT_TIMEOUT_S", 0.5)
     with socket.socket() as server:
@@ -611,7 +606,7 @@ def _sweep_script(pts: list[dict], cache, *, command: bool = False) -> str:
         import sys
         sys.path[:0] = [{str(REPO)!r}, {str(TESTS)!r}]
         import _sweep_fns
-        from simulate.sweep import run_sweep
+        from simulate.execution.sweep import run_sweep
         """) + body
 
 
@@ -717,7 +712,7 @@ def test_a_lock_is_exclusive_and_released_when_its_holder_dies(tmp_path):
     script = textwrap.dedent(f"""
         import sys, time
         sys.path[:0] = [{str(REPO)!r}]
-        from simulate.cache import ResultCache
+        from simulate.execution.cache import ResultCache
         lock = ResultCache({str(tmp_path)!r}).lock({key!r})
         print("locked", flush=True)
         time.sleep(60)

@@ -1,4 +1,4 @@
-"""Tiki-Taka (simulate.tiki_taka): the transfer rule, its integration and its cycle cost."""
+"""Tiki-Taka (simulate.device.tiki_taka): the transfer rule, its integration and its cycle cost."""
 
 from __future__ import annotations
 
@@ -9,13 +9,8 @@ import pytest
 import sympy as sp
 from _sympy_checks import is_zero
 
-from simulate.analog import Updater
-from simulate.config import SimConfig
-from simulate.engine import run
-from simulate.networks import NetworkSpec, train_network
-from simulate.problems import stage_blocks
-from simulate.staleness import cycles_after
-from simulate.tiki_taka import (
+from simulate import NetworkSpec, SimConfig, Updater, cycles_after, run, train_network
+from simulate.device import (
     CYCLES_PER_COLUMN,
     TikiTaka,
     Tile,
@@ -23,6 +18,7 @@ from simulate.tiki_taka import (
     oracle_tiles,
     transfer_cycles,
 )
+from simulate.problems import stage_blocks
 from theory.errors import ParameterError
 from theory.symbols import B, b, n
 from theory.theorems import REGISTRY

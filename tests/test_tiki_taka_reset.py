@@ -10,13 +10,17 @@ import pytest
 import sympy as sp
 from _sympy_checks import is_zero
 
-from simulate.analog import Updater
-from simulate.config import SimConfig, device_from_config
-from simulate.engine import run
-from simulate.networks import NetworkSpec, train_network
-from simulate.suites import QUICK, STANDARD
-from simulate.tiki_taka import TikiTaka, TransferRule, oracle_tiles
-from simulate.verify import TT0_SETTINGS, check_bound, config_for
+from simulate import (
+    NetworkSpec,
+    SimConfig,
+    Updater,
+    check_bound,
+    device_from_config,
+    run,
+    train_network,
+)
+from simulate.device import TikiTaka, TransferRule, oracle_tiles
+from simulate.verification import QUICK, STANDARD, TT0_SETTINGS, config_for
 from theory.errors import ParameterError
 from theory.symbols import B, K, T, alpha, b, n, rho
 from theory.theorems import REGISTRY, bounds_for

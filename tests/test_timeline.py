@@ -1,4 +1,5 @@
-"""The simulated timelines (simulate.timeline) against the closed forms (theory.schedules)."""
+"""The simulated timelines (simulate.pipeline.timeline) against the closed forms
+(theory.schedules)."""
 
 import json
 from fractions import Fraction
@@ -10,7 +11,7 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simulate.timeline import Event, Timeline, build_timeline
+from simulate import Event, Timeline, build_timeline
 from theory.errors import ParameterError
 from theory.schedules import cycles_for_iterations, evaluate_schedule, schedule
 from theory.symbols import B, K, M, N

@@ -1,4 +1,4 @@
-"""The fused kernels of the network step give numpy's bits (simulate.update_kernels)."""
+"""The fused kernels of the network step give numpy's bits (simulate.device.update_kernels)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from simulate import networks
-from simulate.analog import Updater, expected_update
-from simulate.config import SimConfig, device_from_config
-from simulate.networks import NetworkSpec, train_network
-from simulate.update_kernels import (
+from simulate import (
+    NetworkSpec,
+    SimConfig,
+    Updater,
+    device_from_config,
+    expected_update,
+    train_network,
+)
+from simulate.device import (
     add_bias,
     add_bias_numpy,
     dense_backward,
@@ -23,6 +27,7 @@ from simulate.update_kernels import (
     softmax_delta,
     softmax_delta_numpy,
 )
+from simulate.problems import network as networks
 
 
 def _device(**kw):
@@ -220,7 +225,7 @@ def test_fused_ratio_step_gives_the_bits_of_the_general_path(tau, monkeypatch):
 
 @pytest.mark.parametrize("mode", ["none", "async"])
 def test_fused_stochastic_step_gives_the_bits_of_the_general_path(mode, monkeypatch):
-    """The batch-mean stochastic pulse step through ``simulate.analog.stochastic_write`` (one
+    """The batch-mean stochastic pulse step through ``simulate.device.pulses.stochastic_write`` (one
     call for the whole ensemble) equals the general path (``gw *= -lr``, the updater member
     block by member block) bit for bit over a whole run; it is used for this configuration."""
     cfg = SimConfig(problem="digits-mlp", device="softbounds", tau=0.7, lr=0.3,

@@ -13,15 +13,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from simulate.analog import (
-    TrainScales,
-    coincidence_counts,
-    pulse_counts,
-    pulsed_update,
-    train_scale,
-    train_scales,
-)
-from simulate.config import SimConfig
+from simulate import SimConfig, pulsed_update
+from simulate.device import TrainScales, coincidence_counts, pulse_counts, train_scale, train_scales
 from theory.devices import make_device
 from theory.errors import ParameterError
 
@@ -142,7 +135,7 @@ def test_bl_management_through_pulsed_update():
 
 
 def test_management_flags_are_config_fields_recorded_in_traces():
-    from simulate.networks import train_network
+    from simulate import train_network
     base = SimConfig(problem="digits-mlp", update="pulsed", pulse_type="stochastic", steps=4,
                      lr=0.1, micro_batch_size=1, log_every=2)
     assert not base.update_management and not base.bl_management

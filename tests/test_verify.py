@@ -1,4 +1,4 @@
-"""Unit tests of simulate.verify and the ``aimc-pipeline verify`` command."""
+"""Unit tests of simulate.verification.checks and the ``aimc-pipeline verify`` command."""
 
 from __future__ import annotations
 
@@ -11,20 +11,18 @@ import numpy as np
 import pytest
 
 from paper_figures.cli import main
-from simulate import verify
-from simulate.commands import verify as verify_cli
-from simulate.config import device_from_config
-from simulate.engine import run
-from simulate.staleness import cycles_after
-from simulate.suites import suite_points
-from simulate.verify import (
+from simulate import (
     Check,
     check_bound,
-    config_for,
+    cycles_after,
     cycles_to_eps,
+    device_from_config,
     empirical_floor,
-    region_step_cap,
+    run,
 )
+from simulate.commands import verify as verify_cli
+from simulate.verification import checks as verify
+from simulate.verification import config_for, region_step_cap, suite_points
 from theory.admissible import compiled_bound, predicted_cycles
 from theory.complexity import evaluate_complexity
 from theory.errors import ParameterError
@@ -237,8 +235,9 @@ def test_a_damaged_cached_check_is_recomputed_and_counted(tmp_path, capsys):
     was forged around a NaN, is not shown: it is recomputed, and verify says how many were."""
     import hashlib
 
-    from simulate.cache import ResultCache, canonical_json, function_name
-    from simulate.suites import check_point, run_suite, validate_check
+    from simulate import ResultCache, run_suite
+    from simulate.execution import canonical_json, function_name
+    from simulate.verification import check_point, validate_check
 
     cache = tmp_path / "c"
     argv = ["verify", "--suite", "quick", "--jobs", "1", "--cache-dir", str(cache), "--json"]
@@ -362,7 +361,7 @@ def test_cli_prints_the_prediction_summary(tmp_path, capsys):
 
 
 def test_prediction_summaries_count_vacuous_checks_apart():
-    from simulate.prediction import Prediction
+    from simulate import Prediction
 
     config = config_for("analog_sgd", lr=0.01, **SMALL)
     base = dict(floor=0.1, start=0.2, predicted_iterations=1, predicted_samples=1,

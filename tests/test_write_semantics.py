@@ -17,12 +17,19 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from simulate.analog import expected_update
-from simulate.cache import canonical_json
-from simulate.config import WRITE_SEMANTICS, SimConfig, device_from_config
-from simulate.digits import load_digits_split, sample_indices
-from simulate.engine import make_problem, run
-from simulate.networks import Network, NetworkSpec, train_network
+from simulate import (
+    NetworkSpec,
+    SimConfig,
+    device_from_config,
+    expected_update,
+    load_digits_split,
+    make_problem,
+    run,
+    train_network,
+)
+from simulate.config import WRITE_SEMANTICS
+from simulate.execution import canonical_json
+from simulate.problems import Network, sample_indices
 from simulate.rng import member_generators
 from theory.errors import ParameterError
 

@@ -9,7 +9,7 @@ their exact built-in type. With ``strict=True`` (:func:`strict_json`) non-finite
 ``None``, so ``json.dumps(..., allow_nan=False)`` writes strict JSON that every parser reads (NaN
 marks a quantity that was not computed, e.g. the test accuracy of an oracle problem); with
 ``strict=False`` they stay floats, which is what the result cache stores
-(:func:`simulate.cache.normalize_result`).
+(:func:`simulate.execution.cache.normalize_result`).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ the planner minimises over a grid of admissible steps, each a valid bound. :func
 the fixed-step rate form at the step cap (``rate_a = 0``), the shape a registry entry needs.
 
 **Timing of one averaging** (the one rule, shared by :mod:`bounds.modes` in seconds and
-:mod:`simulate.replicas` in clock cycles): every tile is *read* one row per MVM,
+:mod:`simulate.pipeline.replicas` in clock cycles): every tile is *read* one row per MVM,
 :math:`r\,t_\mathrm{read}`, and the mean is *programmed* back row by row with closed-loop pulses,
 at most :math:`n_p = \lceil (w_{\max} - w_{\min})/\Delta w_{\min}\rceil` pulses (a full-range
 write) and one verify read per row, :math:`r\,(n_p t_\mathrm{pulse} + t_\mathrm{read})`
@@ -99,7 +99,7 @@ def averaging_phases(rows, pulses, read, pulse):
 
     ``(rows * read, rows * (pulses * pulse + read))``: one MVM per row to read it, then per row
     ``pulses`` pulses of length ``pulse`` and one verify read of length ``read`` (any time unit:
-    seconds in :mod:`bounds.modes`, clock cycles in :mod:`simulate.replicas`). Vectorised.
+    seconds in :mod:`bounds.modes`, clock cycles in :mod:`simulate.pipeline.replicas`). Vectorised.
     """
     return rows * read, rows * (pulses * pulse + read)
 

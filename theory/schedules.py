@@ -16,7 +16,7 @@ mode       forward of b at stage m         backward of b at stage m      cycles
 stage m right after each backward, so the forward of micro-batch b at stage m sees the updates of
 micro-batches ``<= b - 1 - (M - m)`` (delay :math:`M - m`) and its backward sees all of ``<= b - 1``
 (delay 0). These closed forms are checked against the dependency-driven discrete-event simulation in
-:mod:`simulate.timeline`, which never reads them.
+:mod:`simulate.pipeline.timeline`, which never reads them.
 """
 
 from __future__ import annotations
@@ -309,7 +309,7 @@ def evaluate_schedule(mode: str, quantity: str, *, stages, micro_batches=1, stag
 
 
 # ------------------------------------------------------------------------------------------------
-# Tiki-Taka transfers: the one timing rule (simulate.tiki_taka and the planner both use it)
+# Tiki-Taka transfers: the one timing rule (simulate.device.tiki_taka and the planner both use it)
 
 #: cycles to transfer one column: one read (an MVM with a one-hot input) + one pulse update of C
 CYCLES_PER_COLUMN = 2

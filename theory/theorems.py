@@ -120,7 +120,7 @@ class Bound:
         Pipeline schedule of :mod:`theory.schedules` (``"none"``, ``"sync"``, ``"async"``).
     algorithm : str
         ``"digital"`` (exact updates), ``"analog"`` (the device's response functions) or
-        ``"tiki-taka"`` (two analog arrays and transfers, :mod:`simulate.tiki_taka`).
+        ``"tiki-taka"`` (two analog arrays and transfers, :mod:`simulate.device.tiki_taka`).
     conditions : tuple of str
         Assumptions and conditions used (A1-A4, the step cap, a minimal ``K``).
     noise_step : sympy.Expr

@@ -3,8 +3,9 @@
 ``all`` writes every figure, ``list`` prints the names, ``NAME`` writes one figure. Each figure
 writes ``NAME.png``, ``NAME.pdf``, ``NAME.csv`` (the plotted numbers) and ``NAME.json`` (manifest)
 into ``--out`` (default ``figures/``); the paths written are printed, one per line. Figures that
-simulate run their points through :func:`simulate.sweep.run_sweep`: ``--jobs``, ``--scheduler``,
-``--cache-dir`` and ``--no-cache`` choose where they run and where finished points are cached.
+simulate run their points through :func:`simulate.execution.sweep.run_sweep`: ``--jobs``,
+``--scheduler``, ``--cache-dir`` and ``--no-cache`` choose where they run and where finished points
+are cached.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import argparse
 from collections.abc import Sequence
 
 from simulate.commands.options import sweep_options
-from simulate.progress import progress_bar
+from simulate.execution import progress_bar
 from theory.commands import command_main
 from theory.errors import ParameterError
 from theory.fileio import check_writable_dir

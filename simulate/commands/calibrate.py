@@ -1,14 +1,14 @@
 """``aimc-pipeline calibrate``: fit the theorems' complexity form to simulated ensembles.
 
-Runs the design of :mod:`simulate.calibrate` (synchronous and asynchronous pipelines at a few
-stage counts, micro-batches and steps, as one cached sweep with progress on stderr), fits per mode
-the coefficients of :mod:`theory.calibration` with bootstrap intervals over seeds, writes the
+Runs the design of :mod:`simulate.verification.calibrate` (synchronous and asynchronous pipelines at
+a few stage counts, micro-batches and steps, as one cached sweep with progress on stderr), fits per
+mode the coefficients of :mod:`theory.calibration` with bootstrap intervals over seeds, writes the
 calibration file (``--out FILE``, strict JSON) and prints a table of the coefficients with their
 intervals, the problem's constants and its fingerprint (what ``aimc-pipeline plan --calibration``
 checks the plan's constants against). ``--algorithm tiki-taka [--transfer-every T]
-[--transfer-slice column|all]`` runs the same design with Tiki-Taka (:mod:`simulate.tiki_taka`)
-and records the algorithm and the transfers in the file (``plan --algorithm tiki-taka`` needs
-such a file and refuses one of another algorithm).
+[--transfer-slice column|all]`` runs the same design with Tiki-Taka
+(:mod:`simulate.device.tiki_taka`) and records the algorithm and the transfers in the file (``plan
+--algorithm tiki-taka`` needs such a file and refuses one of another algorithm).
 """
 
 from __future__ import annotations
@@ -33,17 +33,17 @@ from theory.fileio import check_writable_dir
 from theory.schedules import TRANSFER_SLICES
 from theory.tables import text_table
 
-from ..calibrate import (
+from ..config import ORACLE_PROBLEMS
+from ..verification import (
     ASYNC_DESIGN,
+    CALIBRATION_QUICK,
+    CALIBRATION_STANDARD,
     FRACTIONS,
-    QUICK,
-    STANDARD,
     SYNC_DESIGN,
     CalibrationProblem,
     calibrate,
     design,
 )
-from ..config import ORACLE_PROBLEMS
 from .options import add_sweep_arguments, sweep_options
 
 __all__ = ["DESCRIPTION", "build_parser", "coefficient_table", "main", "run"]
@@ -104,14 +104,17 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
                            help="tiki-taka: one column of every tile per event, or all")
     run_group = parser.add_argument_group("the design")
     run_group.add_argument("--steps", type=int, default=argparse.SUPPRESS, metavar="K",
-                           help=f"updates per design point (default {STANDARD['steps']}, "
-                           f"--quick {QUICK['steps']})")
+                           help="updates per design point (default "
+                           f"{CALIBRATION_STANDARD['steps']}, "
+                           f"--quick {CALIBRATION_QUICK['steps']})")
     run_group.add_argument("--seeds", type=int, default=argparse.SUPPRESS, metavar="R",
-                           help=f"ensemble size per point (default {STANDARD['seeds']}, --quick "
-                           f"{QUICK['seeds']})")
+                           help="ensemble size per point (default "
+                           f"{CALIBRATION_STANDARD['seeds']}, "
+                           f"--quick {CALIBRATION_QUICK['seeds']})")
     run_group.add_argument("--resamples", type=int, default=argparse.SUPPRESS,
                            help="bootstrap resamples of the seeds for the intervals (default "
-                           f"{STANDARD['resamples']}, --quick {QUICK['resamples']})")
+                           f"{CALIBRATION_STANDARD['resamples']}, "
+                           f"--quick {CALIBRATION_QUICK['resamples']})")
     run_group.add_argument("--quick", action="store_true",
                            help="a small design (per mode 2 pipelines x 2 steps), fewer seeds, "
                            "updates and resamples: seconds")
@@ -149,7 +152,7 @@ def coefficient_table(cal: Calibration) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``calibrate`` command; returns the exit status."""
-    settings = dict(QUICK if args.quick else STANDARD)
+    settings = dict(CALIBRATION_QUICK if args.quick else CALIBRATION_STANDARD)
     for name in ("steps", "seeds", "resamples"):
         if getattr(args, name, None) is not None:
             settings[name] = getattr(args, name)

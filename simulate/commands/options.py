@@ -1,7 +1,8 @@
 """Flag groups that several commands share, written once: sweep execution and output.
 
 - :func:`add_sweep_arguments` / :func:`sweep_options`: ``--jobs``, ``--scheduler``,
-  ``--cache-dir``, ``--no-cache`` and the keywords of :func:`simulate.sweep.run_sweep` they give;
+  ``--cache-dir``, ``--no-cache`` and the keywords of :func:`simulate.execution.sweep.run_sweep`
+  they give;
 - :func:`add_output_arguments`: ``--out DIR`` and ``--json`` (a command checks ``DIR`` with
   :func:`theory.fileio.check_writable_dir` first, so that a bad path costs no compute).
 """
@@ -14,8 +15,7 @@ from pathlib import Path
 from theory.errors import check_range
 from theory.fileio import check_writable_dir
 
-from ..cache import ResultCache, default_cache_dir
-from ..sweep import check_scheduler_address, default_jobs
+from ..execution import ResultCache, check_scheduler_address, default_cache_dir, default_jobs
 
 __all__ = ["add_output_arguments", "add_sweep_arguments", "sweep_options"]
 
@@ -24,7 +24,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     """Add ``--jobs``, ``--scheduler``, ``--cache-dir`` and ``--no-cache`` to a command's parser.
 
     Pass the parsed namespace to :func:`sweep_options` to get
-    :func:`~simulate.sweep.run_sweep`'s keywords.
+    :func:`~simulate.execution.sweep.run_sweep`'s keywords.
     """
     group = parser.add_argument_group(
         "sweep execution", "where sweep points run; finished points are cached on disk and reused"
@@ -54,9 +54,10 @@ def sweep_options(args: argparse.Namespace) -> dict:
 
     Checked before any point runs: ``--jobs`` must be >= 1, ``--scheduler`` an address of the
     form ``SCHEME://HOST:PORT`` (e.g. ``tcp://127.0.0.1:8786``,
-    :func:`~simulate.sweep.check_scheduler_address`; whether it answers is checked when the sweep
-    opens it, before its first point) and the cache directory (``--cache-dir`` or the default)
-    a writable directory (:func:`~theory.fileio.check_writable_dir`; it is created if missing).
+    :func:`~simulate.execution.sweep.check_scheduler_address`; whether it answers is checked when
+    the sweep opens it, before its first point) and the cache directory (``--cache-dir`` or the
+    default) a writable directory (:func:`~theory.fileio.check_writable_dir`; it is created if
+    missing).
     """
     if args.jobs is not None:
         check_range("--jobs", args.jobs, 1, None, integer=True)

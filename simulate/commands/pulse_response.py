@@ -1,8 +1,8 @@
 """``aimc-pipeline pulse-response``: what a device does with one update (mean and std of its
 increments over a tile of rows sharing one input bit train), per start weight and increment.
 
-The experiment is :func:`simulate.pulse_response.pulse_response`; the flags are the fields of
-:class:`simulate.pulse_response.PulseResponseConfig` (``--w0`` and ``--delta`` take lists).
+The experiment is :func:`simulate.device.response.pulse_response`; the flags are the fields of
+:class:`simulate.device.response.PulseResponseConfig` (``--w0`` and ``--delta`` take lists).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from theory.commands import add_config_flags, command_main, config_from_args
 from theory.fileio import strict_json
 from theory.tables import text_table
 
-from ..pulse_response import PulseResponseConfig, pulse_response
+from ..device import PulseResponseConfig, pulse_response
 from .options import add_output_arguments
 
 __all__ = ["DESCRIPTION", "build_parser", "main", "run"]

@@ -1,7 +1,7 @@
 """``aimc-pipeline schedule``: print a simulated pipeline timeline as a Gantt chart and a summary.
 
-The timeline comes from the discrete-event simulation in :mod:`simulate.timeline` (dependencies and
-the injection rule), not from the closed forms, when its grid has at most
+The timeline comes from the discrete-event simulation in :mod:`simulate.pipeline.timeline`
+(dependencies and the injection rule), not from the closed forms, when its grid has at most
 :data:`theory.limits.MAX_GANTT_CELLS` cells (stages x cycles). A larger schedule is summarised
 from the closed forms of :mod:`theory.schedules` (:func:`closed_form_summary`: the same numbers,
 which the tests check equal to the timeline's; nothing is built event by event, so any size
@@ -25,7 +25,7 @@ from theory.errors import ParameterError, check_range
 from theory.limits import MAX_COUNT, MAX_GANTT_CELLS, check_size
 from theory.schedules import MODES, evaluate_schedule
 
-from ..timeline import Timeline, build_timeline, timeline_cells
+from ..pipeline import Timeline, build_timeline, timeline_cells
 from .options import add_output_arguments
 
 __all__ = [
@@ -115,7 +115,7 @@ def summary_table(timeline: Timeline | dict) -> str:
 
 
 def closed_form_summary(mode: str, stages: int, micro_batches: int) -> dict:
-    """The keys of :meth:`simulate.timeline.Timeline.summary`, from the closed forms.
+    """The keys of :meth:`simulate.pipeline.timeline.Timeline.summary`, from the closed forms.
 
     Cycles, busy cycles and the per-stage delays are :func:`theory.schedules.evaluate_schedule`;
     the rates are exact fractions of those counts (as the timeline computes them), so every

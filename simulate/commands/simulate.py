@@ -19,9 +19,9 @@ from theory.commands import add_config_flags, command_main, config_from_args
 from theory.fileio import check_writable_dir, strict_json
 
 from ..config import DEFAULT_TAU, SimConfig, check_device_tau
+from ..device import PinnedWarning
 from ..engine import run as run_simulation
-from ..progress import progress_bar
-from ..staleness import PinnedWarning
+from ..execution import progress_bar
 from ..trace import Trace
 from .options import add_output_arguments
 

@@ -1,14 +1,15 @@
 """``aimc-pipeline verify``: check every bound against simulation on the oracle problems.
 
-Runs a case table of :mod:`simulate.suites` (:func:`simulate.suites.run_suite`: one
-:func:`simulate.verify.check_bound` per row) as a cached sweep, prints one row per
+Runs a case table of :mod:`simulate.verification.suites`
+(:func:`simulate.verification.suites.run_suite`: one
+:func:`simulate.verification.checks.check_bound` per row) as a cached sweep, prints one row per
 check (bound, configuration, empirical mean +- standard error, bound value, ratio bound/empirical,
 pass), a summary per registry entry (smallest and median ratio) and the bounds read as
-predictions (:mod:`simulate.prediction`: per entry the median and worst ratio of predicted to
-simulated cycles to ``eps = sqrt(floor * start)`` at the run's step, over the checks that have
-such a target, and the fractions of pairs ranked like the simulation,
-:func:`simulate.suites.ranking_agreement`), writes ``verify.csv`` and ``verify.json`` into
-``--out``, and exits 1 when a check fails (naming it on stderr).
+predictions (:mod:`simulate.verification.prediction`: per entry the median and worst ratio of
+predicted to simulated cycles to ``eps = sqrt(floor * start)`` at the run's step, over the checks
+that have such a target, and the fractions of pairs ranked like the simulation,
+:func:`simulate.verification.suites.ranking_agreement`), writes ``verify.csv`` and ``verify.json``
+into ``--out``, and exits 1 when a check fails (naming it on stderr).
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ from theory.fileio import check_writable_dir, strict_json
 from theory.tables import markdown_table as md_table
 from theory.tables import text_table
 
-from ..suites import SUITES, RankingAgreement, ranking_agreement, run_suite
-from ..verify import Check
+from ..verification import SUITES, Check, RankingAgreement, ranking_agreement, run_suite
 from .options import add_sweep_arguments, sweep_options
 
 __all__ = [
@@ -164,7 +164,8 @@ def ratio_summaries(checks: list[Check]) -> list[RatioSummary]:
 
 @dataclass(frozen=True)
 class PredictionSummary:
-    """One registry entry read as a prediction over a suite (:mod:`simulate.prediction`).
+    """One registry entry read as a prediction over a suite
+    (:mod:`simulate.verification.prediction`).
 
     Attributes
     ----------

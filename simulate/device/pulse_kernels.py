@@ -1,4 +1,4 @@
-r"""Compiled (numba) loops of the pulse-level update (:mod:`simulate.analog` calls them): the
+r"""Compiled (numba) loops of the pulse-level update (:mod:`simulate.device` calls them): the
 ``deterministic`` rounding, the Binomial inversion of the ``stochastic`` count, the fused
 ``stochastic`` update of noise-free affine responses, and the closed-form n-pulse map of affine
 responses.
@@ -37,7 +37,7 @@ __all__ = [
 @numba.njit(cache=True)
 def stochastic_rounding(x, u):  # pragma: no cover - compiled
     r""":math:`n = \lfloor x \rfloor + [u < x - \lfloor x \rfloor]` element-wise (the
-    ``deterministic`` pulse count of :func:`simulate.analog.pulse_counts`, as int64), and
+    ``deterministic`` pulse count of :func:`simulate.device.trains.pulse_counts`, as int64), and
     whether every ``x`` was finite (if not, the caller keeps numpy's conversion)."""
     counts = np.empty(x.size, dtype=np.int64)
     finite = True
@@ -333,7 +333,7 @@ def affine_apply(w, n, up_index, q_up, down_index, q_down, step, table, lo, hi
         \mathrm{inc} = (\pm \Delta w_{\min})\, q_\pm(w)
 
     (:meth:`theory.devices.PulseMap.after` of the first increment of
-    :func:`simulate.analog.apply_pulses`, element by element) at the elements of
+    :func:`simulate.device.pulses.apply_pulses`, element by element) at the elements of
     :func:`affine_split` (``q_up``, ``q_down``: the responses :math:`q_+`, :math:`q_-` there,
     from numpy), :math:`w` at the others. :math:`T[k] = \sum_{j<k} (1 - c)^j` is tabulated by
     the caller (numpy); ``step`` (:math:`\Delta w_{\min}`), ``lo`` and ``hi`` are scalars

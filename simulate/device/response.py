@@ -7,15 +7,15 @@ desired increment of every row is :math:`\delta`), every row starting at :math:`
 case :math:`(w_0, \delta)` it reports the mean and standard deviation over the rows of the
 increment :math:`w_1 - w_0` (weight units) and of the pulse count.
 
-Pulse counts by ``pulse_type`` (:func:`simulate.analog.coincidence_counts`,
-:func:`simulate.analog.pulsed_update`): ``stochastic`` fires one x-train of ``bl`` bits with
+Pulse counts by ``pulse_type`` (:func:`simulate.device.trains.coincidence_counts`,
+:func:`simulate.device.pulses.pulsed_update`): ``stochastic`` fires one x-train of ``bl`` bits with
 :math:`p_x = \min(1, A|x|)` and one d-train per row with :math:`p_d = \min(1, A|d|)`,
 :math:`A = \sqrt{1/(\Delta w_{\min} BL)}`, and counts coincidences (at most ``bl``);
 ``mean-count`` uses aihwkit's ``MeanCount`` rounding of the expected count; ``deterministic``
 rounds :math:`|\delta| / \Delta w_{\min}` stochastically (no cap). Then each row fires its pulses
 one by one with the device's response and cycle-to-cycle noise
-(:func:`simulate.analog.apply_pulses`) and, for a preset with device-to-device spread, its own
-fixed spread.
+(:func:`simulate.device.pulses.apply_pulses`) and, for a preset with device-to-device spread, its
+own fixed spread.
 
 Because the x-train is shared, the rows' counts are correlated: given the x-train's number of
 ones :math:`S`, a row's count is Binomial(S, p_d), so the std over the rows of one tile is about
@@ -37,15 +37,10 @@ from theory.limits import (
     check_size,
 )
 
-from .analog import (
-    DeviceSpread,
-    apply_pulses,
-    check_bit_length,
-    coincidence_counts,
-    pulse_counts,
-    train_scale,
-)
-from .config import DEFAULT_TAU, PULSE_TYPES, check_device_tau, device_named
+from .catalog import DEFAULT_TAU, PULSE_TYPES, check_device_tau, device_named
+from .draws import DeviceSpread
+from .pulses import apply_pulses
+from .trains import check_bit_length, coincidence_counts, pulse_counts, train_scale
 
 __all__ = ["MAX_CASES", "PulseResponse", "PulseResponseConfig", "pulse_response"]
 

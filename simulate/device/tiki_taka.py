@@ -11,10 +11,10 @@ Per run (ensemble of ``R`` members), with the arrays of shape ``(R, n_weights)``
     W_{k+1} = \gamma A_{k+1} + C_{k+1},
 
 where ``g_k`` is the run's stochastic gradient at the (possibly stale) effective weights,
-:math:`U_A`, :math:`U_C` the update of the run (:class:`simulate.analog.Updater`: ``expected``,
-or ``pulsed`` with its pulse type) on the devices of A (``fast_device``, default the run's device)
-and of C (the run's device), :math:`\beta = \alpha\,` ``transfer_lr`` (aihwkit's default
-``scale_transfer_lr=True``: the transfer rate is relative to the SGD step; dimensionless),
+:math:`U_A`, :math:`U_C` the update of the run (:class:`simulate.device.updates.Updater`:
+``expected``, or ``pulsed`` with its pulse type) on the devices of A (``fast_device``, default the
+run's device) and of C (the run's device), :math:`\beta = \alpha\,` ``transfer_lr`` (aihwkit's
+default ``scale_transfer_lr=True``: the transfer rate is relative to the SGD step; dimensionless),
 :math:`\gamma` = ``tt_gamma`` (0 allowed: the forward reads C alone, aihwkit's default) and
 :math:`S_j` the selection of the slice transferred at that event:
 
@@ -32,8 +32,8 @@ element-wise here with the run's pulse type). A is not reset (aihwkit) unless
 :math:`A \leftarrow (I - S_j) A`. At the start ``A_0 = 0`` and ``C_0 = W_0`` (aihwkit's
 ``onSetWeights``: the last device gets the weights).
 
-**Digital fast buffer.** ``fast_device="digital"`` (:data:`simulate.config.DIGITAL_FAST`) makes
-A ideal: :math:`U_A(A, \Delta) = A + \Delta` exactly, no device, no pulses and no randomness
+**Digital fast buffer.** ``fast_device="digital"`` (:data:`simulate.device.catalog.DIGITAL_FAST`)
+makes A ideal: :math:`U_A(A, \Delta) = A + \Delta` exactly, no device, no pulses and no randomness
 (TT-v2's digital buffer; A is then read exactly, C keeps the run's update and device). The
 state then reports the ``digital`` kind, so a network hands it increments (no bit trains);
 :attr:`TikiTaka.device` is C's device. With ``gamma = 0``, ``transfer_slice="all"`` and the
@@ -53,7 +53,7 @@ input line, contiguous in the flat weight array:
 **Pipelines.** Each stage's tiles live on its accelerator and are transferred on the stage's own
 update count; every stage applies exactly one update per update ``k`` in the ``none``, ``sync``
 and ``async`` schedules, so every count equals ``k + 1`` after update ``k``. The forward of a stage
-reads the effective weights ``W`` (the asynchronous pipeline's :class:`simulate.staleness.
+reads the effective weights ``W`` (the asynchronous pipeline's :class:`simulate.pipeline.staleness.
 StaleVersions` stores stale *effective* weights, exactly as for analog SGD); the update goes to A.
 
 **Clock cycles of a transfer.** Reading one column is one MVM (one cycle, like a forward) and
@@ -65,7 +65,7 @@ update, and the pipeline waits for the slowest stage. So each transfer event add
 
 cycles (``s = 1`` for ``column``, the tile's columns for ``all``), and after ``k`` updates
 :func:`transfer_cycles` ``= \lfloor k/T \rfloor c_T`` cycles are added on top of the schedule's
-(:func:`simulate.staleness.cycles_after`, unchanged).
+(:func:`simulate.pipeline.staleness.cycles_after`, unchanged).
 
 **Randomness.** The pulses of A and then of C come from the member's ``device`` stream
 (:mod:`simulate.rng`), in that order, row by row: member ``r`` alone gives the bits of member
@@ -82,10 +82,11 @@ import numpy as np
 
 from theory import schedules
 from theory.errors import ParameterError
-from theory.schedules import CYCLES_PER_COLUMN
+from theory.schedules import CYCLES_PER_COLUMN, TRANSFER_SLICES
 
-from .analog import DeviceSpread, Updater
-from .config import DIGITAL_FAST, TRANSFER_SLICES, fast_device_from_config
+from .catalog import DIGITAL_FAST, fast_device_named
+from .draws import DeviceSpread
+from .updates import Updater
 
 __all__ = [
     "CYCLES_PER_COLUMN", "TikiTaka", "Tile", "TransferRule", "layer_tiles", "oracle_tiles",
@@ -135,7 +136,7 @@ def oracle_tiles(blocks) -> tuple[Tile, ...]:
 
 
 def layer_tiles(network) -> tuple[Tile, ...]:
-    """One tile per layer of a :class:`simulate.networks.Network`: ``fan_in`` columns of
+    """One tile per layer of a :class:`simulate.problems.network.Network`: ``fan_in`` columns of
     ``fan_out`` weights (row ``i`` of the row-major ``fan_in x fan_out`` matrix)."""
     tiles = []
     for stage, (layers, block) in enumerate(zip(network.stages, network.weight_slices,
@@ -181,7 +182,7 @@ class TransferRule:
 
 
 class TikiTaka:
-    """The Tiki-Taka state of a run, called like a :class:`simulate.analog.Updater`.
+    """The Tiki-Taka state of a run, called like a :class:`simulate.device.updates.Updater`.
 
     ``state(w, dw, rng, spread)`` applies ``dw`` to A (``w`` is ignored: it is the effective
     weight the caller holds), runs a transfer event when one is due and returns the new effective
@@ -246,7 +247,7 @@ class TikiTaka:
         return self._finish(rng)
 
     def fire(self, w, pulses, up, rng, spread=None) -> np.ndarray:
-        """Fire pulse counts made outside on A (:meth:`simulate.analog.Updater.fire`)."""
+        """Fire pulse counts made outside on A (:meth:`simulate.device.updates.Updater.fire`)."""
         self.a = self.fast.fire(self.a, pulses, up, rng, self.fast_spread)
         return self._finish(rng)
 
@@ -289,7 +290,7 @@ class TikiTaka:
         return schedules.transfer_event_cycles(per_stage.values(), self.rule.slice)
 
     def pinned_monitor(self, spread=None):
-        """C's :class:`simulate.staleness.PinnedMonitor` when the forward reads C alone
+        """C's :class:`simulate.device.pinned.PinnedMonitor` when the forward reads C alone
         (``gamma = 0``), else ``None`` (``gamma A + C`` has no device bounds)."""
         if self.rule.gamma != 0:
             return None
@@ -306,7 +307,7 @@ def wrap(config, updater: Updater, spread: DeviceSpread | None, w0, tiles, rngs)
     if config.fast_device == DIGITAL_FAST:
         fast = Updater("digital", None, updater.lr)
     else:
-        fast, device = updater, fast_device_from_config(config)
+        fast, device = updater, fast_device_named(config.fast_device, config.tau)
         if device is not None:
             fast = Updater(updater.kind, device, updater.lr, updater.pulse_type)
     fast_spread = (DeviceSpread.draw(fast.device, np.shape(w0), rngs) if fast.uses_dtod

@@ -1,11 +1,11 @@
 r"""Fused element-wise kernels of the network training step (numba), with the bits of numpy.
 
-Each kernel does in one pass what the numpy code of :mod:`simulate.networks` and
-:func:`simulate.analog.expected_update` does in several ufunc calls, with the same IEEE operations
-in the same order, so the results are bit for bit those of numpy (tested against the numpy
-reference functions ``*_numpy`` below). Transcendental functions (``exp``, ``log``, ``tanh``) and
-the device's response ``G(w)`` stay in numpy: the kernels only add, multiply, divide, compare and
-clip. Compiled with ``numba.njit(cache=True)`` (no fastmath, no parallel); the numpy references
+Each kernel does in one pass what the numpy code of :mod:`simulate.problems.network` and
+:func:`simulate.device.updates.expected_update` does in several ufunc calls, with the same IEEE
+operations in the same order, so the results are bit for bit those of numpy (tested against the
+numpy reference functions ``*_numpy`` below). Transcendental functions (``exp``, ``log``, ``tanh``)
+and the device's response ``G(w)`` stay in numpy: the kernels only add, multiply, divide, compare
+and clip. Compiled with ``numba.njit(cache=True)`` (no fastmath, no parallel); the numpy references
 are the specification the tests hold the kernels to.
 
 Every kernel is row-wise in the ensemble axis (axis 0) and element-wise within a row, except the
@@ -33,7 +33,7 @@ __all__ = [
 
 def expected_step_numpy(w, gw, g, scale, f, lo, hi, w_min, w_max) -> None:
     r"""Reference of :func:`expected_step` in numpy (the operations of
-    :func:`simulate.analog.expected_update` on :math:`\Delta w = s\, g_w`)."""
+    :func:`simulate.device.updates.expected_update` on :math:`\Delta w = s\, g_w`)."""
     gw *= scale
     out = np.abs(gw) * g
     drift = gw if f == 1.0 else f * gw
@@ -53,7 +53,7 @@ def expected_step_ratio_numpy(w, gw, tau, scale, f, lo, hi, w_min, w_max) -> Non
 
 def dense_backward_numpy(a, delta, out, bias_grad, tanh: bool) -> None:
     r"""Reference of :func:`dense_backward` in numpy (the operations of
-    :meth:`simulate.networks.Network.backward_stage`)."""
+    :meth:`simulate.problems.network.Network.backward_stage`)."""
     if tanh:
         np.multiply(a, a, out=out)
         np.subtract(1.0, out, out=out)
@@ -65,7 +65,7 @@ def dense_backward_numpy(a, delta, out, bias_grad, tanh: bool) -> None:
 
 def softmax_delta_numpy(exp, total, y, n: int) -> None:
     r"""Reference of :func:`softmax_delta` in numpy (the operations of
-    :func:`simulate.networks.softmax_cross_entropy`)."""
+    :func:`simulate.problems.network.softmax_cross_entropy`)."""
     exp /= total
     exp -= y[..., None] == np.arange(exp.shape[-1])
     exp /= n
@@ -185,8 +185,8 @@ def expected_step(w, gw, g, scale: float, f: float, lo: float, hi: float, w_min,
     .. math:: w \leftarrow \mathrm{clip}\bigl(f\,\Delta w - |\Delta w|\, G(w) + w,\;
               [w_{\min}, w_{\max}]\bigr)
 
-    (:func:`simulate.analog.expected_update` with a constant :math:`F = f`, e.g. soft bounds'
-    1; ``g`` = :math:`G(w)` evaluated by numpy before the call), and the running extremes
+    (:func:`simulate.device.updates.expected_update` with a constant :math:`F = f`, e.g. soft
+    bounds' 1; ``g`` = :math:`G(w)` evaluated by numpy before the call), and the running extremes
     ``w_min[r] = min(w_min[r], min_i w[r, i])``, ``w_max`` likewise (``nan`` propagates; these by
     numpy).
     Weights in device units; all arrays C-contiguous float64.

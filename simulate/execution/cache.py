@@ -22,7 +22,7 @@ Every read verifies the whole entry: the record's checksum (so an entry edited t
 JSON value, a removed key or a NaN written into it is caught), its key, format and version, the
 arrays' checksum, and the JSON's structure (nesting too deep for the parser is damage too).
 A missing entry is a miss; any other failure is a :class:`CorruptEntryError` (:meth:`ResultCache.
-read`), which :meth:`ResultCache.get` reads as a miss and :func:`simulate.sweep.run_sweep`
+read`), which :meth:`ResultCache.get` reads as a miss and :func:`simulate.execution.sweep.run_sweep`
 recomputes and counts, so an interrupted writer or a damaged file at worst costs a recomputation.
 
 :meth:`ResultCache.lock` takes an exclusive :func:`fcntl.flock` on ``DIR/k[:2]/k.lock`` (released by

@@ -16,14 +16,14 @@ point fails (or its worker dies), no new point starts and every unfinished point
 the executor can (a process pool cannot stop a running point: it finishes and is cached); then
 :class:`SweepError` names the failing point.
 
-Every finished point is written to the :class:`~simulate.cache.ResultCache` as soon as it arrives,
-so a sweep that is interrupted or killed keeps what it finished, and running it again computes only
-the missing points. Results are returned exactly as the cache stores them
-(:func:`~simulate.cache.normalize_result`), so fresh, cached, local and Dask results are equal.
-A cache entry that does not verify (:class:`~simulate.cache.CorruptEntryError`, or rejected by the
-sweep's ``validate``) is recomputed and counted (:attr:`SweepResult.corrupt`). While a point is
-computed its key is locked (:meth:`~simulate.cache.ResultCache.lock`), so a second sweep into the
-same cache waits for that point and reads it instead of computing it again.
+Every finished point is written to the :class:`~simulate.execution.cache.ResultCache` as soon as it
+arrives, so a sweep that is interrupted or killed keeps what it finished, and running it again
+computes only the missing points. Results are returned exactly as the cache stores them
+(:func:`~simulate.execution.cache.normalize_result`), so fresh, cached, local and Dask results are
+equal. A cache entry that does not verify (:class:`~simulate.execution.cache.CorruptEntryError`, or
+rejected by the sweep's ``validate``) is recomputed and counted (:attr:`SweepResult.corrupt`). While
+a point is computed its key is locked (:meth:`~simulate.execution.cache.ResultCache.lock`), so a
+second sweep into the same cache waits for that point and reads it instead of computing it again.
 
 Before any point runs, the cache directory must be writable and a scheduler reachable (a refused
 connection fails at once, a silent address after :data:`CONNECT_TIMEOUT_S`), each a one-line
@@ -54,16 +54,11 @@ from pathlib import Path
 from theory.errors import ParameterError, check_range
 from theory.fileio import check_writable_dir
 
-from .cache import (
-    CorruptEntryError,
-    ResultCache,
-    canonical_json,
-    function_name,
-    normalize_result,
-)
+from .cache import CorruptEntryError, ResultCache, canonical_json, function_name, normalize_result
 from .progress import progress_bar
 
 __all__ = [
+    "BLAS_THREAD_VARS",
     "CONNECT_TIMEOUT_S",
     "InlineExecutor",
     "SCHEDULER_SCHEMES",
@@ -108,8 +103,8 @@ class SweepResult:
     elapsed_s : float
         Wall-clock time of the call, in seconds.
     corrupt : int
-        Cache entries that were found damaged (:class:`~simulate.cache.CorruptEntryError`) or
-        rejected by ``validate``, and therefore recomputed (their points count as ``computed``).
+        Cache entries that were found damaged (:class:`~simulate.execution.cache.CorruptEntryError`)
+        or rejected by ``validate``, and therefore recomputed (their points count as ``computed``).
     """
 
     results: tuple[dict, ...]
@@ -464,8 +459,9 @@ def run_sweep(
         A Dask scheduler address ``"tcp://HOST:PORT"`` (a client is opened and closed) or an open
         client; then the points run on that cluster instead of local processes.
     cache : ResultCache, path-like or bool
-        ``True`` (default): a :class:`~simulate.cache.ResultCache` in its default directory; a path:
-        a cache in that directory; a ``ResultCache``; ``False`` or ``None``: no cache.
+        ``True`` (default): a :class:`~simulate.execution.cache.ResultCache` in its default
+        directory; a path: a cache in that directory; a ``ResultCache``; ``False`` or ``None``: no
+        cache.
     progress : bool, optional
         Show a tqdm progress bar on stderr; default: only when stderr is a terminal.
     desc : str

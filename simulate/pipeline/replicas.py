@@ -45,7 +45,7 @@ import numpy as np
 
 from theory.local_sgd import averaging_phases, averagings_after, full_range_pulses
 
-from .rng import STREAMS, member_generators
+from ..rng import STREAMS, member_generators
 
 __all__ = [
     "PULSE_CYCLES",

@@ -7,9 +7,9 @@ r"""The pipeline machinery the oracle engine and the networks share (a leaf modu
   :func:`theory.schedules.cycles_after` as integers (0 before the first update);
 - :class:`StaleVersions`: **the** ring buffer of the stale weight versions each stage's forward
   still reads;
-- :func:`divergence_limit` and :func:`check_divergence`: **the** divergence rule;
-- :class:`PinnedMonitor`: **the** rule of a run pinned at the device bounds (a
-  :class:`PinnedWarning`).
+- :func:`divergence_limit` and :func:`check_divergence`: **the** divergence rule.
+
+(A run pinned at its device bounds is the device's business: :mod:`simulate.device.pinned`.)
 
 **Staleness.** At update ``k`` (0-based) the forward of stage ``m`` reads version
 :math:`\max(0, k - d_m)` of its parameters, where version ``j`` is the parameters after ``j``
@@ -40,21 +40,11 @@ A loss 10 times its start means a mean probability of the true class below
 with ``lr = 1e4`` reaches 9141 nats at step 10). The largest ratio :math:`L_k / \max(1, L_0)`
 measured in the package's network runs is 2.31 (the training figure, 18 runs), 1.01 (the network
 tests, 33 runs) and below 1 (the README's digits table): the factor leaves 4x headroom.
-
-**Pinned at the device bounds** (analog runs). At a logging point, a weight is *pinned* when it
-lies within one pulse of a bound of its range, :math:`\min(w - w_{\min}, w_{\max} - w) \le
-\Delta w_{\min}` (per element, with its device-to-device spread of the range and of
-``dw_min`` where the run has one); the logging point is pinned when more than
-``PINNED_FRACTION`` = 1/2 of the weights of the ensemble are. A run is pinned when more than half
-of its logging points after the start (``k > 0``) are: :class:`PinnedMonitor` then issues one
-:class:`PinnedWarning` (not an error: the run finished, but the device range, not the problem,
-decided where its weights went; e.g. ``simulate --lr 1e6``).
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from functools import cache
 
@@ -69,9 +59,6 @@ from theory.symbols import K
 __all__ = [
     "DIVERGENCE_FACTOR",
     "NETWORK_LOSS_FACTOR",
-    "PINNED_FRACTION",
-    "PinnedMonitor",
-    "PinnedWarning",
     "StaleVersions",
     "check_divergence",
     "cycles_after",
@@ -83,8 +70,6 @@ __all__ = [
 DIVERGENCE_FACTOR = 1e6
 #: a network's training loss diverged when it exceeds this factor times max(1, its start)
 NETWORK_LOSS_FACTOR = 10.0
-#: a logging point is pinned when more than this fraction of the weights is within dw_min of a bound
-PINNED_FRACTION = 0.5
 
 
 @cache
@@ -224,46 +209,3 @@ def check_divergence(step: int, quantity: str, values, limit: float, lr: float) 
     bad = values[~((magnitude <= limit) & np.isfinite(magnitude))]
     value = np.nan if np.isnan(bad).any() else bad.flat[np.argmax(np.abs(bad))]
     raise DivergenceError(step, quantity, float(value), lr)
-
-
-class PinnedWarning(UserWarning):
-    """An analog run spent most of its logging points pinned at the device bounds (see the
-    module docstring); the message is one line naming the learning rate."""
-
-
-class PinnedMonitor:
-    """Counts the logging points at which an analog run is pinned at its device's bounds.
-
-    Parameters
-    ----------
-    lo, hi : float or ndarray
-        The bounds of each weight (arrays broadcast to the weights: a device-to-device spread).
-    dw_min : float or ndarray
-        One pulse of each weight.
-    lr : float
-        The run's learning rate (named in the warning).
-    """
-
-    def __init__(self, lo, hi, dw_min, lr: float):
-        self.lo, self.hi, self.dw_min, self.lr = lo, hi, dw_min, lr
-        self.points = 0
-        self.pinned = 0
-
-    def observe(self, step: int, w: np.ndarray) -> None:
-        """Record the weights ``w`` of logging point ``step`` (the start, ``step = 0``, is not
-        counted)."""
-        if step == 0:
-            return
-        gap = np.minimum(w - self.lo, self.hi - w)
-        self.points += 1
-        self.pinned += bool(np.mean(gap <= self.dw_min) > PINNED_FRACTION)
-
-    def warn(self) -> None:
-        """Issue a :class:`PinnedWarning` if more than half of the observed points were pinned."""
-        if self.points and 2 * self.pinned > self.points:
-            warnings.warn(
-                f"lr={self.lr:g}: the run was pinned at the device bounds on {self.pinned} of "
-                f"{self.points} logging points (more than half of the weights within dw_min of "
-                "w_min or w_max); the device range, not the problem, decided the weights; lower "
-                "lr", PinnedWarning, stacklevel=3,
-            )

@@ -24,7 +24,20 @@ import numpy as np
 
 from theory.errors import ParameterError, check_range
 
-__all__ = ["LeastSquares", "OracleProblem", "Quadratic", "row_dot", "stage_blocks"]
+__all__ = [
+    "LEAST_SQUARES_DIM",
+    "LeastSquares",
+    "ORACLE_PROBLEMS",
+    "OracleProblem",
+    "Quadratic",
+    "row_dot",
+    "stage_blocks",
+]
+
+#: problems with every constant of the theory known exactly
+ORACLE_PROBLEMS = ("quadratic", "least-squares")
+#: weights of the least-squares oracle problem (columns of its A)
+LEAST_SQUARES_DIM = 40
 
 #: einsum reduces a row longer than its buffer (8192 elements) in buffer-sized pieces whose grouping
 #: depends on the leading axes; such rows are reduced one at a time (see :func:`row_dot`)
@@ -243,7 +256,7 @@ class LeastSquares(OracleProblem):
         rng: np.random.Generator,
         *,
         rows: int = 100,
-        cols: int = 40,
+        cols: int = LEAST_SQUARES_DIM,
         sigma2: float = 1.0,
         label_noise: float = 0.0,
         x_star_scale: float = 0.3,

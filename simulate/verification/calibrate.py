@@ -3,10 +3,10 @@ r"""Calibration (issue 14, item 2): fit the theorems' form to simulated ensemble
 A **design** is a small set of points ``(mode, M, B, b, lr)`` on one oracle problem
 (:class:`CalibrationProblem`: quadratic or least squares with given dimension, noise, device and
 root seed). Each step is a fraction of the mode's proved step cap on the weight region
-``[-W, W]`` (:func:`simulate.verify.region_step_cap` of ``analog_sgd_sp`` / ``analog_sgd_ap``),
-so the design covers the steps a plan can run at. Every point is one ensemble of ``R`` seeds,
-run through the cached sweep runner (:func:`simulate.sweep.run_sweep`: local processes or Dask,
-with progress; function :func:`calibration_run`).
+``[-W, W]`` (:func:`simulate.verification.checks.region_step_cap` of ``analog_sgd_sp`` /
+``analog_sgd_ap``), so the design covers the steps a plan can run at. Every point is one ensemble of
+``R`` seeds, run through the cached sweep runner (:func:`simulate.execution.sweep.run_sweep`: local
+processes or Dask, with progress; function :func:`calibration_run`).
 
 **Tiki-Taka.** With :attr:`CalibrationProblem.algorithm` ``"tiki-taka"`` the same design (and
 the same steps, fractions of the analog cap) runs Tiki-Taka with the problem's transfer settings;
@@ -18,15 +18,15 @@ the transfers (:func:`theory.schedules.transfer_cycles`).
 :math:`\bar g(K) = \frac1R\sum_r\frac1K\sum_{k<K}\lVert\nabla f(W^{(r)}_k)\rVert^2` gives, at
 :data:`TARGETS` targets :math:`\epsilon_j` log-spaced between ``1.1`` times the curve's minimum
 and half of its start :math:`S = \bar g(1)`, the first ``K_j`` with :math:`\bar g(K_j) \le
-\epsilon_j` (:func:`simulate.prediction.first_hit`, the measure of cycles to eps of
-:mod:`simulate.prediction`).
+\epsilon_j` (:func:`simulate.verification.prediction.first_hit`, the measure of cycles to eps of
+:mod:`simulate.verification.prediction`).
 
 **Fit.** Per mode, the coefficients :math:`c \ge 0` of :mod:`theory.calibration` minimise the sum
 of squared log residuals :math:`\log\hat g(K_j; c) - \log\epsilon_j` (``scipy.optimize.
 least_squares``, trust region reflective, on :math:`\log c`).
 
 **Intervals.** A bootstrap over seeds: each of ``resamples`` replicates resamples the ``R`` seeds
-of every point with replacement (:func:`simulate.prediction.bootstrap_means` with
+of every point with replacement (:func:`simulate.verification.prediction.bootstrap_means` with
 :func:`simulate.rng.bootstrap_generator` of the root seed: the same bits every time), recomputes
 the hitting times of the same targets and refits; the interval of each coefficient is the central
 ``ci_level`` percentile interval of the refits (widened to hold the fit itself, which a
@@ -55,26 +55,26 @@ from theory.calibration import (
 from theory.errors import ParameterError, check_range
 from theory.schedules import transfer_cycles, transfer_event_cycles
 
-from .cache import package_version
-from .config import ORACLE_PROBLEMS, SimConfig, device_from_config
-from .engine import make_problem, run
+from ..config import ORACLE_PROBLEMS, SimConfig, device_from_config
+from ..device import oracle_tiles
+from ..engine import run
+from ..execution import package_version, run_sweep
+from ..pipeline import cycles_after
+from ..problems import make_problem
+from ..rng import bootstrap_generator
+from .checks import config_for, region_step_cap
 from .prediction import bootstrap_means, first_hit, running_average
-from .rng import bootstrap_generator
-from .staleness import cycles_after
-from .sweep import run_sweep
-from .tiki_taka import oracle_tiles
-from .verify import config_for, region_step_cap
 
 __all__ = [
     "ASYNC_DESIGN",
     "CALIBRATE_FORMAT",
+    "CALIBRATION_QUICK",
+    "CALIBRATION_STANDARD",
     "CalibrationProblem",
     "DesignPoint",
     "FRACTIONS",
     "HELDOUT_TOLERANCE",
     "HeldOut",
-    "QUICK",
-    "STANDARD",
     "SUITE_FRACTIONS",
     "SYNC_DESIGN",
     "SuiteForecast",
@@ -107,8 +107,8 @@ FRACTIONS = (0.1, 0.3, 0.9)
 TARGETS = 8
 #: the settings of the standard and the quick design (``steps`` K, ensemble ``seeds`` R,
 #: bootstrap ``resamples``)
-STANDARD = {"steps": 3000, "seeds": 32, "resamples": 200}
-QUICK = {"steps": 1500, "seeds": 12, "resamples": 50,
+CALIBRATION_STANDARD = {"steps": 3000, "seeds": 32, "resamples": 200}
+CALIBRATION_QUICK = {"steps": 1500, "seeds": 12, "resamples": 50,
          "sync": ((2, 4, 1), (8, 1, 1)), "async": ((2, 1, 1), (8, 1, 1)), "fractions": (0.2, 0.8)}
 #: lower bound of every coefficient in the fit (log space): below it a term is nil
 _TINY = 1e-12
@@ -140,8 +140,8 @@ class CalibrationProblem:
         Root seed of the problem and of the ensembles.
     algorithm : {"analog", "tiki-taka"}
         The algorithm of the runs (:data:`theory.calibration.CALIBRATED_ALGORITHMS`).
-        ``tiki-taka`` runs the same design with :mod:`simulate.tiki_taka` (A and C on the run's
-        device, ``transfer_lr`` and ``tt_gamma`` at the :class:`SimConfig` defaults) and the
+        ``tiki-taka`` runs the same design with :mod:`simulate.device.tiki_taka` (A and C on the
+        run's device, ``transfer_lr`` and ``tt_gamma`` at the :class:`SimConfig` defaults) and the
         steps of the analog design (fractions of the analog step cap: A takes analog SGD's
         update).
     transfer_every, transfer_slice : int, str
@@ -219,7 +219,7 @@ class CalibrationProblem:
     def event_cycles(self, stages: int) -> int:
         """``c_T`` of the runs at ``stages`` stages (0 for analog): the one rule
         :func:`theory.schedules.transfer_event_cycles` on the stage blocks' tiles
-        (:func:`simulate.tiki_taka.oracle_tiles`)."""
+        (:func:`simulate.device.tiki_taka.oracle_tiles`)."""
         if self.algorithm == "analog":
             return 0
         config = self.config("sync", stages, 1, 1, 0.1, 10, 2)
@@ -261,11 +261,11 @@ class DesignPoint:
 
 def design(spec: CalibrationProblem, *, sync: Sequence = SYNC_DESIGN,
            async_: Sequence = ASYNC_DESIGN, fractions: Sequence[float] = FRACTIONS,
-           steps: int = STANDARD["steps"], seeds: int = STANDARD["seeds"]
+           steps: int = CALIBRATION_STANDARD["steps"], seeds: int = CALIBRATION_STANDARD["seeds"]
            ) -> tuple[DesignPoint, ...]:
     """Every ``(mode, M, B, b)`` of ``sync`` and ``async_`` at every step ``fraction`` of its cap.
 
-    The cap is :func:`simulate.verify.region_step_cap` of the mode's bound on
+    The cap is :func:`simulate.verification.checks.region_step_cap` of the mode's bound on
     :meth:`CalibrationProblem.region` (the supremum over theta; the analog cap for Tiki-Taka
     runs too); a step is rounded to 4 significant digits.
     """
@@ -367,8 +367,9 @@ def _fit(mode: str, obs: np.ndarray, start: float, x0: np.ndarray | None = None
 
 
 def fit_calibration(spec: CalibrationProblem, points: Sequence[DesignPoint],
-                    running: Sequence[np.ndarray], *, resamples: int = STANDARD["resamples"],
-                    ci_level: float = 0.95, created_by: dict | None = None) -> Calibration:
+                    running: Sequence[np.ndarray], *,
+                    resamples: int = CALIBRATION_STANDARD["resamples"], ci_level: float = 0.95,
+                    created_by: dict | None = None) -> Calibration:
     """The :class:`~theory.calibration.Calibration` of ``points`` from their per-seed running
     averages ``running[i]`` (shape ``(R, K)``; see the module docstring for fit and bootstrap)."""
     check_range("resamples", resamples, 0, None, integer=True)
@@ -412,13 +413,13 @@ def fit_calibration(spec: CalibrationProblem, points: Sequence[DesignPoint],
 
 
 def calibrate(spec: CalibrationProblem, points: Sequence[DesignPoint] | None = None, *,
-              resamples: int = STANDARD["resamples"], ci_level: float = 0.95, jobs=None,
+              resamples: int = CALIBRATION_STANDARD["resamples"], ci_level: float = 0.95, jobs=None,
               scheduler=None, cache=True, progress: bool | None = None,
               created_by: dict | None = None) -> Calibration:
     """Run the design's ensembles as one cached sweep (:func:`calibration_run`) and fit them.
 
     ``points`` defaults to :func:`design` of ``spec``; ``jobs``, ``scheduler``, ``cache`` and
-    ``progress`` are those of :func:`simulate.sweep.run_sweep`.
+    ``progress`` are those of :func:`simulate.execution.sweep.run_sweep`.
     """
     points = design(spec) if points is None else tuple(points)
     sweep = run_sweep(calibration_run, _points_of(spec, points), jobs=jobs, scheduler=scheduler,
@@ -649,10 +650,11 @@ class SuiteForecast:
         ``{entry: [calibrated / simulated cycles to each check's eps, ...]}`` over the checks with
         a target the simulation reached.
     bound_ratios : dict
-        The same checks' bound / simulated ratios (:attr:`simulate.prediction.Prediction.ratio`).
+        The same checks' bound / simulated ratios
+        (:attr:`simulate.verification.prediction.Prediction.ratio`).
     mode_pairs, stage_pairs : (int, int)
-        ``(agreeing, ranked)`` pairs of :func:`simulate.suites.ranking_agreement` that the
-        calibration ranks like the simulation (SP vs AP; M vs M').
+        ``(agreeing, ranked)`` pairs of :func:`simulate.verification.suites.ranking_agreement` that
+        the calibration ranks like the simulation (SP vs AP; M vs M').
     calibrations : int
         Problems calibrated (one per distinct problem of the checks).
     """
@@ -664,16 +666,16 @@ class SuiteForecast:
     calibrations: int
 
 
-def suite_forecasts(checks: Sequence, *, steps: int = STANDARD["steps"],
-                    seeds: int = STANDARD["seeds"], resamples: int = 0, jobs=None,
+def suite_forecasts(checks: Sequence, *, steps: int = CALIBRATION_STANDARD["steps"],
+                    seeds: int = CALIBRATION_STANDARD["seeds"], resamples: int = 0, jobs=None,
                     scheduler=None, cache=True, progress: bool | None = None) -> SuiteForecast:
     """Calibrate the problem of every pipeline check (SP, AP, 4'B) with a target and compare.
 
     Each distinct problem gets the standard design at :data:`SUITE_FRACTIONS` (no design point
     is a checked run); each check's calibrated cycles to its own ``eps`` at its own step
     (:func:`theory.calibration.predicted_cycles`) are divided by its simulated cycles; the pairs
-    of :func:`simulate.suites.ranking_agreement` between two such checks are ranked again with the
-    calibrated cycles at the pair's common target.
+    of :func:`simulate.verification.suites.ranking_agreement` between two such checks are ranked
+    again with the calibrated cycles at the pair's common target.
     """
     from theory.calibration import predicted_cycles
 

@@ -34,8 +34,8 @@ a multiple of ``T``; ``T = transfer_every`` and ``rho = transfer_lr`` are plugge
 device constants are C's, on the region C visited (the effective weight is C at ``gamma = 0``).
 
 **Gradient bias.** A run with ``grad_bias`` :math:`= \beta > 0` (the oracle signal plus a fixed
-bias of norm :math:`\beta`, :func:`simulate.engine.gradient_bias`) is checked against the
-biased-gradient entry ``analog_sgd_biased`` (Proposition IO, ``Bound.gradient = "biased"``)
+bias of norm :math:`\beta`, :func:`simulate.problems.oracle_run.gradient_bias`) is checked against
+the biased-gradient entry ``analog_sgd_biased`` (Proposition IO, ``Bound.gradient = "biased"``)
 with ``beta`` the injected norm; the unbiased entries refuse it (A2 does not hold).
 
 **Choice of theta.** The theorems hold for every :math:`\theta \in (0, 1)` whose step cap admits
@@ -46,15 +46,15 @@ The one-sided check passes when :math:`\hat e \le \mathrm{bound} + z\,\mathrm{se
 default); ``ratio = bound / empirical`` measures tightness (>= 1: the bound holds on average).
 
 Every check also reads the bound as a prediction (:attr:`Check.prediction`,
-:mod:`simulate.prediction`): clock cycles to a target ``eps`` at the run's step, guaranteed
-against simulated, with a bootstrap interval over seeds. For it the run logs every iterate; the
-iterates, their average and the visited region do not depend on the logging, so the check's
-numbers are those of a run logged once.
+:mod:`simulate.verification.prediction`): clock cycles to a target ``eps`` at the run's step,
+guaranteed against simulated, with a bootstrap interval over seeds. For it the run logs every
+iterate; the iterates, their average and the visited region do not depend on the logging, so the
+check's numbers are those of a run logged once.
 
 Also here: :func:`empirical_floor` (asymptotic error of a long run) and :func:`cycles_to_eps`
 (clock cycles until the running average of :math:`\lVert\nabla f\rVert^2` reaches ``eps``, with the
 prediction of :func:`theory.admissible.predicted_guarantee`). The suites of checks are the case
-tables of :mod:`simulate.suites`.
+tables of :mod:`simulate.verification.suites`.
 """
 
 from __future__ import annotations
@@ -70,12 +70,12 @@ from theory.mixed import digital_block, mixed_constants, shares_from_sizes
 from theory.schedules import write_delay
 from theory.theorems import REGISTRY, bound_for, get_bound
 
-from .config import ORACLE_PROBLEMS, SimConfig, device_from_config
-from .engine import W_STAR_SCALE, make_problem, run
+from ..config import ORACLE_PROBLEMS, SimConfig, device_from_config
+from ..engine import run
+from ..pipeline import cycles_after, forward_delays
+from ..problems import W_STAR_SCALE, make_problem, stage_blocks
+from ..trace import Trace
 from .prediction import Prediction, predict
-from .problems import stage_blocks
-from .staleness import cycles_after, forward_delays
-from .trace import Trace
 
 __all__ = [
     "CHECKABLE",
@@ -246,8 +246,8 @@ def region_step_cap(name: str, config: SimConfig, w_lo: float, w_hi: float) -> f
 
     with the problem's exact ``L`` (and ``L_s = L``) and the device constants on the interval
     (ignored by ``digital_sgd``); ``config.lr`` is not read. Use a fraction of it to draw an
-    admissible ``lr`` (:class:`simulate.suites.Case`); the check itself uses the region the run
-    visited.
+    admissible ``lr`` (:class:`simulate.verification.suites.Case`); the check itself uses the region
+    the run visited.
     """
     _validate(name, config)
     problem = make_problem(config)
@@ -298,7 +298,8 @@ class Check:
         interval ``w_lo``, ``w_hi``.
     prediction : Prediction or None
         The bound read as a prediction: cycles and samples to a target ``eps`` at the run's step,
-        guaranteed versus simulated, with a bootstrap interval (:mod:`simulate.prediction`).
+        guaranteed versus simulated, with a bootstrap interval
+        (:mod:`simulate.verification.prediction`).
     """
 
     bound_name: str
@@ -507,7 +508,7 @@ def cycles_to_eps(
 
     Empirical: for each seed the smallest ``K >= 1`` with
     :math:`\frac1K\sum_{k<K}\lVert\nabla f(W_k)\rVert^2 \le \epsilon`, converted to cycles with the
-    schedule's closed form (:func:`simulate.staleness.cycles_after`). Theory: of the proved
+    schedule's closed form (:func:`simulate.pipeline.staleness.cycles_after`). Theory: of the proved
     bounds of the configuration's mode and algorithm, the one of fewest predicted cycles
     (:func:`theory.admissible.predicted_guarantee`; for ``async`` Theorem 4' or 4'B), with the
     problem's exact constants and the device constants on ``region`` (default

@@ -1,9 +1,9 @@
 r"""Prediction error of a check (issue 14, item 1): cycles to eps, guaranteed versus simulated.
 
-A check (:func:`simulate.verify.check_bound`) compares the bound with the measured average at the
-run's ``K``. Read as a *prediction*, the same bound says how long the run needs to reach a
-target. Every registry bound depends on ``K`` only through :math:`2\Delta/(\alpha q_{\min} K)`
-(``q_min = 1`` digitally), so at the run's step :math:`\alpha` = ``lr``, its tightest
+A check (:func:`simulate.verification.checks.check_bound`) compares the bound with the measured
+average at the run's ``K``. Read as a *prediction*, the same bound says how long the run needs to
+reach a target. Every registry bound depends on ``K`` only through :math:`2\Delta/(\alpha q_{\min}
+K)` (``q_min = 1`` digitally), so at the run's step :math:`\alpha` = ``lr``, its tightest
 :math:`\theta` and the constants that held it decreases to its **floor**
 :math:`F = \lim_{K\to\infty}\mathcal B(\theta, K, \alpha)`. Every run **starts** at
 :math:`S = \lVert\nabla f(W_0)\rVert^2` (the ensemble mean running average at ``K = 1``; the
@@ -25,7 +25,7 @@ at this step; ``K_pred`` may exceed the run, ``K_sim`` is searched within it). W
 within a few per cent of ``F``, so ``K_pred`` would be the run's length whatever happened.)
 
 Both ``K`` are converted to clock cycles by the schedule's closed form
-(:func:`simulate.staleness.cycles_after`: ``2MBK`` none, ``2(B + M - 1)K`` sync,
+(:func:`simulate.pipeline.staleness.cycles_after`: ``2MBK`` none, ``2(B + M - 1)K`` sync,
 ``2(K + M - 1)`` async) and to samples (``n K``, ``n`` the samples per update). The **prediction
 ratio** is ``predicted cycles / simulated cycles``; where the bound holds for the ensemble mean at
 ``K_pred`` (the theorems hold at every ``K``) it is ``>= 1``, and its size is how much longer than
@@ -38,7 +38,7 @@ every time), ``K_sim`` of each resample's mean running average, and the :data:`C
 interval of those (a resample that does not reach ``eps`` within the run counts as beyond it; an
 end beyond the run is ``None``).
 
-For a comparison at a larger target (:func:`simulate.suites.ranking_agreement`) a
+For a comparison at a larger target (:func:`simulate.verification.suites.ranking_agreement`) a
 :class:`Prediction` keeps the ensemble mean running average up to ``K_sim``
 (:attr:`Prediction.running`): the first ``K`` of any larger target lies in that prefix.
 """
@@ -53,8 +53,8 @@ import numpy as np
 
 from theory.admissible import compiled_bound
 
-from .rng import bootstrap_generator
-from .staleness import cycles_after
+from ..pipeline import cycles_after
+from ..rng import bootstrap_generator
 
 __all__ = [
     "BOOTSTRAP_RESAMPLES",
@@ -112,7 +112,7 @@ def first_hit(curve, eps: float) -> np.ndarray:
 
 def bound_floor(name: str, constants: Mapping) -> float:
     r"""The bound's limit :math:`K \to \infty` at the check's step and theta (``constants`` of a
-    :attr:`simulate.verify.Check`: the bound's parameters, ``theta``, ``alpha``)."""
+    :attr:`simulate.verification.checks.Check`: the bound's parameters, ``theta``, ``alpha``)."""
     return _bound_at(name, constants, math.inf)
 
 
@@ -126,8 +126,8 @@ def predicted_iterations(name: str, constants: Mapping, eps: float) -> int | Non
     r"""The guarantee's iterations to ``eps`` at the check's step: the smallest ``K' >= 1`` with
     :math:`\mathcal B(\theta, K', \alpha) \le \epsilon`.
 
-    ``constants`` is a :attr:`simulate.verify.Check.constants`. The bound decreases in ``K``
-    (through :math:`2\Delta/(\alpha q_{\min} K)` only), so ``K'`` is found by doubling and
+    ``constants`` is a :attr:`simulate.verification.checks.Check.constants`. The bound decreases in
+    ``K`` (through :math:`2\Delta/(\alpha q_{\min} K)` only), so ``K'`` is found by doubling and
     bisection; ``None`` when ``eps`` is at or below the floor (:func:`bound_floor`) or ``K'``
     would exceed ``2**53``.
     """

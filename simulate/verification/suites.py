@@ -1,9 +1,9 @@
 r"""The verification suites as case tables (PEPit style): one row per ``(bound, configuration)``.
 
-A :class:`Case` names a checkable registry entry (:data:`simulate.verify.CHECKABLE`), the step as
-a ``fraction`` of the entry's admissible step cap, and the settings of the simulated ensemble.
-Its configuration (:meth:`Case.config`) has the entry's algorithm and mode, the expected analog
-update, one logging point (the check reads the run's average only) and the step
+A :class:`Case` names a checkable registry entry (:data:`simulate.verification.checks.CHECKABLE`),
+the step as a ``fraction`` of the entry's admissible step cap, and the settings of the simulated
+ensemble. Its configuration (:meth:`Case.config`) has the entry's algorithm and mode, the expected
+analog update, one logging point (the check reads the run's average only) and the step
 
 .. math:: \alpha = \mathrm{round}_4\bigl(\mathrm{fraction} \times
           \sup_\theta 1/\mathrm{inv\_step\_cap}(\theta)\bigr)
@@ -17,8 +17,8 @@ of the device range), rounded to :data:`STEP_DIGITS` significant digits. The tab
 - :data:`THOROUGH`: a grid of 270 rows over three root seeds.
 
 :func:`run_suite` runs a table as one cached sweep of :func:`check_point` (each row is
-:func:`simulate.verify.check_bound`; a cached row is checked by :func:`validate_check`); the
-tests are parametrized over the rows of :data:`QUICK`.
+:func:`simulate.verification.checks.check_bound`; a cached row is checked by
+:func:`validate_check`); the tests are parametrized over the rows of :data:`QUICK`.
 """
 
 from __future__ import annotations
@@ -32,12 +32,11 @@ import numpy as np
 from theory.errors import ParameterError, check_range
 from theory.theorems import get_bound
 
-from .analog import device_from_config
-from .config import SimConfig
+from ..config import SimConfig, device_from_config
+from ..execution import SweepResult, run_sweep
+from ..pipeline import cycles_after
+from .checks import CHECKABLE, Check, check_bound, config_for, region_step_cap
 from .prediction import Prediction, bound_floor, first_hit, predicted_iterations, target
-from .staleness import cycles_after
-from .sweep import SweepResult, run_sweep
-from .verify import CHECKABLE, Check, check_bound, config_for, region_step_cap
 
 __all__ = [
     "Case",
@@ -61,7 +60,7 @@ __all__ = [
 ]
 
 #: bumped when the meaning of a cached check changes (part of every sweep point)
-VERIFY_FORMAT = 2  # 2: a check carries its Prediction (simulate.prediction)
+VERIFY_FORMAT = 2  # 2: a check carries its Prediction (simulate.verification.prediction)
 
 #: half-width of the weight region a step is drawn against (W* in [-0.3, 0.3], W_0 = 0; a margin
 #: for the noise)
@@ -86,7 +85,8 @@ def step_region(config: SimConfig) -> tuple[float, float]:
 def capped_step(name: str, config: SimConfig, fraction: float,
                 region: tuple[float, float]) -> float:
     """``fraction`` of bound ``name``'s step cap of ``config`` on ``region``
-    (:func:`simulate.verify.region_step_cap`, which does not read ``config.lr``), rounded to
+    (:func:`simulate.verification.checks.region_step_cap`, which does not read ``config.lr``),
+    rounded to
     :data:`STEP_DIGITS` significant digits."""
     return float(f"{fraction * region_step_cap(name, config, *region):.{STEP_DIGITS}g}")
 
@@ -98,7 +98,7 @@ class Case:
     Attributes
     ----------
     bound : str
-        A checkable registry entry (:data:`simulate.verify.CHECKABLE`).
+        A checkable registry entry (:data:`simulate.verification.checks.CHECKABLE`).
     fraction : float
         The step as a fraction of the step cap on :func:`step_region`, in (0, 1).
     steps, seeds : int
@@ -109,7 +109,7 @@ class Case:
         ``digital_stages`` for the ``mixed`` entries of Theorem 2M, ``grad_bias > 0`` for the
         biased-gradient entry ``analog_sgd_biased``, ``transfer_every`` and ``transfer_lr``
         for the Tiki-Taka entries of Corollary TT0, whose other settings are
-        :data:`simulate.verify.TT0_SETTINGS`).
+        :data:`simulate.verification.checks.TT0_SETTINGS`).
     """
 
     bound: str
@@ -320,7 +320,7 @@ SUITES: dict[str, tuple[Case, ...]] = {"quick": QUICK, "standard": STANDARD, "th
 
 
 def check_point(point: dict) -> dict:
-    """Sweep function: :func:`simulate.verify.check_bound` of ``point["bound"]`` and
+    """Sweep function: :func:`simulate.verification.checks.check_bound` of ``point["bound"]`` and
     ``point["config"]``.
 
     ``point = {"bound": str, "config": SimConfig.to_dict(), "z": float, "format":
@@ -370,7 +370,8 @@ def validate_check(result: dict) -> None:
 
 
 def _validate_prediction(check: Check) -> None:
-    """A cached :class:`~simulate.prediction.Prediction` agrees with its check and with itself
+    """A cached :class:`~simulate.verification.prediction.Prediction` agrees with its check and with
+    itself
     (floor, target and predicted iterations recomputed from the check's constants)."""
     p = check.prediction
     if not isinstance(p, Prediction):
@@ -412,9 +413,10 @@ def run_suite(
     """Run the checks of suite ``name`` (``quick``, ``standard``, ``thorough``) as a cached sweep.
 
     ``jobs``, ``scheduler``, ``cache`` and ``progress`` are those of
-    :func:`simulate.sweep.run_sweep` (finished checks are cached and reused; a cached check is
-    validated by :func:`validate_check`, and recomputed when it does not verify).
-    ``on_sweep(result)``, if given, receives the :class:`~simulate.sweep.SweepResult` (its counts
+    :func:`simulate.execution.sweep.run_sweep` (finished checks are cached and reused; a cached
+    check is validated by :func:`validate_check`, and recomputed when it does not verify).
+    ``on_sweep(result)``, if given, receives the :class:`~simulate.execution.sweep.SweepResult` (its
+    counts
     of computed, cached and damaged entries).
     """
     points = suite_points(name, z=z)
@@ -448,11 +450,12 @@ class RankedPair:
     bounds : (str, str)
         Their registry entries.
     eps : float
-        The common target :func:`simulate.prediction.target` of the larger floor and the
-        smaller start of the two.
+        The common target :func:`simulate.verification.prediction.target` of the larger floor and
+        the smaller start of the two.
     predicted, simulated : (int, int)
         Clock cycles to ``eps`` of the two checks: the guarantee at each run's step
-        (:func:`simulate.prediction.predicted_iterations`) and the first ``K`` of each ensemble
+        (:func:`simulate.verification.prediction.predicted_iterations`) and the first ``K`` of each
+        ensemble
         mean running average.
     """
 
@@ -546,21 +549,21 @@ def ranking_agreement(checks: Sequence[Check]) -> RankingAgreement:
       step fraction of its cap (:func:`step_region`, 3 significant digits).
 
     **Ranking.** At the common target :math:`\epsilon = \sqrt{\max(F_a, F_b)\,\min(S_a, S_b)}`
-    (:func:`simulate.prediction.target` of the larger floor and the smaller start, so at least
-    each check's own target and below both starts) each check gets predicted cycles (the bound at
-    its run's step, :func:`simulate.prediction.predicted_iterations`) and simulated cycles (the
-    first ``K`` of its ensemble mean running average, from
-    :attr:`~simulate.prediction.Prediction.running`). A pair agrees when the signs of
+    (:func:`simulate.verification.prediction.target` of the larger floor and the smaller start, so
+    at least each check's own target and below both starts) each check gets predicted cycles (the
+    bound at its run's step, :func:`simulate.verification.prediction.predicted_iterations`) and
+    simulated cycles (the first ``K`` of its ensemble mean running average, from
+    :attr:`~simulate.verification.prediction.Prediction.running`). A pair agrees when the signs of
     ``predicted_a - predicted_b`` and ``simulated_a - simulated_b`` are equal (a tie only matches
     a tie). Pairs without a common target (a floor at or above the start: vacuous) or with a run
     that did not reach it are counted apart and not ranked.
 
-    Every check needs its :attr:`~simulate.verify.Check.prediction`.
+    Every check needs its :attr:`~simulate.verification.checks.Check.prediction`.
     """
     checks = list(checks)
     if any(check.prediction is None for check in checks):
-        raise ParameterError("checks: every check needs its prediction (simulate.verify."
-                             "check_bound computes it); valid: checks of run_suite or check_bound")
+        raise ParameterError("checks: every check needs its prediction (simulate.check_bound "
+                             "computes it); valid: checks of run_suite or check_bound")
     fractions: dict[int, float] = {}
 
     def fraction(check: Check) -> float:

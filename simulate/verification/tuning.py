@@ -5,14 +5,14 @@ and everything else of a :class:`~simulate.config.SimConfig` but ``lr``). Every 
 every step of one log-spaced **grid**, with the same sample budget and the same seeds (ensemble
 members ``0 .. R-1`` of root seed 0: seed ``r`` of every arm starts from the same weights and, for
 equal micro-batch sizes, draws the same batches), through one cached sweep
-(:func:`simulate.sweep.run_sweep` of :func:`study_run`, which scales out on Dask).
+(:func:`simulate.execution.sweep.run_sweep` of :func:`study_run`, which scales out on Dask).
 
 **Time to target.** A :class:`Target` is a test accuracy to reach (``>=``) or a training loss to
 reach (``<=``). A run's time to it is the first logging point at which the measured curve has
 reached it, in updates ``K`` and in clock cycles of the arm's schedule
-(:func:`simulate.staleness.cycles_after`: ``2MBK`` none, ``2(B + M - 1)K`` sync, ``2(K + M - 1)``
-async). A seed that never reaches it (or diverged) is **censored**: its time is the budget's
-(the last update), and it is counted in the fraction reached; it is never dropped.
+(:func:`simulate.pipeline.staleness.cycles_after`: ``2MBK`` none, ``2(B + M - 1)K`` sync,
+``2(K + M - 1)`` async). A seed that never reaches it (or diverged) is **censored**: its time is
+the budget's (the last update), and it is counted in the fraction reached; it is never dropped.
 
 **Choice of the step** (:func:`choose_step`). For each arm and target, the step of the grid with
 the smallest median time over the seeds, measured on the **validation** images (accuracy
@@ -23,12 +23,13 @@ is that step's time on the **test** images (the same runs, measured on both).
 **Speedup and interval** (:func:`speedup_interval`). The speedup of an arm over a baseline is the
 ratio of their median times, :math:`\operatorname{med}_r T^{\mathrm{base}}_r /
 \operatorname{med}_r T_r`, in cycles, each at its own chosen step. Its interval is a paired
-percentile bootstrap over seeds (the resamples of :func:`simulate.prediction.resample_counts`,
-:data:`~simulate.prediction.BOOTSTRAP_RESAMPLES` of them, from
+percentile bootstrap over seeds (the resamples of
+:func:`simulate.verification.prediction.resample_counts`,
+:data:`~simulate.verification.prediction.BOOTSTRAP_RESAMPLES` of them, from
 :func:`simulate.rng.bootstrap_generator`, so it has the same bits every time; the central
-:data:`~simulate.prediction.CI_LEVEL` interval): resample ``j`` takes each seed's pair of times
-``counts[j, r]`` times. When more than half of either side's seeds are censored, its median is
-the budget and the ratio is only a bound (:attr:`Speedup.status`: ``"upper bound"`` when the arm
+:data:`~simulate.verification.prediction.CI_LEVEL` interval): resample ``j`` takes each seed's pair
+of times ``counts[j, r]`` times. When more than half of either side's seeds are censored, its median
+is the budget and the ratio is only a bound (:attr:`Speedup.status`: ``"upper bound"`` when the arm
 is censored, ``"lower bound"`` when the baseline is, ``"censored"`` when both are).
 
 **Sharpness.** :func:`initial_sharpness` estimates the largest eigenvalue
@@ -53,13 +54,13 @@ import numpy as np
 
 from theory.errors import DivergenceError, ParameterError, check_range
 
-from .config import SimConfig, device_from_config
-from .digits import load_digits_data
-from .networks import Network, NetworkSpec, train_network
+from ..config import SimConfig, device_from_config
+from ..device import PinnedWarning
+from ..pipeline import cycles_after
+from ..problems import Network, NetworkSpec, load_digits_data, train_network
+from ..rng import bootstrap_generator, member_generators
+from ..trace import log_steps
 from .prediction import BOOTSTRAP_RESAMPLES, percentile_interval, resample_counts
-from .rng import bootstrap_generator, member_generators
-from .staleness import PinnedWarning, cycles_after
-from .trace import log_steps
 
 __all__ = [
     "STUDY_FORMAT", "Speedup", "Target", "TimeToTarget", "Tuned", "choose_step",
@@ -169,7 +170,7 @@ def time_to_target(curves: np.ndarray, steps: np.ndarray, target: Target, mode: 
         Update index of each logging point (the last is the budget).
     target : Target
     mode, stages, micro_batches
-        The schedule the cycles are counted on (:func:`simulate.staleness.cycles_after`); a
+        The schedule the cycles are counted on (:func:`simulate.pipeline.staleness.cycles_after`); a
         ``none`` run may be counted on any number of stages.
     """
     hit = target.reached(curves)
@@ -309,8 +310,8 @@ def study_run(point: Mapping) -> dict:
     """Sweep function: train every seed of one arm at one step; per-seed curves.
 
     ``point = {"config": SimConfig.to_dict() (a digits network; seeds = R), "format":
-    STUDY_FORMAT}``. The network is the default :class:`~simulate.networks.NetworkSpec` without
-    the gradient norm.
+    STUDY_FORMAT}``. The network is the default :class:`~simulate.problems.network.NetworkSpec`
+    without the gradient norm.
 
     Returns
     -------
@@ -353,8 +354,8 @@ def initial_sharpness(config: SimConfig, member: int = 0, iterations: int = 30,
     by ``iterations`` steps of power iteration from a fixed random direction (biases held at
     their initial zeros; the loss over the training rows of ``config.data``). ``W_0`` is the
     initial weights of ensemble member ``member`` of ``config`` (root seed ``config.seed``),
-    the same draws as :func:`simulate.networks.train_network`. Units: loss per weight unit
-    squared; full-batch gradient descent is stable near ``W_0`` for ``lr < 2 / lambda_max``.
+    the same draws as :func:`simulate.problems.network_run.train_network`. Units: loss per weight
+    unit squared; full-batch gradient descent is stable near ``W_0`` for ``lr < 2 / lambda_max``.
     """
     spec = NetworkSpec() if spec is None else spec
     check_range("iterations", iterations, 1, None, integer=True)

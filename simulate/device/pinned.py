@@ -1,0 +1,69 @@
+r"""Runs pinned at the device bounds: :class:`PinnedMonitor` and its :class:`PinnedWarning`.
+
+**Pinned at the device bounds** (analog runs). At a logging point, a weight is *pinned* when it
+lies within one pulse of a bound of its range, :math:`\min(w - w_{\min}, w_{\max} - w) \le
+\Delta w_{\min}` (per element, with its device-to-device spread of the range and of
+``dw_min`` where the run has one); the logging point is pinned when more than
+``PINNED_FRACTION`` = 1/2 of the weights of the ensemble are. A run is pinned when more than half
+of its logging points after the start (``k > 0``) are: :class:`PinnedMonitor` then issues one
+:class:`PinnedWarning` (not an error: the run finished, but the device range, not the problem,
+decided where its weights went; e.g. ``simulate --lr 1e6``).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+#: a logging point is pinned when more than this share of the weights is within one pulse of a
+#: bound
+PINNED_FRACTION = 0.5
+
+__all__ = [
+    "PINNED_FRACTION",
+    "PinnedMonitor",
+    "PinnedWarning",
+]
+
+class PinnedWarning(UserWarning):
+    """An analog run spent most of its logging points pinned at the device bounds (see the
+    module docstring); the message is one line naming the learning rate."""
+
+
+class PinnedMonitor:
+    """Counts the logging points at which an analog run is pinned at its device's bounds.
+
+    Parameters
+    ----------
+    lo, hi : float or ndarray
+        The bounds of each weight (arrays broadcast to the weights: a device-to-device spread).
+    dw_min : float or ndarray
+        One pulse of each weight.
+    lr : float
+        The run's learning rate (named in the warning).
+    """
+
+    def __init__(self, lo, hi, dw_min, lr: float):
+        self.lo, self.hi, self.dw_min, self.lr = lo, hi, dw_min, lr
+        self.points = 0
+        self.pinned = 0
+
+    def observe(self, step: int, w: np.ndarray) -> None:
+        """Record the weights ``w`` of logging point ``step`` (the start, ``step = 0``, is not
+        counted)."""
+        if step == 0:
+            return
+        gap = np.minimum(w - self.lo, self.hi - w)
+        self.points += 1
+        self.pinned += bool(np.mean(gap <= self.dw_min) > PINNED_FRACTION)
+
+    def warn(self) -> None:
+        """Issue a :class:`PinnedWarning` if more than half of the observed points were pinned."""
+        if self.points and 2 * self.pinned > self.points:
+            warnings.warn(
+                f"lr={self.lr:g}: the run was pinned at the device bounds on {self.pinned} of "
+                f"{self.points} logging points (more than half of the weights within dw_min of "
+                "w_min or w_max); the device range, not the problem, decided the weights; lower "
+                "lr", PinnedWarning, stacklevel=3,
+            )

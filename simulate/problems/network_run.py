@@ -1,0 +1,447 @@
+"""Training a digits network through a pipeline: :func:`train_network` (the model, the
+measurements and the randomness are described in :mod:`simulate.problems.network`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from theory.errors import check_range
+from theory.limits import MAX_ARRAY_BYTES, check_size
+
+from ..device import (
+    AnalogPass,
+    DeviceSpread,
+    Updater,
+    check_bit_length,
+    coincidence_counts,
+    device_named,
+    digital_blocks,
+    expected_step,
+    expected_step_ratio,
+    io_preset,
+    stochastic_write,
+    tiki_taka,
+)
+from ..pipeline import (
+    NETWORK_LOSS_FACTOR,
+    StaleVersions,
+    check_divergence,
+    cycles_after,
+    divergence_limit,
+    forward_delays,
+)
+from ..rng import member_generators
+from ..trace import Trace, log_steps
+from .digits import DigitsData, load_digits_data, sample_indices
+from .network import (
+    DRAW_CHUNK,
+    Buffers,
+    Network,
+    NetworkSpec,
+    StageView,
+    network_bytes_per_member,
+    softmax_cross_entropy,
+)
+from .oracle import row_dot
+
+__all__ = [
+    "NetworkRun",
+    "io_passes",
+    "run_network",
+    "train_network",
+]
+
+@dataclass(frozen=True, eq=False)
+class NetworkRun:
+    """The outcome of :func:`train_network`.
+
+    Attributes
+    ----------
+    trace : Trace
+    network : Network
+    weights : ndarray, shape (R, n_weights)
+        Final (analog) weights.
+    biases : ndarray, shape (R, n_biases)
+        Final (digital) biases.
+    forward_versions, backward_versions : ndarray of int, shape (K, M), or None
+        With ``record_versions``: for update ``k`` and stage ``m``, the index ``j`` of the weights
+        ``W_j`` its forward / backward read (taken from the buffer slot actually read).
+    validation_accuracy : ndarray, shape (R, T), or None
+        Accuracy on the validation images at every logging point, when the run's ``data`` has
+        them (:mod:`simulate.problems.digits`).
+    """
+
+    trace: Trace
+    network: Network
+    weights: np.ndarray
+    biases: np.ndarray
+    forward_versions: np.ndarray | None = None
+    backward_versions: np.ndarray | None = None
+    validation_accuracy: np.ndarray | None = None
+
+
+def train_network(
+    config,
+    seed: int | None = None,
+    *,
+    spec: NetworkSpec | None = None,
+    members: Iterable[int] | None = None,
+    progress: Callable[[int], None] | None = None,
+    record_versions: bool = False,
+) -> NetworkRun:
+    """Train a digits network with the config's mode, algorithm and device; all members at once.
+
+    Parameters
+    ----------
+    config : SimConfig
+        ``problem`` must be ``digits-mlp`` or ``digits-resmlp``; ``dim`` and ``sigma2`` are unused
+        (the gradient noise is the data's own).
+    seed : int, optional
+        Root seed (default ``config.seed``). Member ``r`` uses the streams of
+        :func:`simulate.rng.member_generators`: ``data`` for its initial weights, then its batches;
+        ``device`` for its pulses and device-to-device spread.
+    spec : NetworkSpec, optional
+        Architecture (default ``NetworkSpec()``: 16 layers of width 32, tanh).
+    members : iterable of int, optional
+        Ensemble members to compute (default ``range(config.seeds)``); a member gives the same
+        bits whichever other members run with it.
+    progress : callable, optional
+        Called with the number of updates done since its previous call.
+    record_versions : bool
+        Record which weight version each stage's forward and backward read at every update.
+
+    Returns
+    -------
+    NetworkRun
+
+    Raises
+    ------
+    ParameterError
+        Not a network problem, or more stages than layers.
+    DivergenceError
+        A weight or the training loss became non-finite or left the limit of
+        :func:`simulate.pipeline.staleness.divergence_limit` (relative to its initial value).
+    """
+    spec = NetworkSpec() if spec is None else spec
+    seed = config.seed if seed is None else check_range("seed", seed, 0, None, integer=True)
+    members = list(range(config.seeds) if members is None else members)
+    per_member = network_bytes_per_member(config.samples_per_update, config.steps, spec.layers,
+                                          spec.width)
+    check_size("width", spec.width, need=per_member, limit=MAX_ARRAY_BYTES,
+               what="bytes of one member's largest array")
+    check_size("seeds", len(members), need=len(members) * per_member, limit=MAX_ARRAY_BYTES,
+               what="bytes of ensemble arrays", hint="run fewer seeds at a time")
+    data = load_digits_data(config.data)
+    network = Network.build(config.problem, spec, config.stages, data.n_features, data.n_classes)
+    n_stages, steps = config.stages, config.steps
+    delays = forward_delays(config.mode, n_stages)
+    device = device_named(config.device, config.tau)
+    update = Updater.from_config(config, device)
+    streams = member_generators(seed, members)
+    data_rngs, device_rngs = streams["data"], streams["device"]
+    forward_mvm, backward_mvm = io_passes(config, streams["io"])
+
+    w, c = network.init(data_rngs, spec.init_fraction * device.w_min,
+                        spec.init_fraction * device.w_max)
+    spread = DeviceSpread.draw(device, w.shape, device_rngs) if update.uses_dtod else None
+    update = tiki_taka.wrap(config, update, spread, w, tiki_taka.layer_tiles(network), device_rngs)
+    monitor = update.pinned_monitor(spread)
+    # w and c are updated in place, so their stage blocks and views stay valid for the whole run
+    blocks = [(w[:, ws], c[:, cs])
+              for ws, cs in zip(network.weight_slices, network.bias_slices, strict=True)]
+    stale = StaleVersions(delays, blocks)
+    # algorithm "mixed": the weights of these stages update digitally (w + dw)
+    digital = [network.weight_slices[stage - 1] for stage in config.digital_stage_indices]
+    current = network.views(w, c)
+    slot_views = [[network.stage_view(s, *stale.stored(s, j)) for j in range(d + 1)] if d else None
+                  for s, d in enumerate(delays)]
+    backward = [view.weights for view in current]
+    gw, gc = np.empty_like(w), np.empty_like(c)
+    grads = network.views(gw, gc)
+    w_min, w_max = w.min(axis=1), w.max(axis=1)
+    fwd_rec = np.empty((steps, n_stages), dtype=np.int64) if record_versions else None
+    bwd_rec = np.empty((steps, n_stages), dtype=np.int64) if record_versions else None
+    log_at = log_steps(steps, config.log_every)
+    records, reported = [], 0
+    batch = config.samples_per_update
+    w_limit, loss_limit = divergence_limit(w), None
+    # one sample per update, or per-sample writes: each write is a layer's rank-1 outer product,
+    # so the stochastic and mean-count pulse types fire aihwkit's bit trains on it (shared along
+    # rows and columns)
+    per_sample = config.write == "per-sample"
+    trains = update.kind == "pulsed" and update.pulse_type != "deterministic"
+    rank1 = trains and (batch == 1 or per_sample)
+    count_views = None
+    if rank1:
+        check_bit_length(update.device.desired_bl, "desired_bl")
+        counts = np.zeros(w.shape, dtype=np.int64)
+        count_views = (counts, network.views(counts, np.zeros(c.shape, dtype=np.int64)))
+
+    fused = None if per_sample or digital or rank1 else \
+        _FusedExpected.of(update, w) or _FusedStochastic.of(update, w, spread, device_rngs)
+    buffers = Buffers()
+
+    for k in range(steps + 1):
+        if k == log_at[len(records)]:
+            records.append(_measure(network, data, w, c, spec.grad_norm))
+            if monitor is not None:
+                monitor.observe(k, w)
+            if loss_limit is None:
+                loss_limit = divergence_limit(records[0][0], factor=NETWORK_LOSS_FACTOR)
+            check_divergence(k, "training loss", records[-1][0], loss_limit, config.lr)
+            if progress is not None and k > reported:
+                progress(k - reported)
+                reported = k
+        if k == steps:
+            break
+        if k % DRAW_CHUNK == 0:
+            chunk = sample_indices(data_rngs, data.n_train, batch,
+                                   batches=min(DRAW_CHUNK, steps - k))
+        idx = chunk[k % DRAW_CHUNK]
+        forward = [current[s] if d == 0 else slot_views[s][stale.slot(k, s)]
+                   for s, d in enumerate(delays)]
+        if fwd_rec is not None:
+            fwd_rec[k] = [stale.version(k, s) for s in range(n_stages)]
+            bwd_rec[k] = k
+        factors = [] if rank1 or per_sample else None
+        network.gradient(data.x_train[idx], data.y_train[idx], forward, backward, grads, factors,
+                         forward_mvm, backward_mvm, loss=False, buffers=buffers)
+        if per_sample:  # one write per sample, in order, each read at the batch's weights
+            for t in range(batch):
+                _write_sample(t, factors, grads, gw, config.lr)
+                _write(update, w, gw, device_rngs, spread, factors, t, rank1, count_views, config,
+                       digital)
+                np.minimum(w_min, w.min(axis=1), out=w_min)
+                np.maximum(w_max, w.max(axis=1), out=w_max)
+        elif not (fused is not None and fused.step(w, gw, -config.lr, w_min, w_max)):
+            gw *= -config.lr
+            _write(update, w, gw, device_rngs, spread, factors, 0, rank1, count_views, config,
+                   digital)
+            np.minimum(w_min, w.min(axis=1), out=w_min)
+            np.maximum(w_max, w.max(axis=1), out=w_max)
+        gc *= config.lr
+        c -= gc
+        if not (-w_limit <= w_min.min() and w_max.max() <= w_limit):  # False for nan too
+            check_divergence(k + 1, "max |w|", np.maximum(-w_min, w_max), w_limit, config.lr)
+        stale.push(k + 1, blocks)
+
+    if monitor is not None:
+        monitor.warn()
+    loss, grad_norm2, accuracy, validation = (np.stack(column, axis=1)
+                                              for column in zip(*records, strict=True))
+    step = np.asarray(log_at, dtype=np.int64)
+    trace = Trace(
+        step=step,
+        samples=step * batch,
+        cycles=cycles_after(config.mode, config.stages, config.micro_batches, step)
+        + tiki_taka.transfer_cycles(update, step),
+        loss=loss,
+        grad_norm2=grad_norm2,
+        test_accuracy=accuracy,
+        max_abs_w=np.maximum(-w_min, w_max),
+        w_min_visited=w_min,
+        w_max_visited=w_max,
+        config={**config.to_dict(), "seed": int(seed), "members": members,
+                "network": asdict(spec)},
+    )
+    return NetworkRun(trace, network, w, c, fwd_rec, bwd_rec,
+                      None if data.x_val is None else validation)
+
+
+def run_network(
+    config,
+    seed: int | None = None,
+    *,
+    members: Iterable[int] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Trace:
+    """The :class:`~simulate.trace.Trace` of :func:`train_network` with the default
+    :class:`NetworkSpec` (the entry point of :func:`simulate.engine.run` for the networks)."""
+    return train_network(config, seed, members=members, progress=progress).trace
+
+
+def io_passes(config, rngs: Sequence[np.random.Generator]):
+    """The analog forward and backward products of ``config`` (``config.forward_io``,
+    ``config.backward_io``; ``None`` for ``perfect``, the exact product), drawing from the
+    members' generators ``rngs`` (the ``io`` stream). The forward pass draws before the backward
+    pass of each layer's update, both from one stream per member."""
+    passes = []
+    for name, direction in ((config.forward_io, "forward"), (config.backward_io, "backward")):
+        io = io_preset(name)
+        passes.append(None if io.is_perfect else AnalogPass(io, tuple(rngs), direction))
+    return tuple(passes)
+
+
+class _FusedExpected(NamedTuple):
+    """The plain expected update with a constant ``F`` as one fused pass
+    (:func:`simulate.device.update_kernels.expected_step`): ``response(w)`` gives ``G(w)`` with the
+    shape of ``w`` (numpy), ``constants`` are ``(F, w_min, w_max)``; ``ratio`` is ``tau`` where
+    the compiled ``G`` is ``w / tau`` (soft bounds), evaluated inside the pass
+    (:func:`simulate.device.update_kernels.expected_step_ratio`, the same bits), else ``None``."""
+
+    response: Callable[[np.ndarray], np.ndarray]
+    constants: tuple[float, float, float]
+    ratio: float | None = None
+
+    @classmethod
+    def of(cls, update, w: np.ndarray) -> _FusedExpected | None:
+        """The fused form of ``update`` on ``w``, or ``None`` where the general path must run
+        (not a plain :class:`simulate.device.updates.Updater` of kind ``expected``, an ``F`` that
+        depends on the weight, or ``w`` not a C-contiguous float64 array)."""
+        if type(update) is not Updater or update.kind != "expected":
+            return None
+        device = update.device
+        f = device.F_constant
+        if f is None or w.dtype != np.float64 or not w.flags.c_contiguous:
+            return None
+
+        def response(x: np.ndarray) -> np.ndarray:
+            g = device.G(x)  # (the compiled responses return the shape of x)
+            return g if g.shape == x.shape else np.ascontiguousarray(np.broadcast_to(g, x.shape))
+
+        return cls(response, (float(f), float(device.w_min), float(device.w_max)),
+                   _ratio_of(device))
+
+    def step(self, w: np.ndarray, gw: np.ndarray, scale: float, w_min: np.ndarray,
+             w_max: np.ndarray) -> bool:
+        """The expected update of ``w`` by ``scale * gw`` in place, and the running extremes
+        (``gw`` may be overwritten); ``True``."""
+        if self.ratio is None:
+            expected_step(w, gw, self.response(w), scale, *self.constants, w_min, w_max)
+        else:
+            expected_step_ratio(w, gw, self.ratio, scale, *self.constants, w_min, w_max)
+        return True
+
+
+class _FusedStochastic(NamedTuple):
+    """The batch-mean ``stochastic`` pulse update as one fused call
+    (:func:`simulate.device.pulses.stochastic_write`: the scaling ``-lr gw``, the counts and the
+    closed form, the bits of the general path), with its work array and the members'
+    generators."""
+
+    device: object
+    rngs: Sequence[np.random.Generator]
+    out: np.ndarray
+
+    @classmethod
+    def of(cls, update, w: np.ndarray, spread, rngs) -> _FusedStochastic | None:
+        """The fused form of ``update`` on ``w``, or ``None`` where the general path must run
+        (not a plain :class:`simulate.device.updates.Updater` of kind ``pulsed`` with the
+        ``stochastic`` pulse type, its closed form and no BL management; cycle-to-cycle noise;
+        a device-to-device spread; ``w`` not a C-contiguous float64 array)."""
+        if type(update) is not Updater or update.kind != "pulsed" or \
+                update.pulse_type != "stochastic" or update.pulse_method != "closed-form" or \
+                update.bl_management or update.device.dw_min_std != 0:
+            return None
+        if spread is not None and (spread.dw_min_scale is not None or
+                                   spread.bound_scale is not None):
+            return None
+        if w.dtype != np.float64 or not w.flags.c_contiguous:
+            return None
+        return cls(update.device, rngs, np.empty_like(w))
+
+    def step(self, w: np.ndarray, gw: np.ndarray, scale: float, w_min: np.ndarray,
+             w_max: np.ndarray) -> bool:
+        """The update of ``w`` by ``scale * gw`` in place and the running extremes, or
+        ``False`` (nothing done, ``gw`` unchanged) where the fused call does not apply."""
+        if not stochastic_write(w, gw, scale, self.device, self.rngs, self.out):
+            return False
+        np.minimum(w_min, w.min(axis=1), out=w_min)
+        np.maximum(w_max, w.max(axis=1), out=w_max)
+        return True
+
+
+def _ratio_of(device) -> float | None:
+    """``tau`` when the device's compiled ``G`` is the ratio ``w / tau`` of the weight and one
+    parameter (soft bounds), else ``None``: the family's symbolic ``G = (q_- - q_+)/2`` must be
+    exactly ``w / tau`` (compiled to numpy as ``w/tau``), and the compiled ``G`` must give the
+    bits of ``x / tau`` on probe values."""
+    family = type(device.response)
+    q_plus, q_minus = family.symbolic()
+    g = (q_minus - q_plus) / 2
+    weight = g.free_symbols - set(family.symbols().values())
+    if len(weight) != 1:
+        return None
+    (weight,) = weight
+    for symbol, value in zip(family.symbols().values(), device.response.params().values(),
+                             strict=True):
+        if g == weight / symbol:
+            tau = float(value)
+            probe = np.array([-0.0, 0.0, 1.0, -1.0, 0.1, -0.3, 1 / 3, 0.7, np.nan, 5e-324])
+            probe = np.concatenate([probe, probe * tau])
+            got = device.G(probe)
+            if got.shape == probe.shape and np.array_equal(got.view(np.int64),
+                                                           (probe / tau).view(np.int64)):
+                return tau
+            return None
+    return None
+
+
+def _write_sample(t: int, factors, grads: Sequence[StageView], gw: np.ndarray, lr: float) -> None:
+    r"""Fill ``gw`` with sample ``t``'s desired increment :math:`-(\alpha/n)\, g_t`.
+
+    Layer ``i``'s part of the gradient of sample ``t``'s own loss is :math:`n\, h_t\, dz_t^\top`
+    (``dz`` of the mean loss carries the ``1/n``), so the increment is
+    :math:`-\alpha\, h_t\, dz_t^\top`, computed as the batch path computes its ``h^T dz``
+    times ``-lr`` (at ``n = 1`` the same bits).
+    """
+    for s, i, h, dz in factors:
+        np.multiply(h[:, t, :, None], dz[:, t, None, :], out=grads[s].weights[i])
+    gw *= -lr
+
+
+def _write(update: Updater, w: np.ndarray, gw: np.ndarray, rngs, spread, factors, t: int,
+           rank1: bool, count_views, config, digital=()) -> None:
+    """Apply one write of desired increment ``gw`` to ``w`` in place: through the update, or
+    (``rank1``) as aihwkit's bit trains on each layer's outer product ``h_t dz_t^T`` (sample
+    ``t`` of the batch) fired by :meth:`simulate.device.updates.Updater.fire`; the ``digital``
+    weight slices (``mixed`` runs, Theorem 2M) take ``w + gw`` instead."""
+    if not rank1:
+        new = update(w, gw, rngs, spread)
+        np.copyto(w, digital_blocks(new, w, gw, digital) if digital else new)
+        return
+    counts, views = count_views
+    device = update.device
+    for s, i, h, dz in factors:
+        for r, g in enumerate(rngs):
+            views[s].weights[i][r] = coincidence_counts(
+                h[r, t], dz[r, t], config.lr, device.dw_min, device.desired_bl, g,
+                config.pulse_type, update_management=config.update_management,
+                bl_management=config.bl_management).T
+    new = update.fire(w, counts, gw >= 0, rngs, spread)
+    np.copyto(w, digital_blocks(new, w, gw, digital) if digital else new)
+
+
+def _measure(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray, grad_norm: bool):
+    """Training loss and squared gradient norm on the training set (its un-augmented rows),
+    test accuracy, validation accuracy (``nan`` without validation images), per member.
+
+    Member by member: each member's arrays (the whole training set through one network) then
+    stay in cache, and a member computes what its run alone computes."""
+    columns = [_measure_member(network, data, w[r:r + 1], c[r:r + 1], grad_norm)
+               for r in range(w.shape[0])]
+    return tuple(np.concatenate(column) for column in zip(*columns, strict=True))
+
+
+def _measure_member(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray,
+                    grad_norm: bool):
+    """:func:`_measure` of one member, ``w`` of shape ``(1, n_weights)``."""
+    if grad_norm:
+        gw, gc = np.empty_like(w), np.empty_like(c)
+        current = network.views(w, c)
+        loss = network.gradient(data.x_loss, data.y_loss, current,
+                                [view.weights for view in current], network.views(gw, gc))
+        norm2 = row_dot(gw, gw) + row_dot(gc, gc)
+    else:
+        loss = softmax_cross_entropy(network.logits(w, c, data.x_loss), data.y_loss)
+        norm2 = np.full(w.shape[0], np.nan)
+    predicted = np.argmax(network.logits(w, c, data.x_test), axis=-1)
+    accuracy = np.mean(predicted == data.y_test, axis=-1)
+    if data.x_val is None:
+        return loss, norm2, accuracy, np.full(w.shape[0], np.nan)
+    validation = np.argmax(network.logits(w, c, data.x_val), axis=-1) == data.y_val
+    return loss, norm2, accuracy, np.mean(validation, axis=-1)
