@@ -1,4 +1,9 @@
-"""The device room."""
+"""One analog tile: its updates (digital, expected, pulse-level with aihwkit's pulse trains),
+the compiled kernels beside their numpy references, the IO non-idealities of its products,
+Tiki-Taka's two arrays and the pulse-response library.
+
+The room imports :mod:`theory` only: it knows no run record, no problem and no schedule.
+"""
 
 from .catalog import (
     DEFAULT_DW_MIN,

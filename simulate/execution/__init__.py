@@ -1,4 +1,6 @@
-"""The execution room."""
+"""Generic execution: cached, resumable sweeps on a local pool or Dask, the result cache and the
+progress bar. Knows nothing about training.
+"""
 
 from .cache import (
     CACHE_ENV,

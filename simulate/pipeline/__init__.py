@@ -1,4 +1,6 @@
-"""The pipeline room."""
+"""Time and staleness of the pipeline schedules: discrete-event timelines, per-stage delays, the
+ring buffer of stale weight versions, the divergence rule, data-parallel replicas.
+"""
 
 from .replicas import (
     PULSE_CYCLES,

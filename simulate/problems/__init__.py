@@ -1,4 +1,6 @@
-"""The problems room."""
+"""What is trained: the oracle problems (every constant known) and the digits networks, each with
+its run (setup, the update loop, the measurements). The run record is read, never imported.
+"""
 
 from .digits import (
     AUGMENT_COPIES,

@@ -1,4 +1,6 @@
-"""The verification room."""
+"""Theory against simulation: every bound paired with a trace as ``(empirical, bound)``, the
+suites as case tables, predictions, the calibration and the speedup study's protocol.
+"""
 
 from .calibrate import (
     ASYNC_DESIGN,
