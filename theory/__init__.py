@@ -36,6 +36,7 @@ _NAMES = {
         "MAX_PULSES_PER_UPDATE", "MAX_TIMELINE_CELLS", "MAX_TOML_DEPTH", "MAX_UPDATES",
         "check_size",
     ),
+    ".ranges": ("PARAMETER_RANGES",),
     ".fileio": ("atomic_write", "check_writable_dir", "strict_json", "to_json_value"),
     ".tables": ("markdown_table", "text_table"),
     ".compiled": ("CompiledExpr", "compile_expr"),
@@ -55,7 +56,7 @@ _NAMES = {
         "get_bound", "registry",
     ),
     ".complexity": (
-        "BELOW_FLOOR", "ComplexityResult", "FloatRangeError", "PARAMETER_RANGES", "REACHABLE",
+        "BELOW_FLOOR", "ComplexityResult", "FloatRangeError", "REACHABLE",
         "SETTING_PREFIX", "TOO_MANY", "conditions_met", "cycles_expr", "evaluate_complexity",
         "evaluate_guarantee", "evaluate_mixed", "guarantee_entries", "iterations_expr",
         "latex_table", "samples_expr", "setting_conditions", "solve_rate",
@@ -65,8 +66,8 @@ _NAMES = {
 #: the submodules reachable as ``theory.NAME`` before anything imported them
 _SUBMODULES = (
     "admissible", "calibration", "commands", "compiled", "complexity", "devices", "errors",
-    "fileio", "lazy", "limits", "local_sgd", "mixed", "schedules", "symbols", "tables", "theorems",
-    "vocabulary",
+    "fileio", "lazy", "limits", "local_sgd", "mixed", "ranges", "schedules", "symbols", "tables",
+    "theorems", "vocabulary",
 )
 
 __getattr__, __dir__, __all__ = attach(__name__, _NAMES, _SUBMODULES)

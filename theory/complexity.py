@@ -46,8 +46,9 @@ import sympy as sp
 
 from . import local_sgd
 from .compiled import compile_expr
-from .errors import IterationLimitError, ParameterError, UnreachableTargetError, check_array
+from .errors import IterationLimitError, ParameterError, UnreachableTargetError
 from .mixed import Block, mixed_constants
+from .ranges import PARAMETER_RANGES, check_relations, parameter_array
 from .schedules import MODES, cycles_for_iterations, max_delay, transfer_cycles, write_delay
 from .symbols import B, K, b, eps
 from .theorems import Bound, bounds_for, get_bound, registry
@@ -77,32 +78,6 @@ __all__ = [
 FloatOrArray = float | np.ndarray
 IntOrArray = int | np.ndarray
 StrOrArray = str | np.ndarray
-
-#: the kinds of range a parameter has: (low, high, low_open, high_open, integer)
-_POSITIVE = (0.0, None, True, False, False)
-_NONNEGATIVE = (0.0, None, False, False, False)
-_UNIT_OPEN = (0.0, 1.0, True, True, False)
-_COUNT = (1, None, False, False, True)
-_COUNT_FROM_ZERO = (0, None, False, False, True)
-
-#: valid range of every parameter (a kind above)
-PARAMETER_RANGES: dict[str, tuple] = {
-    **dict.fromkeys(("L", "L_s", "Delta", "sigma2", "q_min", "q_max", "tau", "W_max"), _POSITIVE),
-    "G_inf": _NONNEGATIVE,
-    "p2_bar": _POSITIVE,
-    "G2_bar": _NONNEGATIVE,
-    "beta": _NONNEGATIVE,
-    "theta": _UNIT_OPEN,
-    **dict.fromkeys(("n", "b", "B", "M"), _COUNT),
-    "D": _COUNT_FROM_ZERO,
-    # the local-SGD row (theory.local_sgd): replicas, averaging period, programming noise
-    **dict.fromkeys(("R", "P"), _COUNT),
-    "nu": _NONNEGATIVE,
-    # Tiki-Taka's accumulate-and-transfer variant (Corollary TT0): transfer period, rate
-    "T": _COUNT,
-    "rho": _POSITIVE,
-}
-
 
 #: per-point status of :func:`evaluate_complexity` (``on_unreachable="status"``)
 REACHABLE = "reachable"
@@ -223,70 +198,6 @@ def _compiled(name: str) -> _Compiled:
     return _Compiled(get_bound(name))
 
 
-def _as_array(name: str, value) -> np.ndarray:
-    """``value`` as a float array, every element checked against :data:`PARAMETER_RANGES`."""
-    low, high, low_open, high_open, integer = PARAMETER_RANGES.get(
-        name, (0.0, None, True, False, False)
-    )
-    return check_array(
-        name, value, low, high, low_open=low_open, high_open=high_open, integer=integer
-    )
-
-
-#: relative rounding slack of the A3 relation (constants computed from a device in floats)
-_A3_SLACK = 1e-12
-
-
-def _check_relations(values: dict[str, np.ndarray]) -> None:
-    """Cross-parameter ranges: ``q_min <= q_max``, ``W_max < tau``, ``G_inf <= (q_max-q_min)/2``."""
-    pairs = (("q_min", "q_max", np.greater), ("W_max", "tau", np.greater_equal))
-    for low_name, high_name, bad_if in pairs:
-        if low_name in values and high_name in values:
-            lo, hi = np.broadcast_arrays(values[low_name], values[high_name])
-            op = "<=" if bad_if is np.greater else "<"
-            _refuse_first(bad_if(lo, hi), lambda i, lo=lo, hi=hi, a=low_name, b=high_name, op=op: (
-                f"{a}={lo.flat[i].item():g} is out of range; valid range: {a} {op} {b} = "
-                f"{hi.flat[i].item():g}"))
-    if {"G_inf", "q_min", "q_max"} <= set(values):
-        # A3: G = (q_- - q_+)/2 with q_+, q_- in [q_min, q_max], so |G| <= (q_max - q_min)/2
-        g, lo, hi = np.broadcast_arrays(values["G_inf"], values["q_min"], values["q_max"])
-        limit = (hi - lo) / 2
-        _refuse_first(g > limit * (1 + _A3_SLACK) + _A3_SLACK * hi, lambda i: (
-            f"G_inf={g.flat[i].item():g} is out of range; valid range: G_inf <= "
-            f"(q_max - q_min)/2 = {limit.flat[i].item():g} (A3: the responses lie in "
-            "[q_min, q_max])"))
-    _check_block_sums(values)
-
-
-def _refuse_first(bad: np.ndarray, message) -> None:
-    """Raise ``ParameterError(message(i))`` for the first flat index ``i`` where ``bad`` holds
-    (``message`` is called at once, with its arrays bound)."""
-    if bad.any():
-        raise ParameterError(message(int(np.flatnonzero(bad)[0])))
-
-
-def _check_block_sums(values: dict[str, np.ndarray]) -> None:
-    """Theorem 2M: ``q_min^2 <= p2_bar <= q_max^2`` and ``G2_bar <= ((q_max - q_min)/2)^2``
-    (noise-weighted means of per-block values that lie in those ranges)."""
-    if not {"q_min", "q_max"} <= set(values):
-        return
-    for name in ("p2_bar", "G2_bar"):
-        if name not in values:
-            continue
-        x, lo, hi = np.broadcast_arrays(values[name], values["q_min"], values["q_max"])
-        if name == "p2_bar":
-            low, high, text = lo * lo, hi * hi, "q_min^2 <= p2_bar <= q_max^2"
-        else:
-            low, high, text = np.zeros_like(lo), ((hi - lo) / 2) ** 2, \
-                "G2_bar <= ((q_max - q_min)/2)^2"
-        slack = _A3_SLACK * (1 + high)
-        bad = (x < low * (1 - _A3_SLACK) - slack) | (x > high * (1 + _A3_SLACK) + slack)
-        _refuse_first(bad, lambda i, name=name, x=x, low=low, high=high, text=text: (
-            f"{name}={x.flat[i].item():g} is out of range; valid range: {text} = "
-            f"[{low.flat[i].item():g}, {high.flat[i].item():g}] (noise-weighted mean over "
-            "the blocks, theory.mixed)"))
-
-
 def _scaled_iterations(compiled: _Compiled, eps_arr, arrays, floor, shape) -> np.ndarray:
     r""":math:`K(\epsilon)` from the rate form, scaled so no intermediate leaves the float range.
 
@@ -373,7 +284,7 @@ def evaluate_complexity(name: str, eps, *, on_unreachable: str = "raise", **valu
         )
     compiled = _compiled(name)
     arrays = _parameter_arrays(name, get_bound(name).mode, compiled.parameters, values)
-    eps_arr = _as_array("eps", eps)
+    eps_arr = parameter_array("eps", eps)
     shape = np.broadcast_shapes(eps_arr.shape, *(a.shape for a in arrays.values()))
     point = _Point(name, compiled, eps_arr, arrays, shape)
     floor, iterations, below, too_many = point.iterations()
@@ -397,17 +308,17 @@ def _parameter_arrays(name: str, mode: str, required: tuple[str, ...], values: d
         )
     values = dict(values)
     if mode == "async" and "D" in required and "D" not in values and "M" in values:
-        stages = _as_array("M", values["M"])
+        stages = parameter_array("M", values["M"])
         # Corollary TT0-AP counts the delay in transfer windows of T updates
-        values["D"] = (write_delay(stages, _as_array("T", values["T"])) if "T" in values
+        values["D"] = (write_delay(stages, parameter_array("T", values["T"])) if "T" in values
                        and "T" in required else max_delay(stages))
     missing = [p for p in required if p not in values]
     if missing:
         raise ParameterError(
             f"missing parameter(s) {', '.join(missing)} for {name}; required: {', '.join(required)}"
         )
-    arrays = {p: _as_array(p, values[p]) for p in required}
-    _check_relations(arrays)
+    arrays = {p: parameter_array(p, values[p]) for p in required}
+    check_relations(arrays)
     return arrays
 
 
