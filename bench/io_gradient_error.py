@@ -50,8 +50,7 @@ from simulate.digits import load_digits_split
 from simulate.mvm import AnalogPass, IOParameters, io_preset
 from simulate.networks import Network, NetworkSpec, train_network
 from simulate.rng import member_generators
-from theory.fileio import atomic_write, check_writable_dir
-from theory.tables import text_table
+from theory import atomic_write, check_writable_dir, text_table
 
 PRESET = "companion"
 WIDTH = 32

@@ -32,9 +32,8 @@ from dataclasses import replace
 from simulate.config import SimConfig
 from simulate.engine import make_problem, run
 from simulate.networks import NetworkSpec, train_network
-from theory.compiled import compile_expr
+from theory import compile_expr, get_bound
 from theory.symbols import K
-from theory.theorems import get_bound
 
 
 def companion_ratios(steps: tuple[int, ...], seeds: int) -> list[tuple]:

@@ -22,7 +22,7 @@ import time
 from simulate.config import SimConfig, device_from_config
 from simulate.engine import run
 from simulate.verify import empirical_floor
-from theory.tables import text_table
+from theory import text_table
 
 
 def floors(quick: bool) -> list[list[str]]:

@@ -41,11 +41,9 @@ from matplotlib.figure import Figure
 from simulate.config import SimConfig, device_from_config
 from simulate.sweep import run_sweep
 from simulate.verify import empirical_floor
+from theory import ParameterError, check_range, compile_expr, get_bound
 from theory.admissible import theta_max
-from theory.compiled import compile_expr
-from theory.errors import ParameterError, check_range
 from theory.symbols import theta
-from theory.theorems import get_bound
 
 from .common import new_figure, use_style, write_figure
 

@@ -49,8 +49,8 @@ from simulate.calibrate import (
 from simulate.suites import VERIFY_FORMAT, capped_step, check_point
 from simulate.sweep import run_sweep
 from simulate.verify import Check, config_for
+from theory import ParameterError, check_range
 from theory.calibration import predicted_cycles
-from theory.errors import ParameterError, check_range
 
 from .common import new_figure, use_style, write_figure
 

@@ -43,7 +43,7 @@ from simulate.engine import run
 from simulate.prediction import BOOTSTRAP_RESAMPLES, CI_LEVEL, first_hit, running_average
 from simulate.rng import bootstrap_generator
 from simulate.sweep import run_sweep
-from theory.errors import ParameterError, check_range
+from theory import ParameterError, check_range
 
 from .common import new_figure, use_style, write_figure
 

@@ -44,7 +44,7 @@ from simulate.config import SimConfig
 from simulate.networks import NetworkSpec, train_network
 from simulate.sweep import run_sweep
 from simulate.tuning import STUDY_FORMAT, sharpness_run
-from theory.errors import ParameterError, check_range
+from theory import ParameterError, check_range
 
 from .common import new_figure, use_style, write_figure
 

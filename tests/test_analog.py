@@ -17,8 +17,7 @@ from simulate.analog import (
     pulsed_update,
 )
 from simulate.config import SimConfig, device_from_config
-from theory.devices import load_preset, make_device
-from theory.errors import ParameterError
+from theory import ParameterError, load_preset, make_device
 
 Z = 4.0
 
@@ -235,7 +234,7 @@ def test_pulse_noise_memory_does_not_grow_with_the_pulse_count():
 
 
 def test_pulsed_update_refuses_too_many_pulses_before_firing_any():
-    from theory.limits import MAX_PULSES_PER_UPDATE
+    from theory import MAX_PULSES_PER_UPDATE
 
     device = make_device("softbounds", tau=1.0, dw_min=0.001)
     w = np.zeros((2, 3))

@@ -19,11 +19,9 @@ from simulate.config import SimConfig
 from simulate.engine import gradient_bias, make_problem, run
 from simulate.suites import Case
 from simulate.verify import check_bound, config_for
+from theory import ParameterError, get_bound, make_device
 from theory.admissible import tightest_theta
-from theory.devices import make_device
-from theory.errors import ParameterError
 from theory.symbols import Delta, G_inf, K, L, alpha, beta, n, q_max, q_min, sigma2, theta
-from theory.theorems import get_bound
 
 #: sigma_n^2, the whole variance of the signal (sigma2 / n in the registry entry)
 s2 = sp.Symbol("sigma_n2", nonnegative=True)

@@ -31,7 +31,7 @@ from simulate.verify import (
     empirical_floor,
     region_step_cap,
 )
-from theory.errors import ParameterError
+from theory import ParameterError
 
 #: the weight region the drawn step is a fraction of the cap on (W* in [-0.3, 0.3], W_0 = 0)
 REGION = 0.5

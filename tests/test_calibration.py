@@ -12,6 +12,7 @@ from bounds import PlanHardware, PlanLimits, ProblemParams, from_preset, load_mo
 from bounds.evaluate import theory_values
 from paper_figures.cli import main
 from simulate.calibrate import QUICK, CalibrationProblem, DesignPoint, design, fit_calibration
+from theory import ParameterError, cycles_after
 from theory.calibration import (
     COEFFICIENTS,
     Calibration,
@@ -23,8 +24,6 @@ from theory.calibration import (
     read_calibration,
     write_calibration,
 )
-from theory.errors import ParameterError
-from theory.schedules import cycles_after
 
 #: the start ||grad f(W_0)||^2 of the synthetic curves
 START = 0.2

@@ -20,8 +20,8 @@ from _sympy_checks import is_zero
 from simulate.analog import DeviceSpread, Updater, apply_pulses, pulsed_update
 from simulate.config import SimConfig
 from simulate.engine import run
+from theory import ParameterError
 from theory.devices import geometric_sum, make_device
-from theory.errors import ParameterError
 
 Z = 4.0
 EPS = np.finfo(float).eps

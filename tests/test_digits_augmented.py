@@ -19,7 +19,7 @@ from simulate.digits import (
     transform_image,
 )
 from simulate.networks import NetworkSpec, train_network
-from theory.errors import ParameterError
+from theory import ParameterError
 
 
 def _rows(x):

@@ -22,7 +22,7 @@ from simulate.mvm import (
 )
 from simulate.networks import Network, NetworkSpec, train_network
 from simulate.rng import STREAMS, member_generators, member_sequence
-from theory.errors import ParameterError
+from theory import ParameterError
 
 #: every non-ideality off, but not ``is_perfect``: the managed path itself
 ALL_OFF = IOParameters(inp_bound=0.0, inp_res=0.0, out_bound=0.0, out_res=0.0, out_noise=0.0,

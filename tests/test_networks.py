@@ -15,8 +15,7 @@ from simulate.networks import (
     train_network,
 )
 from simulate.rng import member_generators
-from theory.errors import DivergenceError, ParameterError
-from theory.schedules import evaluate_schedule
+from theory import DivergenceError, ParameterError, evaluate_schedule
 
 SMALL = NetworkSpec(layers=4, width=8, grad_norm=False)
 PROBLEMS = ("digits-mlp", "digits-resmlp")

@@ -23,9 +23,7 @@ from simulate.commands import pulse_response as command
 from simulate.config import SimConfig
 from simulate.engine import run
 from simulate.pulse_response import PulseResponseConfig, pulse_response
-from theory.devices import load_preset, make_device
-from theory.devices.presets import preset_table
-from theory.errors import ParameterError
+from theory import ParameterError, load_preset, make_device, preset_table
 
 Z = 4.0
 

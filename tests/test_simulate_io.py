@@ -12,7 +12,7 @@ import pytest
 
 from simulate.cache import normalize_result
 from simulate.progress import progress_bar
-from theory.fileio import atomic_write, strict_json, to_json_value
+from theory import atomic_write, strict_json, to_json_value
 
 
 def test_atomic_write_takes_bytes_or_a_writer_and_gives_the_usual_permissions(tmp_path):

@@ -21,8 +21,7 @@ from simulate.suites import (
     suite_points,
 )
 from simulate.verify import CHECKABLE, Check, check_bound, region_step_cap
-from theory.errors import ParameterError
-from theory.theorems import get_bound
+from theory import ParameterError, get_bound
 
 #: the statistical margin run_suite uses by default
 Z = 4.0

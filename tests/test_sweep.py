@@ -40,7 +40,7 @@ from simulate.sweep import (
     SweepError,
     run_sweep,
 )
-from theory.errors import ParameterError
+from theory import ParameterError
 
 REPO = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent

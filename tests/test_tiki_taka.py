@@ -23,9 +23,8 @@ from simulate.tiki_taka import (
     oracle_tiles,
     transfer_cycles,
 )
-from theory.errors import ParameterError
+from theory import REGISTRY, ParameterError
 from theory.symbols import B, b, n
-from theory.theorems import REGISTRY
 
 SMALL = NetworkSpec(layers=4, width=8, grad_norm=False)
 BASE = dict(algorithm="tiki-taka", steps=120, seeds=3, log_every=20, lr=0.05)

@@ -22,8 +22,7 @@ from simulate.analog import (
     train_scales,
 )
 from simulate.config import SimConfig
-from theory.devices import make_device
-from theory.errors import ParameterError
+from theory import ParameterError, make_device
 
 LR, DW = 0.5, 0.25
 

@@ -25,10 +25,8 @@ from simulate.verify import (
     empirical_floor,
     region_step_cap,
 )
+from theory import ParameterError, evaluate_complexity, get_bound
 from theory.admissible import compiled_bound, predicted_cycles
-from theory.complexity import evaluate_complexity
-from theory.errors import ParameterError
-from theory.theorems import get_bound
 
 SMALL = dict(steps=120, seeds=4, log_every=120)
 

@@ -24,7 +24,7 @@ from simulate.digits import load_digits_split, sample_indices
 from simulate.engine import make_problem, run
 from simulate.networks import Network, NetworkSpec, train_network
 from simulate.rng import member_generators
-from theory.errors import ParameterError
+from theory import ParameterError
 
 FIELDS = ("loss", "grad_norm2", "test_accuracy", "max_abs_w", "w_min_visited", "w_max_visited",
           "avg_grad_norm2")
