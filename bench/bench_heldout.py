@@ -36,8 +36,7 @@ import numpy as np
 
 from simulate.calibrate import HELDOUT_TOLERANCE, heldout_check, suite_forecasts
 from simulate.suites import SUITES, run_suite
-from theory import TRANSFER_SLICES
-from theory.calibration import CALIBRATED_ALGORITHMS
+from theory import CALIBRATED_ALGORITHMS, TRANSFER_SLICES
 
 
 def _label(point) -> str:

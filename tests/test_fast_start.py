@@ -99,6 +99,7 @@ def test_the_theory_vocabulary_needs_no_sympy():
     found = _probe("0", setup=textwrap.dedent("""
         import theory, theory.commands, theory.errors, theory.vocabulary
         from theory import MODES, ALGORITHMS, WRITE_SEMANTICS, TRANSFER_SLICES, devices
+        from theory import CALIBRATED_ALGORITHMS, CALIBRATED_MODES
         from theory import PARAMETER_RANGES, ParameterError, check_range, strict_json
         assert "sympy" not in sys.modules, "import"
         assert "reram-softbounds" in devices.list_presets() and MODES == theory.MODES

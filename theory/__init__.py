@@ -23,8 +23,9 @@ from .lazy import attach
 #: submodule -> the names ``theory`` re-exports from it
 _NAMES = {
     ".vocabulary": (
-        "ALGORITHMS", "GRADIENT_SIGNALS", "MIXED_ENTRIES", "MODES", "PROVENANCES",
-        "TRANSFER_SLICES", "WRITE_SEMANTICS", "list_presets",
+        "ALGORITHMS", "CALIBRATED_ALGORITHMS", "CALIBRATED_MODES", "GRADIENT_SIGNALS",
+        "MIXED_ENTRIES", "MODES", "PROVENANCES", "TRANSFER_SLICES", "WRITE_SEMANTICS",
+        "list_presets",
     ),
     ".errors": (
         "DivergenceError", "IterationLimitError", "ParameterError", "UnreachableTargetError",

@@ -4,8 +4,9 @@ Plain tuples and one directory listing, free of sympy, so that a command-line pa
 configuration or a help text can name the valid choices without loading the symbolic theory.
 Each is re-exported where it means something: :data:`MODES` and :data:`TRANSFER_SLICES` by
 :mod:`theory.schedules`, :data:`ALGORITHMS`, :data:`WRITE_SEMANTICS`, :data:`GRADIENT_SIGNALS`,
-:data:`PROVENANCES` and :data:`MIXED_ENTRIES` by :mod:`theory.theorems`, :func:`list_presets` by
-:mod:`theory.devices`.
+:data:`PROVENANCES` and :data:`MIXED_ENTRIES` by :mod:`theory.theorems`,
+:data:`CALIBRATED_MODES` and :data:`CALIBRATED_ALGORITHMS` by :mod:`theory.calibration`,
+:func:`list_presets` by :mod:`theory.devices`.
 
 >>> MODES
 ('none', 'sync', 'async')
@@ -20,6 +21,8 @@ from importlib.abc import Traversable
 
 __all__ = [
     "ALGORITHMS",
+    "CALIBRATED_ALGORITHMS",
+    "CALIBRATED_MODES",
     "GRADIENT_SIGNALS",
     "MIXED_ENTRIES",
     "MODES",
@@ -52,6 +55,12 @@ WRITE_SEMANTICS = ("batch-mean", "per-sample")
 #: (A2_beta, Proposition IO); the planner's guarantees (:func:`theory.theorems.bounds_for`) are
 #: the unbiased ones
 GRADIENT_SIGNALS = ("unbiased", "biased")
+
+#: the pipeline modes a calibration fits (:mod:`theory.calibration`)
+CALIBRATED_MODES = ("sync", "async")
+
+#: the algorithms a calibration's runs can use (``problem["algorithm"]``; absent: ``analog``)
+CALIBRATED_ALGORITHMS = ("analog", "tiki-taka")
 
 #: the per-block registry entries (Theorem 2M), one per schedule
 MIXED_ENTRIES = ("analog_sgd_mixed", "analog_sgd_sp_mixed", "analog_sgd_ap_mixed")
