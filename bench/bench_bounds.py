@@ -17,8 +17,7 @@ import time
 
 import numpy as np
 
-from theory import complexity, schedules, symbols
-from theory.theorems import get_bound
+from theory import complexity, get_bound, schedules, symbols
 
 NAME = "analog_sgd_ap"
 FIXED = {"L": 1.0, "L_s": 1.0, "Delta": 1.0, "theta": 0.5, "q_max": 1.3}

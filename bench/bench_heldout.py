@@ -37,8 +37,7 @@ import numpy as np
 
 from simulate import run_suite
 from simulate.verification import HELDOUT_TOLERANCE, SUITES, heldout_check, suite_forecasts
-from theory.calibration import CALIBRATED_ALGORITHMS
-from theory.schedules import TRANSFER_SLICES
+from theory import CALIBRATED_ALGORITHMS, TRANSFER_SLICES
 
 
 def _label(point) -> str:

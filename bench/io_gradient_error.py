@@ -49,8 +49,7 @@ from simulate import NetworkSpec, SimConfig, device_from_config, load_digits_spl
 from simulate.device import AnalogPass, IOParameters, io_preset
 from simulate.problems import Network
 from simulate.rng import member_generators
-from theory.fileio import atomic_write, check_writable_dir
-from theory.tables import text_table
+from theory import atomic_write, check_writable_dir, text_table
 
 PRESET = "companion"
 WIDTH = 32

@@ -24,10 +24,8 @@ from __future__ import annotations
 import argparse
 
 from simulate import SimConfig, check_bound, empirical_floor
-from theory.compiled import compile_expr
+from theory import compile_expr, get_bound, text_table
 from theory.symbols import K
-from theory.tables import text_table
-from theory.theorems import get_bound
 
 ROWS = (("all analog", ""), ("half digital", "1,2"), ("all digital", "1,2,3,4"))
 MODES = (("none", "analog_sgd_mixed", 1), ("sync", "analog_sgd_sp_mixed", 4),

@@ -20,9 +20,8 @@ import math
 import numpy as np
 import sympy as sp
 
-from theory.compiled import compile_expr
+from theory import ap_general_parts, compile_expr, get_bound
 from theory.symbols import D, Delta, L, L_s, q_max, q_min, theta
-from theory.theorems import ap_general_parts, get_bound
 
 #: the retired Theorem 4 (commit 07a7a73): 1/alpha_AP and c, for the comparison column
 OLD_INV_CAP = q_max**2 / ((1 - theta) * q_min) * sp.Max(L * (1 + 2 * D), 8 * sp.sqrt(2) * L_s * D)

@@ -30,9 +30,8 @@ import time
 from dataclasses import replace
 
 from simulate import NetworkSpec, SimConfig, make_problem, run, train_network
-from theory.compiled import compile_expr
+from theory import compile_expr, get_bound
 from theory.symbols import K
-from theory.theorems import get_bound
 
 
 def companion_ratios(steps: tuple[int, ...], seeds: int) -> list[tuple]:

@@ -20,7 +20,7 @@ import argparse
 import time
 
 from simulate import SimConfig, device_from_config, empirical_floor, run
-from theory.tables import text_table
+from theory import text_table
 
 
 def floors(quick: bool) -> list[list[str]]:

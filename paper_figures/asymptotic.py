@@ -39,11 +39,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from simulate import SimConfig, device_from_config, empirical_floor, run_sweep
+from theory import ParameterError, check_range, compile_expr, get_bound
 from theory.admissible import theta_max
-from theory.compiled import compile_expr
-from theory.errors import ParameterError, check_range
 from theory.symbols import theta
-from theory.theorems import get_bound
 
 from .common import new_figure, use_style, write_figure
 

@@ -33,8 +33,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from simulate.execution import package_version, source_fingerprint
-from theory.errors import ParameterError
-from theory.fileio import atomic_write
+from theory import ParameterError, atomic_write
 
 __all__ = [
     "FigureOutput", "STYLE", "new_figure", "output_dir", "save_figure", "use_style", "versions",

@@ -26,8 +26,7 @@ from matplotlib.figure import Figure
 
 from bounds.evaluate import evaluate
 from bounds.params import HardwareParams, PipelineConfig, ProblemParams, from_preset
-from theory.errors import check_range
-from theory.theorems import REGISTRY
+from theory import REGISTRY, check_range
 
 from .common import new_figure, use_style, write_figure
 

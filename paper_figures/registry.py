@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from theory.errors import ParameterError
+from theory import ParameterError
 
 __all__ = ["FIGURES", "load_figure"]
 

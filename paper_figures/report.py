@@ -33,9 +33,7 @@ from bounds.models import load_model
 from bounds.params import DEFAULT_EPS, DEFAULT_PRESET, PlanHardware, ProblemParams, from_preset
 from bounds.planner import plan
 from simulate import run_suite
-from theory.errors import check_range
-from theory.fileio import atomic_write
-from theory.tables import markdown_table
+from theory import atomic_write, check_range, markdown_table
 
 from . import plan as plan_figure
 from .common import output_dir

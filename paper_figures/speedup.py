@@ -66,8 +66,7 @@ from simulate.verification import (
     study_run,
     tune,
 )
-from theory.errors import ParameterError, check_range
-from theory.tables import markdown_table
+from theory import ParameterError, check_range, markdown_table
 
 from .common import new_figure, use_style, write_figure
 

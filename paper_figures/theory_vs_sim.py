@@ -52,8 +52,8 @@ from simulate.verification import (
     grid_target,
     simulate_grid,
 )
+from theory import ParameterError, check_range
 from theory.calibration import predicted_cycles
-from theory.errors import ParameterError, check_range
 
 from .common import new_figure, use_style, write_figure
 

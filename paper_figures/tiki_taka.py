@@ -43,7 +43,7 @@ from matplotlib.figure import Figure
 from simulate import SimConfig, run, run_sweep
 from simulate.rng import bootstrap_generator
 from simulate.verification import BOOTSTRAP_RESAMPLES, CI_LEVEL, first_hit, running_average
-from theory.errors import ParameterError, check_range
+from theory import ParameterError, check_range
 
 from .common import new_figure, use_style, write_figure
 

@@ -42,7 +42,7 @@ from matplotlib.figure import Figure
 
 from simulate import NetworkSpec, SimConfig, run_sweep, train_network
 from simulate.verification import STUDY_FORMAT, sharpness_run
-from theory.errors import ParameterError, check_range
+from theory import ParameterError, check_range
 
 from .common import new_figure, use_style, write_figure
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from paper_figures import asymptotic
-from theory import admissible
+from theory import ParameterError, admissible, get_bound
 from theory.admissible import (
     THETA_HIGH,
     compiled_bound,
@@ -17,10 +17,8 @@ from theory.admissible import (
     theta_max,
     tightest_theta,
 )
-from theory.errors import ParameterError
 from theory.symbols import alpha as ALPHA
 from theory.symbols import theta as THETA
-from theory.theorems import get_bound
 
 #: the analog entries, whose bound depends on theta
 THETA_BOUNDS = ("analog_sgd", "analog_sgd_sp", "analog_sgd_ap")

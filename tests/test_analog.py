@@ -16,8 +16,7 @@ from simulate import (
     pulsed_update,
 )
 from simulate.device import DeviceSpread, draw_bound_scale, draw_dw_min_scale
-from theory.devices import load_preset, make_device
-from theory.errors import ParameterError
+from theory import ParameterError, load_preset, make_device
 
 Z = 4.0
 
@@ -234,7 +233,7 @@ def test_pulse_noise_memory_does_not_grow_with_the_pulse_count():
 
 
 def test_pulsed_update_refuses_too_many_pulses_before_firing_any():
-    from theory.limits import MAX_PULSES_PER_UPDATE
+    from theory import MAX_PULSES_PER_UPDATE
 
     device = make_device("softbounds", tau=1.0, dw_min=0.001)
     w = np.zeros((2, 3))

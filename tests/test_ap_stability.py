@@ -15,9 +15,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from theory.compiled import compile_expr
+from theory import REGISTRY, ap_inv_step_cap, ap_kappa, ap_root, compile_expr
 from theory.symbols import D, L, L_s, q_max, q_min, theta
-from theory.theorems import REGISTRY, ap_inv_step_cap, ap_kappa, ap_root
 
 ASYNC = [name for name, bound in REGISTRY.items() if bound.mode == "async"]
 DELAYS = np.arange(1, 65)
@@ -106,7 +105,7 @@ def test_the_simulator_diverges_just_above_the_stability_limit(stages, monkeypat
     DivergenceError at 1.1 of it: the limit is the simulator's, not only the recursion's."""
     import simulate.engine as engine
     from simulate import SimConfig
-    from theory.errors import DivergenceError
+    from theory import DivergenceError
 
     monkeypatch.setattr(engine, "make_problem", _decoupled_quadratic)
     limit = stability_limit(stages - 1)

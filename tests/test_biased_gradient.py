@@ -17,11 +17,9 @@ from _sympy_checks import is_zero, nonneg
 from simulate import SimConfig, check_bound, expected_update, make_problem, run
 from simulate.problems import gradient_bias
 from simulate.verification import Case, config_for
+from theory import ParameterError, get_bound, make_device
 from theory.admissible import tightest_theta
-from theory.devices import make_device
-from theory.errors import ParameterError
 from theory.symbols import Delta, G_inf, K, L, alpha, beta, n, q_max, q_min, sigma2, theta
-from theory.theorems import get_bound
 
 #: sigma_n^2, the whole variance of the signal (sigma2 / n in the registry entry)
 s2 = sp.Symbol("sigma_n2", nonnegative=True)

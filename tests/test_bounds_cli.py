@@ -11,9 +11,7 @@ from bounds.commands.bounds import readme_table
 from bounds.evaluate import compare
 from bounds.params import DEFAULT_EPS, DEFAULT_PRESET, PipelineConfig, ProblemParams, from_preset
 from paper_figures.cli import main
-from theory import devices
-from theory.complexity import latex_table
-from theory.theorems import REGISTRY
+from theory import REGISTRY, devices, latex_table
 
 REQUIRED = {"algorithm", "provenance", "iterations", "samples", "cycles", "seconds", "floor"}
 

@@ -12,9 +12,7 @@ from hypothesis import strategies as st
 
 from bounds.evaluate import BASELINE, FLOAT_RANGE, TOO_MANY, compare, evaluate
 from bounds.params import PipelineConfig, ProblemParams, from_preset
-from theory import schedules
-from theory.errors import ParameterError, UnreachableTargetError
-from theory.theorems import REGISTRY
+from theory import REGISTRY, ParameterError, UnreachableTargetError, schedules
 
 PRESETS = ("softbounds-tau1", "reram-softbounds", "ecram-linearstep", "idealized-constantstep")
 HARDWARE = {name: from_preset(name) for name in PRESETS}

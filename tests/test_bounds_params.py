@@ -30,8 +30,7 @@ from bounds.params import (
     validate_timing,
 )
 from bounds.timing import TimingModel
-from theory import devices
-from theory.errors import ParameterError
+from theory import ParameterError, devices
 
 PRESETS = devices.list_presets()
 BAD_NUMBERS = st.sampled_from([0.0, -1.0, -1e-12, math.nan, math.inf, -math.inf])

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from simulate import SimConfig, check_bound, cycles_to_eps, empirical_floor, run
 from simulate.verification import config_for, region_step_cap
-from theory.errors import ParameterError
+from theory import ParameterError
 
 #: the weight region the drawn step is a fraction of the cap on (W* in [-0.3, 0.3], W_0 = 0)
 REGION = 0.5

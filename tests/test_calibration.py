@@ -18,6 +18,7 @@ from simulate.verification import (
     design,
     fit_calibration,
 )
+from theory import ParameterError, cycles_after
 from theory.calibration import (
     COEFFICIENTS,
     Calibration,
@@ -29,8 +30,6 @@ from theory.calibration import (
     read_calibration,
     write_calibration,
 )
-from theory.errors import ParameterError
-from theory.schedules import cycles_after
 
 #: the start ||grad f(W_0)||^2 of the synthetic curves
 START = 0.2

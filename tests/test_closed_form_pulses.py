@@ -19,8 +19,8 @@ from _sympy_checks import is_zero
 
 from simulate import SimConfig, Updater, pulsed_update, run
 from simulate.device import DeviceSpread, apply_pulses
+from theory import ParameterError
 from theory.devices import geometric_sum, make_device
-from theory.errors import ParameterError
 
 Z = 4.0
 EPS = np.finfo(float).eps

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from theory.compiled import compile_expr
-from theory.errors import ParameterError
+from theory import ParameterError, compile_expr
 from theory.symbols import B, K, L, M
 
 

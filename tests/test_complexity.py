@@ -12,21 +12,23 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theory import schedules
-from theory.complexity import (
+from theory import (
     PARAMETER_RANGES,
     REACHABLE,
+    REGISTRY,
     ComplexityResult,
     FloatRangeError,
+    IterationLimitError,
+    ParameterError,
+    UnreachableTargetError,
     cycles_expr,
     evaluate_complexity,
     iterations_expr,
     latex_table,
     samples_expr,
+    schedules,
 )
-from theory.errors import IterationLimitError, ParameterError, UnreachableTargetError
 from theory.symbols import K, alpha, eps
-from theory.theorems import REGISTRY
 
 BASE = dict(
     L=2.0, L_s=1.5, Delta=3.0, sigma2=0.5, n=16, b=4, B=4, M=5, q_min=0.7, q_max=1.3,
@@ -338,8 +340,7 @@ def test_iteration_count_beyond_int64_is_an_error_not_garbage(name):
 
 def test_guarantee_is_the_fewest_iterations_of_the_proved_bounds():
     """evaluate_guarantee picks, per point, the proved entry of fewest whole iterations."""
-    from theory.complexity import evaluate_guarantee
-    from theory.theorems import bounds_for
+    from theory import bounds_for, evaluate_guarantee
 
     values = dict(L=1.0, L_s=1.0, Delta=1.0, sigma2=1.0, theta=0.5, q_min=0.5, q_max=1.5,
                   G_inf=0.4, b=4)

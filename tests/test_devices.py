@@ -10,7 +10,7 @@ import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from theory import symbols
+from theory import ParameterError, symbols
 from theory.devices import (
     FAMILIES,
     AsymmetricSoftBounds,
@@ -31,7 +31,6 @@ from theory.devices import (
     unknown_keys,
     w,
 )
-from theory.errors import ParameterError
 
 #: one representative of every family, with non-trivial parameters
 EXAMPLES = {

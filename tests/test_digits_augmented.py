@@ -17,7 +17,7 @@ from simulate.problems import (
     train_rows,
     transform_image,
 )
-from theory.errors import ParameterError
+from theory import ParameterError
 
 
 def _rows(x):

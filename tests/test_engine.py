@@ -7,7 +7,7 @@ import pytest
 
 from simulate import SimConfig, make_problem, run
 from simulate.rng import member_generators
-from theory.errors import DivergenceError, ParameterError
+from theory import DivergenceError, ParameterError
 
 ITERATES = ("loss", "grad_norm2", "max_abs_w", "w_min_visited", "w_max_visited", "avg_grad_norm2")
 

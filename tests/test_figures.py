@@ -24,8 +24,7 @@ import pytest
 from paper_figures import asymptotic, complexity, speedup, theory_vs_sim, training
 from paper_figures.registry import FIGURES, load_figure
 from paper_figures.training import DigitsSettings
-from theory.errors import ParameterError
-from theory.theorems import REGISTRY
+from theory import REGISTRY, ParameterError
 
 ROOT = Path(__file__).resolve().parent.parent
 

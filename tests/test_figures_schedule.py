@@ -15,7 +15,7 @@ from paper_figures.cli import main
 from paper_figures.common import STYLE, new_figure, save_figure, use_style
 from paper_figures.registry import FIGURES, load_figure
 from simulate import build_timeline
-from theory.errors import ParameterError
+from theory import ParameterError
 
 ROOT = Path(__file__).resolve().parent.parent
 

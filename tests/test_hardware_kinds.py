@@ -19,7 +19,7 @@ from bounds.hardware import (
 from bounds.models import Layer, Model, load_model, model_from_table
 from bounds.params import PlanHardware, from_preset
 from paper_figures.cli import main
-from theory.errors import ParameterError
+from theory import ParameterError
 
 HARDWARE = """
 link_bytes_per_s = 32e9

@@ -18,9 +18,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from theory.complexity import evaluate_complexity, evaluate_mixed
-from theory.errors import ParameterError
-from theory.mixed import Block, digital_block, mixed_constants, shares_from_sizes
+from theory import (
+    MIXED_ENTRIES,
+    REGISTRY,
+    Block,
+    ParameterError,
+    ap_inv_step_cap,
+    ap_kappa,
+    bounds_for,
+    digital_block,
+    evaluate_complexity,
+    evaluate_mixed,
+    mixed_constants,
+    shares_from_sizes,
+)
 from theory.symbols import (
     B,
     D,
@@ -39,7 +50,6 @@ from theory.symbols import (
     sigma2,
     theta,
 )
-from theory.theorems import MIXED_ENTRIES, REGISTRY, ap_inv_step_cap, ap_kappa, bounds_for
 
 FIELDS = ("expr", "inv_step_cap", "rate_a", "rate_c", "floor", "noise_step", "best_step", "batch")
 #: each mixed entry and the homogeneous theorem it generalises
@@ -364,7 +374,7 @@ def test_digital_stage_updates_exactly_and_analog_stages_through_the_device():
     """digital_blocks: the listed blocks get w + dw exactly, the others keep the device's update."""
     from simulate import expected_update
     from simulate.device import digital_blocks
-    from theory.devices import make_device
+    from theory import make_device
 
     device = make_device("softbounds", tau=1.0, dw_min=0.001)
     rng = np.random.default_rng(0)

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bounds.models import Layer, Model, list_models, load_model, model_from_table
-from theory.errors import ParameterError
+from theory import ParameterError
 
 
 def test_builtins_are_listed_and_load():

@@ -26,9 +26,7 @@ from bounds.modes import (
 from bounds.params import ProblemParams, from_preset
 from bounds.partition import kind_partitions
 from simulate import build_timeline
-from theory import local_sgd, theorems
-from theory.complexity import REACHABLE, evaluate_guarantee
-from theory.schedules import cycles_after
+from theory import REACHABLE, cycles_after, evaluate_guarantee, local_sgd, theorems
 from theory.symbols import K, alpha, n
 
 ANALOG = from_preset("reram-softbounds")

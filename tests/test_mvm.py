@@ -23,7 +23,7 @@ from simulate.device import (
 )
 from simulate.problems import Network
 from simulate.rng import STREAMS, member_generators, member_sequence
-from theory.errors import ParameterError
+from theory import ParameterError
 
 #: every non-ideality off, but not ``is_perfect``: the managed path itself
 ALL_OFF = IOParameters(inp_bound=0.0, inp_res=0.0, out_bound=0.0, out_res=0.0, out_noise=0.0,

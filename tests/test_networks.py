@@ -8,8 +8,7 @@ import pytest
 from simulate import NetworkSpec, SimConfig, load_digits_split, run_network, train_network
 from simulate.problems import Network, sample_indices, softmax_cross_entropy
 from simulate.rng import member_generators
-from theory.errors import DivergenceError, ParameterError
-from theory.schedules import evaluate_schedule
+from theory import DivergenceError, ParameterError, evaluate_schedule
 
 SMALL = NetworkSpec(layers=4, width=8, grad_norm=False)
 PROBLEMS = ("digits-mlp", "digits-resmlp")

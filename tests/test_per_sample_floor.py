@@ -19,9 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests._sympy_checks import is_zero, nonneg
-from theory.errors import ParameterError
+from theory import REGISTRY, WRITE_SEMANTICS, ParameterError, bound_for, bounds_for
 from theory.symbols import B, Delta, G_inf, K, L, alpha, b, n, q_max, q_min, sigma2, theta
-from theory.theorems import REGISTRY, WRITE_SEMANTICS, bound_for, bounds_for
 
 PER_SAMPLE = {"analog_sgd_per_sample": ("analog_sgd", n), "analog_sgd_sp_per_sample":
               ("analog_sgd_sp", B * b)}

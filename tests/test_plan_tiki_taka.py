@@ -24,7 +24,22 @@ from simulate import SimConfig
 from simulate.config import TRANSFER_SLICES
 from simulate.device import TikiTaka, Tile, TransferRule
 from simulate.verification import CalibrationProblem
-from theory import local_sgd, theorems
+from theory import (
+    CYCLES_PER_COLUMN,
+    REACHABLE,
+    ParameterError,
+    bound_for,
+    conditions_met,
+    cycles_after,
+    evaluate_guarantee,
+    guarantee_entries,
+    in_flight,
+    local_sgd,
+    setting_conditions,
+    theorems,
+    transfer_cycles,
+    transfer_event_cycles,
+)
 from theory.admissible import step_cap
 from theory.calibration import (
     Calibration,
@@ -36,22 +51,6 @@ from theory.calibration import (
     read_calibration,
     write_calibration,
 )
-from theory.complexity import (
-    REACHABLE,
-    conditions_met,
-    evaluate_guarantee,
-    guarantee_entries,
-    setting_conditions,
-)
-from theory.errors import ParameterError
-from theory.schedules import (
-    CYCLES_PER_COLUMN,
-    cycles_after,
-    in_flight,
-    transfer_cycles,
-    transfer_event_cycles,
-)
-from theory.theorems import bound_for
 
 SMALL = ["--max-micro-batches", "16", "--max-micro-batch-size", "16"]
 MLP = load_model("digits-mlp")

@@ -26,13 +26,17 @@ from bounds.relaxation import (
     solve_relaxation,
 )
 from simulate import build_timeline
-from theory.complexity import evaluate_complexity
-from theory.errors import ParameterError, UnreachableTargetError
-from theory.schedules import cycles_for_iterations, in_flight
+from theory import (
+    ParameterError,
+    UnreachableTargetError,
+    bounds_for,
+    cycles_for_iterations,
+    evaluate_complexity,
+    in_flight,
+)
 from theory.symbols import B as B_SYM
 from theory.symbols import K as K_SYM
 from theory.symbols import M as M_SYM
-from theory.theorems import bounds_for
 
 ALGO = {"sync": "analog_sgd_sp", "async": "analog_sgd_ap"}
 #: the proved bounds of each mode (Corollary 3; Theorem 4' and 4'B), stated here independently

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from simulate.problems import LeastSquares, Quadratic, stage_blocks
-from theory.errors import ParameterError
+from theory import ParameterError
 
 Z = 4.0
 

@@ -21,9 +21,7 @@ from simulate.device import (
     pulse_response,
     train_scale,
 )
-from theory.devices import load_preset, make_device
-from theory.devices.presets import preset_table
-from theory.errors import ParameterError
+from theory import ParameterError, load_preset, make_device, preset_table
 
 Z = 4.0
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from theory.complexity import latex_table
+from theory import latex_table
 
 ROOT = Path(__file__).resolve().parents[1]
 START, END = "<!-- bounds-table:start -->", "<!-- bounds-table:end -->"

@@ -20,10 +20,8 @@ from simulate.pipeline import (
     replica_mean,
 )
 from simulate.rng import member_generators
-from theory import local_sgd
+from theory import REGISTRY, ParameterError, local_sgd
 from theory.admissible import tightest_theta
-from theory.errors import ParameterError
-from theory.theorems import REGISTRY
 
 ARRAYS = ("step", "samples", "cycles", "loss", "grad_norm2", "max_abs_w", "w_min_visited",
           "w_max_visited", "avg_grad_norm2")

@@ -74,7 +74,7 @@ def test_report_sentences_come_from_the_data(small_report):
     assert "40 cycles without pipeline, 16 synchronous and 16 asynchronous" in md  # M=4, B=5
     # the bounds table lists every registry entry; the verification table every quick check
     from simulate.verification import suite_points
-    from theory.theorems import REGISTRY
+    from theory import REGISTRY
 
     for name in REGISTRY:
         assert f"| {name} |" in md

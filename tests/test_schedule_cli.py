@@ -6,7 +6,7 @@ import pytest
 
 from paper_figures.cli import main
 from simulate import build_timeline
-from theory.errors import ParameterError
+from theory import ParameterError
 
 
 def run(capsys, *argv):
@@ -131,7 +131,7 @@ def test_a_huge_schedule_is_summarised_at_once_without_the_chart(capsys):
 
 def test_just_below_the_chart_limit_the_timeline_is_simulated(capsys):
     from simulate.pipeline import timeline_cells
-    from theory.limits import MAX_GANTT_CELLS
+    from theory import MAX_GANTT_CELLS
 
     assert timeline_cells("sync", 4, 5) == build_timeline("sync", 4, 5).stages * 16
     code, out, err = run(capsys, "--stages", "2", "--micro-batches", "40", "--mode", "none")
@@ -155,7 +155,7 @@ def test_counts_beyond_int64_are_refused_with_the_flag(argv, message, capsys):
 
 
 def test_build_timeline_refuses_beyond_the_documented_cell_limit():
-    from theory.limits import MAX_TIMELINE_CELLS
+    from theory import MAX_TIMELINE_CELLS
 
     with pytest.raises(ParameterError, match=r"^micro_batches=100000 asks for 4e\+10 timeline "
                                              r"cells"):

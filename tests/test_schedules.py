@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from theory.errors import ParameterError
-from theory.schedules import MODES, cycles_for_iterations, evaluate_schedule, schedule
+from theory import MODES, ParameterError, cycles_for_iterations, evaluate_schedule, schedule
 from theory.symbols import B, K, M, N, m, mb
 
 #: a second micro-batch index, for "two actions of different micro-batches" identities

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from simulate.execution import normalize_result, progress_bar
-from theory.fileio import atomic_write, strict_json, to_json_value
+from theory import atomic_write, strict_json, to_json_value
 
 
 def test_atomic_write_takes_bytes_or_a_writer_and_gives_the_usual_permissions(tmp_path):

@@ -33,7 +33,7 @@ from simulate.verification import (
     time_to_target,
     tune,
 )
-from theory.errors import ParameterError
+from theory import ParameterError
 
 
 def _times(cycles, reached):
@@ -169,7 +169,7 @@ def test_study_run_isolates_a_diverging_seed(monkeypatch):
 
     def fake(config, members, spec):
         if 1 in members:
-            from theory.errors import DivergenceError
+            from theory import DivergenceError
             raise DivergenceError(7, "training loss", float("inf"), config.lr)
         return real(config, members=members, spec=spec)
 

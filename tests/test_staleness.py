@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 
 from simulate import StaleVersions, cycles_after, forward_delays
 from simulate.pipeline import DIVERGENCE_FACTOR, check_divergence, divergence_limit
-from theory.errors import DivergenceError
-from theory.schedules import max_delay
+from theory import DivergenceError, max_delay
 
 
 def _version(j: int, shape=(2, 3)) -> np.ndarray:
@@ -92,7 +91,7 @@ def test_an_infinite_limit_still_catches_non_finite_values():
 
 def test_cycles_are_exact_int64_and_refuse_beyond_it():
     from simulate import cycles_after
-    from theory.errors import ParameterError
+    from theory import ParameterError
 
     big = 3**33
     assert int(cycles_after("none", 2, big, [0, 5])[-1]) == 2 * 2 * big * 5

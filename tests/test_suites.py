@@ -23,8 +23,7 @@ from simulate.verification import (
     suite_points,
     suites,
 )
-from theory.errors import ParameterError
-from theory.theorems import get_bound
+from theory import ParameterError, get_bound
 
 #: the statistical margin run_suite uses by default
 Z = 4.0

@@ -35,7 +35,7 @@ from simulate.execution import (
     package_version,
     source_fingerprint,
 )
-from theory.errors import ParameterError
+from theory import ParameterError
 
 REPO = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent

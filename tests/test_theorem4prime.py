@@ -19,7 +19,16 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from bench.theorem4_constants import COMMON, DEVICES, constants
-from theory.compiled import compile_expr
+from theory import (
+    REGISTRY,
+    ap_b_floor_factor,
+    ap_general_parts,
+    ap_inv_step_cap,
+    ap_kappa,
+    ap_kappa_3,
+    ap_root,
+    compile_expr,
+)
 from theory.symbols import (
     B,
     D,
@@ -37,15 +46,6 @@ from theory.symbols import (
 )
 from theory.symbols import kappa_2 as kappa_2_sym
 from theory.symbols import lam as lam_sym
-from theory.theorems import (
-    REGISTRY,
-    ap_b_floor_factor,
-    ap_general_parts,
-    ap_inv_step_cap,
-    ap_kappa,
-    ap_kappa_3,
-    ap_root,
-)
 
 s = sp.Symbol("s", positive=True)  # theta = s/(1 + s)
 v = sp.Symbol("v", nonnegative=True)  # q_max = q_min (1 + v)

@@ -20,9 +20,22 @@ from _sympy_checks import is_zero, nonneg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theory import local_sgd
-from theory.complexity import iterations_expr, solve_rate
-from theory.errors import ParameterError
+from theory import (
+    MIXED_ENTRIES,
+    PROVENANCES,
+    REGISTRY,
+    Bound,
+    ParameterError,
+    ap_inv_step_cap,
+    ap_kappa,
+    ap_root,
+    bound_for,
+    bounds_for,
+    get_bound,
+    iterations_expr,
+    local_sgd,
+    solve_rate,
+)
 from theory.symbols import (
     B,
     D,
@@ -47,18 +60,6 @@ from theory.symbols import (
     sigma2,
     tau,
     theta,
-)
-from theory.theorems import (
-    MIXED_ENTRIES,
-    PROVENANCES,
-    REGISTRY,
-    Bound,
-    ap_inv_step_cap,
-    ap_kappa,
-    ap_root,
-    bound_for,
-    bounds_for,
-    get_bound,
 )
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "theory.md"

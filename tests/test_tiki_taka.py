@@ -19,9 +19,8 @@ from simulate.device import (
     transfer_cycles,
 )
 from simulate.problems import stage_blocks
-from theory.errors import ParameterError
+from theory import REGISTRY, ParameterError
 from theory.symbols import B, b, n
-from theory.theorems import REGISTRY
 
 SMALL = NetworkSpec(layers=4, width=8, grad_norm=False)
 BASE = dict(algorithm="tiki-taka", steps=120, seeds=3, log_every=20, lr=0.05)

@@ -21,9 +21,8 @@ from simulate import (
 )
 from simulate.device import TikiTaka, TransferRule, oracle_tiles
 from simulate.verification import QUICK, STANDARD, TT0_SETTINGS, config_for
-from theory.errors import ParameterError
+from theory import REGISTRY, ParameterError, bounds_for
 from theory.symbols import B, K, T, alpha, b, n, rho
-from theory.theorems import REGISTRY, bounds_for
 
 #: the variant on the oracle quadratic (a small run)
 TT0 = dict(algorithm="tiki-taka", steps=120, seeds=3, log_every=20, lr=0.05, **TT0_SETTINGS)

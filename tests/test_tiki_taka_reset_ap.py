@@ -11,10 +11,8 @@ from _sympy_checks import is_zero
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theory.compiled import compile_expr
-from theory.schedules import max_delay, write_delay
+from theory import REGISTRY, bounds_for, compile_expr, max_delay, write_delay
 from theory.symbols import B, K, T, alpha, b, rho
-from theory.theorems import REGISTRY, bounds_for
 
 PAIRS = (("tiki_taka_reset_ap", "analog_sgd_ap"), ("tiki_taka_reset_ap_b", "analog_sgd_ap_b"))
 

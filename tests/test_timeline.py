@@ -12,8 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from simulate import Event, Timeline, build_timeline
-from theory.errors import ParameterError
-from theory.schedules import cycles_for_iterations, evaluate_schedule, schedule
+from theory import ParameterError, cycles_for_iterations, evaluate_schedule, schedule
 from theory.symbols import B, K, M, N
 
 stages = st.integers(1, 32)

@@ -15,8 +15,7 @@ import pytest
 
 from simulate import SimConfig, pulsed_update
 from simulate.device import TrainScales, coincidence_counts, pulse_counts, train_scale, train_scales
-from theory.devices import make_device
-from theory.errors import ParameterError
+from theory import ParameterError, make_device
 
 LR, DW = 0.5, 0.25
 

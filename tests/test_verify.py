@@ -23,10 +23,8 @@ from simulate import (
 from simulate.commands import verify as verify_cli
 from simulate.verification import checks as verify
 from simulate.verification import config_for, region_step_cap, suite_points
+from theory import ParameterError, evaluate_complexity, get_bound
 from theory.admissible import compiled_bound, predicted_cycles
-from theory.complexity import evaluate_complexity
-from theory.errors import ParameterError
-from theory.theorems import get_bound
 
 SMALL = dict(steps=120, seeds=4, log_every=120)
 

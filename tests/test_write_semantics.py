@@ -31,7 +31,7 @@ from simulate.config import WRITE_SEMANTICS
 from simulate.execution import canonical_json
 from simulate.problems import Network, sample_indices
 from simulate.rng import member_generators
-from theory.errors import ParameterError
+from theory import ParameterError
 
 FIELDS = ("loss", "grad_norm2", "test_accuracy", "max_abs_w", "w_min_visited", "w_max_visited",
           "avg_grad_norm2")

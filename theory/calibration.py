@@ -73,6 +73,7 @@ from .symbols import K as K_sym
 from .symbols import alpha, n
 from .symbols import b as b_sym
 from .theorems import get_bound
+from .vocabulary import CALIBRATED_ALGORITHMS, CALIBRATED_MODES
 
 __all__ = [
     "CALIBRATED_ALGORITHMS",
@@ -97,10 +98,6 @@ __all__ = [
 
 #: version of the calibration file format (bumped when a field's meaning changes)
 CALIBRATION_FORMAT = 1
-#: the pipeline modes a calibration fits
-CALIBRATED_MODES = ("sync", "async")
-#: the algorithms a calibration's runs can use (``problem["algorithm"]``; absent: ``analog``)
-CALIBRATED_ALGORITHMS = ("analog", "tiki-taka")
 #: the free coefficients of each mode, in order
 COEFFICIENTS: dict[str, tuple[str, ...]] = {
     "sync": ("c_K", "c_noise", "c_floor"),

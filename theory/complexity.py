@@ -46,11 +46,13 @@ import sympy as sp
 
 from . import local_sgd
 from .compiled import compile_expr
-from .errors import IterationLimitError, ParameterError, UnreachableTargetError, check_array
+from .errors import IterationLimitError, ParameterError, UnreachableTargetError
 from .mixed import Block, mixed_constants
+from .ranges import PARAMETER_RANGES, check_relations, parameter_array
 from .schedules import MODES, cycles_for_iterations, max_delay, transfer_cycles, write_delay
 from .symbols import B, K, b, eps
-from .theorems import MIXED_ENTRIES, REGISTRY, Bound, bounds_for, get_bound
+from .theorems import Bound, bounds_for, get_bound, registry
+from .vocabulary import MIXED_ENTRIES
 
 __all__ = [
     "BELOW_FLOOR",
@@ -76,32 +78,6 @@ __all__ = [
 FloatOrArray = float | np.ndarray
 IntOrArray = int | np.ndarray
 StrOrArray = str | np.ndarray
-
-#: the kinds of range a parameter has: (low, high, low_open, high_open, integer)
-_POSITIVE = (0.0, None, True, False, False)
-_NONNEGATIVE = (0.0, None, False, False, False)
-_UNIT_OPEN = (0.0, 1.0, True, True, False)
-_COUNT = (1, None, False, False, True)
-_COUNT_FROM_ZERO = (0, None, False, False, True)
-
-#: valid range of every parameter (a kind above)
-PARAMETER_RANGES: dict[str, tuple] = {
-    **dict.fromkeys(("L", "L_s", "Delta", "sigma2", "q_min", "q_max", "tau", "W_max"), _POSITIVE),
-    "G_inf": _NONNEGATIVE,
-    "p2_bar": _POSITIVE,
-    "G2_bar": _NONNEGATIVE,
-    "beta": _NONNEGATIVE,
-    "theta": _UNIT_OPEN,
-    **dict.fromkeys(("n", "b", "B", "M"), _COUNT),
-    "D": _COUNT_FROM_ZERO,
-    # the local-SGD row (theory.local_sgd): replicas, averaging period, programming noise
-    **dict.fromkeys(("R", "P"), _COUNT),
-    "nu": _NONNEGATIVE,
-    # Tiki-Taka's accumulate-and-transfer variant (Corollary TT0): transfer period, rate
-    "T": _COUNT,
-    "rho": _POSITIVE,
-}
-
 
 #: per-point status of :func:`evaluate_complexity` (``on_unreachable="status"``)
 REACHABLE = "reachable"
@@ -222,70 +198,6 @@ def _compiled(name: str) -> _Compiled:
     return _Compiled(get_bound(name))
 
 
-def _as_array(name: str, value) -> np.ndarray:
-    """``value`` as a float array, every element checked against :data:`PARAMETER_RANGES`."""
-    low, high, low_open, high_open, integer = PARAMETER_RANGES.get(
-        name, (0.0, None, True, False, False)
-    )
-    return check_array(
-        name, value, low, high, low_open=low_open, high_open=high_open, integer=integer
-    )
-
-
-#: relative rounding slack of the A3 relation (constants computed from a device in floats)
-_A3_SLACK = 1e-12
-
-
-def _check_relations(values: dict[str, np.ndarray]) -> None:
-    """Cross-parameter ranges: ``q_min <= q_max``, ``W_max < tau``, ``G_inf <= (q_max-q_min)/2``."""
-    pairs = (("q_min", "q_max", np.greater), ("W_max", "tau", np.greater_equal))
-    for low_name, high_name, bad_if in pairs:
-        if low_name in values and high_name in values:
-            lo, hi = np.broadcast_arrays(values[low_name], values[high_name])
-            op = "<=" if bad_if is np.greater else "<"
-            _refuse_first(bad_if(lo, hi), lambda i, lo=lo, hi=hi, a=low_name, b=high_name, op=op: (
-                f"{a}={lo.flat[i].item():g} is out of range; valid range: {a} {op} {b} = "
-                f"{hi.flat[i].item():g}"))
-    if {"G_inf", "q_min", "q_max"} <= set(values):
-        # A3: G = (q_- - q_+)/2 with q_+, q_- in [q_min, q_max], so |G| <= (q_max - q_min)/2
-        g, lo, hi = np.broadcast_arrays(values["G_inf"], values["q_min"], values["q_max"])
-        limit = (hi - lo) / 2
-        _refuse_first(g > limit * (1 + _A3_SLACK) + _A3_SLACK * hi, lambda i: (
-            f"G_inf={g.flat[i].item():g} is out of range; valid range: G_inf <= "
-            f"(q_max - q_min)/2 = {limit.flat[i].item():g} (A3: the responses lie in "
-            "[q_min, q_max])"))
-    _check_block_sums(values)
-
-
-def _refuse_first(bad: np.ndarray, message) -> None:
-    """Raise ``ParameterError(message(i))`` for the first flat index ``i`` where ``bad`` holds
-    (``message`` is called at once, with its arrays bound)."""
-    if bad.any():
-        raise ParameterError(message(int(np.flatnonzero(bad)[0])))
-
-
-def _check_block_sums(values: dict[str, np.ndarray]) -> None:
-    """Theorem 2M: ``q_min^2 <= p2_bar <= q_max^2`` and ``G2_bar <= ((q_max - q_min)/2)^2``
-    (noise-weighted means of per-block values that lie in those ranges)."""
-    if not {"q_min", "q_max"} <= set(values):
-        return
-    for name in ("p2_bar", "G2_bar"):
-        if name not in values:
-            continue
-        x, lo, hi = np.broadcast_arrays(values[name], values["q_min"], values["q_max"])
-        if name == "p2_bar":
-            low, high, text = lo * lo, hi * hi, "q_min^2 <= p2_bar <= q_max^2"
-        else:
-            low, high, text = np.zeros_like(lo), ((hi - lo) / 2) ** 2, \
-                "G2_bar <= ((q_max - q_min)/2)^2"
-        slack = _A3_SLACK * (1 + high)
-        bad = (x < low * (1 - _A3_SLACK) - slack) | (x > high * (1 + _A3_SLACK) + slack)
-        _refuse_first(bad, lambda i, name=name, x=x, low=low, high=high, text=text: (
-            f"{name}={x.flat[i].item():g} is out of range; valid range: {text} = "
-            f"[{low.flat[i].item():g}, {high.flat[i].item():g}] (noise-weighted mean over "
-            "the blocks, theory.mixed)"))
-
-
 def _scaled_iterations(compiled: _Compiled, eps_arr, arrays, floor, shape) -> np.ndarray:
     r""":math:`K(\epsilon)` from the rate form, scaled so no intermediate leaves the float range.
 
@@ -370,89 +282,136 @@ def evaluate_complexity(name: str, eps, *, on_unreachable: str = "raise", **valu
         raise ParameterError(
             f"on_unreachable={on_unreachable!r} is unknown; valid: 'raise', 'status'"
         )
-    bound = get_bound(name)
     compiled = _compiled(name)
-    required = compiled.parameters
+    arrays = _parameter_arrays(name, get_bound(name).mode, compiled.parameters, values)
+    eps_arr = parameter_array("eps", eps)
+    shape = np.broadcast_shapes(eps_arr.shape, *(a.shape for a in arrays.values()))
+    point = _Point(name, compiled, eps_arr, arrays, shape)
+    floor, iterations, below, too_many = point.iterations()
+    if on_unreachable == "raise":
+        point.refuse_unreachable(floor, below, too_many)
+    return point.result(floor, iterations, below, too_many)
+
+
+def _parameter_arrays(name: str, mode: str, required: tuple[str, ...], values: dict
+                      ) -> dict[str, np.ndarray]:
+    """The checked arrays of the ``required`` parameters of bound ``name`` from ``values``.
+
+    ``D`` defaults to the schedule's maximal delay for ``async`` bounds (in transfer windows of
+    ``T`` updates for Corollary TT0-AP); unknown and missing names are refused, listing the
+    required ones, and so are values that break a relation between parameters.
+    """
     unknown = sorted(set(values) - set(PARAMETER_RANGES))
     if unknown:
         raise ParameterError(
             f"unknown parameter(s) {', '.join(unknown)} for {name}; required: {', '.join(required)}"
         )
     values = dict(values)
-    if bound.mode == "async" and "D" in required and "D" not in values and "M" in values:
-        stages = _as_array("M", values["M"])
+    if mode == "async" and "D" in required and "D" not in values and "M" in values:
+        stages = parameter_array("M", values["M"])
         # Corollary TT0-AP counts the delay in transfer windows of T updates
-        values["D"] = (write_delay(stages, _as_array("T", values["T"])) if "T" in values
+        values["D"] = (write_delay(stages, parameter_array("T", values["T"])) if "T" in values
                        and "T" in required else max_delay(stages))
     missing = [p for p in required if p not in values]
     if missing:
         raise ParameterError(
             f"missing parameter(s) {', '.join(missing)} for {name}; required: {', '.join(required)}"
         )
-    arrays = {p: _as_array(p, values[p]) for p in required}
-    _check_relations(arrays)
-    eps_arr = _as_array("eps", eps)
-    shape = np.broadcast_shapes(eps_arr.shape, *(a.shape for a in arrays.values()))
-    eps_b = np.broadcast_to(eps_arr, shape)
+    arrays = {p: parameter_array(p, values[p]) for p in required}
+    check_relations(arrays)
+    return arrays
 
-    def full(value):
-        return np.broadcast_to(value, shape)
 
-    with np.errstate(all="ignore"):  # unreachable points give nan/inf here; they are masked below
-        floor = full(compiled.floor(eps_arr, arrays))
-        _check_finite(name, "floor", floor, eps_b, arrays)
-        below = eps_b <= floor
-        iterations = full(compiled.iterations(eps_arr, arrays)).astype(float)
-        # where the closed form's intermediates over- or underflow (a huge eps - floor squares
-        # beyond the float range), the scaled root of the quadratic gives the same K
-        lost = ~below & ~((iterations > 0) & np.isfinite(iterations))
-        if lost.any():
-            for what, f in (("rate coefficient a", compiled.rate_a),
-                            ("rate coefficient c", compiled.rate_c)):
-                _check_finite(name, what, np.where(below, 0.0, full(f(eps_arr, arrays))), eps_b,
-                              arrays)
-            iterations = np.where(lost, _scaled_iterations(compiled, eps_arr, arrays, floor, shape),
-                                  iterations)
-        iterations = np.where(below, np.inf, iterations)
-        too_many = ~below & ~(iterations < _MAX_ITERATIONS)  # also inf when eps - floor underflows
-    if on_unreachable == "raise":
+@dataclass(frozen=True)
+class _Point:
+    """One call of :func:`evaluate_complexity`: a bound's evaluators at the checked inputs."""
+
+    name: str
+    compiled: _Compiled
+    eps_arr: np.ndarray
+    arrays: dict[str, np.ndarray]
+    shape: tuple[int, ...]
+
+    def full(self, value) -> np.ndarray:
+        return np.broadcast_to(value, self.shape)
+
+    def iterations(self):
+        r"""``(floor, iterations, below, too_many)``: the real :math:`K(\epsilon)` per point
+        (``inf`` below the floor) and where it is unreachable or beyond the int64 range."""
+        name, compiled, eps_arr, arrays = self.name, self.compiled, self.eps_arr, self.arrays
+        eps_b = self.full(eps_arr)
+        with np.errstate(all="ignore"):  # unreachable points give nan/inf; masked below
+            floor = self.full(compiled.floor(eps_arr, arrays))
+            _check_finite(name, "floor", floor, eps_b, arrays)
+            below = eps_b <= floor
+            iterations = self.full(compiled.iterations(eps_arr, arrays)).astype(float)
+            # where the closed form's intermediates over- or underflow (a huge eps - floor
+            # squares beyond the float range), the scaled root of the quadratic gives the same K
+            lost = ~below & ~((iterations > 0) & np.isfinite(iterations))
+            if lost.any():
+                for what, f in (("rate coefficient a", compiled.rate_a),
+                                ("rate coefficient c", compiled.rate_c)):
+                    _check_finite(name, what, np.where(below, 0.0, self.full(f(eps_arr, arrays))),
+                                  eps_b, arrays)
+                iterations = np.where(
+                    lost, _scaled_iterations(compiled, eps_arr, arrays, floor, self.shape),
+                    iterations)
+            iterations = np.where(below, np.inf, iterations)
+            # too many: also inf where eps - floor underflows
+            too_many = ~below & ~(iterations < _MAX_ITERATIONS)
+        return floor, iterations, below, too_many
+
+    def refuse_unreachable(self, floor, below, too_many) -> None:
+        """Raise for the first point below the floor, else the first with too many iterations."""
+        eps_b = self.full(self.eps_arr)
         if below.any():
             i = np.flatnonzero(below)[0]
-            raise UnreachableTargetError(name, eps_b.flat[i].item(), floor.flat[i].item())
+            raise UnreachableTargetError(self.name, eps_b.flat[i].item(), floor.flat[i].item())
         if too_many.any():
             i = np.flatnonzero(too_many)[0]
             raise IterationLimitError(
                 f"eps={eps_b.flat[i].item():.6g} needs more than the {_MAX_ITERATIONS:.3g} "
-                f"iterations an int64 iteration count holds for {name} (floor "
+                f"iterations an int64 iteration count holds for {self.name} (floor "
                 f"{floor.flat[i].item():.6g}); choose a larger eps"
             )
-    ok = ~(below | too_many)
-    iterations = np.where(ok, iterations, np.inf)
-    # at least one whole iteration: a K(eps) below 1 (or one that underflowed to 0) needs one
-    k_int = np.where(ok, np.maximum(np.ceil(np.where(ok, iterations, 1.0)), 1.0), 1.0)
-    if "T" in required:  # Corollary TT0 counts whole transfer windows: K a multiple of T
-        period = full(arrays["T"]).astype(float)
-        k_int = np.ceil(k_int / period) * period
-    with np.errstate(all="ignore"):
-        cap = full(compiled.step_cap(k_int, arrays))
-        noise = full(compiled.noise_step(k_int, arrays))
-        samples = full(compiled.batch(k_int, arrays)) * k_int
-        cycles = full(compiled.cycles(k_int, arrays)).astype(float)
-    status = np.where(below, BELOW_FLOOR, np.where(too_many, TOO_MANY, REACHABLE))
-    return ComplexityResult(
-        algorithm=name,
-        eps=_scalar(eps_b),
-        floor=_scalar(floor),
-        rate_a=_scalar(full(compiled.rate_a(eps_arr, arrays))),
-        rate_c=_scalar(full(compiled.rate_c(eps_arr, arrays))),
-        iterations=_scalar(iterations),
-        iterations_int=_scalar(np.where(ok, k_int, 0).astype(np.int64)),
-        samples=_scalar(np.where(ok, samples, np.nan)),
-        cycles=_scalar(np.where(ok, cycles, np.nan)),
-        step=_scalar(np.where(ok, np.minimum(cap, noise), np.nan)),
-        step_limited_by=_scalar(np.where(cap <= noise, "step cap", "noise balance")),
-        status=_scalar(status),
-    )
+
+    def whole_iterations(self, ok, iterations) -> np.ndarray:
+        """The run's whole iterations: ``ceil(K)``, at least 1, a multiple of ``T`` for the
+        entries written in transfer windows (Corollary TT0); 1 where ``ok`` is false."""
+        # at least one whole iteration: a K(eps) below 1 (or one that underflowed to 0) needs one
+        k_int = np.where(ok, np.maximum(np.ceil(np.where(ok, iterations, 1.0)), 1.0), 1.0)
+        if "T" in self.compiled.parameters:  # Corollary TT0 counts whole transfer windows
+            period = self.full(self.arrays["T"]).astype(float)
+            k_int = np.ceil(k_int / period) * period
+        return k_int
+
+    def result(self, floor, iterations, below, too_many) -> ComplexityResult:
+        """The :class:`ComplexityResult`: numbers of the whole run where reachable, a status
+        per point."""
+        compiled, arrays, eps_arr, full = self.compiled, self.arrays, self.eps_arr, self.full
+        ok = ~(below | too_many)
+        iterations = np.where(ok, iterations, np.inf)
+        k_int = self.whole_iterations(ok, iterations)
+        with np.errstate(all="ignore"):
+            cap = full(compiled.step_cap(k_int, arrays))
+            noise = full(compiled.noise_step(k_int, arrays))
+            samples = full(compiled.batch(k_int, arrays)) * k_int
+            cycles = full(compiled.cycles(k_int, arrays)).astype(float)
+        status = np.where(below, BELOW_FLOOR, np.where(too_many, TOO_MANY, REACHABLE))
+        return ComplexityResult(
+            algorithm=self.name,
+            eps=_scalar(full(eps_arr)),
+            floor=_scalar(floor),
+            rate_a=_scalar(full(compiled.rate_a(eps_arr, arrays))),
+            rate_c=_scalar(full(compiled.rate_c(eps_arr, arrays))),
+            iterations=_scalar(iterations),
+            iterations_int=_scalar(np.where(ok, k_int, 0).astype(np.int64)),
+            samples=_scalar(np.where(ok, samples, np.nan)),
+            cycles=_scalar(np.where(ok, cycles, np.nan)),
+            step=_scalar(np.where(ok, np.minimum(cap, noise), np.nan)),
+            step_limited_by=_scalar(np.where(cap <= noise, "step cap", "noise balance")),
+            status=_scalar(status),
+        )
 
 
 #: the prefix of a machine-checked condition of a registry entry: ``"setting KEY=VALUE"`` (e.g.
@@ -591,8 +550,12 @@ def evaluate_guarantee(mode: str, eps, *, algorithm: str = "analog",
     return ComplexityResult(algorithm=_scalar(names), **fields)
 
 
-#: the Theorem 2M entry of each schedule
-_MIXED_BY_MODE = {get_bound(name).mode: name for name in MIXED_ENTRIES}
+@cache
+def _mixed_by_mode() -> dict[str, str]:
+    """The Theorem 2M entry of each schedule."""
+    return {get_bound(name).mode: name for name in MIXED_ENTRIES}
+
+
 #: what :func:`evaluate_mixed` computes from the blocks (not accepted as keywords)
 _BLOCK_NAMES = ("q_min", "q_max", "G_inf", "p2_bar", "G2_bar")
 
@@ -634,7 +597,8 @@ def evaluate_mixed(mode: str, eps, blocks, *, on_unreachable: str = "raise", **v
     >>> r.algorithm, round(float(r.floor), 6)
     ('analog_sgd_sp_mixed', 0.045918)
     """
-    if mode not in _MIXED_BY_MODE:
+    by_mode = _mixed_by_mode()
+    if mode not in by_mode:
         raise ParameterError(f"mode={mode!r} is unknown; valid: {', '.join(MODES)}")
     given = sorted(set(values) & set(_BLOCK_NAMES))
     if given:
@@ -642,14 +606,14 @@ def evaluate_mixed(mode: str, eps, blocks, *, on_unreachable: str = "raise", **v
                              "computes q_min, q_max, G_inf, p2_bar, G2_bar from blocks")
     blocks = [block if isinstance(block, Block) else tuple(block) for block in blocks]
     constants = mixed_constants(blocks)
-    return evaluate_complexity(_MIXED_BY_MODE[mode], eps, on_unreachable=on_unreachable,
+    return evaluate_complexity(by_mode[mode], eps, on_unreachable=on_unreachable,
                                **values, **constants.values())
 
 
 def latex_table() -> str:
     """Markdown table (name, provenance, formula) of every registry entry, for the README."""
     rows = ["| bound | provenance | statement |", "|---|---|---|"]
-    for bound in REGISTRY.values():
+    for bound in registry().values():
         rows.append(f"| `{bound.name}` | {bound.provenance} | ${bound.latex()}$ |")
     return "\n".join(rows) + "\n"
 

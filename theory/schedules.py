@@ -30,6 +30,7 @@ import sympy as sp
 from .compiled import compile_expr
 from .errors import ParameterError, check_array, check_range
 from .symbols import B, K, M, N, m, mb
+from .vocabulary import MODES, TRANSFER_SLICES
 
 __all__ = [
     "CYCLES_PER_COLUMN",
@@ -49,8 +50,6 @@ __all__ = [
     "transfer_event_cycles",
     "write_delay",
 ]
-
-MODES = ("none", "sync", "async")
 
 #: the closed forms of a :class:`Schedule` by name (what :func:`evaluate_schedule` accepts)
 QUANTITIES = (
@@ -313,8 +312,6 @@ def evaluate_schedule(mode: str, quantity: str, *, stages, micro_batches=1, stag
 
 #: cycles to transfer one column: one read (an MVM with a one-hot input) + one pulse update of C
 CYCLES_PER_COLUMN = 2
-#: what a Tiki-Taka transfer event moves: one column of every tile (round robin) or all of them
-TRANSFER_SLICES = ("column", "all")
 
 
 def columns_moved(columns: int, transfer_slice: str) -> int:

@@ -17,14 +17,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from theory import devices
+from theory import ParameterError, devices, strict_json
 from theory.commands import command_main
-from theory.complexity import latex_table
-from theory.errors import ParameterError
-from theory.fileio import strict_json
-from theory.theorems import REGISTRY
 
-from ..evaluate import compare
 from ..params import (
     DEFAULT_EPS,
     DEFAULT_PRESET,
@@ -151,6 +146,8 @@ def _list_presets() -> str:
 
 
 def _latex() -> str:
+    from theory import REGISTRY  # built on first use (seconds): not for --help
+
     return "\n\n".join(
         f"% {name} ({bound.provenance}; {bound.reference})\n{bound.latex()}"
         for name, bound in REGISTRY.items()
@@ -163,6 +160,8 @@ TABLE_MARKERS = ("<!-- bounds-table:start -->", "<!-- bounds-table:end -->")
 
 def readme_table() -> str:
     """The README block: :func:`theory.complexity.latex_table` between :data:`TABLE_MARKERS`."""
+    from theory import latex_table  # builds the registry: not for --help
+
     start, end = TABLE_MARKERS
     return f"{start}\n{latex_table().strip()}\n{end}"
 
@@ -178,6 +177,8 @@ def run(args: argparse.Namespace) -> int:
     if args.readme_table:
         print(readme_table())
         return 0
+    from ..evaluate import compare  # sympy and the registry: imported to compute, not for --help
+
     config = bounds_config_from_args(args)
     comparison = compare(config.eps, config.hardware, config.problem, config.pipeline)
     comparison.require_analog()

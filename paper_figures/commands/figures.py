@@ -14,12 +14,9 @@ import argparse
 from collections.abc import Sequence
 
 from simulate.commands.options import sweep_options
-from simulate.execution import progress_bar
+from theory import ParameterError, check_writable_dir
 from theory.commands import command_main
-from theory.errors import ParameterError
-from theory.fileio import check_writable_dir
 
-from ..common import output_dir
 from ..registry import FIGURES, load_figure
 from . import add_figure_arguments
 
@@ -53,6 +50,10 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError(
             f"figure={args.target!r} is unknown; valid: all, list, {', '.join(FIGURES)}"
         )
+    from simulate.progress import progress_bar  # tqdm: to compute, not for --help
+
+    from ..common import output_dir  # matplotlib: to compute, not for --help
+
     check_writable_dir(args.out, "--out")  # before any figure is computed
     sweep = sweep_options(args)
     output_dir(args.out)

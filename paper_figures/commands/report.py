@@ -11,10 +11,9 @@ from collections.abc import Sequence
 
 from bounds.params import DEFAULT_EPS, DEFAULT_PRESET
 from simulate.commands.options import sweep_options
+from theory import check_writable_dir
 from theory.commands import command_main
-from theory.fileio import check_writable_dir
 
-from ..report import write_report
 from . import add_figure_arguments
 
 __all__ = ["DESCRIPTION", "build_parser", "main", "run"]
@@ -45,6 +44,8 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Write the report and print where to look (``--out`` and the sweep options are checked
     before any section is computed)."""
+    from ..report import write_report  # the planner, the suites, matplotlib: not for --help
+
     check_writable_dir(args.out, "--out")
     md, page = write_report(args.out, args.preset, args.eps, args.quick, sweep_options(args))
     print(f"report written: open {page} (Markdown: {md}; figures in {page.parent / 'figures'})")

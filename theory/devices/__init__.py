@@ -11,61 +11,29 @@ r"""Device response models: response-function families, devices, and named prese
   :func:`soft_bounds_constants`, :func:`check_family`, :func:`unknown_keys`.
 - :mod:`theory.devices.presets`: the TOML presets of ``theory/presets/`` (paper-notes section 5):
   :func:`list_presets`, :func:`load_preset`, :func:`preset_table`, :func:`device_from_table`,
-  :func:`device_to_table`.
+  :func:`device_to_table` (:func:`list_presets` is :func:`theory.vocabulary.list_presets`,
+  free of sympy).
+
+Names are imported on first use (:func:`theory.lazy.attach`): ``from theory import devices`` and
+``devices.list_presets()`` load no sympy; a device, a family or a preset does.
 """
 
-from .device import (
-    DEVICE_FIELDS,
-    Device,
-    DeviceConstants,
-    PulseMap,
-    check_family,
-    geometric_sum,
-    make_device,
-    soft_bounds_constants,
-    unknown_keys,
-)
-from .families import (
-    FAMILIES,
-    AsymmetricSoftBounds,
-    ConstantStep,
-    ExponentialStep,
-    LinearStep,
-    PowerStep,
-    ResponseFamily,
-    SoftBounds,
-    w,
-)
-from .presets import (
-    device_from_table,
-    device_to_table,
-    list_presets,
-    load_preset,
-    preset_table,
-)
+from ..lazy import attach
 
-__all__ = [
-    "AsymmetricSoftBounds",
-    "ConstantStep",
-    "DEVICE_FIELDS",
-    "Device",
-    "DeviceConstants",
-    "ExponentialStep",
-    "FAMILIES",
-    "LinearStep",
-    "PowerStep",
-    "PulseMap",
-    "ResponseFamily",
-    "SoftBounds",
-    "check_family",
-    "device_from_table",
-    "device_to_table",
-    "geometric_sum",
-    "list_presets",
-    "load_preset",
-    "make_device",
-    "preset_table",
-    "soft_bounds_constants",
-    "unknown_keys",
-    "w",
-]
+#: submodule -> the names ``theory.devices`` re-exports from it
+_NAMES = {
+    ".device": (
+        "DEVICE_FIELDS", "Device", "DeviceConstants", "PulseMap", "check_family", "geometric_sum",
+        "make_device", "soft_bounds_constants", "unknown_keys",
+    ),
+    ".families": (
+        "AsymmetricSoftBounds", "ConstantStep", "ExponentialStep", "FAMILIES", "LinearStep",
+        "PowerStep", "ResponseFamily", "SoftBounds", "w",
+    ),
+    ".presets": (
+        "PRESET_TABLES", "device_from_table", "device_to_table", "load_preset", "preset_table",
+    ),
+    "..vocabulary": ("list_presets",),
+}
+
+__getattr__, __dir__, __all__ = attach(__name__, _NAMES, ("device", "families", "presets"))

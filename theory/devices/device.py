@@ -15,13 +15,17 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, fields
 from functools import lru_cache
 from numbers import Real
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sympy as sp
 
-from .. import symbols
 from ..errors import ParameterError, check_range, show_value
-from .families import FAMILIES, ResponseFamily, SoftBounds, w
+from .families import FAMILIES, ResponseFamily, SoftBounds
+
+# sympy is imported inside the functions that use it: a device is made, checked and simulated
+# with numpy only (its responses are compiled on first use, theory.devices.families)
+if TYPE_CHECKING:
+    import sympy as sp
 
 __all__ = [
     "Device",
@@ -337,20 +341,29 @@ class Device:
 
 @lru_cache(maxsize=256)
 def _constant_F(response: ResponseFamily) -> float | None:
+    from .families import w
+
     expr = response.F_expr
     return None if w in expr.free_symbols else float(expr)
 
 
-def soft_bounds_constants(W_max=symbols.W_max, tau=symbols.tau) -> DeviceConstants:
+def soft_bounds_constants(W_max=None, tau=None) -> DeviceConstants:
     r"""The theory-spec closed forms of the soft-bounds constants on :math:`[-W_{\max}, W_{\max}]`.
 
     .. math:: q_{\min} = 1 - \frac{W_{\max}}{\tau}, \qquad q_{\max} = 1 + \frac{W_{\max}}{\tau},
               \qquad G_\infty = \frac{W_{\max}}{\tau} \qquad (W_{\max} < \tau),
 
     derived from :meth:`SoftBounds.responses` at the interval ends (monotone responses), so the
-    formula is not restated. Sympy-level: ``W_max`` and ``tau`` may be symbols (the defaults are
-    :data:`theory.symbols.W_max` and :data:`theory.symbols.tau`) or numbers.
+    formula is not restated. Sympy-level: ``W_max`` and ``tau`` may be symbols (the defaults,
+    ``None``, are :data:`theory.symbols.W_max` and :data:`theory.symbols.tau`) or numbers.
     """
+    import sympy as sp
+
+    from .. import symbols
+    from .families import w
+
+    W_max = symbols.W_max if W_max is None else W_max
+    tau = symbols.tau if tau is None else tau
     for name, value in (("W_max", W_max), ("tau", tau)):
         if not isinstance(value, Real | sp.Expr) or isinstance(value, bool):
             raise ParameterError(f"{name}={value!r} must be a number or a sympy expression")

@@ -28,24 +28,42 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import cache, lru_cache
-from typing import Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import numpy as np
-import sympy as sp
-from scipy.optimize import brentq
 
 from ..errors import ParameterError, check_range, show_value
 
+# sympy and scipy are imported inside the functions that use them, so that the family table
+# (FAMILIES, parameter_names) is read by run configurations and --help without them
+if TYPE_CHECKING:
+    import sympy as sp
+
 __all__ = [
     "AsymmetricSoftBounds", "ConstantStep", "ExponentialStep", "FAMILIES", "LinearStep",
-    "PowerStep", "ResponseFamily", "Responses", "SoftBounds", "expressions", "w",
+    "PowerStep", "ResponseFamily", "Responses", "SoftBounds", "expressions",
+    "w",  # noqa: F822 (the module's __getattr__ makes it, with sympy, on first use)
 ]
 
-w = sp.Symbol("w", real=True)  #: the weight (one conductance), normalised units
+@cache
+def _weight() -> sp.Symbol:
+    """:data:`w`, the weight symbol, made on first use."""
+    import sympy as sp
+
+    return sp.Symbol("w", real=True)
+
+
+def __getattr__(name: str):
+    """``w``: the weight (one conductance), normalised units; a real sympy symbol."""
+    if name == "w":
+        return _weight()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _exact(value: float) -> sp.Rational:
     """The exact rational of a number's shortest decimal repr (``0.1153 -> 1153/10000``)."""
+    import sympy as sp
+
     return sp.Rational(repr(float(value)))
 
 
@@ -88,12 +106,14 @@ class ResponseFamily(ABC):
     @classmethod
     def symbols(cls) -> dict[str, sp.Symbol]:
         """The parameters as sympy symbols with their assumptions (for solving and proofs)."""
+        import sympy as sp
+
         return {name: sp.Symbol(name, **cls.assumptions[name]) for name in cls.parameter_names()}
 
     @classmethod
     def symbolic(cls) -> tuple[sp.Expr, sp.Expr]:
         """``(q_plus, q_minus)`` with symbolic parameters (see :meth:`symbols`)."""
-        return cls.responses(w, **cls.symbols())
+        return cls.responses(_weight(), **cls.symbols())
 
     def _set_float(self, name: str, value: float) -> None:
         try:
@@ -210,6 +230,8 @@ class ResponseFamily(ABC):
             return hi
         if np.sign(g_lo) == np.sign(g_hi):
             raise self._no_symmetric_point()
+        from scipy.optimize import brentq
+
         return float(brentq(g, lo, hi, xtol=xtol, rtol=4 * np.finfo(float).eps))
 
     def _no_symmetric_point(self) -> ParameterError:
@@ -432,6 +454,8 @@ class ExponentialStep(_TauRange, ResponseFamily):
 
     @staticmethod
     def responses(w, tau, gamma):
+        import sympy as sp
+
         scale = sp.exp(gamma) - 1
         return ((sp.exp(gamma * (1 - w / tau)) - 1) / scale,
                 (sp.exp(gamma * (1 + w / tau)) - 1) / scale)
@@ -472,6 +496,8 @@ class ConstantStep(ResponseFamily):
 
     @staticmethod
     def responses(w, w_min, w_max, up, down):
+        import sympy as sp
+
         return sp.sympify(up), sp.sympify(down)
 
 
@@ -502,7 +528,7 @@ _INSTANCE_CACHE = 256
 def expressions(response: ResponseFamily) -> Responses:
     """The sympy responses of one family object, parameters as exact rationals (cached)."""
     values = {name: _exact(v) for name, v in response.params().items()}
-    q_plus, q_minus = type(response).responses(w, **values)
+    q_plus, q_minus = type(response).responses(_weight(), **values)
     return Responses(
         q_plus=q_plus,
         q_minus=q_minus,
@@ -521,6 +547,9 @@ def _family_compiled(cls: type[ResponseFamily]) -> Responses:
     is 0 there, not NaN.
     """
     q_plus, q_minus = cls.symbolic()
+    import sympy as sp
+
+    w = _weight()
     args = (w, *cls.symbols().values())
     exprs = (q_plus, q_minus, (q_minus + q_plus) / 2, (q_minus - q_plus) / 2, q_plus * q_minus)
     return Responses(*(sp.lambdify(args, expr, "numpy") for expr in exprs))
@@ -548,6 +577,9 @@ def _bound_responses(response: ResponseFamily) -> Responses:
 @lru_cache(maxsize=_INSTANCE_CACHE)
 def _affine(response: ResponseFamily) -> tuple[tuple[float, float], tuple[float, float]] | None:
     """``((alpha+, beta+), (alpha-, beta-))`` of affine responses, else ``None`` (cached)."""
+    import sympy as sp
+
+    w = _weight()
     coefficients = []
     for expr in expressions(response)[:2]:
         expr = sp.expand(expr)
@@ -560,6 +592,9 @@ def _affine(response: ResponseFamily) -> tuple[tuple[float, float], tuple[float,
 @cache
 def _symmetric_solution(cls: type[ResponseFamily]) -> sp.Expr | None:
     """Solve :math:`q_+ = q_-` for ``w`` once per family, with symbolic parameters."""
+    import sympy as sp
+
+    w = _weight()
     q_plus, q_minus = cls.symbolic()
     if sp.simplify(q_minus - q_plus).free_symbols.isdisjoint({w}):
         return None  # G does not depend on w: no isolated symmetric point

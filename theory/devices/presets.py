@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import tomllib
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from ..errors import ParameterError
+from ..vocabulary import list_presets, preset_dir
 from .device import DEVICE_FIELDS, Device, check_family, make_device, unknown_keys
 from .families import FAMILIES
 
@@ -31,22 +31,12 @@ __all__ = [
 PRESET_TABLES = ("device", "timing")
 
 
-def _preset_dir():
-    return resources.files("theory").joinpath("presets")
-
-
-def list_presets() -> list[str]:
-    """The names of the shipped presets, sorted."""
-    return sorted(p.name.removesuffix(".toml") for p in _preset_dir().iterdir()
-                  if p.name.endswith(".toml"))
-
-
 @cache
 def _read(name: str) -> dict[str, Any]:
     presets = list_presets()
     if name not in presets:
         raise ParameterError(f"preset={name!r} is unknown; valid: {', '.join(presets)}")
-    table = tomllib.loads(_preset_dir().joinpath(f"{name}.toml").read_text(encoding="utf-8"))
+    table = tomllib.loads(preset_dir().joinpath(f"{name}.toml").read_text(encoding="utf-8"))
     unknown = sorted(set(table) - set(PRESET_TABLES))
     if unknown:
         raise ParameterError(f"preset {name!r}: unknown table(s) {', '.join(unknown)}; "
