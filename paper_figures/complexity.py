@@ -24,8 +24,7 @@ import numpy as np
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
-from bounds.evaluate import evaluate
-from bounds.params import HardwareParams, PipelineConfig, ProblemParams, from_preset
+from bounds import HardwareParams, PipelineConfig, ProblemParams, evaluate, from_preset
 from theory.errors import check_range
 from theory.theorems import REGISTRY
 

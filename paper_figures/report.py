@@ -7,7 +7,7 @@ and ``DIR/index.html`` (self-contained; the figures are relative ``<img>`` links
 
 1. the bound comparison for the preset at ``eps`` (:func:`bounds.evaluate.compare`: iterations,
    samples, clock cycles, seconds and speedup of every registry entry);
-2. the plan for the default model (:func:`bounds.planner.plan`; the ``plan`` figure's model and
+2. the plan for the default model (:func:`bounds.plan`; the ``plan`` figure's model and
    accelerator count, the preset's device and timing);
 3. the verification table (:func:`simulate.suites.run_suite` ``"quick"``: every checkable bound
    against simulation on the oracle problems);
@@ -27,10 +27,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bounds.evaluate import compare
-from bounds.models import load_model
-from bounds.params import DEFAULT_EPS, DEFAULT_PRESET, PlanHardware, ProblemParams, from_preset
-from bounds.planner import plan
+from bounds import (
+    DEFAULT_EPS,
+    DEFAULT_PRESET,
+    PlanHardware,
+    ProblemParams,
+    compare,
+    from_preset,
+    load_model,
+    plan,
+)
 from simulate.suites import run_suite
 from theory.errors import check_range
 from theory.fileio import atomic_write

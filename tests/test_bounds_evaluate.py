@@ -10,8 +10,16 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from bounds.evaluate import BASELINE, FLOAT_RANGE, TOO_MANY, compare, evaluate
-from bounds.params import PipelineConfig, ProblemParams, from_preset
+from bounds import (
+    BASELINE,
+    FLOAT_RANGE,
+    TOO_MANY,
+    PipelineConfig,
+    ProblemParams,
+    compare,
+    evaluate,
+    from_preset,
+)
 from theory import schedules
 from theory.errors import ParameterError, UnreachableTargetError
 from theory.theorems import REGISTRY

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from bounds.timing import TimingModel
+from bounds import TimingModel
 from simulate.config import MAX_REPLICAS, SimConfig, device_from_config
 from simulate.engine import make_problem, run
 from simulate.replicas import (
