@@ -102,7 +102,7 @@ from .results import (
     format_seconds,
     partition_summary,
 )
-from .search import Exact, Grid, GridSearch
+from .search import Grid, GridSearch, SearchResult
 from .strategies import (
     AnalogBounds,
     Cost,
@@ -135,7 +135,6 @@ __all__ = [
     "Candidate",
     "Cost",
     "DIGITAL",
-    "Exact",
     "FAILED",
     "FORECAST_ONLY",
     "ForecastObjective",
@@ -177,6 +176,7 @@ __all__ = [
     "SOLVED",
     "SOLVER_ERROR",
     "STEP_GRID",
+    "SearchResult",
     "SolveTimes",
     "TERMS",
     "TikiTakaBounds",

@@ -31,7 +31,7 @@ from .partition import Partition, best_partition
 from .results import Candidate
 from .strategies import Cost, Objective
 
-__all__ = ["Exact", "Grid", "GridSearch"]
+__all__ = ["Grid", "GridSearch", "SearchResult"]
 
 #: how many (mode, M) pairs a plan reports: the best and three alternatives
 _KEPT = 4
@@ -61,7 +61,7 @@ class Grid(NamedTuple):
     exact: np.ndarray
 
 
-class Exact(NamedTuple):
+class SearchResult(NamedTuple):
     """What :meth:`GridSearch.search` found over some modes.
 
     Attributes
@@ -288,10 +288,21 @@ class GridSearch:
         return self.candidate(mode, stages, count, b, iterations[i, b - 1], part)
 
     # -- over modes -------------------------------------------------------------------------
-    def search(self, modes) -> Exact:
-        """The exact search over ``modes``: the four best candidates of distinct (mode, M)
-        pairs, the modes ruled out with the reason, the floors of the modes whose floor ``eps``
-        is at or below, and the searched grids."""
+    def search(self, modes) -> SearchResult:
+        """The exact search over ``modes``.
+
+        Parameters
+        ----------
+        modes : sequence of str
+            The modes searched (of :data:`bounds.params.PLAN_MODES`).
+
+        Returns
+        -------
+        SearchResult
+            The four best candidates of distinct (mode, M) pairs, the modes ruled out with the
+            reason, the floors of the modes whose floor ``eps`` is at or below, and the searched
+            grids.
+        """
         eps, limits = self.eps, self.limits
         pairs: list[tuple[str, Grid]] = []
         ruled_out, floors = [], {}
@@ -317,7 +328,7 @@ class GridSearch:
         found, produced, pruned = self._best_of_pairs(pairs)
         for mode in sorted({m for m, _ in pairs} - produced - pruned):
             ruled_out.append((mode, self.memory_reason(mode, pairs)))
-        return Exact(found=found, ruled_out=ruled_out, floors=floors, pairs=pairs)
+        return SearchResult(found=found, ruled_out=ruled_out, floors=floors, pairs=pairs)
 
     def top_candidates(self, pairs: list[tuple[str, Grid]]) -> list[Candidate]:
         """The best candidate of each of the four fastest (mode, M) pairs (branch and bound)."""
