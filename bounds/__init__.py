@@ -2,155 +2,46 @@
 
 - :mod:`bounds.params`: ``HardwareParams``, ``ProblemParams``, ``PipelineConfig``, presets, TOML;
 - :mod:`bounds.timing`: the one timing model turning clock cycles into seconds;
-- :mod:`bounds.evaluate`: ``evaluate`` one bound, ``compare`` all of them side by side;
+- :mod:`bounds.evaluation`: ``evaluate`` one bound, ``compare`` all of them side by side;
 - :mod:`bounds.planning`: the planner room (models, partitions, the exact search and its
   strategies, the relaxation, the results; ``plan``, ``plan_tiki_taka``, ``plan_modes``);
 - :mod:`bounds.commands`: the ``aimc-pipeline bounds`` and ``plan`` commands (argparse only there).
 
 This module re-exports the curated API; tests, figures and benchmarks import from here (or from
-:mod:`bounds.planning` for the planner's internals).
+:mod:`bounds.planning` for the planner's internals). The names are imported on first use
+(:func:`bounds.lazy.lazy_exports`), so importing one module of the package does not import them
+all.
 """
 
-from theory.schedules import in_flight
+from .lazy import lazy_exports
 
-from .evaluate import (
-    BASELINE,
-    FLOAT_RANGE,
-    TOO_MANY,
-    BoundResult,
-    Comparison,
-    compare,
-    evaluate,
-    theory_values,
-)
-from .params import (
-    DEFAULT_EPS,
-    DEFAULT_PRESET,
-    PIPELINE_LIMITS,
-    PLAN_MODES,
-    PRESET_TIMING_KEYS,
-    TIMING_KEYS,
-    BoundsConfig,
-    HardwareParams,
-    PipelineConfig,
-    PlanHardware,
-    PlanLimits,
-    ProblemParams,
-    TransferSettings,
-    check_keys,
-    dump_config,
-    from_preset,
-    load_config,
-    read_toml,
-    validate_timing,
-)
-from .planning import (
-    FORECAST_ONLY,
-    GUARANTEED,
-    MODES,
-    NO_GUARANTEE,
-    OPTIMAL,
-    RELAXATION_FAILED,
-    AcceleratorKind,
-    Candidate,
-    ForecastRow,
-    KindsHardware,
-    Layer,
-    ModeComparison,
-    ModeGuarantee,
-    Model,
-    ModeLimits,
-    ModePlan,
-    Partition,
-    Plan,
-    PlanForecast,
-    RateTerms,
-    Relaxed,
-    SolveTimes,
-    TikiTakaPlan,
-    TikiTakaRow,
-    TransferCandidate,
-    best_partition,
-    forecast_plan,
-    list_models,
-    load_hardware,
-    load_model,
-    model_from_table,
-    plan,
-    plan_modes,
-    plan_tiki_taka,
-    single_kind,
-    time_grid,
-    with_digital,
-)
-from .timing import ROUNDING_SLACK, TimingModel
+#: module -> the names of the curated API it gives
+_EXPORTS = {
+    "theory.schedules": (
+        "in_flight",
+    ),
+    ".evaluation": (
+        "BASELINE", "FLOAT_RANGE", "TOO_MANY", "BoundResult", "Comparison", "compare", "evaluate",
+        "theory_values",
+    ),
+    ".params": (
+        "DEFAULT_EPS", "DEFAULT_PRESET", "PIPELINE_LIMITS", "PLAN_MODES", "PRESET_TIMING_KEYS",
+        "TIMING_KEYS", "BoundsConfig", "HardwareParams", "PipelineConfig", "PlanHardware",
+        "PlanLimits", "ProblemParams", "TransferSettings", "check_keys", "dump_config",
+        "from_preset", "load_config", "read_toml", "validate_timing",
+    ),
+    ".planning": (
+        "FORECAST_ONLY", "GUARANTEED", "MODES", "NO_GUARANTEE", "OPTIMAL", "RELAXATION_FAILED",
+        "AcceleratorKind", "Candidate", "ForecastRow", "KindsHardware", "Layer", "ModeComparison",
+        "ModeGuarantee", "Model", "ModeLimits", "ModePlan", "Partition", "Plan", "PlanForecast",
+        "RateTerms", "Relaxed", "SolveTimes", "TikiTakaPlan", "TikiTakaRow", "TransferCandidate",
+        "best_partition", "forecast_plan", "list_models", "load_hardware", "load_model",
+        "model_from_table", "plan", "plan_modes", "plan_tiki_taka", "single_kind", "time_grid",
+        "with_digital",
+    ),
+    ".timing": (
+        "ROUNDING_SLACK", "TimingModel",
+    ),
+}
 
-__all__ = [
-    "AcceleratorKind",
-    "BASELINE",
-    "BoundResult",
-    "BoundsConfig",
-    "Candidate",
-    "Comparison",
-    "DEFAULT_EPS",
-    "DEFAULT_PRESET",
-    "FLOAT_RANGE",
-    "FORECAST_ONLY",
-    "ForecastRow",
-    "GUARANTEED",
-    "HardwareParams",
-    "KindsHardware",
-    "Layer",
-    "MODES",
-    "ModeComparison",
-    "ModeGuarantee",
-    "ModeLimits",
-    "ModePlan",
-    "Model",
-    "NO_GUARANTEE",
-    "OPTIMAL",
-    "PIPELINE_LIMITS",
-    "PLAN_MODES",
-    "PRESET_TIMING_KEYS",
-    "Partition",
-    "PipelineConfig",
-    "Plan",
-    "PlanForecast",
-    "PlanHardware",
-    "PlanLimits",
-    "ProblemParams",
-    "RELAXATION_FAILED",
-    "ROUNDING_SLACK",
-    "RateTerms",
-    "Relaxed",
-    "SolveTimes",
-    "TIMING_KEYS",
-    "TOO_MANY",
-    "TikiTakaPlan",
-    "TikiTakaRow",
-    "TimingModel",
-    "TransferCandidate",
-    "TransferSettings",
-    "best_partition",
-    "check_keys",
-    "compare",
-    "dump_config",
-    "evaluate",
-    "forecast_plan",
-    "from_preset",
-    "in_flight",
-    "list_models",
-    "load_config",
-    "load_hardware",
-    "load_model",
-    "model_from_table",
-    "plan",
-    "plan_modes",
-    "plan_tiki_taka",
-    "read_toml",
-    "single_kind",
-    "theory_values",
-    "time_grid",
-    "validate_timing",
-    "with_digital",
-]
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

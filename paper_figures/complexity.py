@@ -1,6 +1,6 @@
 r"""Figure ``complexity``: iterations and clock cycles to reach eps, for every registry bound.
 
-For each entry of :data:`theory.theorems.REGISTRY`, :func:`bounds.evaluate.evaluate` gives the
+For each entry of :data:`theory.theorems.REGISTRY`, :func:`bounds.evaluate` gives the
 whole iterations :math:`K = \lceil K(\epsilon) \rceil` (the exact inversion of the rate form
 :math:`a/\sqrt{K} + c/K + \mathrm{floor} = \epsilon`, :mod:`theory.complexity`) and the pipeline
 clock cycles of those iterations (``none``: :math:`2M(n/b)K`, ``sync``: :math:`2(B + M - 1)K`,

@@ -5,7 +5,7 @@ writes ``DIR/index.md``
 and ``DIR/index.html`` (self-contained; the figures are relative ``<img>`` links into
 ``DIR/figures/``) with four sections:
 
-1. the bound comparison for the preset at ``eps`` (:func:`bounds.evaluate.compare`: iterations,
+1. the bound comparison for the preset at ``eps`` (:func:`bounds.compare`: iterations,
    samples, clock cycles, seconds and speedup of every registry entry);
 2. the plan for the default model (:func:`bounds.plan`; the ``plan`` figure's model and
    accelerator count, the preset's device and timing);

@@ -1,4 +1,4 @@
-"""bounds.evaluate: each row consistent with the schedules and the timing model; compare()."""
+"""bounds.evaluation: each row consistent with the schedules and the timing model; compare()."""
 
 from __future__ import annotations
 

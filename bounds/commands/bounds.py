@@ -24,7 +24,7 @@ from theory.errors import ParameterError
 from theory.fileio import strict_json
 from theory.theorems import REGISTRY
 
-from ..evaluate import compare
+from ..evaluation import compare
 from ..params import (
     DEFAULT_EPS,
     DEFAULT_PRESET,

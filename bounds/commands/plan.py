@@ -32,6 +32,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from theory.calibration import read_calibration
 from theory.commands import command_main
@@ -51,10 +52,10 @@ from ..params import (
 from ..planning.hardware import KindsHardware, load_hardware, single_kind, with_digital
 from ..planning.kinds import ModeComparison, ModeLimits, plan_modes
 from ..planning.models import list_models, load_model
-from ..planning.planner import plan
-from ..planning.results import Plan
-from ..planning.tiki_taka import plan_tiki_taka
 from .options import add_problem_flags, add_weight_bound_flag, problem_from_args
+
+if TYPE_CHECKING:
+    from ..planning.results import Plan
 
 __all__ = ["DESCRIPTION", "PLAN_ALGORITHMS", "build_parser", "main", "run"]
 
@@ -249,6 +250,9 @@ def run(args: argparse.Namespace) -> int:
             "TOML file"
         )
     overrides = {"sequence_length": args.sequence_length} if "sequence_length" in args else {}
+    # the search and the relaxation (cvxpy) only now: --help and flag errors do not need them
+    from ..planning.planner import plan
+
     if args.algorithm == "tiki-taka":
         return _run_tiki_taka(args, hardware, limits, problem, calibration, kinds, overrides)
     model = load_model(args.model, **overrides)
@@ -284,6 +288,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_tiki_taka(args, hardware, limits, problem, calibration, kinds, overrides) -> int:
     """``plan --algorithm tiki-taka`` (:func:`bounds.plan_tiki_taka`)."""
+    from ..planning.tiki_taka import plan_tiki_taka
+
     if kinds is not None:
         raise ParameterError("algorithm=tiki-taka plans one accelerator kind; --hardware, "
                              "--digital-accelerators and --compare-modes are for analog-sgd")

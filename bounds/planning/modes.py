@@ -52,7 +52,7 @@ from theory.complexity import ComplexityResult, evaluate_guarantee
 from theory.errors import ParameterError
 from theory.local_sgd import averaging_phases, full_range_pulses
 
-from ..evaluate import theory_values
+from ..evaluation import theory_values
 from ..params import ProblemParams
 from ..timing import ROUNDING_SLACK
 from .hardware import AcceleratorKind

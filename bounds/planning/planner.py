@@ -54,7 +54,7 @@ from theory.errors import ParameterError, UnreachableTargetError, check_range
 from theory.schedules import cycles_after
 from theory.theorems import bound_for
 
-from ..evaluate import theory_values
+from ..evaluation import theory_values
 from ..params import PLAN_MODES, PlanHardware, PlanLimits, ProblemParams, check_type
 from .models import Model
 from .relaxation import SKIPPED, Relaxed, solve_relaxation

@@ -74,7 +74,7 @@ from theory.symbols import B as B_SYM
 from theory.symbols import b as b_SYM
 from theory.theorems import bounds_for, get_bound
 
-from ..evaluate import theory_values
+from ..evaluation import theory_values
 from ..params import PlanHardware, PlanLimits, ProblemParams
 from .models import Model
 

@@ -95,7 +95,7 @@ class AnalogBounds:
     eps : float
         The target, > 0.
     values : dict
-        The constants of the bounds by symbol name (:func:`bounds.evaluate.theory_values`).
+        The constants of the bounds by symbol name (:func:`bounds.theory_values`).
     """
 
     eps: float
@@ -140,8 +140,8 @@ class TikiTakaBounds:
     eps : float
         The target, > 0.
     values : dict
-        The constants of the bounds (:func:`bounds.evaluate.theory_values`); Corollary TT0's ``T``
-        and ``rho`` are set from ``transfer`` (not :mod:`bounds.evaluate`'s 1 and 1).
+        The constants of the bounds (:func:`bounds.theory_values`); Corollary TT0's ``T``
+        and ``rho`` are set from ``transfer`` (not :mod:`bounds.evaluation`'s 1 and 1).
     transfer : TransferSettings
         The plan's transfers.
 

@@ -23,7 +23,7 @@ from theory.complexity import guarantee_entries, setting_conditions
 from theory.errors import ParameterError, UnreachableTargetError, check_range
 from theory.theorems import REGISTRY
 
-from ..evaluate import theory_values
+from ..evaluation import theory_values
 from ..params import PlanHardware, PlanLimits, ProblemParams, TransferSettings, check_type
 from .models import Model
 from .planner import check_arguments, check_calibration, forecast_choices
