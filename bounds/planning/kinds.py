@@ -9,9 +9,8 @@ most the same accelerators of each kind:
 - the **layout** of a pipeline (or of one replica): contiguous stages, each on a kind, from the
   exact DP :func:`~bounds.planning.partition.kind_partitions` (tiles of analog kinds, weight
   memory of digital kinds, the layers' hosts; at most ``count`` stages per kind, ``count // R``
-  per replica);
-  its clock cycle is the slowest stage's time (:meth:`~bounds.AcceleratorKind.
-  stage_time_s`);
+  per replica); its clock cycle is the slowest stage's time
+  (:meth:`~bounds.AcceleratorKind.stage_time_s`);
 - ``sync`` / ``async``: :math:`T = C(K)\,t_\mathrm{cycle}` with :math:`K` from
   :func:`bounds.planning.modes.stage_guarantee` (the hook of the mixed-stage guarantee; today
   conservative for mixed stages) and :math:`C` from

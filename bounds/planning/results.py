@@ -47,7 +47,11 @@ GUARANTEE_NOTE = (
 
 @dataclass(frozen=True)
 class Candidate:
-    """One fully evaluated choice (mode, M, B, b, partition) and its predicted time.
+    """One fully evaluated choice (mode, M, B, b, partition) and its time to eps.
+
+    The iterations are those of the search's objective (:mod:`bounds.planning.strategies`): the
+    proved ones (``plan``'s :attr:`Plan.best`), or the calibrated forecast's (the candidates of
+    :func:`~bounds.planning.planner.forecast_plan` and of a Tiki-Taka plan's forecast).
 
     Attributes
     ----------
@@ -59,13 +63,14 @@ class Candidate:
     micro_batch_size : int
         ``b``.
     iterations : int
-        Whole iterations (updates) to reach ``eps``, ``ceil(K(eps))``.
+        Whole iterations (updates) to reach ``eps`` under the objective (the guarantee's
+        ``ceil(K(eps))``).
     cycles : int
         Pipeline clock cycles of those iterations.
     cycle_time_s : float
         Seconds per clock cycle (slowest stage).
     seconds : float
-        Predicted wall-clock time, ``cycles * cycle_time_s``.
+        Wall-clock time to eps, ``cycles * cycle_time_s`` (guaranteed, or forecast).
     partition : Partition
         The layer partition (stage 1 first).
     memory_bytes : tuple of int
