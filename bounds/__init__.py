@@ -2,67 +2,46 @@
 
 - :mod:`bounds.params`: ``HardwareParams``, ``ProblemParams``, ``PipelineConfig``, presets, TOML;
 - :mod:`bounds.timing`: the one timing model turning clock cycles into seconds;
-- :mod:`bounds.evaluate`: ``evaluate`` one bound, ``compare`` all of them side by side;
-- :mod:`bounds.models`, :mod:`bounds.partition`, :mod:`bounds.relaxation`, :mod:`bounds.planner`:
-  the planner (with a calibration: predicted beside guaranteed time; ``plan_tiki_taka`` for
-  Tiki-Taka runs, transfers counted);
-- :mod:`bounds.hardware`, :mod:`bounds.modes`, :mod:`bounds.mode_planner`: accelerator kinds, the
-  data-parallel and hybrid cycle models, the per-mode comparison;
+- :mod:`bounds.evaluation`: ``evaluate`` one bound, ``compare`` all of them side by side;
+- :mod:`bounds.planning`: the planner room (models, partitions, the exact search and its
+  strategies, the relaxation, the results; ``plan``, ``plan_tiki_taka``, ``plan_modes``);
 - :mod:`bounds.commands`: the ``aimc-pipeline bounds`` and ``plan`` commands (argparse only there).
+
+This module re-exports the curated API; tests, figures and benchmarks import from here (or from
+:mod:`bounds.planning` for the planner's internals). The names are imported on first use
+(:func:`bounds.lazy.lazy_exports`), so importing one module of the package does not import them
+all.
 """
 
-from theory.schedules import in_flight
+from .lazy import lazy_exports
 
-from .evaluate import BoundResult, Comparison, compare, evaluate
-from .models import Layer, Model, list_models, load_model
-from .params import (
-    BoundsConfig,
-    HardwareParams,
-    PipelineConfig,
-    PlanHardware,
-    PlanLimits,
-    ProblemParams,
-    TransferSettings,
-    dump_config,
-    from_preset,
-    load_config,
-)
-from .partition import Partition, best_partition
-from .plan_result import Candidate, Plan, RateTerms, SolveTimes, TikiTakaPlan
-from .planner import plan, plan_tiki_taka, time_grid
-from .relaxation import Relaxed
-from .timing import TimingModel
+#: module -> the names of the curated API it gives
+_EXPORTS = {
+    "theory.schedules": (
+        "in_flight",
+    ),
+    ".evaluation": (
+        "BASELINE", "FLOAT_RANGE", "TOO_MANY", "BoundResult", "Comparison", "compare", "evaluate",
+        "theory_values",
+    ),
+    ".params": (
+        "DEFAULT_EPS", "DEFAULT_PRESET", "PIPELINE_LIMITS", "PLAN_MODES", "PRESET_TIMING_KEYS",
+        "TIMING_KEYS", "BoundsConfig", "HardwareParams", "PipelineConfig", "PlanHardware",
+        "PlanLimits", "ProblemParams", "TransferSettings", "check_keys", "dump_config",
+        "from_preset", "load_config", "read_toml", "validate_timing",
+    ),
+    ".planning": (
+        "FORECAST_ONLY", "GUARANTEED", "MODES", "NO_GUARANTEE", "OPTIMAL", "RELAXATION_FAILED",
+        "AcceleratorKind", "Candidate", "ForecastRow", "KindsHardware", "Layer", "ModeComparison",
+        "ModeGuarantee", "Model", "ModeLimits", "ModePlan", "Partition", "Plan", "PlanForecast",
+        "RateTerms", "Relaxed", "SolveTimes", "TikiTakaPlan", "TikiTakaRow", "TransferCandidate",
+        "best_partition", "forecast_plan", "list_models", "load_hardware", "load_model",
+        "model_from_table", "plan", "plan_modes", "plan_tiki_taka", "single_kind", "time_grid",
+        "with_digital",
+    ),
+    ".timing": (
+        "ROUNDING_SLACK", "TimingModel",
+    ),
+}
 
-__all__ = [
-    "BoundResult",
-    "BoundsConfig",
-    "Candidate",
-    "Comparison",
-    "HardwareParams",
-    "Layer",
-    "Model",
-    "Partition",
-    "PipelineConfig",
-    "Plan",
-    "PlanHardware",
-    "PlanLimits",
-    "ProblemParams",
-    "RateTerms",
-    "Relaxed",
-    "SolveTimes",
-    "TikiTakaPlan",
-    "TimingModel",
-    "TransferSettings",
-    "best_partition",
-    "compare",
-    "dump_config",
-    "evaluate",
-    "from_preset",
-    "in_flight",
-    "list_models",
-    "load_config",
-    "load_model",
-    "plan",
-    "plan_tiki_taka",
-    "time_grid",
-]
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,6 +1,6 @@
 r"""Parameters of a bound evaluation: hardware, problem, pipeline (frozen, validated dataclasses).
 
-Three small objects feed :func:`bounds.evaluate.evaluate`:
+Three small objects feed :func:`bounds.evaluate`:
 
 - :class:`HardwareParams`: the device (a :class:`theory.devices.Device`), the weight region the run
   visits (``weight_bound`` :math:`W_{\max}`, symmetric around the device's symmetric point), and the

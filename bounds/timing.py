@@ -40,10 +40,10 @@ import numpy as np
 from theory.errors import ParameterError, check_range
 from theory.limits import MAX_COUNT, MAX_MODEL_LAYERS, MAX_PULSES_PER_UPDATE
 
-__all__ = ["TimingModel"]
+__all__ = ["ROUNDING_SLACK", "TimingModel"]
 
 #: relative slack when rounding to clock periods, so that 80 ns at 1 GHz is 80 periods, not 81
-_ROUNDING_SLACK = 1e-9
+ROUNDING_SLACK = 1e-9
 #: the largest samples per micro-batch of a pipeline (bounds.params.PIPELINE_LIMITS)
 _MAX_WORK = 10**9
 _INT64_MAX = MAX_COUNT
@@ -136,7 +136,7 @@ class TimingModel:
                 f"mvms_per_micro_batch={bad:g} gives a cycle time beyond the float range of "
                 f"clock periods (read_time_s={self.read_time_s:g}, clock_hz={self.clock_hz:g})"
             )
-        periods = np.ceil(raw * (1 - _ROUNDING_SLACK))
+        periods = np.ceil(raw * (1 - ROUNDING_SLACK))
         out = periods / self.clock_hz
         return out[()] if out.ndim == 0 else out
 

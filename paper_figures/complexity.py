@@ -1,6 +1,6 @@
 r"""Figure ``complexity``: iterations and clock cycles to reach eps, for every registry bound.
 
-For each entry of :data:`theory.theorems.REGISTRY`, :func:`bounds.evaluate.evaluate` gives the
+For each entry of :data:`theory.theorems.REGISTRY`, :func:`bounds.evaluate` gives the
 whole iterations :math:`K = \lceil K(\epsilon) \rceil` (the exact inversion of the rate form
 :math:`a/\sqrt{K} + c/K + \mathrm{floor} = \epsilon`, :mod:`theory.complexity`) and the pipeline
 clock cycles of those iterations (``none``: :math:`2M(n/b)K`, ``sync``: :math:`2(B + M - 1)K`,
@@ -24,8 +24,7 @@ import numpy as np
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
-from bounds.evaluate import evaluate
-from bounds.params import HardwareParams, PipelineConfig, ProblemParams, from_preset
+from bounds import HardwareParams, PipelineConfig, ProblemParams, evaluate, from_preset
 from theory import REGISTRY, check_range
 
 from .common import new_figure, use_style, write_figure

@@ -1,9 +1,9 @@
 """Figure ``modes``: predicted time to eps against the number of accelerators, for each mode.
 
 One panel per built-in model; one line per mode (``sync``, ``async``, ``dp``, ``hybrid``), each
-point the best plan of that mode (:func:`bounds.mode_planner.plan_modes`) on ``N`` accelerators,
+point the best plan of that mode (:func:`bounds.plan_modes`) on ``N`` accelerators,
 three quarters analog (preset ``reram-softbounds``, 16,384 tiles of 128 x 128 each) and one
-quarter digital (the A100-like defaults of :mod:`bounds.hardware`); default problem constants,
+quarter digital (the A100-like defaults of :func:`bounds.with_digital`); default problem constants,
 ``eps = 0.5``, ``llama2-7b`` at 2048 tokens per sample. A mode without a plan (no layout fits,
 or its bound cannot reach eps, e.g. dp and hybrid below the programming-noise floor) has no
 point. The CSV holds every point: model, accelerators, mode, seconds, R, M, P, B, b, the
@@ -19,11 +19,17 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from bounds.hardware import AcceleratorKind, KindsHardware
-from bounds.mode_planner import ModeLimits, plan_modes
-from bounds.models import list_models, load_model
-from bounds.modes import MODES
-from bounds.params import ProblemParams, from_preset
+from bounds import (
+    MODES,
+    AcceleratorKind,
+    KindsHardware,
+    ModeLimits,
+    ProblemParams,
+    from_preset,
+    list_models,
+    load_model,
+    plan_modes,
+)
 
 from .common import new_figure, use_style, write_figure
 

@@ -2,9 +2,9 @@
 
 Left: the synchronous pipeline's predicted time to reach ``eps`` (log colour scale) over the number
 of stages ``M`` and micro-batches per mini-batch ``B``, each cell minimised over the micro-batch
-size ``b`` and the layer partition (the planner's exact search, :func:`bounds.planner.time_grid`).
+size ``b`` and the layer partition (the planner's exact search, :func:`bounds.time_grid`).
 Right: the asynchronous pipeline's time over ``M`` (no ``B``: it updates after every micro-batch).
-The planner's optimum (:func:`bounds.planner.plan`) is marked with a star. Model ``digits-mlp``
+The planner's optimum (:func:`bounds.plan`) is marked with a star. Model ``digits-mlp``
 on 16 accelerators, device preset ``softbounds-tau1``, default problem constants, ``eps = 0.5``.
 The CSV holds every plotted cell: mode, M, B, best b, iterations, cycles and seconds.
 """
@@ -18,9 +18,16 @@ import numpy as np
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
-from bounds.models import load_model
-from bounds.params import DEFAULT_PRESET, PlanHardware, PlanLimits, ProblemParams, from_preset
-from bounds.planner import plan, time_grid
+from bounds import (
+    DEFAULT_PRESET,
+    PlanHardware,
+    PlanLimits,
+    ProblemParams,
+    from_preset,
+    load_model,
+    plan,
+    time_grid,
+)
 
 from .common import new_figure, use_style, write_figure
 

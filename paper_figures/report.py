@@ -5,9 +5,9 @@ writes ``DIR/index.md``
 and ``DIR/index.html`` (self-contained; the figures are relative ``<img>`` links into
 ``DIR/figures/``) with four sections:
 
-1. the bound comparison for the preset at ``eps`` (:func:`bounds.evaluate.compare`: iterations,
+1. the bound comparison for the preset at ``eps`` (:func:`bounds.compare`: iterations,
    samples, clock cycles, seconds and speedup of every registry entry);
-2. the plan for the default model (:func:`bounds.planner.plan`; the ``plan`` figure's model and
+2. the plan for the default model (:func:`bounds.plan`; the ``plan`` figure's model and
    accelerator count, the preset's device and timing);
 3. the verification table (:func:`simulate.verification.suites.run_suite` ``"quick"``: every
 checkable bound
@@ -28,10 +28,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bounds.evaluate import compare
-from bounds.models import load_model
-from bounds.params import DEFAULT_EPS, DEFAULT_PRESET, PlanHardware, ProblemParams, from_preset
-from bounds.planner import plan
+from bounds import (
+    DEFAULT_EPS,
+    DEFAULT_PRESET,
+    PlanHardware,
+    ProblemParams,
+    compare,
+    from_preset,
+    load_model,
+    plan,
+)
 from simulate import run_suite
 from theory import atomic_write, check_range, markdown_table
 

@@ -7,9 +7,8 @@ import json
 
 import pytest
 
+from bounds import DEFAULT_EPS, DEFAULT_PRESET, PipelineConfig, ProblemParams, compare, from_preset
 from bounds.commands.bounds import readme_table
-from bounds.evaluate import compare
-from bounds.params import DEFAULT_EPS, DEFAULT_PRESET, PipelineConfig, ProblemParams, from_preset
 from paper_figures.cli import main
 from theory import REGISTRY, devices, latex_table
 

@@ -1,4 +1,4 @@
-"""bounds.evaluate: each row consistent with the schedules and the timing model; compare()."""
+"""bounds.evaluation: each row consistent with the schedules and the timing model; compare()."""
 
 from __future__ import annotations
 
@@ -10,8 +10,16 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from bounds.evaluate import BASELINE, FLOAT_RANGE, TOO_MANY, compare, evaluate
-from bounds.params import PipelineConfig, ProblemParams, from_preset
+from bounds import (
+    BASELINE,
+    FLOAT_RANGE,
+    TOO_MANY,
+    PipelineConfig,
+    ProblemParams,
+    compare,
+    evaluate,
+    from_preset,
+)
 from theory import REGISTRY, ParameterError, UnreachableTargetError, schedules
 
 PRESETS = ("softbounds-tau1", "reram-softbounds", "ecram-linearstep", "idealized-constantstep")

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bounds.params import (
+from bounds import (
     PIPELINE_LIMITS,
     PRESET_TIMING_KEYS,
     TIMING_KEYS,
@@ -22,6 +22,7 @@ from bounds.params import (
     PlanHardware,
     PlanLimits,
     ProblemParams,
+    TimingModel,
     check_keys,
     dump_config,
     from_preset,
@@ -29,7 +30,6 @@ from bounds.params import (
     read_toml,
     validate_timing,
 )
-from bounds.timing import TimingModel
 from theory import ParameterError, devices
 
 PRESETS = devices.list_presets()

@@ -8,8 +8,15 @@ import math
 import numpy as np
 import pytest
 
-from bounds import PlanHardware, PlanLimits, ProblemParams, from_preset, load_model, plan
-from bounds.evaluate import theory_values
+from bounds import (
+    PlanHardware,
+    PlanLimits,
+    ProblemParams,
+    from_preset,
+    load_model,
+    plan,
+    theory_values,
+)
 from paper_figures.cli import main
 from simulate.verification import (
     CALIBRATION_QUICK,

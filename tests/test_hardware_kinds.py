@@ -1,5 +1,5 @@
-"""Accelerator kinds (bounds.hardware), layer hosts (bounds.models) and the plan command's kinds
-flags (--hardware, --digital-accelerators, --compare-modes)."""
+"""Accelerator kinds (bounds.planning.hardware), layer hosts (bounds.planning.models) and the plan
+command's kinds flags (--hardware, --digital-accelerators, --compare-modes)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,19 @@ import math
 import numpy as np
 import pytest
 
-from bounds.hardware import (
+from bounds import (
     AcceleratorKind,
     KindsHardware,
+    Layer,
+    Model,
+    PlanHardware,
+    from_preset,
     load_hardware,
+    load_model,
+    model_from_table,
     single_kind,
     with_digital,
 )
-from bounds.models import Layer, Model, load_model, model_from_table
-from bounds.params import PlanHardware, from_preset
 from paper_figures.cli import main
 from theory import ParameterError
 
@@ -186,7 +190,7 @@ def test_plan_refuses_both_hardware_and_digital_flags(hardware_file, capsys):
 
 
 def test_analog_only_hardware_leaves_the_digital_ends_unplanned():
-    from bounds.mode_planner import ModeLimits, plan_modes
+    from bounds import ModeLimits, plan_modes
 
     model = model_from_table({"name": "m", "blocks": [
         {"hosts": "digital", "layers": [{"rows": 8, "cols": 8}]},

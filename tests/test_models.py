@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bounds.models import Layer, Model, list_models, load_model, model_from_table
+from bounds import Layer, Model, list_models, load_model, model_from_table
 from theory import ParameterError
 
 

@@ -1,4 +1,4 @@
-"""The kinds planner (bounds.mode_planner) against exhaustive enumeration, and its building blocks.
+"""The kinds planner (bounds.plan_modes) against exhaustive enumeration, and its building blocks.
 
 Brute force: every contiguous layout with every stage-to-kind assignment (the kinds DP), and every
 (mode, R, M, layout, b, B, P, step) of a small instance (the per-mode comparison), computed
@@ -15,16 +15,24 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bounds.hardware import AcceleratorKind, KindsHardware
-from bounds.mode_planner import STEP_GRID, ModeLimits, plan_modes, segment_times
-from bounds.models import Layer, Model
-from bounds.modes import (
+from bounds import (
+    AcceleratorKind,
+    KindsHardware,
+    Layer,
+    Model,
+    ModeLimits,
+    ProblemParams,
+    from_preset,
+    plan_modes,
+)
+from bounds.planning import (
+    STEP_GRID,
     averaging_time_s,
     guarantee_values,
+    kind_partitions,
     programming_noise,
+    segment_times,
 )
-from bounds.params import ProblemParams, from_preset
-from bounds.partition import kind_partitions
 from simulate import build_timeline
 from theory import REACHABLE, cycles_after, evaluate_guarantee, local_sgd, theorems
 from theory.symbols import K, alpha, n
@@ -326,10 +334,7 @@ def test_unequal_stage_times_fill_is_the_sum_and_the_cycle_the_slowest(durations
 def test_one_analog_kind_reproduces_the_single_kind_planner(model_name):
     """Without digital kinds and with memory not binding, the kinds planner's sync and async
     plans are today's planner's (same grids: every b, every B)."""
-    from bounds.hardware import single_kind
-    from bounds.models import load_model
-    from bounds.params import PlanHardware, PlanLimits
-    from bounds.planner import plan
+    from bounds import PlanHardware, PlanLimits, load_model, plan, single_kind
 
     hardware = PlanHardware(from_preset("reram-softbounds"), accelerators=6,
                             tiles_per_accelerator=16384, activation_buffer_bytes=2.0**40)
@@ -346,7 +351,7 @@ def test_one_analog_kind_reproduces_the_single_kind_planner(model_name):
 
 
 def test_kind_dp_in_chunks_of_states_is_the_same(monkeypatch):
-    from bounds import partition
+    from bounds.planning import partition
 
     rng = np.random.default_rng(7)
     seg = [rng.integers(1, 30, size=(9, 9)).astype(float) for _ in range(3)]

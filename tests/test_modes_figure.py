@@ -1,11 +1,9 @@
-"""Figure ``modes``: its CSV is the per-mode comparison of bounds.mode_planner, point for point."""
+"""Figure ``modes``: its CSV is the per-mode comparison of bounds.plan_modes, point for point."""
 
 import csv
 import json
 
-from bounds.mode_planner import ModeLimits, plan_modes
-from bounds.models import load_model
-from bounds.params import ProblemParams
+from bounds import ModeLimits, ProblemParams, load_model, plan_modes
 from paper_figures import modes
 
 

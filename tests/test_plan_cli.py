@@ -7,9 +7,7 @@ import json
 
 import pytest
 
-from bounds.models import load_model
-from bounds.params import PlanHardware, PlanLimits, ProblemParams, from_preset
-from bounds.planner import plan
+from bounds import PlanHardware, PlanLimits, ProblemParams, from_preset, load_model, plan
 from paper_figures.cli import main
 
 SMALL = ["--max-micro-batches", "32", "--max-micro-batch-size", "32"]

@@ -12,13 +12,24 @@ import math
 import numpy as np
 import pytest
 
-from bounds import PlanHardware, PlanLimits, ProblemParams, from_preset, load_model, plan
-from bounds.evaluate import theory_values
-from bounds.models import Layer, Model
-from bounds.params import TransferSettings
-from bounds.partition import best_partition
-from bounds.plan_result import FORECAST_ONLY, GUARANTEED, NO_GUARANTEE, OPTIMAL
-from bounds.planner import plan_tiki_taka
+from bounds import (
+    FORECAST_ONLY,
+    GUARANTEED,
+    NO_GUARANTEE,
+    OPTIMAL,
+    Layer,
+    Model,
+    PlanHardware,
+    PlanLimits,
+    ProblemParams,
+    TransferSettings,
+    best_partition,
+    from_preset,
+    load_model,
+    plan,
+    plan_tiki_taka,
+    theory_values,
+)
 from paper_figures.cli import main
 from simulate import SimConfig
 from simulate.config import TRANSFER_SLICES

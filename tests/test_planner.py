@@ -12,12 +12,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bounds.models import Layer, Model
-from bounds.params import PlanHardware, PlanLimits, ProblemParams, from_preset
-from bounds.partition import best_partition
-from bounds.plan_result import OPTIMAL, RELAXATION_FAILED
-from bounds.planner import plan
-from bounds.relaxation import (
+from bounds import (
+    OPTIMAL,
+    RELAXATION_FAILED,
+    Layer,
+    Model,
+    PlanHardware,
+    PlanLimits,
+    ProblemParams,
+    best_partition,
+    from_preset,
+    plan,
+)
+from bounds.planning import (
     NO_MODE,
     SKIPPED,
     SOLVER_ERROR,
@@ -300,12 +307,12 @@ def test_cycle_minorants_of_the_relaxation_hold_at_integer_points(m_lo):
 
 
 def test_relaxed_timing_is_below_the_clock_rounded_cycle_time():
-    from bounds.timing import _ROUNDING_SLACK  # the timing model's documented rounding slack
+    from bounds import ROUNDING_SLACK  # the timing model's documented rounding slack
 
     timing = from_preset("reram-softbounds").timing
     work = np.arange(1, 5000)
     raw = work * timing.read_time_s + timing.update_time_s
-    assert np.all(raw * (1 - _ROUNDING_SLACK) <= timing.stage_time_s(work))
+    assert np.all(raw * (1 - ROUNDING_SLACK) <= timing.stage_time_s(work))
 
 
 def test_async_ruled_out_when_the_batches_that_fit_cannot_reach_eps():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from bounds.timing import TimingModel
+from bounds import TimingModel
 from simulate import SimConfig, cycles_after, device_from_config, make_problem, run
 from simulate.config import MAX_REPLICAS
 from simulate.pipeline import (

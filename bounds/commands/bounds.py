@@ -177,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
     if args.readme_table:
         print(readme_table())
         return 0
-    from ..evaluate import compare  # sympy and the registry: imported to compute, not for --help
+    from ..evaluation import compare  # sympy and the registry: imported to compute, not for --help
 
     config = bounds_config_from_args(args)
     comparison = compare(config.eps, config.hardware, config.problem, config.pipeline)

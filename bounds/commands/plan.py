@@ -5,22 +5,22 @@ the chosen plan (mode, M, partition, B, b, predicted iterations, cycles and seco
 three best alternatives, which term of the bound dominates, and the relaxed optimum with the gap;
 ``--json`` prints the same fields as one JSON object, ``--out DIR`` also writes ``plan.json`` and
 ``plan_alternatives.csv``. ``--list-models`` lists the built-in models. The report itself is
-:meth:`bounds.planner.Plan.table`.
+:meth:`bounds.Plan.table`.
 
 ``--algorithm tiki-taka [--transfer-every T] [--transfer-slice column|all]`` plans a Tiki-Taka run
-(:func:`bounds.planner.plan_tiki_taka`): the guarantee uses only proved (derived) Tiki-Taka
+(:func:`bounds.plan_tiki_taka`): the guarantee uses only proved (derived) Tiki-Taka
 entries whose settings the plan meets, a mode without one has none (said in the table and the
 JSON); with ``--calibration FILE`` (of ``aimc-pipeline calibrate --algorithm tiki-taka``) the
 forecast chooses; every cycle count includes the transfers. Without either it exits 2 with one
 line saying to pass ``--calibration``. A calibration of another algorithm is refused.
 
-``--hardware FILE.toml`` (accelerator kinds, :mod:`bounds.hardware`), ``--digital-accelerators N``
-or ``--compare-modes`` also print the best plan of each mode (sync, async, dp, hybrid) on the same
-accelerators with its predicted time, dominant cost and layer-to-kind assignment
-(:func:`bounds.mode_planner.plan_modes`); JSON then has a ``modes`` object (and ``--out`` writes
-``modes.json``). With ``--hardware`` today's plan is made for its first analog kind; when that
-plan cannot be made (say the model needs the digital kinds too), the reason is printed (JSON
-``plan_error``) and the comparison still runs.
+``--hardware FILE.toml`` (accelerator kinds, :mod:`bounds.planning.hardware`),
+``--digital-accelerators N`` or ``--compare-modes`` also print the best plan of each mode (sync,
+async, dp, hybrid) on the same accelerators with its predicted time, dominant cost and
+layer-to-kind assignment (:func:`bounds.plan_modes`); JSON then has a ``modes`` object (and
+``--out`` writes ``modes.json``). With ``--hardware`` today's plan is made for its first analog
+kind; when that plan cannot be made (say the model needs the digital kinds too), the reason is
+printed (JSON ``plan_error``) and the comparison still runs.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from theory.calibration import read_calibration
 from theory.commands import command_main
@@ -39,9 +40,6 @@ from theory.errors import ParameterError, check_range
 from theory.fileio import atomic_write, check_writable_dir
 from theory.schedules import TRANSFER_SLICES
 
-from ..hardware import KindsHardware, load_hardware, single_kind, with_digital
-from ..mode_planner import ModeComparison, ModeLimits, plan_modes
-from ..models import list_models, load_model
 from ..params import (
     DEFAULT_EPS,
     DEFAULT_PRESET,
@@ -51,8 +49,13 @@ from ..params import (
     TransferSettings,
     from_preset,
 )
-from ..planner import Plan, plan, plan_tiki_taka
+from ..planning.hardware import KindsHardware, load_hardware, single_kind, with_digital
+from ..planning.kinds import ModeComparison, ModeLimits, plan_modes
+from ..planning.models import list_models, load_model
 from .options import add_problem_flags, add_weight_bound_flag, problem_from_args
+
+if TYPE_CHECKING:
+    from ..planning.results import Plan
 
 __all__ = ["DESCRIPTION", "PLAN_ALGORITHMS", "build_parser", "main", "run"]
 
@@ -247,6 +250,9 @@ def run(args: argparse.Namespace) -> int:
             "TOML file"
         )
     overrides = {"sequence_length": args.sequence_length} if "sequence_length" in args else {}
+    # the search and the relaxation (cvxpy) only now: --help and flag errors do not need them
+    from ..planning.planner import plan
+
     if args.algorithm == "tiki-taka":
         return _run_tiki_taka(args, hardware, limits, problem, calibration, kinds, overrides)
     model = load_model(args.model, **overrides)
@@ -281,7 +287,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_tiki_taka(args, hardware, limits, problem, calibration, kinds, overrides) -> int:
-    """``plan --algorithm tiki-taka`` (:func:`bounds.planner.plan_tiki_taka`)."""
+    """``plan --algorithm tiki-taka`` (:func:`bounds.plan_tiki_taka`)."""
+    from ..planning.tiki_taka import plan_tiki_taka
+
     if kinds is not None:
         raise ParameterError("algorithm=tiki-taka plans one accelerator kind; --hardware, "
                              "--digital-accelerators and --compare-modes are for analog-sgd")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from bounds.params import DEFAULT_EPS, DEFAULT_PRESET
+from bounds import DEFAULT_EPS, DEFAULT_PRESET
 from simulate.commands.options import sweep_options
 from theory import check_writable_dir
 from theory.commands import command_main

@@ -58,7 +58,7 @@ import numpy as np
 from theory.errors import ParameterError, check_range, show_value
 from theory.limits import MAX_COUNT
 
-from .params import (
+from ..params import (
     DEFAULT_PRESET,
     PRESET_TIMING_KEYS,
     HardwareParams,
@@ -68,6 +68,7 @@ from .params import (
     from_preset,
     read_toml,
 )
+from ..timing import ROUNDING_SLACK
 
 __all__ = [
     "ANALOG",
@@ -89,7 +90,6 @@ _DIGITAL_DEFAULTS = {
     "memory_bytes": 80e9, "mac_time_s": 1 / 156e12, "update_time_per_weight_s": 3e-12,
     "clock_hz": 1.41e9,
 }
-_ROUNDING_SLACK = 1e-9  # as bounds.timing: 80 ns at 1 GHz is 80 periods
 _ANALOG_KEYS = ("name", "type", "count", "tiles", "preset", "weight_bound",
                 "programming_error_std", *PRESET_TIMING_KEYS)
 _DIGITAL_KEYS = ("name", "type", "count", *_DIGITAL_DEFAULTS)
@@ -116,7 +116,7 @@ class AcceleratorKind:
         update per weight, clock (Hz); defaults in the module docstring.
     programming_error_std : float, optional
         Analog only: standard deviation of a weight programmed to a target (weight units), >= 0;
-        default from the device (:func:`bounds.modes.programming_noise`).
+        default from the device (:func:`bounds.planning.modes.programming_noise`).
     """
 
     name: str
@@ -178,7 +178,7 @@ class AcceleratorKind:
             return self.hardware.timing.stage_time_s(np.asarray(b) * np.asarray(mvms))
         raw = (np.asarray(b, dtype=float) * np.asarray(ops, dtype=float) * self.mac_time_s
                + np.asarray(weights, dtype=float) * self.update_time_per_weight_s) * self.clock_hz
-        return np.ceil(raw * (1 - _ROUNDING_SLACK)) / self.clock_hz
+        return np.ceil(raw * (1 - ROUNDING_SLACK)) / self.clock_hz
 
     def to_dict(self) -> dict:
         """JSON-ready fields (an analog kind's device by name)."""
@@ -196,7 +196,7 @@ class AcceleratorKind:
 
 @dataclass(frozen=True)
 class KindsHardware:
-    """Accelerator kinds available to the kinds planner (:mod:`bounds.mode_planner`).
+    """Accelerator kinds available to the kinds planner (:mod:`bounds.planning.kinds`).
 
     Parameters
     ----------

@@ -74,17 +74,18 @@ from theory.symbols import B as B_SYM
 from theory.symbols import b as b_SYM
 from theory.theorems import bounds_for, get_bound
 
-from .evaluate import theory_values
+from ..evaluation import theory_values
+from ..params import PlanHardware, PlanLimits, ProblemParams
 from .models import Model
-from .params import PlanHardware, PlanLimits, ProblemParams
 
 __all__ = [
-    "FAILED", "GPModel", "INFEASIBLE", "NO_MODE", "OPTIMAL", "OPTIMAL_INACCURATE", "Relaxed",
+    "FAILED", "GPModel", "GP_OPTIMAL", "INFEASIBLE", "NO_MODE", "OPTIMAL_INACCURATE", "Relaxed",
     "SKIPPED", "SOLVED", "SOLVER_ERROR", "build_gp", "rate_monomials", "solve_relaxation",
 ]
 
-#: :attr:`Relaxed.status`: the GP of the returned mode was solved to optimality
-OPTIMAL = "optimal"
+#: :attr:`Relaxed.status`: the GP of the returned mode was solved to optimality (a plan's own
+#: ``OPTIMAL``, :data:`bounds.OPTIMAL`, is about the exact search)
+GP_OPTIMAL = "optimal"
 #: solved, but the solver reports reduced accuracy (cvxpy's ``optimal_inaccurate``)
 OPTIMAL_INACCURATE = "optimal_inaccurate"
 #: no mode solved: the solver raised (``cvxpy.error.SolverError``)
@@ -96,7 +97,7 @@ NO_MODE = "no_mode"
 #: not asked for (``plan(..., relax=False)``)
 SKIPPED = "skipped"
 #: the statuses with a relaxed optimum
-SOLVED = (OPTIMAL, OPTIMAL_INACCURATE)
+SOLVED = (GP_OPTIMAL, OPTIMAL_INACCURATE)
 #: the statuses of a relaxation that was asked for and has no optimum
 FAILED = (SOLVER_ERROR, INFEASIBLE, NO_MODE)
 
@@ -233,8 +234,8 @@ class Relaxed:
     solve_time_s : float
         Seconds spent solving (all modes).
     status : str
-        :data:`OPTIMAL` or :data:`OPTIMAL_INACCURATE` (the returned mode's GP), or why there is no
-        optimum: :data:`SOLVER_ERROR`, :data:`INFEASIBLE`, :data:`NO_MODE`, :data:`SKIPPED`.
+        :data:`GP_OPTIMAL` or :data:`OPTIMAL_INACCURATE` (the returned mode's GP), or why there is
+        no optimum: :data:`SOLVER_ERROR`, :data:`INFEASIBLE`, :data:`NO_MODE`, :data:`SKIPPED`.
     message : str
         One line on the outcome, naming every mode whose GP failed and why.
     """
@@ -292,7 +293,7 @@ def solve_relaxation(
 
     Parameters
     ----------
-    model : bounds.models.Model
+    model : bounds.Model
     hardware : bounds.params.PlanHardware
     problem : bounds.params.ProblemParams
     eps : float
@@ -305,9 +306,9 @@ def solve_relaxation(
     Returns
     -------
     Relaxed
-        The fastest solved mode (status :data:`OPTIMAL` or :data:`OPTIMAL_INACCURATE`; the message
-        names any other mode that failed), or, if none was solved, ``value = inf`` with status
-        :data:`NO_MODE` (``modes`` empty), :data:`SOLVER_ERROR` (a mode's solver raised) or
+        The fastest solved mode (status :data:`GP_OPTIMAL` or :data:`OPTIMAL_INACCURATE`; the
+        message names any other mode that failed), or, if none was solved, ``value = inf`` with
+        status :data:`NO_MODE` (``modes`` empty), :data:`SOLVER_ERROR` (a mode's solver raised) or
         :data:`INFEASIBLE` (every GP ended with another status), and the reasons in the message.
     """
     start = time.perf_counter()

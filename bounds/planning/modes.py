@@ -1,10 +1,11 @@
 r"""Cycle models of the data-parallel and hybrid modes, and the guarantee constants of mixed stages.
 
-**Modes** (:data:`MODES`): ``sync`` and ``async`` are the pipelines of :mod:`bounds.planner`;
-``dp`` runs ``R`` replicas of the whole model, each on as few accelerators as its tiles need
-(its stages run one after the other: schedule ``none``, :math:`2MB` cycles per step of ``B``
-micro-batches), averaged every ``P`` steps; ``hybrid`` runs ``R`` replicas of an ``M``-stage
-synchronous pipeline (:math:`2(B + M - 1)` cycles per step), ``R x M`` accelerators, period ``P``.
+**Modes** (:data:`MODES`): ``sync`` and ``async`` are the pipelines of
+:mod:`bounds.planning.planner`; ``dp`` runs ``R`` replicas of the whole model, each on as few
+accelerators as its tiles need (its stages run one after the other: schedule ``none``,
+:math:`2MB` cycles per step of ``B`` micro-batches), averaged every ``P`` steps; ``hybrid`` runs
+``R`` replicas of an ``M``-stage synchronous pipeline (:math:`2(B + M - 1)` cycles per step),
+``R x M`` accelerators, period ``P``.
 Cycles per step come from :func:`theory.schedules.cycles_after`.
 
 **Averaging** (:func:`averaging_time_s`). Every accelerator of a replica averages its stage with
@@ -51,9 +52,10 @@ from theory.complexity import ComplexityResult, evaluate_guarantee
 from theory.errors import ParameterError
 from theory.local_sgd import averaging_phases, full_range_pulses
 
-from .evaluate import theory_values
+from ..evaluation import theory_values
+from ..params import ProblemParams
+from ..timing import ROUNDING_SLACK
 from .hardware import AcceleratorKind
-from .params import ProblemParams
 
 __all__ = [
     "CONSERVATIVE_NOTE",
@@ -73,7 +75,6 @@ CONSERVATIVE_NOTE = (
     "(q_min = min(1, analog q_min), q_max = max(1, analog q_max), G_inf = analog G_inf), an "
     "upper bound of a block-wise theorem (bounds.modes.guarantee_values)"
 )
-_ROUNDING_SLACK = 1e-9
 
 
 def guarantee_values(kinds: list[AcceleratorKind], problem: ProblemParams) -> dict[str, float]:
@@ -149,7 +150,7 @@ def programming_noise(kind: AcceleratorKind, weights) -> np.ndarray:
 
 
 def _clock(seconds, clock_hz: float):
-    return np.ceil(np.asarray(seconds, dtype=float) * clock_hz * (1 - _ROUNDING_SLACK)) / clock_hz
+    return np.ceil(np.asarray(seconds, dtype=float) * clock_hz * (1 - ROUNDING_SLACK)) / clock_hz
 
 
 def stage_averaging_time_s(kind: AcceleratorKind, weights, replicas, link_bytes_per_s: float,

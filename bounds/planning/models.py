@@ -35,12 +35,12 @@ up, never evaluated); ``activations`` defaults to ``rows * mvms_per_sample``. Un
 
 **Which accelerator kinds may host a layer.** A block may say ``hosts = "digital"`` (default
 ``"any"``: an analog or a digital accelerator): its layers must run on a digital accelerator
-(:mod:`bounds.hardware`). Digital-only blocks stand at the start or the end of the model (an
-embedding, an output head); they are kept apart from :attr:`Model.layers`, in
+(:mod:`bounds.planning.hardware`). Digital-only blocks stand at the start or the end of the model
+(an embedding, an output head); they are kept apart from :attr:`Model.layers`, in
 :attr:`Model.digital_first` and :attr:`Model.digital_last`, so that the single-kind planner
-(:mod:`bounds.planner`, all accelerators analog) plans exactly the analog-capable layers, as it
-always did, and treats the digital ends as done elsewhere; :attr:`Model.chain` is the whole
-network for the kinds planner (:mod:`bounds.mode_planner`). A layer's ``ops_per_mvm`` (default
+(:mod:`bounds.planning.planner`, all accelerators analog) plans exactly the analog-capable layers,
+as it always did, and treats the digital ends as done elsewhere; :attr:`Model.chain` is the whole
+network for the kinds planner (:mod:`bounds.planning.kinds`). A layer's ``ops_per_mvm`` (default
 ``rows * cols``: one multiply-accumulate per weight) is its digital cost per MVM (an embedding
 lookup reads one row: ``ops_per_mvm = cols``).
 """
@@ -57,7 +57,7 @@ import numpy as np
 from theory.errors import ParameterError, check_range, show_value
 from theory.limits import MAX_LAYER_SIZE, MAX_MODEL_LAYERS
 
-from .params import check_keys, read_text, read_toml
+from ..params import check_keys, read_text, read_toml
 
 __all__ = ["HOSTS", "Layer", "Model", "list_models", "load_model", "model_from_table"]
 

@@ -1,9 +1,10 @@
 """What the planner returns: the plan, its candidates and their parts (typed, frozen results).
 
-:class:`Plan` (the answer of :func:`bounds.planner.plan`, with a ``status`` and a ``message``, its
-human table and its JSON), :class:`Candidate` (one evaluated choice of mode, M, B, b and
-partition, naming the theorem that gave its iterations), :class:`RateTerms`, :class:`SolveTimes`
-and :class:`Grid` (the search's lower-bound grid of one mode and M).
+:class:`Plan` (the answer of :func:`bounds.plan`, with a ``status`` and a
+``message``, its human table and its JSON), :class:`Candidate` (one evaluated choice of mode, M, B,
+b and partition, naming the theorem that gave its iterations), :class:`RateTerms`,
+:class:`SolveTimes`; with a calibration :class:`PlanForecast` of :class:`ForecastRow`. The results
+of a Tiki-Taka plan are in :mod:`bounds.planning.tiki_taka_results`.
 """
 
 from __future__ import annotations
@@ -11,9 +12,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
-
-import numpy as np
 
 from theory.fileio import strict_json
 from theory.theorems import get_bound
@@ -22,10 +20,9 @@ from .partition import Partition
 from .relaxation import SKIPPED, Relaxed
 
 __all__ = [
-    "A4_NOTE", "Candidate", "FORECAST_ONLY", "ForecastRow", "GUARANTEED", "GUARANTEE_NOTE",
-    "Grid", "ModeGuarantee", "NO_GUARANTEE", "OPTIMAL", "Plan", "PlanForecast",
-    "RELAXATION_FAILED", "RateTerms", "SolveTimes", "TERMS", "TikiTakaPlan", "TikiTakaRow",
-    "TransferCandidate",
+    "A4_NOTE", "Candidate", "ForecastRow", "GUARANTEE_NOTE", "OPTIMAL", "Plan", "PlanForecast",
+    "RELAXATION_FAILED", "RateTerms", "SolveTimes", "TERMS", "format_seconds",
+    "partition_summary",
 ]
 
 #: names of the three terms of the rate form a/sqrt(K) + c/K + floor
@@ -50,7 +47,11 @@ GUARANTEE_NOTE = (
 
 @dataclass(frozen=True)
 class Candidate:
-    """One fully evaluated choice (mode, M, B, b, partition) and its predicted time.
+    """One fully evaluated choice (mode, M, B, b, partition) and its time to eps.
+
+    The iterations are those of the search's objective (:mod:`bounds.planning.strategies`): the
+    proved ones (``plan``'s :attr:`Plan.best`), or the calibrated forecast's (the candidates of
+    :func:`~bounds.planning.planner.forecast_plan` and of a Tiki-Taka plan's forecast).
 
     Attributes
     ----------
@@ -62,13 +63,14 @@ class Candidate:
     micro_batch_size : int
         ``b``.
     iterations : int
-        Whole iterations (updates) to reach ``eps``, ``ceil(K(eps))``.
+        Whole iterations (updates) to reach ``eps`` under the objective (the guarantee's
+        ``ceil(K(eps))``).
     cycles : int
         Pipeline clock cycles of those iterations.
     cycle_time_s : float
         Seconds per clock cycle (slowest stage).
     seconds : float
-        Predicted wall-clock time, ``cycles * cycle_time_s``.
+        Wall-clock time to eps, ``cycles * cycle_time_s`` (guaranteed, or forecast).
     partition : Partition
         The layer partition (stage 1 first).
     memory_bytes : tuple of int
@@ -176,31 +178,6 @@ class SolveTimes:
                 "partition_solves": self.partition_solves}
 
 
-class Grid(NamedTuple):
-    """The lower-bound grid of one (mode, M) over ``(B, b)``, shape ``(len(counts), b_max)``.
-
-    Attributes
-    ----------
-    stages : int
-        ``M``.
-    counts : ndarray of int
-        The micro-batch counts ``B`` of the rows (``[1]`` for async).
-    iterations : ndarray of float
-        Whole iterations to eps (``inf`` where unreachable).
-    seconds : ndarray of float
-        Predicted seconds with the memory-free partition (a lower bound; ``inf`` where
-        unreachable).
-    exact : ndarray of bool
-        Where that partition also fits the activation memory (``seconds`` is exact there).
-    """
-
-    stages: int
-    counts: np.ndarray
-    iterations: np.ndarray
-    seconds: np.ndarray
-    exact: np.ndarray
-
-
 @dataclass(frozen=True)
 class Plan:
     """The planner's answer (see :func:`plan`).
@@ -291,7 +268,7 @@ class Plan:
             f"plan for model {self.model!r} at eps = {self.eps:g}",
             f"  mode                 {best.mode}",
             f"  stages M             {best.stages}",
-            f"  partition            {_partition_summary(sizes)}",
+            f"  partition            {partition_summary(sizes)}",
             f"  slowest stage        {best.partition.bottleneck} MVMs per sample, "
             f"{best.cycle_time_s:.4g} s per cycle",
             f"  micro-batches B      {best.micro_batches}" + ("  (async: one per update)"
@@ -301,7 +278,7 @@ class Plan:
             f"  guarantee            {best.bound} ({get_bound(best.bound).proof})",
             f"  clock cycles         {best.cycles:,d}",
             ("  guaranteed time      " if self.forecast is not None else "  predicted time       ")
-            + _seconds(best.seconds),
+            + format_seconds(best.seconds),
             f"  peak stage memory    {max(best.memory_bytes):,d} bytes",
             "  dominant term        " + self.dominant + "  ("
             + ", ".join(f"{k} = {v:.4g}" for k, v in self.terms.items()) + ")",
@@ -309,8 +286,8 @@ class Plan:
         r = self.relaxed
         if r.success:
             lines.append(
-                f"  relaxation (GP)      {_seconds(r.value)} at {r.mode}, M = {r.stages:.3g}, "
-                f"B = {r.micro_batches:.3g}, b = {r.micro_batch_size:.3g}; gap "
+                f"  relaxation (GP)      {format_seconds(r.value)} at {r.mode}, "
+                f"M = {r.stages:.3g}, B = {r.micro_batches:.3g}, b = {r.micro_batch_size:.3g}; gap "
                 f"{100 * self.gap:.3g}%"
             )
         elif r.status != SKIPPED:
@@ -457,9 +434,10 @@ class PlanForecast:
                     f"{c.predicted_dominant})")
         return (
             f"the two choose differently: the guarantee would run {g.label} (guaranteed "
-            f"{_seconds(g.guaranteed_seconds)}, forecast {_seconds(g.predicted_seconds)}), the "
-            f"forecast runs {c.label} (guaranteed {_seconds(c.guaranteed_seconds)}, forecast "
-            f"{_seconds(c.predicted_seconds)}): the guarantee over-predicts {c.label} "
+            f"{format_seconds(g.guaranteed_seconds)}, forecast "
+            f"{format_seconds(g.predicted_seconds)}), the forecast runs {c.label} (guaranteed "
+            f"{format_seconds(c.guaranteed_seconds)}, forecast "
+            f"{format_seconds(c.predicted_seconds)}): the guarantee over-predicts {c.label} "
             f"{c.guaranteed_seconds / c.predicted_seconds:.3g}x, where its dominant term is "
             f"{c.guaranteed_dominant}, but {g.label} only "
             f"{g.guaranteed_seconds / g.predicted_seconds:.3g}x (dominant "
@@ -481,10 +459,10 @@ class PlanForecast:
         lines = [
             f"chosen by predicted time (calibration {self.source}) at eps = {self.eps:g}",
             f"  plan                 {c.label}, step {c.lr:.4g}",
-            f"  predicted time       {_seconds(c.predicted_seconds)}  (95% interval "
-            f"{_seconds(c.predicted_low_s)} - {_seconds(c.predicted_high_s)}; "
+            f"  predicted time       {format_seconds(c.predicted_seconds)}  (95% interval "
+            f"{format_seconds(c.predicted_low_s)} - {format_seconds(c.predicted_high_s)}; "
             f"{c.predicted_iterations:,.0f} iterations)",
-            f"  guaranteed time      {_seconds(c.guaranteed_seconds)}  (proved worst case; "
+            f"  guaranteed time      {format_seconds(c.guaranteed_seconds)}  (proved worst case; "
             f"{c.guaranteed_iterations:,d} iterations)",
             "guaranteed and predicted time of the chosen plan and the alternatives:",
             f"  {'plan':<22} {'guaranteed s':>13} {'predicted s':>12} {'95% interval':>22} "
@@ -508,7 +486,7 @@ class PlanForecast:
                 "reason": self.reason, "warning": self.warning}
 
 
-def _partition_summary(sizes) -> str:
+def partition_summary(sizes) -> str:
     """Layers per stage: the list for up to 16 stages, else counts (e.g. ``56 stages x 4``)."""
     if len(sizes) <= _LISTED_STAGES:
         return f"layers per stage {list(sizes)}"
@@ -522,224 +500,6 @@ def _partition_summary(sizes) -> str:
 _LISTED_STAGES = 16
 
 
-def _seconds(value: float) -> str:
+def format_seconds(value: float) -> str:
+    """``value`` seconds as the reports print them (4 significant digits)."""
     return f"{value:.4g} s"
-
-
-# ------------------------------------------------------------------------------------------------
-# Tiki-Taka plans (plan --algorithm tiki-taka)
-
-#: :attr:`ModeGuarantee.status`: proved (derived) Tiki-Taka entries meet the plan's settings
-GUARANTEED = "guaranteed"
-#: :attr:`ModeGuarantee.status`: no proved entry for this mode and these settings
-NO_GUARANTEE = "no guarantee"
-#: :attr:`TikiTakaPlan.status`: no mode has a guarantee; the calibrated forecast chose the plan
-FORECAST_ONLY = "forecast_only"
-
-
-@dataclass(frozen=True)
-class TransferCandidate(Candidate):
-    r"""A :class:`Candidate` of a Tiki-Taka plan: its ``cycles`` include the transfers.
-
-    Attributes
-    ----------
-    transfer_cycles : int
-        The transfers' share of ``cycles``, :math:`\lfloor K/T \rfloor c_T`
-        (:func:`theory.schedules.transfer_cycles`).
-    event_cycles : int
-        :math:`c_T`, cycles of one transfer event for the candidate's partition
-        (:func:`theory.schedules.transfer_event_cycles`).
-    """
-
-    transfer_cycles: int = 0
-    event_cycles: int = 0
-
-    def to_dict(self) -> dict:
-        """:meth:`Candidate.to_dict` with ``transfer_cycles`` and ``event_cycles``."""
-        return {**super().to_dict(), "transfer_cycles": self.transfer_cycles,
-                "event_cycles": self.event_cycles}
-
-
-@dataclass(frozen=True)
-class ModeGuarantee:
-    """Whether one mode of a Tiki-Taka plan has a proved guarantee.
-
-    Attributes
-    ----------
-    mode : str
-    status : str
-        :data:`GUARANTEED` or :data:`NO_GUARANTEE`.
-    entries : tuple of str
-        The registry entries used (empty without a guarantee).
-    message : str
-        Which entries were considered and why none applies (or which do).
-    """
-
-    mode: str
-    status: str
-    entries: tuple[str, ...]
-    message: str
-
-    def to_dict(self) -> dict:
-        """JSON fields."""
-        return {"mode": self.mode, "status": self.status, "entries": list(self.entries),
-                "message": self.message}
-
-
-@dataclass(frozen=True)
-class TikiTakaRow:
-    """One choice of the calibrated Tiki-Taka forecast.
-
-    Attributes
-    ----------
-    candidate : TransferCandidate
-        The choice; its ``iterations``, ``cycles`` and ``seconds`` are the **predicted** ones
-        (calibrated K(eps) at ``lr``, transfers included); ``bound`` names the proved entry of
-        the point or is ``"none"``.
-    lr : float
-        The step the plan runs at (:func:`bounds.planner.plan_tiki_taka`).
-    predicted_low_s, predicted_high_s : float
-        The bootstrap interval of the predicted seconds.
-    guaranteed_seconds : float or None
-        The proved worst case at the same point (``None``: no guarantee for the mode).
-    """
-
-    candidate: TransferCandidate
-    lr: float
-    predicted_low_s: float
-    predicted_high_s: float
-    guaranteed_seconds: float | None = None
-
-    @property
-    def label(self) -> str:
-        """``sync M=4 B=8 b=1`` (no B for async)."""
-        c = self.candidate
-        batch = f" B={c.micro_batches}" if c.mode != "async" else ""
-        return f"{c.mode} M={c.stages}{batch} b={c.micro_batch_size}"
-
-    def to_dict(self) -> dict:
-        """Strict-JSON-ready fields (the candidate's flattened in)."""
-        return strict_json({**self.candidate.to_dict(), "lr": self.lr,
-                            "predicted_low_s": self.predicted_low_s,
-                            "predicted_high_s": self.predicted_high_s,
-                            "guaranteed_seconds": self.guaranteed_seconds})
-
-
-@dataclass(frozen=True)
-class TikiTakaPlan:
-    """The Tiki-Taka planner's answer (:func:`bounds.planner.plan_tiki_taka`).
-
-    Attributes
-    ----------
-    model : str
-    eps : float
-    transfer : dict
-        The plan's transfer settings (:meth:`bounds.params.TransferSettings.settings`).
-    guarantees : tuple of ModeGuarantee
-        Per searched mode, whether a proved entry applies.
-    best : TransferCandidate or None
-        The guarantee's plan (fewest guaranteed seconds over the guaranteed modes); ``None``
-        when no mode has a guarantee.
-    alternatives : tuple of TransferCandidate
-        The best of the next (mode, M) pairs by guaranteed seconds.
-    forecast : tuple of TikiTakaRow
-        With a calibration: the choice of fewest predicted seconds first, then the best of the
-        next (mode, M) pairs; empty without one.
-    calibration : dict or None
-        ``source``, ``fingerprint``, ``matches`` and ``warning`` (a line when the plan's problem
-        constants are not the calibration's) of the calibration used.
-    ruled_out : tuple of (str, str)
-        Modes excluded from the guarantee's search, with the reason.
-    status : str
-        ``"optimal"`` (a guaranteed plan; with a calibration the forecast is beside it) or
-        :data:`FORECAST_ONLY` (no guarantee in any mode: the forecast's choice alone).
-    message : str
-        One line on the outcome.
-    """
-
-    model: str
-    eps: float
-    transfer: dict
-    guarantees: tuple[ModeGuarantee, ...]
-    best: TransferCandidate | None
-    alternatives: tuple[TransferCandidate, ...]
-    forecast: tuple[TikiTakaRow, ...]
-    calibration: dict | None
-    ruled_out: tuple[tuple[str, str], ...]
-    status: str
-    message: str
-
-    @property
-    def chosen(self) -> TransferCandidate:
-        """The plan to run: the forecast's choice with a calibration, else the guarantee's."""
-        return self.forecast[0].candidate if self.forecast else self.best
-
-    def to_dict(self) -> dict:
-        """Strict-JSON-ready fields."""
-        return strict_json({
-            "model": self.model, "eps": self.eps, "algorithm": "tiki-taka",
-            "transfer": dict(self.transfer),
-            "guarantees": [g.to_dict() for g in self.guarantees],
-            "best": None if self.best is None else self.best.to_dict(),
-            "alternatives": [c.to_dict() for c in self.alternatives],
-            "chosen_by": "predicted time" if self.forecast else "guaranteed time",
-            "forecast": [r.to_dict() for r in self.forecast],
-            "calibration": self.calibration,
-            "ruled_out": [{"mode": m, "reason": r} for m, r in self.ruled_out],
-            "status": self.status, "message": self.message,
-        })
-
-    def table(self) -> str:
-        """The human report (what ``aimc-pipeline plan --algorithm tiki-taka`` prints)."""
-        t = self.transfer
-        lines = [f"tiki-taka plan for model {self.model!r} at eps = {self.eps:g} (transfer every "
-                 f"T = {t['transfer_every']} updates, slice {t['transfer_slice']})"]
-        for g in self.guarantees:
-            lines.append(f"  guarantee {g.mode:<6}     {g.status}: {g.message}")
-        header = (f"  {'plan':<22} {'iterations':>12} {'cycles':>14} {'transfers':>12} "
-                  f"{'seconds':>11}")
-        if self.forecast:
-            c, cal = self.forecast[0], self.calibration
-            lines += [
-                f"chosen by predicted time (calibration {cal['source']})",
-                f"  plan                 {c.label}, step {c.lr:.4g}, "
-                f"{_partition_summary(c.candidate.partition.sizes)}",
-                f"  predicted time       {_seconds(c.candidate.seconds)}  (95% interval "
-                f"{_seconds(c.predicted_low_s)} - {_seconds(c.predicted_high_s)})",
-                "  guaranteed time      " + ("none (no proved tiki-taka bound for this mode)"
-                                             if c.guaranteed_seconds is None
-                                             else _seconds(c.guaranteed_seconds)),
-                f"  transfers            {c.candidate.transfer_cycles:,d} of "
-                f"{c.candidate.cycles:,d} cycles (c_T = {c.candidate.event_cycles} per event)",
-                "predicted time of the chosen plan and the alternatives:",
-                header + f" {'95% interval':>22} {'guaranteed s':>13}",
-            ]
-            for r in self.forecast:
-                k = r.candidate
-                interval = f"{r.predicted_low_s:.4g} - {r.predicted_high_s:.4g}"
-                proved = "none" if r.guaranteed_seconds is None else f"{r.guaranteed_seconds:.4g}"
-                lines.append(f"  {r.label:<22} {k.iterations:>12,d} {k.cycles:>14,d} "
-                             f"{k.transfer_cycles:>12,d} {k.seconds:>11.4g} {interval:>22} "
-                             f"{proved:>13}")
-        if self.best is not None:
-            b = self.best
-            lines += [
-                "the guarantee's plan (proved tiki-taka bounds, worst case):",
-                f"  plan                 {b.mode} M={b.stages}"
-                + (f" B={b.micro_batches}" if b.mode != "async" else "")
-                + f" b={b.micro_batch_size}, {_partition_summary(b.partition.sizes)}",
-                f"  guarantee            {b.bound} ({get_bound(b.bound).proof})",
-                f"  guaranteed time      {_seconds(b.seconds)}  ({b.iterations:,d} iterations, "
-                f"{b.cycles:,d} cycles of which {b.transfer_cycles:,d} transfers)",
-            ]
-            if self.alternatives:
-                lines.append(header)
-                for c in self.alternatives:
-                    batch = f" B={c.micro_batches}" if c.mode != "async" else ""
-                    label = f"{c.mode} M={c.stages}{batch} b={c.micro_batch_size}"
-                    lines.append(f"  {label:<22} {c.iterations:>12,d} {c.cycles:>14,d} "
-                                 f"{c.transfer_cycles:>12,d} {c.seconds:>11.4g}")
-        for mode, reason in self.ruled_out:
-            lines.append(f"ruled out: {mode}: {reason}")
-        lines.append(f"status: {self.status}: {self.message}")
-        return "\n".join(lines)

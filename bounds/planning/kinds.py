@@ -1,18 +1,18 @@
 r"""The kinds planner: the best plan of each mode (sync, async, dp, hybrid) on equal accelerators.
 
-Given a :class:`~bounds.models.Model` (its whole :attr:`~bounds.models.Model.chain`, digital-only
-layers included), a :class:`~bounds.hardware.KindsHardware` (analog and digital kinds with their
+Given a :class:`~bounds.Model` (its whole :attr:`~bounds.Model.chain`, digital-only
+layers included), a :class:`~bounds.KindsHardware` (analog and digital kinds with their
 counts), the problem constants and a target ``eps``, :func:`plan_modes` returns, for each mode of
-:data:`bounds.modes.MODES`, the choice minimising the predicted time to eps, all modes using at
+:data:`bounds.MODES`, the choice minimising the predicted time to eps, all modes using at
 most the same accelerators of each kind:
 
 - the **layout** of a pipeline (or of one replica): contiguous stages, each on a kind, from the
-  exact DP :func:`bounds.partition.kind_partitions` (tiles of analog kinds, weight memory of
-  digital kinds, the layers' hosts; at most ``count`` stages per kind, ``count // R`` per replica);
-  its clock cycle is the slowest stage's time (:meth:`~bounds.hardware.AcceleratorKind.
-  stage_time_s`);
+  exact DP :func:`~bounds.planning.partition.kind_partitions` (tiles of analog kinds, weight
+  memory of digital kinds, the layers' hosts; at most ``count`` stages per kind, ``count // R``
+  per replica); its clock cycle is the slowest stage's time
+  (:meth:`~bounds.AcceleratorKind.stage_time_s`);
 - ``sync`` / ``async``: :math:`T = C(K)\,t_\mathrm{cycle}` with :math:`K` from
-  :func:`bounds.modes.stage_guarantee` (the hook of the mixed-stage guarantee; today
+  :func:`bounds.planning.modes.stage_guarantee` (the hook of the mixed-stage guarantee; today
   conservative for mixed stages) and :math:`C` from
   :func:`theory.schedules.cycles_after`; ``b`` over :attr:`ModeLimits.micro_batch_sizes`,
   ``B`` over ``1..max_micro_batches``;
@@ -20,9 +20,9 @@ most the same accelerators of each kind:
   replicas of an ``M``-stage sync pipeline, ``M >= 2``):
   :math:`T = K\,t_\mathrm{step} + \lfloor K/P\rfloor t_\mathrm{avg}` with :math:`K` from the
   ``literature`` local-SGD row of :mod:`theory.local_sgd` at the best step of a geometric grid
-  (each a valid step), :math:`t_\mathrm{avg}` and the programming noise from :mod:`bounds.modes`;
-  ``B`` over :attr:`ModeLimits.replica_micro_batches` and ``P`` over :attr:`ModeLimits.periods`;
-  both have ``R >= 2``.
+  (each a valid step), :math:`t_\mathrm{avg}` and the programming noise from
+  :mod:`bounds.planning.modes`; ``B`` over :attr:`ModeLimits.replica_micro_batches` and ``P``
+  over :attr:`ModeLimits.periods`; both have ``R >= 2``.
 
 Each plan names its **dominant cost**, the largest of four factors by which its time exceeds an
 ideal run (:data:`COSTS`): ``bubbles`` (cycles per step over the busy ``2B``), ``staleness``
@@ -47,6 +47,7 @@ from theory.limits import MAX_ARRAY_BYTES, check_size
 from theory.schedules import cycles_after
 from theory.tables import text_table
 
+from ..params import ProblemParams, check_type
 from .hardware import KindsHardware
 from .models import Model
 from .modes import (
@@ -57,7 +58,6 @@ from .modes import (
     programming_noise,
     stage_guarantee,
 )
-from .params import ProblemParams, check_type
 from .partition import KindPartition, KindTable, kind_partitions
 
 __all__ = [
@@ -87,7 +87,7 @@ class ModeLimits:
     periods : tuple of int
         Averaging periods ``P`` (default powers of two 1..65536).
     modes : tuple of str
-        Modes to compare, a subset of :data:`bounds.modes.MODES`.
+        Modes to compare, a subset of :data:`bounds.MODES`.
     """
 
     max_micro_batches: int = 512
@@ -219,7 +219,7 @@ class ModeComparison:
     eps : float
     hardware : KindsHardware
     plans : tuple of ModePlan
-        One per mode that has a feasible plan, in the order of :data:`bounds.modes.MODES`.
+        One per mode that has a feasible plan, in the order of :data:`bounds.MODES`.
     ruled_out : tuple of (str, str)
         Modes without a plan, with the reason.
     unplanned : tuple of str
@@ -354,7 +354,11 @@ def segment_times(model: Model, hardware: KindsHardware, b: int) -> tuple[np.nda
     return tuple(tables)
 
 
-class _Search:
+class _KindSearch:
+    """The search of :func:`plan_modes`: the kinds DPs of each ``b`` and subset of kinds (cached),
+    the best pipeline of a mode (:meth:`pipeline`) and the best replicated plan
+    (:meth:`replicated`)."""
+
     def __init__(self, model, hardware, problem, eps, limits):
         self.model, self.hw, self.problem, self.eps, self.limits = (model, hardware, problem, eps,
                                                                      limits)
@@ -370,7 +374,7 @@ class _Search:
                    what="bytes of the kinds DP (stages x layers x kind usages)",
                    hint="fewer accelerators or kinds")
         self.arrays = layer_arrays(model, hardware)
-        self.tables: dict[tuple, KindTable | None] = {}
+        self.kind_tables: dict[tuple, KindTable | None] = {}
         self.segments: dict[int, tuple] = {}
         kinds = range(len(hardware.kinds))
         self.subsets = [tuple(t for t in kinds if mask >> t & 1)
@@ -380,23 +384,23 @@ class _Search:
         self.floor_fn = compile_expr(local_sgd.floor_at_step())
         self.floors: dict[str, tuple[float, float]] = {}  # mode -> smallest floor, its noise
 
-    def table(self, b: int, subset: tuple[int, ...]) -> KindTable | None:
+    def kind_table(self, b: int, subset: tuple[int, ...]) -> KindTable | None:
         """The DP of the kinds in ``subset`` only (the other kinds' counts set to 0)."""
         key = (b, subset)
-        if key not in self.tables:
+        if key not in self.kind_tables:
             if b not in self.segments:
                 self.segments[b] = segment_times(self.model, self.hw, b)
             counts = tuple(c if t in subset else 0 for t, c in enumerate(self.hw.counts))
             top = min(self.max_stages, sum(counts))
-            self.tables[key] = kind_partitions(self.segments[b], counts, top) if top else None
-        return self.tables[key]
+            self.kind_tables[key] = kind_partitions(self.segments[b], counts, top) if top else None
+        return self.kind_tables[key]
 
     def layouts(self, b, stages, available):
         """The fewest-bottleneck layout of every subset of the kinds (its guarantee constants
         only improve with fewer kinds, so the best time is among these)."""
         out = []
         for subset in self.subsets:
-            table = self.table(b, subset)
+            table = self.kind_table(b, subset)
             if table is None:
                 continue
             value, state = table.best(stages, available)
@@ -406,10 +410,10 @@ class _Search:
 
     def layout(self, b, stages, available):
         """The fewest-bottleneck layout over all kinds, or None."""
-        value, state = self.table(b, self.subsets[-1]).best(stages, available)
+        value, state = self.kind_table(b, self.subsets[-1]).best(stages, available)
         if not math.isfinite(value):
             return None
-        return self.table(b, self.subsets[-1]).partition(stages, state)
+        return self.kind_table(b, self.subsets[-1]).partition(stages, state)
 
     def kinds_of(self, part: KindPartition):
         return [self.hw.kinds[t] for t in part.kinds]
@@ -570,9 +574,9 @@ def plan_modes(model: Model, hardware: KindsHardware, problem: ProblemParams | N
     Parameters
     ----------
     model : Model
-        The network; its :attr:`~bounds.models.Model.chain` is planned.
+        The network; its :attr:`~bounds.Model.chain` is planned.
     hardware : KindsHardware
-        Kinds and counts (:func:`bounds.hardware.load_hardware`, :func:`~bounds.hardware.
+        Kinds and counts (:func:`bounds.load_hardware`, :func:`~bounds.planning.hardware.
         single_kind`).
     problem : ProblemParams, optional
     eps : float
@@ -587,7 +591,7 @@ def plan_modes(model: Model, hardware: KindsHardware, problem: ProblemParams | N
     problem = ProblemParams() if problem is None else problem
     limits = ModeLimits() if limits is None else limits
     check_type("model", model, Model, "e.g. bounds.load_model(NAME)")
-    check_type("hardware", hardware, KindsHardware, "e.g. bounds.hardware.load_hardware(FILE)")
+    check_type("hardware", hardware, KindsHardware, "e.g. bounds.load_hardware(FILE)")
     check_type("problem", problem, ProblemParams)
     check_type("limits", limits, ModeLimits)
     eps = check_range("eps", eps, 0, low_open=True)
@@ -595,7 +599,7 @@ def plan_modes(model: Model, hardware: KindsHardware, problem: ProblemParams | N
     if all(k.analog for k in hardware.kinds) and len(model.chain) > len(model):
         unplanned = tuple(x.name for x in (*model.digital_first, *model.digital_last))
         model = Model(model.name, model.layers, model.description, model.parameters)
-    search = _Search(model, hardware, problem, eps, limits)
+    search = _KindSearch(model, hardware, problem, eps, limits)
     plans, ruled_out = [], []
     for mode in limits.modes:
         plan = search.pipeline(mode) if mode in ("sync", "async") else search.replicated(mode)

@@ -1,0 +1,76 @@
+"""The planner room: what ``aimc-pipeline plan`` computes, from the model to the result objects.
+
+- :mod:`~bounds.planning.models`: model descriptions (``Layer``, ``Model``, ``load_model``; the
+  built-ins in ``model_data/``);
+- :mod:`~bounds.planning.partition`: the exact layer-partition DP and the kinds DP;
+- :mod:`~bounds.planning.strategies`: the search's strategies, an objective (the guarantee or a
+  calibrated forecast) and a cost (the schedule's cycles, or those plus Tiki-Taka's transfers);
+- :mod:`~bounds.planning.search`: ``GridSearch``, the one exact search (grids, lazy partition DPs,
+  branch and bound);
+- :mod:`~bounds.planning.planner`: ``plan``, ``time_grid``, ``forecast_plan`` (analog SGD);
+  :mod:`~bounds.planning.tiki_taka`: ``plan_tiki_taka``;
+- :mod:`~bounds.planning.results`, :mod:`~bounds.planning.tiki_taka_results`: what they return
+  (``Plan``, ``Candidate``, ``PlanForecast``; ``TikiTakaPlan``, ``TransferCandidate``), each plan
+  with a ``status`` and a ``message``;
+- :mod:`~bounds.planning.relaxation`: the geometric-programming relaxation (``Relaxed``);
+- :mod:`~bounds.planning.hardware`, :mod:`~bounds.planning.modes`, :mod:`~bounds.planning.kinds`:
+  accelerator kinds, the data-parallel and hybrid cycle models, the best plan of each mode
+  (``plan_modes``).
+
+The curated names users need are also exported by :mod:`bounds`. Names are imported on first
+use (:func:`bounds.lazy.lazy_exports`): importing one module of the room does not import the
+others (the relaxation's cvxpy among them).
+"""
+
+from ..lazy import lazy_exports
+
+#: module -> the names it gives
+_EXPORTS = {
+    ".hardware": (
+        "ANALOG", "DIGITAL", "KIND_TYPES", "AcceleratorKind", "KindsHardware", "load_hardware",
+        "single_kind", "with_digital",
+    ),
+    ".kinds": (
+        "COSTS", "STEP_GRID", "ModeComparison", "ModeLimits", "ModePlan", "layer_arrays",
+        "plan_modes", "segment_times",
+    ),
+    ".models": (
+        "HOSTS", "Layer", "Model", "list_models", "load_model", "model_from_table",
+    ),
+    ".modes": (
+        "CONSERVATIVE_NOTE", "MODES", "averaging_time_s", "guarantee_values", "programming_noise",
+        "stage_averaging_time_s", "stage_guarantee",
+    ),
+    ".partition": (
+        "KindPartition", "KindTable", "Partition", "best_partition", "kind_partitions",
+    ),
+    ".planner": (
+        "check_arguments", "check_calibration", "forecast_choices", "forecast_plan", "plan",
+        "time_grid",
+    ),
+    ".relaxation": (
+        "FAILED", "GP_OPTIMAL", "INFEASIBLE", "NO_MODE", "OPTIMAL_INACCURATE", "SKIPPED", "SOLVED",
+        "SOLVER_ERROR", "GPModel", "Relaxed", "build_gp", "rate_monomials", "solve_relaxation",
+    ),
+    ".results": (
+        "A4_NOTE", "GUARANTEE_NOTE", "OPTIMAL", "RELAXATION_FAILED", "TERMS", "Candidate",
+        "ForecastRow", "Plan", "PlanForecast", "RateTerms", "SolveTimes", "format_seconds",
+        "partition_summary",
+    ),
+    ".search": (
+        "Grid", "GridSearch", "SearchResult",
+    ),
+    ".strategies": (
+        "AnalogBounds", "Cost", "ForecastObjective", "GuaranteeObjective", "Objective",
+        "PlainCost", "ProvedBounds", "TikiTakaBounds", "TransferCost",
+    ),
+    ".tiki_taka": (
+        "plan_tiki_taka",
+    ),
+    ".tiki_taka_results": (
+        "FORECAST_ONLY", "GUARANTEED", "NO_GUARANTEE", "ModeGuarantee", "TikiTakaPlan",
+        "TikiTakaRow", "TransferCandidate",
+    ),
+}
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
