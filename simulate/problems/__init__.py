@@ -33,6 +33,7 @@ from .network import (
 )
 from .network_run import (
     NetworkRun,
+    NetworkTraining,
     io_passes,
     run_network,
     train_network,
@@ -48,6 +49,7 @@ from .oracle import (
 )
 from .oracle_run import (
     W_STAR_SCALE,
+    OracleTraining,
     Progress,
     VersionHook,
     gradient_bias,
@@ -75,8 +77,10 @@ __all__ = [
     "Network",
     "NetworkRun",
     "NetworkSpec",
+    "NetworkTraining",
     "ORACLE_PROBLEMS",
     "OracleProblem",
+    "OracleTraining",
     "Progress",
     "Quadratic",
     "StageView",
