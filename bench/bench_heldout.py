@@ -3,7 +3,7 @@
 Run from the repository root: ``python bench/bench_heldout.py [--instances N] [--first S]
 [--jobs J] [--cache-dir DIR] [--suite standard]``.
 
-Each instance (:func:`simulate.verification.calibrate.heldout_check`) draws an oracle problem
+Each instance (:func:`simulate.verification.heldout.heldout_check`) draws an oracle problem
 (soft-bounds device with a random ``tau``, noise, root seed), a small grid of (mode, M, B) and a
 target eps; it calibrates on design points that are not in the grid, simulates every grid point at
 the step the plan runs at (the guarantee's best step for eps) until its ensemble mean running
@@ -14,7 +14,7 @@ worst prediction ratio (predicted / simulated cycles) of both over every grid po
 
 With ``--suite NAME`` it instead runs that verification suite (cached) and reads its pipeline
 checks (SP, AP, 4'B) with a calibration of each check's problem
-(:func:`simulate.verification.calibrate.suite_forecasts`): the median and worst calibrated /
+(:func:`simulate.verification.heldout.suite_forecasts`): the median and worst calibrated /
 simulated cycles to each check's eps beside the bound's, and the SP-vs-AP and M-vs-M' ranking
 agreement.
 

@@ -39,6 +39,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from simulate import SimConfig, device_from_config, empirical_floor, run_sweep
+from simulate.verification import standard_error
 from theory import ParameterError, check_range, compile_expr, get_bound
 from theory.admissible import theta_max
 from theory.symbols import theta
@@ -198,7 +199,7 @@ def compute(quick: bool = False, jobs: int | None = None, scheduler=None, cache=
         rows.append({
             "panel": panel, "algorithm": algorithm, "tau": tau, "lr": lr,
             "empirical": float(per_seed.mean()),
-            "stderr": float(per_seed.std(ddof=1) / math.sqrt(per_seed.size)),
+            "stderr": standard_error(per_seed),
             "w_lo": result["w_lo"], "w_hi": result["w_hi"],
             "theta_max": theta_max, "theory_floor": floor,
         })

@@ -22,7 +22,7 @@ A third panel reads the same pipelines (SP with ``B = 4``, AP, ``b = 1``, every 
 **predictions** of the clock cycles to a target, as the planner uses them: on a problem where the
 guarantee has a target below the start (:data:`PREDICTION_PROBLEM`: soft bounds ``tau = 4``,
 ``sigma2 = 0.1``), every pipeline runs at the guarantee's best step for
-:math:`\epsilon = \sqrt{F S}` (:func:`simulate.verification.calibrate.grid_target`); the proved
+:math:`\epsilon = \sqrt{F S}` (:func:`simulate.verification.heldout.grid_target`); the proved
 cycles (bound) and the calibration's (:func:`calibration_of`, fitted on its own design of other
 pipelines, :data:`CALIBRATION_SYNC` and :data:`CALIBRATION_ASYNC`) are plotted against the
 simulated cycles to ``eps`` of the ensemble mean running average (log-log; ``y = x`` is a perfect

@@ -19,9 +19,9 @@ and against the noise at ``tau`` = :attr:`TikiTakaSettings.taus` ``[0]``, with i
 :math:`\frac1K\sum_{k<K}\lVert\nabla f(W_k)\rVert^2` (every iterate logged) and the clock cycles
 after the first ``K`` where the ensemble mean reaches ``eps`` (the trace's cycles: the schedule's
 closed form plus the transfers of :func:`simulate.device.tiki_taka.transfer_cycles`). The interval
-is the percentile bootstrap of :mod:`simulate.verification.prediction`
-(:data:`simulate.verification.prediction.BOOTSTRAP_RESAMPLES` resamples of the seeds,
-:func:`simulate.rng.bootstrap_generator`, :data:`simulate.verification.prediction. CI_LEVEL`); the
+is the percentile bootstrap of :mod:`simulate.verification.stats`
+(:data:`simulate.verification.stats.BOOTSTRAP_RESAMPLES` resamples of the seeds,
+:func:`simulate.rng.bootstrap_generator`, :data:`simulate.verification.stats.CI_LEVEL`); the
 SP-vs-AP ratio resamples both ensembles (independently) and takes the ratio of their hitting cycles
 per resample. A target not reached within the run is ``inf``.
 
@@ -42,7 +42,14 @@ from matplotlib.figure import Figure
 
 from simulate import SimConfig, run, run_sweep
 from simulate.rng import bootstrap_generator
-from simulate.verification import BOOTSTRAP_RESAMPLES, CI_LEVEL, first_hit, running_average
+from simulate.verification import (
+    BOOTSTRAP_RESAMPLES,
+    bootstrap_means,
+    first_hit,
+    percentile_interval,
+    running_average,
+    standard_error,
+)
 from theory import ParameterError, check_range
 
 from .common import new_figure, use_style, write_figure
@@ -179,14 +186,11 @@ def cycles_interval(grad_norm2: np.ndarray, cycles: np.ndarray, eps: float,
         Cycles after ``0..K`` updates.
     """
     per_seed = running_average(grad_norm2)
-    r = per_seed.shape[0]
     point = _hit_cycles(per_seed.mean(axis=0), cycles, eps)
     rng = bootstrap_generator(seed)
-    counts = rng.multinomial(r, np.full(r, 1.0 / r), size=BOOTSTRAP_RESAMPLES)
-    hits = first_hit(counts @ per_seed / r, eps)
+    hits = first_hit(bootstrap_means(per_seed, rng, BOOTSTRAP_RESAMPLES), eps)
     values = np.where(hits > 0, cycles[hits].astype(float), math.inf)
-    tail = (1.0 - CI_LEVEL) / 2
-    lo, hi = np.quantile(values, [tail, 1.0 - tail], method="inverted_cdf")
+    lo, hi = percentile_interval(values)
     return point, float(lo), float(hi), values
 
 
@@ -221,7 +225,7 @@ def compute(quick: bool = False, jobs: int | None = None, scheduler=None, cache=
         tail = np.asarray(result["tail"], dtype=float)
         floors.append({"panel": panel, "algorithm": algorithm, "mode": mode, "M": m, "tau": tau,
                        "sigma2": sigma2, "error": float(tail.mean()),
-                       "stderr": float(tail.std(ddof=1) / math.sqrt(tail.size))})
+                       "stderr": standard_error(tail)})
     # the tau panel's point at taus[0] is the noise panel's point at sigma2s[-1]
     floors += [dict(r, panel="noise") for r in floors if r["panel"] == "tau"
                and r["tau"] == s.taus[0]]
@@ -235,9 +239,8 @@ def compute(quick: bool = False, jobs: int | None = None, scheduler=None, cache=
                              eps, seed=1)
         with np.errstate(invalid="ignore"):
             ratios = sp[3] / ap[3]  # inf/inf (neither reached) -> nan, counted as unknown
-        tail = (1.0 - CI_LEVEL) / 2
         ratios = np.where(np.isnan(ratios), math.inf, ratios)
-        lo, hi = np.quantile(ratios, [tail, 1.0 - tail], method="inverted_cdf")
+        lo, hi = percentile_interval(ratios)
         with np.errstate(invalid="ignore"):
             ratio = sp[0] / ap[0] if math.isfinite(sp[0]) or math.isfinite(ap[0]) \
                 else math.nan

@@ -1,6 +1,6 @@
 """Held-out check (issue 14, item 4): the calibrated planner's choice really reaches eps first.
 
-Ten instances of :func:`simulate.verification.calibrate.heldout_check` (seeds 0-9): each draws an
+Ten instances of :func:`simulate.verification.heldout.heldout_check` (seeds 0-9): each draws an
 oracle problem, a grid of (mode, M, B) and a target; calibrates on design points outside the grid;
 simulates every grid point at the plan's step until it reaches eps. The calibrated planner must
 choose a point whose simulated cycles are within 15 % of the fastest in at least 90 % of the

@@ -27,7 +27,7 @@ from simulate.device import (
     softmax_delta,
     softmax_delta_numpy,
 )
-from simulate.problems import network as networks
+from simulate.problems import network_run as networks
 
 
 def _device(**kw):

@@ -154,6 +154,81 @@ def binomial_inversion(values, dw_min, bl, u, cut):  # pragma: no cover - compil
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _block_zero_probability(p_block, size_b, bl, short, base, zero):  # pragma: no cover - compiled
+    r""":math:`P(0) = (1 - q)^{BL}` of the first ``size_b`` probabilities of ``p_block`` into
+    ``zero`` (:func:`_zero_probability`; ``base`` is work space): element by element for long
+    trains (``bl > _POWER_BL``) or ``short`` ones, else by squaring, one branch-free
+    (vectorisable) pass per bit of ``bl``, in the order of :func:`_zero_probability`."""
+    if bl > _POWER_BL or short:
+        for k in range(size_b):
+            p = p_block[k]
+            q = 1.0 - p if p > 0.5 else p
+            zero[k] = _zero_probability(q, bl)
+    else:  # by squaring, one pass per bit of bl (the order of _zero_probability)
+        for k in range(size_b):
+            p = p_block[k]
+            base[k] = 1.0 - (1.0 - p if p > 0.5 else p)
+        started = False
+        e = bl
+        while e:
+            if e & 1:
+                if started:
+                    for k in range(size_b):
+                        zero[k] *= base[k]
+                else:
+                    for k in range(size_b):
+                        zero[k] = base[k]
+                    started = True
+            e >>= 1
+            if e:
+                for k in range(size_b):
+                    base[k] *= base[k]
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _block_counts(p_block, u_b, zero, size_b, bl, short, factor, counts,
+                  longer):  # pragma: no cover - compiled
+    r"""The counts of the first ``size_b`` elements into ``counts``: the CDF walk of
+    :func:`_walk` from ``zero`` (:math:`P(0)`) with the uniforms ``u_b``. Unless ``short``
+    (``bl <= _FIRST_STEPS``), the first :data:`_FIRST_STEPS` pmf steps are taken branch-free
+    for every element (the same operations as :func:`_walk`, in the same order), and the walk
+    goes on element by element only where it did not stop (listed in the work array
+    ``longer``)."""
+    if short:
+        for k in range(size_b):
+            p = p_block[k]
+            flip = p > 0.5
+            n = _walk(1.0 - p if flip else p, u_b[k], zero[k], bl, factor)
+            counts[k] = bl - n if flip else n
+    else:
+        for k in range(size_b):  # the first steps of the walk (vectorisable)
+            p = p_block[k]
+            flip = p > 0.5
+            q = 1.0 - p if flip else p
+            ratio = q / (1.0 - q)
+            x = u_b[k]
+            prob = zero[k]
+            cdf = prob
+            n = np.int64(x >= cdf)
+            for s in range(1, _FIRST_STEPS + 1):  # (unrolled: a constant count)
+                prob *= ratio * factor[s]
+                cdf += prob
+                n += np.int64(x >= cdf)
+            counts[k] = n + np.int64(flip) * (bl - 2 * n)
+        m = 0
+        for k in range(size_b):  # where the walk did not stop
+            longer[m] = k
+            flip = p_block[k] > 0.5
+            m += counts[k] == (bl - _FIRST_STEPS - 1 if flip else _FIRST_STEPS + 1)
+        for j in range(m):
+            k = longer[j]
+            p = p_block[k]
+            flip = p > 0.5
+            n = _walk(1.0 - p if flip else p, u_b[k], zero[k], bl, factor)
+            counts[k] = bl - n if flip else n
+
+
+@numba.njit(cache=True, error_model="numpy")
 def stochastic_affine_update(w, values, u, rows, dw_min, bl, cut, alpha_up, beta_up,
                              alpha_down, beta_down, step, table_up, table_down, lo, hi,
                              scale=1.0, out=None):  # pragma: no cover - compiled
@@ -178,11 +253,12 @@ def stochastic_affine_update(w, values, u, rows, dw_min, bl, cut, alpha_up, beta
     ``False`` where row ``r`` has a weight outside ``[lo, hi]`` (or not finite) or an element
     of mean count above ``cut``: its ``out`` is then meaningless and the caller takes the
     general path for that row. Blocks of :data:`_BLOCK` elements go through branch-free
-    (vectorisable) passes: probabilities, :math:`P(0)` by squaring, the first
-    :data:`_FIRST_STEPS` pmf steps of the walk (the same operations as :func:`_walk`, in the
-    same order); then the walk goes on element by element where it did not stop, and the
-    closed form. ``out`` (optional): the result array (flat, the size of ``w``; not ``w``
-    itself). Returns ``(out, ok)``.
+    (vectorisable) passes: probabilities, :math:`P(0)` by squaring
+    (:func:`_block_zero_probability`), the first :data:`_FIRST_STEPS` pmf steps of the walk
+    (the same operations as :func:`_walk`, in the same order; :func:`_block_counts`); then the
+    walk goes on element by element where it did not stop, and the closed form. ``out``
+    (optional): the result array (flat, the size of ``w``; not ``w`` itself). Returns
+    ``(out, ok)``.
     """
     size = w.size
     per = size // rows if rows else 0
@@ -214,62 +290,8 @@ def stochastic_affine_update(w, values, u, rows, dw_min, bl, cut, alpha_up, beta
             for k in range(size_b):
                 x = w_b[k]
                 bad += not ((x >= lo) & (x <= hi))
-            if bl > _POWER_BL or short:
-                for k in range(size_b):
-                    p = p_block[k]
-                    q = 1.0 - p if p > 0.5 else p
-                    zero[k] = _zero_probability(q, bl)
-            else:  # P(0) by squaring, one pass per bit of bl (the order of _zero_probability)
-                for k in range(size_b):
-                    p = p_block[k]
-                    base[k] = 1.0 - (1.0 - p if p > 0.5 else p)
-                started = False
-                e = bl
-                while e:
-                    if e & 1:
-                        if started:
-                            for k in range(size_b):
-                                zero[k] *= base[k]
-                        else:
-                            for k in range(size_b):
-                                zero[k] = base[k]
-                            started = True
-                    e >>= 1
-                    if e:
-                        for k in range(size_b):
-                            base[k] *= base[k]
-            if short:
-                for k in range(size_b):
-                    p = p_block[k]
-                    flip = p > 0.5
-                    n = _walk(1.0 - p if flip else p, u_b[k], zero[k], bl, factor)
-                    counts[k] = bl - n if flip else n
-            else:
-                for k in range(size_b):  # the first steps of the walk (vectorisable)
-                    p = p_block[k]
-                    flip = p > 0.5
-                    q = 1.0 - p if flip else p
-                    ratio = q / (1.0 - q)
-                    x = u_b[k]
-                    prob = zero[k]
-                    cdf = prob
-                    n = np.int64(x >= cdf)
-                    for s in range(1, _FIRST_STEPS + 1):  # (unrolled: a constant count)
-                        prob *= ratio * factor[s]
-                        cdf += prob
-                        n += np.int64(x >= cdf)
-                    counts[k] = n + np.int64(flip) * (bl - 2 * n)
-                m = 0
-                for k in range(size_b):  # where the walk did not stop
-                    longer[m] = k
-                    flip = p_block[k] > 0.5
-                    m += counts[k] == (bl - _FIRST_STEPS - 1 if flip else _FIRST_STEPS + 1)
-                for j in range(m):
-                    k = longer[j]
-                    p = p_block[k]
-                    flip = p > 0.5
-                    n = _walk(1.0 - p if flip else p, u_b[k], zero[k], bl, factor)
-                    counts[k] = bl - n if flip else n
+            _block_zero_probability(p_block, size_b, bl, short, base, zero)
+            _block_counts(p_block, u_b, zero, size_b, bl, short, factor, counts, longer)
             for k in range(size_b):  # the closed form (clip: the value is finite here)
                 x = w_b[k]
                 n = counts[k]

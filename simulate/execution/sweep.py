@@ -498,116 +498,165 @@ def run_sweep(
     if scheduler is not None and not hasattr(scheduler, "get_executor"):  # not a Client
         check_scheduler_address(scheduler)
     store = _resolve_cache(cache)
+    sweep = _Sweep(name, points, store, validate)
+    todo = sweep.todo()
+    if store and todo:
+        check_writable_dir(store.directory)  # before the first point runs
+    sweep.bar = progress_bar(
+        len(points), initial=sweep.cached, desc=desc, unit="pt",
+        show=None if progress is None else bool(progress),
+    )
+    failure = None
+    try:
+        if todo:
+            with _backend(name, jobs, scheduler, len(todo)) as backend:
+                failure = _drain(backend, fn, todo, sweep.on_result, sweep.claim)
+    finally:
+        sweep.close()
+    if failure is not None:
+        slot, error = failure
+        index = sweep.slots[slot][0]
+        raise SweepError(desc, index, points[index], error) from error
+    return SweepResult(
+        results=tuple(sweep.results),
+        computed=len(points) - sweep.cached,
+        cached=sweep.cached,
+        elapsed_s=time.perf_counter() - start,
+        corrupt=len(sweep.corrupt),
+    )
 
-    # one slot per distinct point; slots[i] lists the positions of that point in `points`
-    slot_of: dict[str, int] = {}
-    slots: list[list[int]] = []
-    for index, point in enumerate(points):
-        try:
-            ident = canonical_json(point)
-        except (TypeError, ValueError) as error:
-            message = f"point {index} is not JSON-serialisable ({error}): {point!r}"
-            raise TypeError(message) from None
-        if ident not in slot_of:
-            slot_of[ident] = len(slots)
-            slots.append([])
-        slots[slot_of[ident]].append(index)
-    keys = [store.key(name, points[where[0]]) if store else None for where in slots]
 
-    results: list[dict | None] = [None] * len(points)
-    corrupt: set[int] = set()  # slots whose entry was damaged (counted once)
-    counts = {"cached": 0}
+class _Sweep:
+    """The state of one :func:`run_sweep`: its distinct points (slots), their cache keys, the
+    results so far, the keys it holds locked and its counts.
 
-    def lookup(slot: int) -> dict | None:
+    Parameters
+    ----------
+    name : str
+        ``fn``'s :func:`~simulate.execution.cache.function_name` (part of every key).
+    points : list of dict
+        The sweep's points, in order.
+    store : ResultCache or None
+        The cache (``None``: no cache).
+    validate : callable or None
+        :func:`run_sweep`'s ``validate``.
+
+    Attributes
+    ----------
+    slots : list of list of int
+        One slot per distinct point: the positions of that point in ``points``.
+    keys : list of str or None
+        The cache key of each slot.
+    results : list of dict or None
+        The result at every position (``None``: not yet known).
+    corrupt : set of int
+        Slots whose cache entry was damaged or rejected (counted once).
+    cached : int
+        Positions whose result came from the cache.
+    locks : dict
+        Slot -> the :class:`~simulate.execution.cache.EntryLock` held while its point runs.
+    bar : progress bar or None
+        Updated as points finish (set by :func:`run_sweep` once the cached points are known).
+    """
+
+    def __init__(self, name: str, points: list, store: ResultCache | None,
+                 validate: Callable[[dict], object] | None):
+        self.name, self.points, self.store, self.validate = name, points, store, validate
+        slot_of: dict[str, int] = {}
+        self.slots: list[list[int]] = []
+        for index, point in enumerate(points):
+            try:
+                ident = canonical_json(point)
+            except (TypeError, ValueError) as error:
+                message = f"point {index} is not JSON-serialisable ({error}): {point!r}"
+                raise TypeError(message) from None
+            if ident not in slot_of:
+                slot_of[ident] = len(self.slots)
+                self.slots.append([])
+            self.slots[slot_of[ident]].append(index)
+        self.keys = [store.key(name, points[where[0]]) if store else None for where in self.slots]
+        self.results: list[dict | None] = [None] * len(points)
+        self.corrupt: set[int] = set()
+        self.cached = 0
+        self.locks: dict = {}
+        self.bar = None
+
+    def todo(self) -> list[tuple[int, dict]]:
+        """Fill in the cached results; the ``(slot, point)`` of every slot left to compute."""
+        todo = []
+        for slot, where in enumerate(self.slots):
+            hit = self.lookup(slot) if self.store else None
+            if hit is None:
+                todo.append((slot, dict(self.points[where[0]])))
+            else:
+                self.use_cached(slot, hit)
+        return todo
+
+    def lookup(self, slot: int) -> dict | None:
         """The verified cached result of a slot, or None (a damaged entry is counted)."""
+        store, validate = self.store, self.validate
         try:
-            hit = store.read(keys[slot])
+            hit = store.read(self.keys[slot])
             if hit is not None and validate is not None:
                 try:
                     validate(hit)
                 except (ValueError, TypeError, KeyError, IndexError) as error:
-                    raise CorruptEntryError(store.paths(keys[slot])[0], str(error)) from None
+                    raise CorruptEntryError(store.paths(self.keys[slot])[0], str(error)) from None
         except CorruptEntryError:
-            corrupt.add(slot)
+            self.corrupt.add(slot)
             return None
         return hit
 
-    def use_cached(slot: int, hit: dict) -> None:
-        counts["cached"] += len(slots[slot])
-        for index in slots[slot]:
-            results[index] = hit
+    def use_cached(self, slot: int, hit: dict) -> None:
+        """Take ``hit`` as the result of every position of ``slot``."""
+        self.cached += len(self.slots[slot])
+        for index in self.slots[slot]:
+            self.results[index] = hit
 
-    todo: list[tuple[int, dict]] = []
-    for slot, where in enumerate(slots):
-        hit = lookup(slot) if store else None
-        if hit is None:
-            todo.append((slot, dict(points[where[0]])))
-        else:
-            use_cached(slot, hit)
-    if store and todo:
-        check_writable_dir(store.directory)  # before the first point runs
-
-    bar = progress_bar(
-        len(points), initial=counts["cached"], desc=desc, unit="pt",
-        show=None if progress is None else bool(progress),
-    )
-    locks: dict = {}  # slot -> EntryLock held while its point is computed
-
-    def claim(slot: int, block: bool) -> str:
-        if not store:
+    def claim(self, slot: int, block: bool) -> str:
+        """:func:`_drain`'s ``claim``: lock the slot's key and run it, or take the result another
+        sweep finished meanwhile, or report it busy (locked by another sweep)."""
+        if not self.store:
             return _RUN
-        lock = store.lock(keys[slot], block=block)
+        lock = self.store.lock(self.keys[slot], block=block)
         if lock is None:
             return _BUSY
-        hit = lookup(slot)  # another sweep may have finished it meanwhile
+        hit = self.lookup(slot)  # another sweep may have finished it meanwhile
         if hit is None:
-            locks[slot] = lock
+            self.locks[slot] = lock
             return _RUN
         lock.release()
-        use_cached(slot, hit)
-        bar.update(len(slots[slot]))
+        self.use_cached(slot, hit)
+        self.bar.update(len(self.slots[slot]))
         return _DONE
 
-    def on_result(slot: int, result: dict) -> None:
-        where = slots[slot]
-        point = points[where[0]]
+    def on_result(self, slot: int, result: dict) -> None:
+        """:func:`_drain`'s ``on_result``: normalise and validate a fresh result, cache it (and
+        release its lock), and take it for every position of the slot."""
+        name, where = self.name, self.slots[slot]
+        point = self.points[where[0]]
         try:
             value = normalize_result(result)
         except TypeError as error:
             raise TypeError(f"{name}(point {where[0]} {canonical_json(point)}): {error}") from None
-        if validate is not None:
+        if self.validate is not None:
             try:
-                validate(value)
+                self.validate(value)
             except (ValueError, TypeError, KeyError, IndexError) as error:
                 raise ValueError(
                     f"{name}(point {where[0]} {canonical_json(point)}) returned an invalid "
                     f"result: {error}"
                 ) from None
-        if store:
-            store.put(keys[slot], value, function=name, point=point)
-            locks.pop(slot).release()
+        if self.store:
+            self.store.put(self.keys[slot], value, function=name, point=point)
+            self.locks.pop(slot).release()
         for index in where:
-            results[index] = value
-        bar.update(len(where))
+            self.results[index] = value
+        self.bar.update(len(where))
 
-    failure = None
-    try:
-        if todo:
-            with _backend(name, jobs, scheduler, len(todo)) as backend:
-                failure = _drain(backend, fn, todo, on_result, claim)
-    finally:
-        bar.close()
-        for lock in locks.values():
+    def close(self) -> None:
+        """Close the progress bar and release every lock still held."""
+        if self.bar is not None:
+            self.bar.close()
+        for lock in self.locks.values():
             lock.release()
-    if failure is not None:
-        slot, error = failure
-        index = slots[slot][0]
-        raise SweepError(desc, index, points[index], error) from error
-    cached = counts["cached"]
-    return SweepResult(
-        results=tuple(results),
-        computed=len(points) - cached,
-        cached=cached,
-        elapsed_s=time.perf_counter() - start,
-        corrupt=len(corrupt),
-    )

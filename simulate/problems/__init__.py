@@ -35,6 +35,7 @@ from .network import (
 )
 from .network_run import (
     NetworkRun,
+    NetworkTraining,
     io_passes,
     run_network,
     train_network,
@@ -50,6 +51,7 @@ from .oracle import (
 )
 from .oracle_run import (
     W_STAR_SCALE,
+    OracleTraining,
     Progress,
     VersionHook,
     gradient_bias,
@@ -77,8 +79,10 @@ __all__ = [
     "Network",
     "NetworkRun",
     "NetworkSpec",
+    "NetworkTraining",
     "ORACLE_PROBLEMS",
     "OracleProblem",
+    "OracleTraining",
     "Progress",
     "Quadratic",
     "StageView",

@@ -50,6 +50,7 @@ from .oracle import row_dot
 
 __all__ = [
     "NetworkRun",
+    "NetworkTraining",
     "io_passes",
     "run_network",
     "train_network",
@@ -95,6 +96,10 @@ def train_network(
 ) -> NetworkRun:
     """Train a digits network with the config's mode, algorithm and device; all members at once.
 
+    The run is a :class:`NetworkTraining`: set up, then :meth:`~NetworkTraining.measure` at every
+    logging point and :meth:`~NetworkTraining.step` between them, then
+    :meth:`~NetworkTraining.finish`.
+
     Parameters
     ----------
     config : SimConfig
@@ -126,130 +131,181 @@ def train_network(
         A weight or the training loss became non-finite or left the limit of
         :func:`simulate.pipeline.staleness.divergence_limit` (relative to its initial value).
     """
-    spec = NetworkSpec() if spec is None else spec
-    seed = config.seed if seed is None else check_range("seed", seed, 0, None, integer=True)
-    members = list(range(config.seeds) if members is None else members)
-    per_member = network_bytes_per_member(config.samples_per_update, config.steps, spec.layers,
-                                          spec.width)
-    check_size("width", spec.width, need=per_member, limit=MAX_ARRAY_BYTES,
-               what="bytes of one member's largest array")
-    check_size("seeds", len(members), need=len(members) * per_member, limit=MAX_ARRAY_BYTES,
-               what="bytes of ensemble arrays", hint="run fewer seeds at a time")
-    data = load_digits_data(config.data)
-    network = Network.build(config.problem, spec, config.stages, data.n_features, data.n_classes)
-    n_stages, steps = config.stages, config.steps
-    delays = forward_delays(config.mode, n_stages)
-    device = device_named(config.device, config.tau)
-    update = Updater.from_config(config, device)
-    streams = member_generators(seed, members)
-    data_rngs, device_rngs = streams["data"], streams["device"]
-    forward_mvm, backward_mvm = io_passes(config, streams["io"])
+    return NetworkTraining(config, seed, spec=spec, members=members, progress=progress,
+                           record_versions=record_versions).run()
 
-    w, c = network.init(data_rngs, spec.init_fraction * device.w_min,
-                        spec.init_fraction * device.w_max)
-    spread = DeviceSpread.draw(device, w.shape, device_rngs) if update.uses_dtod else None
-    update = tiki_taka.wrap(config, update, spread, w, tiki_taka.layer_tiles(network), device_rngs)
-    monitor = update.pinned_monitor(spread)
-    # w and c are updated in place, so their stage blocks and views stay valid for the whole run
-    blocks = [(w[:, ws], c[:, cs])
-              for ws, cs in zip(network.weight_slices, network.bias_slices, strict=True)]
-    stale = StaleVersions(delays, blocks)
-    # algorithm "mixed": the weights of these stages update digitally (w + dw)
-    digital = [network.weight_slices[stage - 1] for stage in config.digital_stage_indices]
-    current = network.views(w, c)
-    slot_views = [[network.stage_view(s, *stale.stored(s, j)) for j in range(d + 1)] if d else None
-                  for s, d in enumerate(delays)]
-    backward = [view.weights for view in current]
-    gw, gc = np.empty_like(w), np.empty_like(c)
-    grads = network.views(gw, gc)
-    w_min, w_max = w.min(axis=1), w.max(axis=1)
-    fwd_rec = np.empty((steps, n_stages), dtype=np.int64) if record_versions else None
-    bwd_rec = np.empty((steps, n_stages), dtype=np.int64) if record_versions else None
-    log_at = log_steps(steps, config.log_every)
-    records, reported = [], 0
-    batch = config.samples_per_update
-    w_limit, loss_limit = divergence_limit(w), None
-    # one sample per update, or per-sample writes: each write is a layer's rank-1 outer product,
-    # so the stochastic and mean-count pulse types fire aihwkit's bit trains on it (shared along
-    # rows and columns)
-    per_sample = config.write == "per-sample"
-    trains = update.kind == "pulsed" and update.pulse_type != "deterministic"
-    rank1 = trains and (batch == 1 or per_sample)
-    count_views = None
-    if rank1:
-        check_bit_length(update.device.desired_bl, "desired_bl")
-        counts = np.zeros(w.shape, dtype=np.int64)
-        count_views = (counts, network.views(counts, np.zeros(c.shape, dtype=np.int64)))
 
-    fused = None if per_sample or digital or rank1 else \
-        _FusedExpected.of(update, w) or _FusedStochastic.of(update, w, spread, device_rngs)
-    buffers = Buffers()
+class NetworkTraining:
+    """A network run as a state: set up here, then :meth:`measure` and :meth:`step`, then
+    :meth:`finish` (:meth:`run` does the three in order; :func:`train_network` is that).
 
-    for k in range(steps + 1):
-        if k == log_at[len(records)]:
-            records.append(_measure(network, data, w, c, spec.grad_norm))
-            if monitor is not None:
-                monitor.observe(k, w)
-            if loss_limit is None:
-                loss_limit = divergence_limit(records[0][0], factor=NETWORK_LOSS_FACTOR)
-            check_divergence(k, "training loss", records[-1][0], loss_limit, config.lr)
-            if progress is not None and k > reported:
-                progress(k - reported)
-                reported = k
-        if k == steps:
-            break
+    The write of every update (per sample, a fused expected or stochastic pass, or through the
+    updater) is chosen once, here. ``step(k)`` must be called for ``k = 0, 1, ..., steps - 1`` in
+    order, and ``measure(k)`` before ``step(k)`` at every ``k`` of :attr:`log_at` (the last one,
+    ``steps``, after the last step); :meth:`run` does exactly that.
+
+    Parameters
+    ----------
+    config, seed, spec, members, progress, record_versions
+        As for :func:`train_network`.
+
+    Attributes
+    ----------
+    config : SimConfig
+    seed : int
+        The root seed.
+    spec : NetworkSpec
+    members : list of int
+    network : Network
+    data : DigitsData
+    log_at : ndarray of int
+        The updates after which the run is measured (:func:`simulate.trace.log_steps`).
+    w, c : ndarray, shape (R, n_weights), (R, n_biases)
+        The weights and biases, updated in place.
+    w_min, w_max : ndarray, shape (R,)
+        The lowest and highest weight visited so far, per member.
+    """
+
+    def __init__(self, config, seed: int | None = None, *, spec: NetworkSpec | None = None,
+                 members: Iterable[int] | None = None,
+                 progress: Callable[[int], None] | None = None, record_versions: bool = False):
+        self.config = config
+        self.spec = spec = NetworkSpec() if spec is None else spec
+        self.seed = config.seed if seed is None else check_range("seed", seed, 0, None,
+                                                                 integer=True)
+        self.members = members = list(range(config.seeds) if members is None else members)
+        per_member = network_bytes_per_member(config.samples_per_update, config.steps,
+                                              spec.layers, spec.width)
+        check_size("width", spec.width, need=per_member, limit=MAX_ARRAY_BYTES,
+                   what="bytes of one member's largest array")
+        check_size("seeds", len(members), need=len(members) * per_member, limit=MAX_ARRAY_BYTES,
+                   what="bytes of ensemble arrays", hint="run fewer seeds at a time")
+        self.data = data = load_digits_data(config.data)
+        self.network = network = Network.build(config.problem, spec, config.stages,
+                                               data.n_features, data.n_classes)
+        self._delays = delays = forward_delays(config.mode, config.stages)
+        device = device_named(config.device, config.tau)
+        update = Updater.from_config(config, device)
+        streams = member_generators(self.seed, members)
+        self._data_rngs, device_rngs = streams["data"], streams["device"]
+        self._forward_mvm, self._backward_mvm = io_passes(config, streams["io"])
+
+        self.w, self.c = w, c = network.init(self._data_rngs, spec.init_fraction * device.w_min,
+                                             spec.init_fraction * device.w_max)
+        spread = DeviceSpread.draw(device, w.shape, device_rngs) if update.uses_dtod else None
+        self._update = update = tiki_taka.wrap(config, update, spread, w,
+                                               tiki_taka.layer_tiles(network), device_rngs)
+        self._monitor = update.pinned_monitor(spread)
+        # w and c are updated in place, so their stage blocks and views stay valid for the run
+        self._blocks = [(w[:, ws], c[:, cs])
+                        for ws, cs in zip(network.weight_slices, network.bias_slices, strict=True)]
+        self._stale = stale = StaleVersions(delays, self._blocks)
+        # algorithm "mixed": the weights of these stages update digitally (w + dw)
+        digital = [network.weight_slices[stage - 1] for stage in config.digital_stage_indices]
+        self._current = network.views(w, c)
+        self._slot_views = [[network.stage_view(s, *stale.stored(s, j)) for j in range(d + 1)]
+                            if d else None for s, d in enumerate(delays)]
+        self._backward = [view.weights for view in self._current]
+        self._gw, self._gc = np.empty_like(w), np.empty_like(c)
+        self._grads = network.views(self._gw, self._gc)
+        self.w_min, self.w_max = w.min(axis=1), w.max(axis=1)
+        recorded = (config.steps, config.stages)
+        self._fwd_rec = np.empty(recorded, dtype=np.int64) if record_versions else None
+        self._bwd_rec = np.empty(recorded, dtype=np.int64) if record_versions else None
+        self.log_at = log_steps(config.steps, config.log_every)
+        self._progress, self._records, self._reported = progress, [], 0
+        self._w_limit, self._loss_limit = divergence_limit(w), None
+        self._write = _writer(config, update, network, w, c, spread, device_rngs, digital,
+                              self._grads)
+        self._buffers = Buffers()
+        self._chunk = None
+
+    def run(self) -> NetworkRun:
+        """Every measurement and update in order, then :meth:`finish`."""
+        steps = self.config.steps
+        for k in range(steps + 1):
+            if k == self.log_at[len(self._records)]:
+                self.measure(k)
+            if k < steps:
+                self.step(k)
+        return self.finish()
+
+    def measure(self, k: int) -> None:
+        """Measure the weights after ``k`` updates (loss, gradient norm, accuracies), check the
+        training loss for divergence and report progress.
+
+        Raises
+        ------
+        DivergenceError
+            The training loss left its limit (relative to the first measurement).
+        """
+        self._records.append(_measure(self.network, self.data, self.w, self.c,
+                                      self.spec.grad_norm))
+        if self._monitor is not None:
+            self._monitor.observe(k, self.w)
+        if self._loss_limit is None:
+            self._loss_limit = divergence_limit(self._records[0][0], factor=NETWORK_LOSS_FACTOR)
+        check_divergence(k, "training loss", self._records[-1][0], self._loss_limit,
+                         self.config.lr)
+        if self._progress is not None and k > self._reported:
+            self._progress(k - self._reported)
+            self._reported = k
+
+    def step(self, k: int) -> None:
+        """Update ``k``: draw its batch, read the (stale) weights, back-propagate, write.
+
+        Raises
+        ------
+        DivergenceError
+            A weight left its limit (relative to the initial weights) or became non-finite.
+        """
+        config, network, data, stale = self.config, self.network, self.data, self._stale
         if k % DRAW_CHUNK == 0:
-            chunk = sample_indices(data_rngs, data.n_train, batch,
-                                   batches=min(DRAW_CHUNK, steps - k))
-        idx = chunk[k % DRAW_CHUNK]
-        forward = [current[s] if d == 0 else slot_views[s][stale.slot(k, s)]
-                   for s, d in enumerate(delays)]
-        if fwd_rec is not None:
-            fwd_rec[k] = [stale.version(k, s) for s in range(n_stages)]
-            bwd_rec[k] = k
-        factors = [] if rank1 or per_sample else None
-        network.gradient(data.x_train[idx], data.y_train[idx], forward, backward, grads, factors,
-                         forward_mvm, backward_mvm, loss=False, buffers=buffers)
-        if per_sample:  # one write per sample, in order, each read at the batch's weights
-            for t in range(batch):
-                _write_sample(t, factors, grads, gw, config.lr)
-                _write(update, w, gw, device_rngs, spread, factors, t, rank1, count_views, config,
-                       digital)
-                np.minimum(w_min, w.min(axis=1), out=w_min)
-                np.maximum(w_max, w.max(axis=1), out=w_max)
-        elif not (fused is not None and fused.step(w, gw, -config.lr, w_min, w_max)):
-            gw *= -config.lr
-            _write(update, w, gw, device_rngs, spread, factors, 0, rank1, count_views, config,
-                   digital)
-            np.minimum(w_min, w.min(axis=1), out=w_min)
-            np.maximum(w_max, w.max(axis=1), out=w_max)
-        gc *= config.lr
-        c -= gc
+            self._chunk = sample_indices(self._data_rngs, data.n_train,
+                                         config.samples_per_update,
+                                         batches=min(DRAW_CHUNK, config.steps - k))
+        idx = self._chunk[k % DRAW_CHUNK]
+        forward = [self._current[s] if d == 0 else self._slot_views[s][stale.slot(k, s)]
+                   for s, d in enumerate(self._delays)]
+        if self._fwd_rec is not None:
+            self._fwd_rec[k] = [stale.version(k, s) for s in range(config.stages)]
+            self._bwd_rec[k] = k
+        factors = [] if self._write.wants_factors else None
+        network.gradient(data.x_train[idx], data.y_train[idx], forward, self._backward,
+                         self._grads, factors, self._forward_mvm, self._backward_mvm,
+                         loss=False, buffers=self._buffers)
+        self._write(self.w, self._gw, factors, self.w_min, self.w_max)
+        self._gc *= config.lr
+        self.c -= self._gc
+        w_min, w_max, w_limit = self.w_min, self.w_max, self._w_limit
         if not (-w_limit <= w_min.min() and w_max.max() <= w_limit):  # False for nan too
             check_divergence(k + 1, "max |w|", np.maximum(-w_min, w_max), w_limit, config.lr)
-        stale.push(k + 1, blocks)
+        stale.push(k + 1, self._blocks)
 
-    if monitor is not None:
-        monitor.warn()
-    loss, grad_norm2, accuracy, validation = (np.stack(column, axis=1)
-                                              for column in zip(*records, strict=True))
-    step = np.asarray(log_at, dtype=np.int64)
-    trace = Trace(
-        step=step,
-        samples=step * batch,
-        cycles=cycles_after(config.mode, config.stages, config.micro_batches, step)
-        + tiki_taka.transfer_cycles(update, step),
-        loss=loss,
-        grad_norm2=grad_norm2,
-        test_accuracy=accuracy,
-        max_abs_w=np.maximum(-w_min, w_max),
-        w_min_visited=w_min,
-        w_max_visited=w_max,
-        config={**config.to_dict(), "seed": int(seed), "members": members,
-                "network": asdict(spec)},
-    )
-    return NetworkRun(trace, network, w, c, fwd_rec, bwd_rec,
-                      None if data.x_val is None else validation)
+    def finish(self) -> NetworkRun:
+        """The :class:`NetworkRun`, after the last measurement (that of ``k = steps``)."""
+        config = self.config
+        if self._monitor is not None:
+            self._monitor.warn()
+        loss, grad_norm2, accuracy, validation = (np.stack(column, axis=1)
+                                                  for column in zip(*self._records, strict=True))
+        step = np.asarray(self.log_at, dtype=np.int64)
+        trace = Trace(
+            step=step,
+            samples=step * config.samples_per_update,
+            cycles=cycles_after(config.mode, config.stages, config.micro_batches, step)
+            + tiki_taka.transfer_cycles(self._update, step),
+            loss=loss,
+            grad_norm2=grad_norm2,
+            test_accuracy=accuracy,
+            max_abs_w=np.maximum(-self.w_min, self.w_max),
+            w_min_visited=self.w_min,
+            w_max_visited=self.w_max,
+            config={**config.to_dict(), "seed": int(self.seed), "members": self.members,
+                    "network": asdict(self.spec)},
+        )
+        return NetworkRun(trace, self.network, self.w, self.c, self._fwd_rec, self._bwd_rec,
+                          None if self.data.x_val is None else validation)
 
 
 def run_network(
@@ -274,6 +330,103 @@ def io_passes(config, rngs: Sequence[np.random.Generator]):
         io = io_preset(name)
         passes.append(None if io.is_perfect else AnalogPass(io, tuple(rngs), direction))
     return tuple(passes)
+
+
+def _writer(config, update, network: Network, w: np.ndarray, c: np.ndarray, spread, rngs,
+            digital, grads: Sequence[StageView]):
+    """The write of every update of a run, chosen once: per sample (``config.write``), else a
+    fused pass (:class:`_FusedExpected`, :class:`_FusedStochastic`) where one applies, else
+    through the updater (:class:`_UpdaterWrite`).
+
+    One sample per update, or per-sample writes: each write is a layer's rank-1 outer product, so
+    the stochastic and mean-count pulse types fire aihwkit's bit trains on it (shared along rows
+    and columns); their counts are written into one work array (and its stage views).
+    """
+    batch = config.samples_per_update
+    per_sample = config.write == "per-sample"
+    trains = update.kind == "pulsed" and update.pulse_type != "deterministic"
+    rank1 = trains and (batch == 1 or per_sample)
+    count_views = None
+    if rank1:
+        check_bit_length(update.device.desired_bl, "desired_bl")
+        counts = np.zeros(w.shape, dtype=np.int64)
+        count_views = (counts, network.views(counts, np.zeros(c.shape, dtype=np.int64)))
+    general = _UpdaterWrite(update, rngs, spread, rank1, count_views, config, digital)
+    if per_sample:
+        return _PerSampleWrite(general, grads, batch, config.lr)
+    if digital or rank1:
+        return general
+    fused = _FusedExpected.of(update, w) or _FusedStochastic.of(update, w, spread, rngs)
+    return general if fused is None else _FusedWrite(fused, general)
+
+
+class _UpdaterWrite(NamedTuple):
+    """The write through the updater (:func:`_write`) of the batch's desired increment
+    ``-lr gw``; ``wants_factors``: the write needs the layers' factors ``h, dz`` (the bit
+    trains of a rank-1 write)."""
+
+    update: Updater
+    rngs: Sequence[np.random.Generator]
+    spread: DeviceSpread | None
+    rank1: bool
+    count_views: tuple | None
+    config: object
+    digital: list
+
+    @property
+    def wants_factors(self) -> bool:
+        """The gradient must list each layer's factors (for the bit trains)."""
+        return self.rank1
+
+    def __call__(self, w: np.ndarray, gw: np.ndarray, factors, w_min: np.ndarray,
+                 w_max: np.ndarray) -> None:
+        """Write ``-lr gw`` into ``w`` (``gw`` is overwritten) and the running extremes."""
+        gw *= -self.config.lr
+        self.apply(w, gw, factors, 0, w_min, w_max)
+
+    def apply(self, w: np.ndarray, gw: np.ndarray, factors, t: int, w_min: np.ndarray,
+              w_max: np.ndarray) -> None:
+        """Write the desired increment ``gw`` (of sample ``t`` where rank-1) and the running
+        extremes."""
+        _write(self.update, w, gw, self.rngs, self.spread, factors, t, self.rank1,
+               self.count_views, self.config, self.digital)
+        np.minimum(w_min, w.min(axis=1), out=w_min)
+        np.maximum(w_max, w.max(axis=1), out=w_max)
+
+
+class _PerSampleWrite(NamedTuple):
+    """Per-sample writes: one write per sample, in order, each read at the batch's weights
+    (:func:`_write_sample`, then :meth:`_UpdaterWrite.apply`)."""
+
+    general: _UpdaterWrite
+    grads: Sequence[StageView]
+    batch: int
+    lr: float
+
+    wants_factors = True
+
+    def __call__(self, w: np.ndarray, gw: np.ndarray, factors, w_min: np.ndarray,
+                 w_max: np.ndarray) -> None:
+        """The batch's writes into ``w`` (``gw`` is their work array) and the running extremes."""
+        for t in range(self.batch):
+            _write_sample(t, factors, self.grads, gw, self.lr)
+            self.general.apply(w, gw, factors, t, w_min, w_max)
+
+
+class _FusedWrite(NamedTuple):
+    """A fused pass (:class:`_FusedExpected` or :class:`_FusedStochastic`), or the write
+    through the updater where it does not apply."""
+
+    fused: object
+    general: _UpdaterWrite
+
+    wants_factors = False
+
+    def __call__(self, w: np.ndarray, gw: np.ndarray, factors, w_min: np.ndarray,
+                 w_max: np.ndarray) -> None:
+        """Write ``-lr gw`` into ``w`` (``gw`` may be overwritten) and the running extremes."""
+        if not self.fused.step(w, gw, -self.general.config.lr, w_min, w_max):
+            self.general(w, gw, factors, w_min, w_max)
 
 
 class _FusedExpected(NamedTuple):

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from ..trace import RunConstants, Trace, log_steps
 from .oracle import ORACLE_PROBLEMS, LeastSquares, OracleProblem, Quadratic, row_dot
 
 __all__ = [
+    "OracleTraining",
     "Progress",
     "VersionHook",
     "W_STAR_SCALE",
@@ -90,117 +91,239 @@ def gradient_bias(problem: OracleProblem, beta: float) -> np.ndarray | None:
     return beta * (offset / norm)
 
 
-def run_oracle(config, seed, problem, updater, members, progress, record_versions) -> Trace:
-    n_members, dim, steps = len(members), problem.dim, config.steps
-    n, reps = config.samples_per_update, config.replicas
-    streams = replica_generators(seed, members, reps)  # rows member-major (pipeline.replicas)
-    noise_rngs, device_rngs = streams["noise"], streams["device"]
-    w = np.tile(problem.w0, (n_members * reps, 1))
-    spread = DeviceSpread.draw(updater.device, w.shape, device_rngs) if updater.uses_dtod else None
-    blocks = problem.blocks
-    tiles = tiki_taka.oracle_tiles(blocks)
-    updater = tiki_taka.wrap(config, updater, spread, w, tiles, device_rngs)
-    digital = [blocks[stage - 1] for stage in config.digital_stage_indices]  # mixed: exact blocks
-    # the visited region (A3) is that of the analog stages; all weights if every stage is digital
-    seen = _analog_columns(dim, blocks, config.digital_stage_indices)
-    stale = StaleVersions(forward_delays(config.mode, config.stages), [(w[:, b],) for b in blocks])
+def run_oracle(config, seed: int, problem: OracleProblem, updater, members: Sequence[int],
+               progress: Progress | None, record_versions: VersionHook | None) -> Trace:
+    """Run the oracle iteration of :mod:`simulate.engine` on ``problem``: an
+    :class:`OracleTraining` measured at every logging point and stepped between them.
 
-    monitor = updater.pinned_monitor(spread)
-    lo, hi = (None, None) if monitor is None else (monitor.lo, monitor.hi)
-    logged = log_steps(steps, config.log_every)
-    loss = np.full((n_members, len(logged)), np.nan)
-    grad_norm2 = np.full_like(loss, np.nan)
-    sum_grad_norm2 = np.zeros(n_members)
-    w_lo, w_hi = w[:, seen].min(axis=1), w[:, seen].max(axis=1)
-    w_limit = divergence_limit(w)  # limits relative to the start (the gradient's: at k = 0)
-    g_limit = None
-    t, reported = 0, 0
-    per_sample = config.write == "per-sample"
-    # per-sample writes draw n noise vectors per update, fewer updates per chunk (same bits)
-    chunk = max(1, _NOISE_CHUNK // n) if per_sample else _NOISE_CHUNK
-    bias = gradient_bias(problem, config.grad_bias)  # None: unbiased (nothing added)
-    for k in range(steps + 1):
-        if reps > 1 and k > 0 and k % config.average_every == 0:  # after update k - 1
-            w = program_mean(w, reps, config.programming_error, streams["program"], lo, hi)
-            w_lo, w_hi = np.minimum(w_lo, w.min(axis=1)), np.maximum(w_hi, w.max(axis=1))
-        g = problem.grad(w)
-        w_bar = replica_mean(w, reps)  # the replicas' mean (w itself at replicas = 1)
-        g_bar = g if reps == 1 else problem.grad(w_bar)
-        gn2 = row_dot(g_bar, g_bar)
-        if g_limit is None:
-            g_limit = divergence_limit(gn2, squared=True)
-        check_divergence(k, "||grad f(W)||^2", gn2, g_limit, config.lr)
-        check_divergence(k, "max |w|", np.abs(w).max(axis=1), w_limit, config.lr)
-        if k == logged[t]:
-            loss[:, t], grad_norm2[:, t] = problem.loss(w_bar), gn2
-            if monitor is not None:
-                monitor.observe(k, w)
-            t += 1
-            if progress is not None and k > reported:
-                progress(k - reported)
-                reported = k
-        if k == steps:
-            break
-        sum_grad_norm2 += gn2
+    Parameters
+    ----------
+    config : SimConfig
+        An oracle run (``quadratic`` or ``least-squares``).
+    seed : int
+        Root seed (the members' streams, :func:`simulate.pipeline.replicas.replica_generators`).
+    problem : OracleProblem
+        The problem of ``config`` and ``seed`` (:func:`make_problem`).
+    updater : Updater
+        The update of ``config`` on its device (:meth:`simulate.device.Updater.from_config`).
+    members : sequence of int
+        Ensemble members to compute; a member gives the same bits whichever others run with it.
+    progress : callable or None
+        Called with the number of updates done since its previous call (:data:`Progress`).
+    record_versions : callable or None
+        Called as ``hook(k, versions)`` before update ``k`` (:data:`VersionHook`).
+
+    Returns
+    -------
+    Trace
+
+    Raises
+    ------
+    DivergenceError
+        The gradient norm or a weight left its limit (relative to the start) or became
+        non-finite.
+    """
+    return OracleTraining(config, seed, problem, updater, members, progress,
+                          record_versions).run()
+
+
+class OracleTraining:
+    """An oracle run as a state: set up here (the weights ``W_0`` and their gradient), then
+    :meth:`measure` and :meth:`step`, then :meth:`finish` (:meth:`run` does the three in order;
+    :func:`run_oracle` is that).
+
+    The state holds the gradient at the current iterate (and its norm, checked for divergence):
+    :meth:`step` writes update ``k``, averages the replicas where due and takes the gradient at
+    ``W_{k+1}``. The write (the batch's one, or one per sample) is chosen once, here. ``step(k)``
+    must be called for ``k = 0, ..., steps - 1`` in order, and ``measure(k)`` before ``step(k)``
+    at every ``k`` of :attr:`log_at` (the last one, ``steps``, after the last step).
+
+    Parameters
+    ----------
+    config, seed, problem, updater, members, progress, record_versions
+        As for :func:`run_oracle`.
+
+    Attributes
+    ----------
+    config : SimConfig
+    seed : int
+    problem : OracleProblem
+    members : sequence of int
+    log_at : ndarray of int
+        The iterates measured (:func:`simulate.trace.log_steps`).
+    w : ndarray, shape (members * replicas, d)
+        The current iterate (a new array after every write).
+    """
+
+    def __init__(self, config, seed: int, problem: OracleProblem, updater,
+                 members: Sequence[int], progress: Progress | None = None,
+                 record_versions: VersionHook | None = None):
+        self.config, self.seed, self.problem, self.members = config, seed, problem, members
+        n_members, reps = len(members), config.replicas
+        self._streams = streams = replica_generators(seed, members, reps)  # rows member-major
+        self._noise_rngs, self._device_rngs = streams["noise"], streams["device"]
+        self.w = w = np.tile(problem.w0, (n_members * reps, 1))
+        self._spread = spread = (DeviceSpread.draw(updater.device, w.shape, self._device_rngs)
+                                 if updater.uses_dtod else None)
+        self._blocks = blocks = problem.blocks
+        self._updater = updater = tiki_taka.wrap(config, updater, spread, w,
+                                                 tiki_taka.oracle_tiles(blocks),
+                                                 self._device_rngs)
+        # mixed: exact blocks
+        self._digital = [blocks[stage - 1] for stage in config.digital_stage_indices]
+        # the visited region (A3) is that of the analog stages; all weights if every stage is
+        # digital
+        self._seen = _analog_columns(problem.dim, blocks, config.digital_stage_indices)
+        self._stale = StaleVersions(forward_delays(config.mode, config.stages),
+                                    [(w[:, b],) for b in blocks])
+        self._monitor = monitor = updater.pinned_monitor(spread)
+        self._lo, self._hi = (None, None) if monitor is None else (monitor.lo, monitor.hi)
+        self.log_at = logged = log_steps(config.steps, config.log_every)
+        self._loss = np.full((n_members, len(logged)), np.nan)
+        self._grad_norm2 = np.full_like(self._loss, np.nan)
+        self._sum_grad_norm2 = np.zeros(n_members)
+        self._w_lo, self._w_hi = w[:, self._seen].min(axis=1), w[:, self._seen].max(axis=1)
+        self._w_limit = divergence_limit(w)  # limits relative to the start (gradient: at k = 0)
+        self._g_limit = None
+        self._t, self._reported = 0, 0
+        self._progress, self._record_versions = progress, record_versions
+        per_sample = config.write == "per-sample"
+        # per-sample writes draw n noise vectors per update, fewer updates per chunk (same bits)
+        n = config.samples_per_update
+        self._chunk = max(1, _NOISE_CHUNK // n) if per_sample else _NOISE_CHUNK
+        self._noise_shape = (n, problem.dim) if per_sample else (problem.dim,)
+        self._xi = None
+        self._write_update = self._write_samples if per_sample else self._write_batch
+        self._bias = gradient_bias(problem, config.grad_bias)  # None: unbiased (nothing added)
+        self._gradient(0)
+
+    def run(self) -> Trace:
+        """Every measurement and update in order, then :meth:`finish`."""
+        steps = self.config.steps
+        for k in range(steps + 1):
+            if k == self.log_at[self._t]:
+                self.measure(k)
+            if k < steps:
+                self.step(k)
+        return self.finish()
+
+    def measure(self, k: int) -> None:
+        """Record the loss and squared gradient norm of the replicas' mean at iterate ``k`` and
+        report progress."""
+        t = self._t
+        self._loss[:, t], self._grad_norm2[:, t] = self.problem.loss(self._w_bar), self._gn2
+        if self._monitor is not None:
+            self._monitor.observe(k, self.w)
+        self._t += 1
+        if self._progress is not None and k > self._reported:
+            self._progress(k - self._reported)
+            self._reported = k
+
+    def step(self, k: int) -> None:
+        """Update ``k``: the signal at the (stale) point read, its write(s), the replicas'
+        average where due, and the gradient at the new iterate.
+
+        Raises
+        ------
+        DivergenceError
+            At the new iterate, the gradient norm or a weight left its limit.
+        """
+        config, problem = self.config, self.problem
+        self._sum_grad_norm2 += self._gn2
+        chunk = self._chunk
         if k % chunk == 0:
-            rows = min(chunk, steps - k)
-            shape = (rows, n, dim) if per_sample else (rows, dim)
-            xi = np.stack([r.standard_normal(shape) for r in noise_rngs])
-        if not stale.stale:
-            w_hat, versions = w, (k,) * config.stages
+            rows = min(chunk, config.steps - k)
+            self._xi = np.stack([r.standard_normal((rows, *self._noise_shape))
+                                 for r in self._noise_rngs])
+        g = self._g
+        if not self._stale.stale:
+            versions = (k,) * config.stages
         else:
-            w_hat, versions = _stale_point(stale, k, w, blocks)
+            w_hat, versions = _stale_point(self._stale, k, self.w, self._blocks)
             g = problem.grad(w_hat)
-        if record_versions is not None:
-            record_versions(k, versions)
-        if not per_sample:
-            signal = g + problem.noise(xi[:, k % chunk], n)
-            if bias is not None:
-                signal = signal + bias
-            w = _write(updater, w, -config.lr * signal, device_rngs, spread, digital)
-            w_seen = w[:, seen]
-            w_lo, w_hi = np.minimum(w_lo, w_seen.min(axis=1)), np.maximum(w_hi, w_seen.max(axis=1))
-            continue
-        # per-sample writes: sample i's gradient g + sqrt(sigma2/d) xi_i (read at the same point),
-        # written with desired increment -(lr/n) g_i at the weights the previous write left; the
-        # visited region includes the intermediate weights (where A3 must hold, Corollary 3PS)
-        step = config.lr / n
-        for i in range(n):
-            signal = g + problem.noise(xi[:, k % chunk, i], 1)
-            if bias is not None:
-                signal = signal + bias
-            w = _write(updater, w, -step * signal, device_rngs, spread, digital)
-            w_seen = w[:, seen]
-            w_lo, w_hi = np.minimum(w_lo, w_seen.min(axis=1)), np.maximum(w_hi, w_seen.max(axis=1))
+        if self._record_versions is not None:
+            self._record_versions(k, versions)
+        self._write_update(g, self._xi[:, k % chunk])
+        reps = config.replicas
+        if reps > 1 and (k + 1) % config.average_every == 0:  # after update k
+            w = program_mean(self.w, reps, config.programming_error, self._streams["program"],
+                             self._lo, self._hi)
+            self.w = w
+            self._w_lo = np.minimum(self._w_lo, w.min(axis=1))
+            self._w_hi = np.maximum(self._w_hi, w.max(axis=1))
+        self._gradient(k + 1)
 
-    if monitor is not None:
-        monitor.warn()
-    constants = RunConstants(
-        L=problem.L, Delta=problem.Delta, sigma2=problem.sigma2, f_star=problem.f_star, dim=dim,
-        samples_per_update=n, beta=config.grad_bias,
-    )
-    cycles = cycles_after(config.mode, config.stages, config.micro_batches, logged)
-    if reps > 1:
-        device = updater.device
-        cycles = cycles_with_averaging(cycles, logged, config.average_every, averaging_cycles(
-            device is not None and updater.kind != "digital",
-            0.0 if device is None else device.w_max - device.w_min,
-            1.0 if device is None else device.dw_min))
-        w_lo, w_hi = w_lo.reshape(-1, reps).min(axis=1), w_hi.reshape(-1, reps).max(axis=1)
-    return Trace(
-        step=logged,
-        samples=logged * n * reps,
-        cycles=cycles + tiki_taka.transfer_cycles(updater, logged),
-        loss=loss,
-        grad_norm2=grad_norm2,
-        test_accuracy=np.full_like(loss, np.nan),
-        max_abs_w=np.maximum(np.abs(w_lo), np.abs(w_hi)),
-        w_min_visited=w_lo,
-        w_max_visited=w_hi,
-        config=config.to_dict() | {"seed": int(seed), "members": members},
-        avg_grad_norm2=sum_grad_norm2 / steps,
-        constants=constants,
-    )
+    def finish(self) -> Trace:
+        """The run's :class:`~simulate.trace.Trace`, after the last measurement (that of
+        ``k = steps``)."""
+        config, problem, updater = self.config, self.problem, self._updater
+        n, reps, logged = config.samples_per_update, config.replicas, self.log_at
+        if self._monitor is not None:
+            self._monitor.warn()
+        constants = RunConstants(
+            L=problem.L, Delta=problem.Delta, sigma2=problem.sigma2, f_star=problem.f_star,
+            dim=problem.dim, samples_per_update=n, beta=config.grad_bias,
+        )
+        cycles = cycles_after(config.mode, config.stages, config.micro_batches, logged)
+        w_lo, w_hi = self._w_lo, self._w_hi
+        if reps > 1:
+            device = updater.device
+            cycles = cycles_with_averaging(cycles, logged, config.average_every, averaging_cycles(
+                device is not None and updater.kind != "digital",
+                0.0 if device is None else device.w_max - device.w_min,
+                1.0 if device is None else device.dw_min))
+            w_lo, w_hi = w_lo.reshape(-1, reps).min(axis=1), w_hi.reshape(-1, reps).max(axis=1)
+        return Trace(
+            step=logged,
+            samples=logged * n * reps,
+            cycles=cycles + tiki_taka.transfer_cycles(updater, logged),
+            loss=self._loss,
+            grad_norm2=self._grad_norm2,
+            test_accuracy=np.full_like(self._loss, np.nan),
+            max_abs_w=np.maximum(np.abs(w_lo), np.abs(w_hi)),
+            w_min_visited=w_lo,
+            w_max_visited=w_hi,
+            config=config.to_dict() | {"seed": int(self.seed), "members": self.members},
+            avg_grad_norm2=self._sum_grad_norm2 / config.steps,
+            constants=constants,
+        )
+
+    def _gradient(self, k: int) -> None:
+        """The gradient at iterate ``k`` (each replica's, and at the replicas' mean), its
+        squared norm, and the divergence checks of both (the gradient's limit set at ``k = 0``)."""
+        problem, lr = self.problem, self.config.lr
+        self._g = problem.grad(self.w)
+        self._w_bar = replica_mean(self.w, self.config.replicas)  # w itself at replicas = 1
+        g_bar = self._g if self.config.replicas == 1 else problem.grad(self._w_bar)
+        self._gn2 = gn2 = row_dot(g_bar, g_bar)
+        if self._g_limit is None:
+            self._g_limit = divergence_limit(gn2, squared=True)
+        check_divergence(k, "||grad f(W)||^2", gn2, self._g_limit, lr)
+        check_divergence(k, "max |w|", np.abs(self.w).max(axis=1), self._w_limit, lr)
+
+    def _write_batch(self, g: np.ndarray, xi: np.ndarray) -> None:
+        """The batch's write: desired increment ``-lr (g + noise + bias)``."""
+        signal = g + self.problem.noise(xi, self.config.samples_per_update)
+        self._write(-self.config.lr * (signal if self._bias is None else signal + self._bias))
+
+    def _write_samples(self, g: np.ndarray, xi: np.ndarray) -> None:
+        """Per-sample writes: sample i's gradient ``g + sqrt(sigma2/d) xi_i`` (read at the same
+        point), written with desired increment ``-(lr/n) g_i`` at the weights the previous write
+        left; the visited region includes the intermediate weights (where A3 must hold,
+        Corollary 3PS)."""
+        n = self.config.samples_per_update
+        step = self.config.lr / n
+        for i in range(n):
+            signal = g + self.problem.noise(xi[:, i], 1)
+            self._write(-step * (signal if self._bias is None else signal + self._bias))
+
+    def _write(self, dw: np.ndarray) -> None:
+        """One write of desired increment ``dw`` (:func:`_write`) and the visited region."""
+        self.w = w = _write(self._updater, self.w, dw, self._device_rngs, self._spread,
+                            self._digital)
+        w_seen = w[:, self._seen]
+        self._w_lo = np.minimum(self._w_lo, w_seen.min(axis=1))
+        self._w_hi = np.maximum(self._w_hi, w_seen.max(axis=1))
 
 
 def _analog_columns(dim: int, blocks, digital_stages: tuple[int, ...]):

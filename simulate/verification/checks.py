@@ -76,6 +76,7 @@ from ..pipeline import cycles_after, forward_delays
 from ..problems import W_STAR_SCALE, make_problem, stage_blocks
 from ..trace import Trace
 from .prediction import Prediction, predict
+from .stats import one_sided_pass, standard_error
 
 __all__ = [
     "CHECKABLE",
@@ -376,7 +377,7 @@ def check_bound(name: str, config: SimConfig, *, z: float = 4.0) -> Check:
     trace = _run_every_iterate(config, "the check logs every iterate for its prediction")
     per_seed = np.asarray(trace.avg_grad_norm2, dtype=float)
     empirical = float(per_seed.mean())
-    stderr = float(per_seed.std(ddof=1) / math.sqrt(per_seed.size))
+    stderr = standard_error(per_seed)
     values = _constants_of_run(name, config, trace)
     theta, bound = tightest_theta(name, config.lr, config.steps, values)
     used = {p: values[p] for p in compiled_bound(name).parameters}
@@ -388,7 +389,8 @@ def check_bound(name: str, config: SimConfig, *, z: float = 4.0) -> Check:
     return Check(
         bound_name=name, config=config, empirical=empirical, stderr=stderr, bound=bound,
         ratio=bound / empirical if empirical > 0 else math.inf, margin_z=float(z),
-        passed=bool(empirical <= bound + z * stderr), constants=constants, prediction=prediction,
+        passed=one_sided_pass(empirical, stderr, bound, z), constants=constants,
+        prediction=prediction,
     )
 
 
@@ -438,10 +440,9 @@ def empirical_floor(config: SimConfig, *, tail: float = 0.5) -> FloorEstimate:
     trace = _run_every_iterate(config, "the floor estimate logs every iterate of its tail")
     start = int(math.floor((1.0 - tail) * config.steps))
     per_seed = trace.grad_norm2[:, start:].mean(axis=1)
-    r = per_seed.size
     return FloorEstimate(
         config=config, per_seed=per_seed, mean=float(per_seed.mean()),
-        stderr=float(per_seed.std(ddof=1) / math.sqrt(r)) if r > 1 else math.nan,
+        stderr=standard_error(per_seed),
         w_lo=float(trace.w_min_visited.min()), w_hi=float(trace.w_max_visited.max()),
         constants=trace.constants.to_dict(),
     )

@@ -31,11 +31,12 @@ ratio** is ``predicted cycles / simulated cycles``; where the bound holds for th
 ``K_pred`` (the theorems hold at every ``K``) it is ``>= 1``, and its size is how much longer than
 necessary the guarantee says one must run.
 
-**Confidence interval.** A percentile bootstrap over seeds: :data:`BOOTSTRAP_RESAMPLES` resamples
-of the ``R`` seeds with replacement (counts from a multinomial draw of
-:func:`simulate.rng.bootstrap_generator` of the run's root seed, so the interval has the same bits
-every time), ``K_sim`` of each resample's mean running average, and the :data:`CI_LEVEL` central
-interval of those (a resample that does not reach ``eps`` within the run counts as beyond it; an
+**Confidence interval.** A percentile bootstrap over seeds (:mod:`simulate.verification.stats`):
+:data:`~simulate.verification.stats.BOOTSTRAP_RESAMPLES` resamples of the ``R`` seeds with
+replacement (counts from a multinomial draw of :func:`simulate.rng.bootstrap_generator` of the
+run's root seed, so the interval has the same bits every time), ``K_sim`` of each resample's mean
+running average, and the :data:`~simulate.verification.stats.CI_LEVEL` central interval of those
+(a resample that does not reach ``eps`` within the run counts as beyond it; an
 end beyond the run is ``None``).
 
 For a comparison at a larger target (:func:`simulate.verification.suites.ranking_agreement`) a
@@ -46,7 +47,7 @@ For a comparison at a larger target (:func:`simulate.verification.suites.ranking
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,28 +56,18 @@ from theory.admissible import compiled_bound
 
 from ..pipeline import cycles_after
 from ..rng import bootstrap_generator
+from .stats import BOOTSTRAP_RESAMPLES, percentile_interval, resample_counts
 
 __all__ = [
-    "BOOTSTRAP_RESAMPLES",
-    "CI_LEVEL",
     "Prediction",
-    "bootstrap_means",
     "bound_floor",
     "first_hit",
-    "percentile_interval",
     "predict",
     "predicted_iterations",
-    "resample_counts",
     "running_average",
     "target",
 ]
 
-#: bootstrap resamples of the seeds for the interval of the simulated cycles
-BOOTSTRAP_RESAMPLES = 1000
-#: central coverage of that interval
-CI_LEVEL = 0.95
-#: resamples drawn and reduced at once (bounds the memory to this many running-average curves)
-_CHUNK = 100
 #: predictions beyond this many iterations are reported as unreachable (exact in a float)
 _MAX_PREDICTED = 2**53
 
@@ -89,18 +80,6 @@ def running_average(grad_norm2: np.ndarray) -> np.ndarray:
     """
     grad_norm2 = np.asarray(grad_norm2, dtype=float)
     return np.cumsum(grad_norm2, axis=-1) / np.arange(1, grad_norm2.shape[-1] + 1)
-
-
-def bootstrap_means(per_seed: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
-    r"""``size`` bootstrap resamples of the mean over seeds (axis 0) of ``per_seed`` (R, ...).
-
-    Each resample draws the ``R`` seeds with replacement (the counts of
-    :func:`resample_counts`), the resampled mean ``counts @ per_seed / R``. The result has shape
-    ``(size, ...)``; the same ``rng`` state gives the same bits.
-    """
-    per_seed = np.asarray(per_seed, dtype=float)
-    r = per_seed.shape[0]
-    return np.concatenate([counts @ per_seed / r for counts in resample_counts(rng, r, size)])
 
 
 def first_hit(curve, eps: float) -> np.ndarray:
@@ -211,28 +190,6 @@ class Prediction:
         data = dict(data)
         data["running"] = tuple(float(v) for v in data["running"])
         return cls(**data)
-
-
-def resample_counts(rng: np.random.Generator, seeds: int,
-                    resamples: int = BOOTSTRAP_RESAMPLES) -> Iterator[np.ndarray]:
-    """The bootstrap over seeds: ``resamples`` resamples of ``seeds`` seeds with replacement.
-
-    Yields the multinomial counts in chunks of at most 100 resamples (arrays of shape
-    ``(chunk, seeds)``, each row summing to ``seeds``), drawn from ``rng`` in a fixed order, so
-    the same generator gives the same resamples. A statistic of resample ``j`` weights seed
-    ``r`` by ``counts[j, r]`` (e.g. ``counts @ per_seed / seeds`` for the mean).
-    """
-    for first in range(0, resamples, _CHUNK):
-        size = min(_CHUNK, resamples - first)
-        yield rng.multinomial(seeds, np.full(seeds, 1.0 / seeds), size=size)
-
-
-def percentile_interval(values) -> tuple:
-    """The :data:`CI_LEVEL` central percentile interval of bootstrap ``values`` (inverted CDF:
-    both ends are values that occurred)."""
-    tail = (1.0 - CI_LEVEL) / 2
-    lo, hi = np.quantile(np.asarray(values), [tail, 1.0 - tail], method="inverted_cdf")
-    return lo, hi
 
 
 def target(floor: float, start: float) -> float | None:

@@ -37,6 +37,7 @@ from ..execution import SweepResult, run_sweep
 from ..pipeline import cycles_after
 from .checks import CHECKABLE, Check, check_bound, config_for, region_step_cap
 from .prediction import Prediction, bound_floor, first_hit, predicted_iterations, target
+from .stats import one_sided_pass
 
 __all__ = [
     "Case",
@@ -360,7 +361,7 @@ def validate_check(result: dict) -> None:
             raise ValueError(f"{name}={value!r} is not a finite number")
     if check.empirical < 0 or check.stderr < 0:
         raise ValueError(f"empirical={check.empirical!r} and stderr={check.stderr!r} must be >= 0")
-    passed = check.empirical <= check.bound + check.margin_z * check.stderr
+    passed = one_sided_pass(check.empirical, check.stderr, check.bound, check.margin_z)
     if check.passed != passed:
         raise ValueError(f"passed={check.passed!r} does not follow from the numbers")
     ratio = check.bound / check.empirical if check.empirical > 0 else math.inf

@@ -24,10 +24,10 @@ is that step's time on the **test** images (the same runs, measured on both).
 ratio of their median times, :math:`\operatorname{med}_r T^{\mathrm{base}}_r /
 \operatorname{med}_r T_r`, in cycles, each at its own chosen step. Its interval is a paired
 percentile bootstrap over seeds (the resamples of
-:func:`simulate.verification.prediction.resample_counts`,
-:data:`~simulate.verification.prediction.BOOTSTRAP_RESAMPLES` of them, from
+:func:`simulate.verification.stats.resample_counts`,
+:data:`~simulate.verification.stats.BOOTSTRAP_RESAMPLES` of them, from
 :func:`simulate.rng.bootstrap_generator`, so it has the same bits every time; the central
-:data:`~simulate.verification.prediction.CI_LEVEL` interval): resample ``j`` takes each seed's pair
+:data:`~simulate.verification.stats.CI_LEVEL` interval): resample ``j`` takes each seed's pair
 of times ``counts[j, r]`` times. When more than half of either side's seeds are censored, its median
 is the budget and the ratio is only a bound (:attr:`Speedup.status`: ``"upper bound"`` when the arm
 is censored, ``"lower bound"`` when the baseline is, ``"censored"`` when both are).
@@ -60,7 +60,7 @@ from ..pipeline import cycles_after
 from ..problems import Network, NetworkSpec, load_digits_data, train_network
 from ..rng import bootstrap_generator, member_generators
 from ..trace import log_steps
-from .prediction import BOOTSTRAP_RESAMPLES, percentile_interval, resample_counts
+from .stats import BOOTSTRAP_RESAMPLES, percentile_interval, resample_counts
 
 __all__ = [
     "STUDY_FORMAT", "Speedup", "Target", "TimeToTarget", "Tuned", "choose_step",

@@ -1,0 +1,260 @@
+r"""The design of a calibration (issue 14, item 2): the problem, its points and their cached
+ensembles.
+
+A **design** is a small set of points ``(mode, M, B, b, lr)`` on one oracle problem
+(:class:`CalibrationProblem`: quadratic or least squares with given dimension, noise, device and
+root seed). Each step is a fraction of the mode's proved step cap on the weight region
+``[-W, W]`` (:func:`simulate.verification.checks.region_step_cap` of ``analog_sgd_sp`` /
+``analog_sgd_ap``), so the design covers the steps a plan can run at. Every point is one ensemble of
+``R`` seeds, run through the cached sweep runner (:func:`simulate.execution.sweep.run_sweep`: local
+processes or Dask, with progress; function :func:`calibration_run`, points
+:func:`design_sweep_points`). The fit is :mod:`simulate.verification.calibrate`.
+
+**Tiki-Taka.** With :attr:`CalibrationProblem.algorithm` ``"tiki-taka"`` the same design (and
+the same steps, fractions of the analog cap) runs Tiki-Taka with the problem's transfer settings;
+the fit is the same form (its floor coefficient free, it may come out nil), the file records the
+algorithm and the transfers (``problem``), and every cycle count of the held-out check
+(:mod:`simulate.verification.heldout`) includes the transfers
+(:func:`theory.schedules.transfer_cycles`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from theory.calibration import CALIBRATED_ALGORITHMS
+from theory.errors import ParameterError, check_range
+from theory.schedules import transfer_event_cycles
+
+from ..config import ORACLE_PROBLEMS, SimConfig, device_from_config
+from ..device import oracle_tiles
+from ..engine import run
+from ..problems import make_problem
+from .checks import config_for, region_step_cap
+from .prediction import running_average
+
+__all__ = [
+    "ASYNC_DESIGN",
+    "CALIBRATE_FORMAT",
+    "CALIBRATION_QUICK",
+    "CALIBRATION_STANDARD",
+    "CalibrationProblem",
+    "DesignPoint",
+    "FRACTIONS",
+    "SYNC_DESIGN",
+    "calibration_run",
+    "design",
+    "design_sweep_points",
+]
+
+#: bumped when the meaning of a cached calibration run changes (part of every sweep point)
+CALIBRATE_FORMAT = 1
+#: the registry entry whose step cap sets the design's steps, per mode
+_CAP_BOUND = {"sync": "analog_sgd_sp", "async": "analog_sgd_ap"}
+#: (M, B, b) of the synchronous design points
+SYNC_DESIGN = ((1, 1, 1), (2, 4, 1), (4, 2, 2), (8, 8, 1))
+#: (M, B, b) of the asynchronous design points (B = 1: one update per micro-batch)
+ASYNC_DESIGN = ((2, 1, 1), (4, 1, 2), (8, 1, 1), (16, 1, 1))
+#: the steps of the design as fractions of the mode's step cap
+FRACTIONS = (0.1, 0.3, 0.9)
+#: the settings of the standard and the quick design (``steps`` K, ensemble ``seeds`` R,
+#: bootstrap ``resamples``)
+CALIBRATION_STANDARD = {"steps": 3000, "seeds": 32, "resamples": 200}
+CALIBRATION_QUICK = {"steps": 1500, "seeds": 12, "resamples": 50,
+         "sync": ((2, 4, 1), (8, 1, 1)), "async": ((2, 1, 1), (8, 1, 1)), "fractions": (0.2, 0.8)}
+#: the :class:`CalibrationProblem` fields of Tiki-Taka runs (recorded only for tiki-taka)
+_TRANSFER_FIELDS = ("algorithm", "transfer_every", "transfer_slice")
+
+
+@dataclass(frozen=True)
+class CalibrationProblem:
+    """The oracle problem a calibration describes (the :class:`SimConfig` fields that fix it).
+
+    Attributes
+    ----------
+    problem : {"quadratic", "least-squares"}
+    dim : int
+        Dimension of the quadratic (at least the largest ``M`` of the design).
+    sigma2 : float
+        Per-sample gradient-noise variance.
+    device : str
+        Device preset or family (:class:`SimConfig`).
+    tau : float or None
+        Range of a family device (``None``: the preset's own).
+    weight_bound : float
+        ``W``: the device constants are those on ``[c - W, c + W]`` around the device's centre
+        ``c`` (weight units), as ``aimc-pipeline plan --weight-bound`` computes them.
+    theta : float
+        The Young split recorded with the constants (for the fingerprint; the planner's).
+    seed : int
+        Root seed of the problem and of the ensembles.
+    algorithm : {"analog", "tiki-taka"}
+        The algorithm of the runs (:data:`theory.calibration.CALIBRATED_ALGORITHMS`).
+        ``tiki-taka`` runs the same design with :mod:`simulate.device.tiki_taka` (A and C on the
+        run's device, ``transfer_lr`` and ``tt_gamma`` at the :class:`SimConfig` defaults) and the
+        steps of the analog design (fractions of the analog step cap: A takes analog SGD's
+        update).
+    transfer_every, transfer_slice : int, str
+        Tiki-Taka's period ``T`` and slice (:class:`SimConfig`; unused for analog). Recorded in
+        :meth:`to_dict` only for ``tiki-taka`` (an analog calibration's file is unchanged).
+    """
+
+    problem: str = "quadratic"
+    dim: int = 16
+    sigma2: float = 1.0
+    device: str = "softbounds"
+    tau: float | None = 1.0
+    weight_bound: float = 0.6
+    theta: float = 0.5
+    seed: int = 0
+    algorithm: str = "analog"
+    transfer_every: int = 1
+    transfer_slice: str = "column"
+
+    def __post_init__(self):
+        if self.problem not in ORACLE_PROBLEMS:
+            raise ParameterError(f"problem={self.problem!r} cannot be calibrated here; valid: "
+                                 f"{', '.join(ORACLE_PROBLEMS)}")
+        if self.algorithm not in CALIBRATED_ALGORITHMS:
+            raise ParameterError(f"algorithm={self.algorithm!r} cannot be calibrated; valid: "
+                                 f"{', '.join(CALIBRATED_ALGORITHMS)}")
+        check_range("weight_bound", self.weight_bound, 0, None, low_open=True)
+        check_range("theta", self.theta, 0, 1, low_open=True, high_open=True)
+        self.config("sync", 1, 1, 1, 0.1, 10, 2)  # validates dim, sigma2, device, tau, seed
+
+    def config(self, mode: str, stages: int, micro_batches: int, micro_batch_size: int,
+               lr: float, steps: int, seeds: int) -> SimConfig:
+        """The ensemble of one design point (expected update, every iterate logged): analog,
+        or Tiki-Taka with the transfer settings."""
+        config = config_for(
+            _CAP_BOUND[mode], problem=self.problem, dim=self.dim, sigma2=self.sigma2,
+            device=self.device, tau=self.tau, seed=self.seed, stages=stages,
+            micro_batches=micro_batches, micro_batch_size=micro_batch_size, lr=lr, steps=steps,
+            seeds=seeds, log_every=1,
+        )
+        if self.algorithm == "analog":
+            return config
+        return replace(config, algorithm=self.algorithm, transfer_every=self.transfer_every,
+                       transfer_slice=self.transfer_slice)
+
+    def region(self) -> tuple[float, float]:
+        """``[c - W, c + W]``, the weight region of the device constants."""
+        device = device_from_config(self.config("sync", 1, 1, 1, 0.1, 10, 2))
+        try:
+            centre = float(device.symmetric_point())
+        except ParameterError:
+            centre = 0.5 * (device.w_min + device.w_max)
+        return centre - self.weight_bound, centre + self.weight_bound
+
+    def constants(self) -> dict:
+        """The problem's constants by symbol name: exact ``L``, ``Delta``, ``sigma2`` (``L_s =
+        L``), ``theta``, and ``q_min``, ``q_max``, ``G_inf`` on :meth:`region`."""
+        config = self.config("sync", 1, 1, 1, 0.1, 10, 2)
+        problem = make_problem(config)
+        device = device_from_config(config)
+        dc = device.constants(*self.region())
+        return {"L": float(problem.L), "L_s": float(problem.L), "Delta": float(problem.Delta),
+                "sigma2": float(problem.sigma2), "theta": float(self.theta),
+                "q_min": float(dc.q_min), "q_max": float(dc.q_max), "G_inf": float(dc.G_inf)}
+
+    def to_dict(self) -> dict:
+        """The fields as a JSON-ready dict (the algorithm and transfer fields only for
+        Tiki-Taka, so that an analog calibration's file is what it was)."""
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        if self.algorithm == "analog":
+            for name in _TRANSFER_FIELDS:
+                out.pop(name)
+        return out
+
+    def event_cycles(self, stages: int) -> int:
+        """``c_T`` of the runs at ``stages`` stages (0 for analog): the one rule
+        :func:`theory.schedules.transfer_event_cycles` on the stage blocks' tiles
+        (:func:`simulate.device.tiki_taka.oracle_tiles`)."""
+        if self.algorithm == "analog":
+            return 0
+        config = self.config("sync", stages, 1, 1, 0.1, 10, 2)
+        per_stage: dict[int, list[int]] = {}
+        for tile in oracle_tiles(make_problem(config).blocks):
+            per_stage.setdefault(tile.stage, []).append(tile.columns)
+        return transfer_event_cycles(per_stage.values(), self.transfer_slice)
+
+
+@dataclass(frozen=True)
+class DesignPoint:
+    """One point of a design: a pipeline, a step and the ensemble's length.
+
+    Attributes
+    ----------
+    mode : {"sync", "async"}
+    stages, micro_batches, micro_batch_size : int
+        ``M``, ``B`` (1 for async), ``b``.
+    lr : float
+        Step size (4 significant digits).
+    steps, seeds : int
+        ``K`` and ``R``.
+    """
+
+    mode: str
+    stages: int
+    micro_batches: int
+    micro_batch_size: int
+    lr: float
+    steps: int
+    seeds: int
+
+    def to_dict(self) -> dict:
+        """``{"mode", "M", "B", "b", "lr", "steps", "seeds"}``."""
+        return {"mode": self.mode, "M": self.stages, "B": self.micro_batches,
+                "b": self.micro_batch_size, "lr": self.lr, "steps": self.steps,
+                "seeds": self.seeds}
+
+
+def design(spec: CalibrationProblem, *, sync: Sequence = SYNC_DESIGN,
+           async_: Sequence = ASYNC_DESIGN, fractions: Sequence[float] = FRACTIONS,
+           steps: int = CALIBRATION_STANDARD["steps"], seeds: int = CALIBRATION_STANDARD["seeds"]
+           ) -> tuple[DesignPoint, ...]:
+    """Every ``(mode, M, B, b)`` of ``sync`` and ``async_`` at every step ``fraction`` of its cap.
+
+    The cap is :func:`simulate.verification.checks.region_step_cap` of the mode's bound on
+    :meth:`CalibrationProblem.region` (the supremum over theta; the analog cap for Tiki-Taka
+    runs too); a step is rounded to 4 significant digits.
+    """
+    check_range("steps", steps, 10, None, integer=True)
+    check_range("seeds", seeds, 2, None, integer=True)
+    points = []
+    for mode, rows in (("sync", sync), ("async", async_)):
+        for stages, count, b in rows:
+            count = count if mode == "sync" else 1
+            # the analog run's cap (Tiki-Taka's A takes analog SGD's update)
+            base = replace(spec, algorithm="analog").config(mode, stages, count, b, 0.1, steps,
+                                                            seeds)
+            cap = region_step_cap(_CAP_BOUND[mode], base, *spec.region())
+            for fraction in fractions:
+                check_range("fraction", fraction, 0, 1, low_open=True)
+                lr = float(f"{fraction * cap:.4g}")
+                points.append(DesignPoint(mode=mode, stages=int(stages), micro_batches=int(count),
+                                          micro_batch_size=int(b), lr=lr, steps=int(steps),
+                                          seeds=int(seeds)))
+    if not points:
+        raise ParameterError("design: no points (give sync or async rows)")
+    return tuple(points)
+
+
+def calibration_run(point: dict) -> dict:
+    """Sweep function: the per-seed running averages of one design point.
+
+    ``point = {"config": SimConfig.to_dict(), "format": CALIBRATE_FORMAT}``; returns
+    ``{"running": ndarray (R, K)}``, entry ``[r, K - 1]`` the running average of seed ``r`` after
+    ``K`` updates (every iterate logged).
+    """
+    config = SimConfig(**point["config"])
+    trace = run(replace(config, log_every=1))
+    return {"running": running_average(trace.grad_norm2[:, :-1])}
+
+
+def design_sweep_points(spec: CalibrationProblem, points: Sequence[DesignPoint]) -> list[dict]:
+    """The sweep points of :func:`calibration_run` for ``points`` of ``spec``'s design."""
+    return [{"config": spec.config(p.mode, p.stages, p.micro_batches, p.micro_batch_size, p.lr,
+                                   p.steps, p.seeds).to_dict(), "format": CALIBRATE_FORMAT}
+            for p in points]
