@@ -13,7 +13,8 @@ The package is five rooms (``docs/architecture.md``) and the run record that tie
   the suites as case tables, predictions, the calibration and the speedup study's protocol;
 - :mod:`simulate.execution`: cached, resumable sweeps (local pool or Dask) and progress bars;
 - :class:`SimConfig` (:mod:`simulate.config`, composed of the parts of :mod:`simulate.specs`)
-  and :func:`run` (:mod:`simulate.engine`): ``run(config, seed) -> Trace`` for every mode, algorithm and problem.
+  and :func:`run` (:mod:`simulate.engine`): ``run(config, seed) -> Trace``
+  for every mode, algorithm and problem.
 
 Import from here or from a room (``from simulate.device import Updater``): module paths inside a
 room may move.

@@ -374,9 +374,9 @@ class SimConfig:
         object.__setattr__(self, "digital_stages", stages)
         parts["mixed"] = MixedSpec(digital_stages=stages)
         parts["tiki_taka"].fast_device_at(self.tau)  # the fast array's range is the run's tau
+        self.__dict__["_parts"] = ConfigParts(**parts)
         _check_counts(self)
         _check_memory(self)
-        self.__dict__["_parts"] = ConfigParts(**parts)
 
     @property
     def parts(self) -> ConfigParts:
