@@ -12,14 +12,15 @@ The package is five rooms (``docs/architecture.md``) and the run record that tie
 - :mod:`simulate.verification`: every bound against simulation as ``(empirical, bound)`` checks,
   the suites as case tables, predictions, the calibration and the speedup study's protocol;
 - :mod:`simulate.execution`: cached, resumable sweeps (local pool or Dask) and progress bars;
-- :class:`SimConfig` (:mod:`simulate.config`) and :func:`run` (:mod:`simulate.engine`):
-  ``run(config, seed) -> Trace`` for every mode, algorithm and problem.
+- :class:`SimConfig` (:mod:`simulate.config`, composed of the parts of :mod:`simulate.specs`)
+  and :func:`run` (:mod:`simulate.engine`): ``run(config, seed) -> Trace``
+  for every mode, algorithm and problem.
 
 Import from here or from a room (``from simulate.device import Updater``): module paths inside a
 room may move.
 """
 
-from .config import SimConfig, device_from_config
+from .config import RULES, ConfigParts, NotApplicableError, SimConfig, device_from_config
 from .device import PinnedWarning, Updater, digital_update, expected_update, pulsed_update
 from .engine import run
 from .execution import CorruptEntryError, ResultCache, SweepError, SweepResult, run_sweep
@@ -36,6 +37,16 @@ from .problems import (
     run_network,
     train_network,
 )
+from .specs import (
+    IOSpec,
+    MixedSpec,
+    PipelineSpec,
+    ProblemSpec,
+    ReplicaSpec,
+    TikiTakaSpec,
+    TrainingSpec,
+    UpdateSpec,
+)
 from .trace import RunConstants, Trace
 from .verification import (
     Check,
@@ -50,25 +61,36 @@ from .verification import (
 
 __all__ = [
     "Check",
+    "ConfigParts",
     "CorruptEntryError",
     "DigitsData",
     "Event",
+    "IOSpec",
     "LeastSquares",
+    "MixedSpec",
     "NetworkRun",
     "NetworkSpec",
+    "NotApplicableError",
     "OracleProblem",
     "PinnedWarning",
+    "PipelineSpec",
     "Prediction",
+    "ProblemSpec",
     "Quadratic",
+    "RULES",
     "RankingAgreement",
+    "ReplicaSpec",
     "ResultCache",
     "RunConstants",
     "SimConfig",
     "StaleVersions",
     "SweepError",
     "SweepResult",
+    "TikiTakaSpec",
     "Timeline",
     "Trace",
+    "TrainingSpec",
+    "UpdateSpec",
     "Updater",
     "build_timeline",
     "check_bound",

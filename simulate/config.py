@@ -1,25 +1,39 @@
 """The configuration of one simulation run (validated, frozen, JSON-serialisable).
 
-:class:`SimConfig` is the contract between the simulator's parts: its fields (with their help texts
-and short flags in the field metadata) are also the flags of ``aimc-pipeline simulate``.
-:func:`device_from_config` resolves its ``device`` and ``tau`` to a :class:`theory.devices.Device`.
+:class:`SimConfig` is composed of the parts of :mod:`simulate.specs` (problem, pipeline, training,
+update, IO, Tiki-Taka, mixed stages, replicas), each of which validates its own fields; it holds
+only what is between the parts: :data:`RULES`, the one table of which field applies to which run,
+and the checks that need several parts (stages against the quadratic's ``dim``, the mixed stages
+against the stages, the fast array's device against the range ``tau``, the run's counts and
+memory). Its flat fields (with their help texts and short flags in the field metadata, written once
+in the specs) are also the flags of ``aimc-pipeline simulate``; :meth:`SimConfig.to_dict` is flat
+(cache keys and trace JSON). :func:`device_from_config` resolves its ``device`` and ``tau`` to a
+:class:`theory.devices.Device`.
+
+**Given, and where it applies.** A field is *given* when its value differs from its default
+(whether it comes from a flag, a TOML file, :meth:`SimConfig.from_dict` or a keyword); a given
+field that does not apply to the run (a row of :data:`RULES` whose condition fails) is refused in
+one line that names it and says why. A field left at its default is never refused.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import inspect
+import tomllib
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 
 from theory.devices import Device
-from theory.errors import ParameterError, check_range, show_value
+from theory.errors import ParameterError, show_value
 from theory.limits import MAX_ARRAY_BYTES, MAX_COUNT, MAX_UPDATES, check_size
-from theory.schedules import MODES, TRANSFER_SLICES  # what a transfer event moves
-from theory.theorems import ALGORITHMS, WRITE_SEMANTICS  # write semantics: Corollary 3PS
+from theory.schedules import TRANSFER_SLICES
+from theory.theorems import ALGORITHMS, WRITE_SEMANTICS
 
 from .device import (
     DEFAULT_DW_MIN,
     DEFAULT_TAU,
     DIGITAL_FAST,
-    IO_PRESETS,
     PULSE_METHODS,
     PULSE_TYPES,
     check_device_tau,
@@ -36,386 +50,364 @@ from .problems import (
     network_bytes_per_member,
     train_rows,
 )
+from .specs import (
+    IO_CHOICES,
+    MAX_REPLICAS,
+    MAX_STAGES,
+    PROBLEMS,
+    SPECS,
+    TRAIN_PULSE_TYPES,
+    UPDATES,
+    IOSpec,
+    MixedSpec,
+    PipelineSpec,
+    ProblemSpec,
+    ReplicaSpec,
+    TikiTakaSpec,
+    TrainingSpec,
+    UpdateSpec,
+    spec_of,
+)
 
 __all__ = [
-    "ALGORITHMS", "DATA_SETS", "DEFAULT_DW_MIN", "DEFAULT_TAU", "DIGITAL_FAST", "IO_CHOICES",
-    "MAX_REPLICAS", "MAX_STAGES", "NETWORK_PROBLEMS", "ORACLE_PROBLEMS", "PROBLEMS",
-    "PULSE_METHODS", "PULSE_TYPES", "SimConfig", "TRANSFER_SLICES", "UPDATES", "WRITE_SEMANTICS",
-    "check_device_tau", "device_from_config", "device_named", "fast_device_from_config",
-    "network_bytes_per_member",
+    "ALGORITHMS", "AtLeast", "ConfigParts", "DATA_SETS", "DEFAULT_DW_MIN", "DEFAULT_TAU",
+    "DIGITAL_FAST", "IO_CHOICES", "MAX_REPLICAS", "MAX_STAGES", "NETWORK_PROBLEMS",
+    "NotApplicableError", "ORACLE_PROBLEMS", "OneOf", "PROBLEMS", "PULSE_METHODS", "PULSE_TYPES",
+    "RULES", "Rule", "SimConfig", "TRANSFER_SLICES", "UPDATES", "WRITE_SEMANTICS",
+    "check_device_tau", "check_rules", "device_from_config", "device_named",
+    "fast_device_from_config", "network_bytes_per_member",
 ]
 
-PROBLEMS = ORACLE_PROBLEMS + NETWORK_PROBLEMS
-UPDATES = ("expected", "pulsed")
-#: IO presets of the analog forward and backward products (:data:`simulate.device.IO_PRESETS`)
-IO_CHOICES = tuple(IO_PRESETS)
-#: the most pipeline stages a run may have: a sanity cap on the input, not a limit of the method
-#: (an async run keeps ``M - m + 1`` copies of stage m's block, about ``M / 2`` copies of the whole
-#: model, and the paper's pipelines have at most a few dozen stages)
-MAX_STAGES = 64
-#: the most data-parallel replicas per member (a sanity cap on the input, like MAX_STAGES)
-MAX_REPLICAS = 64
-#: the integer fields of :class:`SimConfig` (an integral float such as ``20.0`` is stored as int)
-_INTEGER_FIELDS = ("stages", "micro_batches", "micro_batch_size", "steps", "seeds", "log_every",
-                   "dim", "seed", "transfer_every", "replicas",
-                   "average_every")
+
+# ------------------------------------------------------------------------------------------------
+# the rules: which field applies to which run
+
+def _flag(name: str) -> str:
+    """The long flag of a field (``micro_batches`` -> ``--micro-batches``)."""
+    return "--" + name.replace("_", "-")
 
 
-def _choice(name: str, value: str, valid: tuple[str, ...]) -> str:
-    if value not in valid:
-        raise ParameterError(f"{name}={value!r} is unknown; valid: {', '.join(valid)}")
-    return value
+@dataclass(frozen=True)
+class OneOf:
+    """The condition ``field`` in ``values``; ``label`` names the values in a message (``"the
+    oracle problems"``; default: the values themselves)."""
+
+    field: str
+    values: tuple
+    label: str = ""
+
+    def holds(self, values: Mapping) -> bool:
+        """Whether the run of the flat ``values`` meets the condition."""
+        return values[self.field] in self.values
+
+    def wanted(self, *, flags: bool = False) -> str:
+        """The condition as a message says it (``algorithm='tiki-taka'``, or on the command line
+        ``--algorithm tiki-taka``)."""
+        if self.label:
+            return self.label
+        if flags:
+            return f"{_flag(self.field)} " + " or ".join(str(v) for v in self.values)
+        return f"{self.field}=" + " or ".join(repr(v) for v in self.values)
+
+    def actual(self, values: Mapping, *, flags: bool = False) -> str:
+        """What the run has instead (``algorithm='analog'`` / ``--algorithm analog``)."""
+        value = values[self.field]
+        return f"{_flag(self.field)} {value}" if flags else f"{self.field}={value!r}"
+
+
+@dataclass(frozen=True)
+class AtLeast:
+    """The condition ``field >= low``."""
+
+    field: str
+    low: int
+
+    def holds(self, values: Mapping) -> bool:
+        """Whether the run of the flat ``values`` meets the condition."""
+        return values[self.field] >= self.low
+
+    def wanted(self, *, flags: bool = False) -> str:
+        """The condition as a message says it (``replicas >= 2`` / ``--replicas >= 2``)."""
+        return f"{_flag(self.field) if flags else self.field} >= {self.low}"
+
+    def actual(self, values: Mapping, *, flags: bool = False) -> str:
+        """What the run has instead (``replicas=1`` / ``--replicas 1``)."""
+        value = values[self.field]
+        return f"{_flag(self.field)} {value}" if flags else f"{self.field}={value!r}"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row of :data:`RULES`: ``field``, when given, applies only where ``condition`` holds,
+    for ``reason``."""
+
+    field: str
+    condition: OneOf | AtLeast
+    reason: str
+
+    def fields(self) -> tuple[str, str]:
+        """The two fields the row reads: the ruled field and the condition's."""
+        return self.field, self.condition.field
+
+    def message(self, values: Mapping, *, flags: bool = False) -> str:
+        """The one-line refusal of the flat ``values`` (Python names, or with ``flags`` the
+        command line's): ``transfer_every=5 applies to algorithm='tiki-taka' only, not
+        algorithm='analog': ...``."""
+        value = values[self.field]
+        if not flags:
+            subject = f"{self.field}={show_value(value)}"
+        elif isinstance(value, bool):
+            subject = _flag(self.field) if value else f"--no-{_flag(self.field)[2:]}"
+        else:
+            subject = f"{_flag(self.field)}={value}"
+        return (f"{subject} applies to {self.condition.wanted(flags=flags)} only, not "
+                f"{self.condition.actual(values, flags=flags)}: {self.reason}")
+
+
+_ANALOG = ("analog", "tiki-taka", "mixed")
+_TIKI_TAKA = OneOf("algorithm", ("tiki-taka",))
+_PULSED = OneOf("update", ("pulsed",))
+_TRAINS = OneOf("pulse_type", TRAIN_PULSE_TYPES)
+_NETWORKS = OneOf("problem", NETWORK_PROBLEMS, "the network problems")
+_ORACLES = OneOf("problem", ORACLE_PROBLEMS, "the oracle problems")
+_IO_ANALOG = ("the IO model is of analog SGD's forward and backward products; use the preset "
+              "'perfect'")
+_IO_ORACLE = ("an oracle gradient is not a matrix-vector product; use a network problem or the "
+              "preset 'perfect'")
+
+#: which field applies to which run: a given field (one not at its default) whose row's condition
+#: fails is refused (:func:`check_rules`); a field with several rows must meet them all, the
+#: first failing row is the message
+RULES: tuple[Rule, ...] = (
+    Rule("micro_batches", OneOf("mode", ("none", "sync")),
+         "the asynchronous pipeline updates after every micro-batch of b samples"),
+    Rule("update", OneOf("algorithm", _ANALOG), "a digital run writes w + dw exactly"),
+    Rule("pulse_type", _PULSED, "the expected update fires no pulses"),
+    Rule("pulse_method", _PULSED, "the expected update fires no pulses"),
+    Rule("update_management", _PULSED, "the expected update draws no pulse trains"),
+    Rule("update_management", _TRAINS, "deterministic pulse counts draw no pulse trains"),
+    Rule("bl_management", _PULSED, "the expected update draws no pulse trains"),
+    Rule("bl_management", _TRAINS, "deterministic pulse counts draw no pulse trains"),
+    Rule("forward_io", _NETWORKS, _IO_ORACLE),
+    Rule("forward_io", OneOf("algorithm", ("analog",)), _IO_ANALOG),
+    Rule("backward_io", _NETWORKS, _IO_ORACLE),
+    Rule("backward_io", OneOf("algorithm", ("analog",)), _IO_ANALOG),
+    Rule("transfer_every", _TIKI_TAKA, "it is the period of Tiki-Taka's transfers from A to C"),
+    Rule("transfer_lr", _TIKI_TAKA, "it is the rate of Tiki-Taka's transfers from A to C"),
+    Rule("tt_gamma", _TIKI_TAKA, "it is the weight of Tiki-Taka's fast array A"),
+    Rule("transfer_slice", _TIKI_TAKA, "it is what a Tiki-Taka transfer moves"),
+    Rule("fast_device", _TIKI_TAKA, "it is the device of Tiki-Taka's fast array A"),
+    Rule("transfer_reset", _TIKI_TAKA, "it resets Tiki-Taka's fast array A after a transfer"),
+    Rule("digital_stages", OneOf("algorithm", ("mixed",)),
+         "the other algorithms update every stage alike"),
+    Rule("data", OneOf("problem", NETWORK_PROBLEMS, "the digits networks"),
+         "an oracle problem draws its own samples; valid for it: data='digits'"),
+    Rule("grad_bias", _ORACLES,
+         "a network's gradient error comes from its IO non-idealities (forward_io, backward_io)"),
+    Rule("replicas", _ORACLES, "replicas are simulated for the oracle problems only"),
+    Rule("replicas", OneOf("algorithm", ("digital", "analog")),
+         "replicas are simulated for digital and analog SGD only"),
+    Rule("average_every", AtLeast("replicas", 2), "it is the period of averaging the replicas"),
+    Rule("programming_error", AtLeast("replicas", 2),
+         "it is the error of programming the replicas' mean back"),
+)
+
+
+class NotApplicableError(ParameterError):
+    """A given field that does not apply to its run: a row of :data:`RULES` failed.
+
+    ``str(error)`` names the field as Python does (``transfer_every=5 ...``);
+    :attr:`flag_message` names flags (``--transfer-every=5 ... --algorithm tiki-taka ...``).
+    """
+
+    def __init__(self, rule: Rule, values: Mapping, *, flags: bool = False):
+        self.rule, self.values = rule, dict(values)
+        super().__init__(rule.message(self.values, flags=flags))
+
+    @property
+    def flag_message(self) -> str:
+        """The message as the command line says it."""
+        return self.rule.message(self.values, flags=True)
+
+
+def check_rules(values: Mapping, defaults: Mapping | None = None, *, flags: bool = False) -> None:
+    """Refuse a given field of the flat ``values`` that does not apply to their run.
+
+    Parameters
+    ----------
+    values : mapping
+        Field name -> value; a row of :data:`RULES` that reads a field not in ``values`` is
+        skipped (a command can check the few flags it has).
+    defaults : mapping, optional
+        Field name -> the value that counts as not given (default: :class:`SimConfig`'s).
+    flags : bool
+        Word the message as the command line (``--transfer-every=5 applies to --algorithm
+        tiki-taka only, ...``).
+
+    Raises
+    ------
+    NotApplicableError
+        For the first row (in :data:`RULES`'s order) that the values break.
+    """
+    defaults = _DEFAULTS if defaults is None else defaults
+    for rule in RULES:
+        if not all(name in values for name in rule.fields()):
+            continue
+        if values[rule.field] != defaults[rule.field] and not rule.condition.holds(values):
+            raise NotApplicableError(rule, values, flags=flags)
+
+
+# ------------------------------------------------------------------------------------------------
+# the run record
+
+def _flat(name: str):
+    """The :class:`SimConfig` field ``name``: the default and metadata of its spec's field (its
+    part under ``metadata["part"]``)."""
+    part, spec_field = spec_of(name)
+    return field(default=spec_field.default, metadata={**spec_field.metadata, "part": part})
+
+
+@dataclass(frozen=True)
+class ConfigParts:
+    """The parts of a :class:`SimConfig` (:attr:`SimConfig.parts`), as validated."""
+
+    problem: ProblemSpec
+    pipeline: PipelineSpec
+    training: TrainingSpec
+    update: UpdateSpec
+    io: IOSpec
+    tiki_taka: TikiTakaSpec
+    mixed: MixedSpec
+    replicas: ReplicaSpec
 
 
 @dataclass(frozen=True)
 class SimConfig:
-    """One simulated training run: problem, pipeline, algorithm, device and optimisation settings.
+    """One simulated training run: the parts of :mod:`simulate.specs` and the rules between them.
 
+    Give the fields flat (``SimConfig(mode="sync", stages=4, lr=0.02)``) or by part, as aihwkit's
+    ``SingleRPUConfig(device=..., forward=IOParameters(), update=UpdateParameters())``::
+
+        SimConfig(pipeline=PipelineSpec(mode="sync", stages=4, micro_batches=4),
+                  training=TrainingSpec(algorithm="tiki-taka", lr=0.02),
+                  tiki_taka=TikiTakaSpec(transfer_every=4))
+
+    Each field is described once, in its spec (the field metadata, also the flag help of
+    ``aimc-pipeline simulate``); the parameters below are generated from it.
+
+    Parameters
+    ----------
+    (generated: see the end of this docstring)
+
+    Notes
+    -----
     Iterations are **updates**: ``none`` and ``sync`` consume ``micro_batches * micro_batch_size``
     samples per update (one mini-batch), ``async`` consumes ``micro_batch_size`` samples per update
     (one micro-batch) and updates every stage after every micro-batch.
 
-    Parameters
-    ----------
-    problem : {"quadratic", "least-squares", "digits-mlp", "digits-resmlp"}
-    mode : {"none", "sync", "async"}
-        Pipeline schedule (paper-notes section 2).
-    algorithm : {"digital", "analog", "tiki-taka", "mixed"}
-        Plain SGD, analog SGD through the device's response functions, Tiki-Taka (two analog
-        arrays, :mod:`simulate.device.tiki_taka`), or ``mixed``: analog SGD except on the stages of
-        ``digital_stages``, whose blocks update digitally (Theorem 2M).
-    stages : int
-        Pipeline stages ``M`` (1 to :data:`MAX_STAGES`); the model's weights are split into ``M``
-        contiguous blocks.
-    micro_batches : int
-        ``B``, micro-batches per mini-batch (``none``, ``sync``); ignored by ``async``.
-    micro_batch_size : int
-        ``b``, samples per micro-batch.
-    device : str
-        A preset name of :func:`theory.devices.list_presets` or a family of
-        :func:`theory.devices.make_device` (then ``tau`` sets its range).
-    tau : float or None
-        Dynamic range of a soft-bounds family device (overrides the preset's range when given).
-        Must be at least ``dw_min / 2``; a preset with a fixed ``[w_min, w_max]`` range records
-        ``None`` (the default ``1.0`` is replaced) and refuses any other value.
-    update : {"expected", "pulsed"}
-        Expected analog update, or pulse-level (counts by ``pulse_type``) with cycle-to-cycle
-        noise.
-    pulse_type : {"deterministic", "stochastic", "mean-count"}
-        How the pulse-level update counts pulses (aihwkit vocabulary): ``stochastic`` (the
-        default, as aihwkit's default ``StochasticCompressed``: the coincidences of two
-        Bernoulli trains of ``desired_bl`` bits, Binomial per device), ``deterministic``
-        (stochastic rounding of ``|dW| / dw_min``, matching aihwkit's ``DeterministicImplicit``;
-        the default before issue 13) or ``mean-count`` (the expected count, no train noise); see
-        :func:`simulate.device.pulses.pulsed_update`. A network with one sample per update (or
-        ``write = "per-sample"``) fires the trains on each layer's outer product
-        (:func:`simulate.device.trains.coincidence_counts`).
-        Recorded with every run; unused by ``expected``.
-    write : {"batch-mean", "per-sample"}
-        How the ``n`` = :attr:`samples_per_update` gradients of one update (all computed at the
-        same read weights) are written: ``batch-mean`` (the default) applies one update with the
-        desired increment ``-lr * mean_i g_i``; ``per-sample`` applies ``n`` updates in sample
-        order, the i-th with desired increment ``-(lr / n) g_i`` through the device (each at the
-        weights the previous write left), as a crossbar's rank-1 outer-product updates do
-        (aihwkit). Identical bits at ``n = 1``. The floor of analog SGD does not shrink with ``n``
-        under ``per-sample`` (docs/theory.md,
-        Corollary 3PS).
-    pulse_method : {"closed-form", "loop"}
-        How the pulse-level update fires the pulses of an element
-        (:func:`simulate.device.pulses.apply_pulses`): ``closed-form`` (the default) all at once
-        where the device's responses are affine (exact without cycle-to-cycle noise; with it, the
-        exact Gaussian sum of additive noise or a moment-matched Gaussian of multiplicative
-        noise), else one by one; ``loop`` always one by one.
-    update_management, bl_management : bool
-        aihwkit's update management and BL management of the ``stochastic`` and ``mean-count``
-        trains (:func:`simulate.device.trains.train_scales`), both off by default. Update management
-        needs the rank-1 factors ``x`` and ``d`` (networks at one sample per update); with only
-        ``dW`` known it changes nothing (:func:`simulate.device.pulses.pulsed_update`). BL
-        management sets each update's bit length from its largest desired pulse count (per member:
-        the whole weight vector, or per layer for the rank-1 trains).
-    lr : float
-        Step size ``alpha`` (> 0).
-    steps : int
-        Number of updates ``K`` (>= 1).
-    seeds : int
-        Ensemble size ``R``: independent runs computed together along a leading axis.
-    log_every : int
-        Record the trace every this many updates (the last update is always recorded).
-    dim : int
-        Dimension of the oracle quadratic (ignored by other problems).
-    sigma2 : float
-        Per-sample gradient-noise variance of the oracle problems (total variance ``sigma2 / n`` for
-        a batch of ``n``).
-    seed : int
-        Root seed; ensemble member ``r`` uses ``SeedSequence(seed).spawn(seeds)[r]``.
-    forward_io, backward_io : {"perfect", "aihwkit", "companion"}
-        IO non-idealities (DAC, output noise, ADC, noise and bound management) of the analog
-        products of the networks' forward (``h W``) and backward (``delta_z W^T``) passes,
-        presets of :data:`simulate.device.mvm.IO_PRESETS`; ``perfect`` (default) is the exact
-        product. Only for ``algorithm="analog"`` on a network problem (a digital run computes
-        exactly; an oracle problem's gradient is not an MVM): anything but ``perfect`` elsewhere
-        is refused. The weight gradient ``h^T delta_z`` is the update, not an MVM.
-    transfer_every, transfer_lr, tt_gamma, transfer_slice, fast_device, transfer_reset
-        Tiki-Taka (``algorithm="tiki-taka"``, :mod:`simulate.device.tiki_taka`; unused otherwise):
-        the period ``T`` (updates), the transfer rate relative to ``lr`` (``beta = transfer_lr *
-        lr``, aihwkit's ``scale_transfer_lr``), the weight ``gamma`` of A in
-        ``W = gamma A + C``, the slice moved per event (``column`` round robin or ``all``),
-        the fast array's device (``None``: the run's device; ``"digital"``
-        (:data:`DIGITAL_FAST`): an ideal buffer, ``A += dw`` exactly, TT-v2's digital buffer)
-        and whether a transfer sets the transferred columns of A back to 0 (``transfer_reset``;
-        default ``False``, aihwkit's TransferCompound: A is not reset). ``gamma = 0``, ``all``,
-        a digital A and the reset are Corollary TT0's variant (docs/theory.md, registry
-        ``tiki_taka_reset``).
-    digital_stages : str
-        ``algorithm="mixed"`` only: comma list of 1-based stages whose weight block updates
-        digitally (``w + dw``); the other stages update through the device. Stored sorted
-        (``"3,1"`` -> ``"1,3"``); empty (the default) is every stage analog.
-    data : {"digits", "digits-holdout", "digits-augmented"}
-        The training data of a network problem (:mod:`simulate.problems.digits`): the 1437 training
-        images (default), 1150 of them with 287 held out for validation, or those 1150 with
-        12 rotated and shifted copies each; always the same 360 test images. Oracle problems
-        take only the default.
-    grad_bias : float
-        Norm ``beta`` of a fixed bias added to the oracle gradient signal (gradient units, >= 0;
-        default 0: the unbiased signal, today's bits). The bias is ``beta`` times the unit
-        vector from the initial weights towards the minimiser, the same in every update and
-        every member: the signal ``g + b`` understates the descent (docs/theory.md,
-        Proposition IO, registry ``analog_sgd_biased``). Oracle problems only (a network's
-        gradient error comes from its IO non-idealities, ``forward_io``/``backward_io``).
-    replicas : int
-        Data-parallel replicas per ensemble member (1 to ``MAX_REPLICAS``; oracle problems), each
-        running ``mode`` on its own gradient noise and device draws
-        (:mod:`simulate.pipeline.replicas`): mode ``none`` is the planner's ``dp``,
-        ``sync``/``async`` its ``hybrid``. 1 (default): today's run, bit for bit.
-    average_every : int
-        Averaging period ``P`` (updates between averagings; ignored at ``replicas = 1``).
-    programming_error : float
-        Std of the per-weight error when the mean is programmed back, weight units (>= 0,
-        default 0); the local-SGD row's ``nu = dim * programming_error**2``.
+    A part given whole (``pipeline=PipelineSpec(...)``; for the parts whose name is also a field,
+    ``problem=ProblemSpec(...)``, ``update=UpdateSpec(...)``, ``replicas=ReplicaSpec(...)``) sets
+    all its fields; one of its fields given again on its own is refused. :attr:`parts` holds the
+    validated parts (``config.parts.update.pulse_type``); the parts whose name is not a field are
+    also attributes (``config.pipeline``, ``config.training``, ``config.io``,
+    ``config.tiki_taka``, ``config.mixed``). ``dataclasses.replace`` takes the flat names.
 
-    Notes
-    -----
-    Integer fields accept an integral float (``20.0`` is stored as ``20``). Resource limits of
-    :mod:`theory.limits` are checked here, before anything is allocated: ``steps`` at most
-    ``MAX_UPDATES``; samples and cycles of the run at most ``MAX_COUNT`` (exact integers); every
-    array of the run (trace, ensemble state, noise draws, Hessian, network batches) at most
-    ``MAX_ARRAY_BYTES``. Every refusal is a one-line :class:`~theory.errors.ParameterError`
-    starting with the field's name.
+    A given field (one not at its default) that does not apply to the run is refused by its row of
+    :data:`RULES` (the rows are listed below). Integer fields accept an integral float (``20.0``
+    is stored as ``20``). Resource limits of :mod:`theory.limits` are checked here, before anything
+    is allocated: ``steps`` at most ``MAX_UPDATES``; samples and cycles of the run at most
+    ``MAX_COUNT`` (exact integers); every array of the run (trace, ensemble state, noise draws,
+    Hessian, network batches) at most ``MAX_ARRAY_BYTES``. Every refusal is a one-line
+    :class:`~theory.errors.ParameterError` starting with the field's name.
     """
 
-    problem: str = field(
-        default="quadratic", metadata={"help": "training problem", "choices": PROBLEMS}
-    )
-    mode: str = field(default="none", metadata={"help": "pipeline schedule", "choices": MODES})
-    algorithm: str = field(
-        default="analog",
-        metadata={"help": "digital SGD, analog SGD or tiki-taka", "choices": ALGORITHMS},
-    )
-    stages: int = field(default=1, metadata={
-        "help": f"pipeline stages M (1 to {MAX_STAGES}; at most --dim for the quadratic, layers "
-                "for networks)",
-        "flags": ("-M",),
-    })
-    micro_batches: int = field(default=1, metadata={
-        "help": "micro-batches per mini-batch B (none, sync; ignored by async)", "flags": ("-B",),
-    })
-    micro_batch_size: int = field(
-        default=1, metadata={"help": "samples per micro-batch b", "flags": ("-b",)}
-    )
-    device: str = field(default="softbounds", metadata={
-        "help": "device preset (e.g. reram-softbounds) or response family (e.g. softbounds)",
-    })
-    tau: float | None = field(default=DEFAULT_TAU, metadata={
-        "help": "dynamic range tau of a soft-bounds/power/exponential device (weight units)",
-    })
-    update: str = field(default="expected", metadata={
-        "help": "analog update: expected, or pulse-level (pulse counts: --pulse-type)",
-        "choices": UPDATES,
-    })
-    pulse_type: str = field(default="stochastic", metadata={
-        "help": "pulse counts of --update pulsed (aihwkit names): stochastic (the default, as "
-                "aihwkit's) = coincidences of two bit trains of desired_bl bits (aihwkit "
-                "StochasticCompressed, at most desired_bl pulses); deterministic = stochastic "
-                "rounding of |dW|/dw_min (aihwkit DeterministicImplicit); mean-count = the "
-                "expected count, no train noise",
-        "choices": PULSE_TYPES,
-    })
-    write: str = field(default="batch-mean", metadata={
-        "help": "write semantics of one update: batch-mean = one update of the batch-mean "
-                "gradient; per-sample = one rank-1 update per sample, -(lr/n) g_i each, in "
-                "sample order (a crossbar, aihwkit)",
-        "choices": WRITE_SEMANTICS,
-    })
-    pulse_method: str = field(default="closed-form", metadata={
-        "help": "how --update pulsed fires an element's pulses: closed-form = all at once where "
-                "the device's responses are affine (soft bounds, linear and constant step; exact "
-                "without cycle-to-cycle noise, a Gaussian sum with it), else one by one; loop = "
-                "always one by one",
-        "choices": PULSE_METHODS,
-    })
-    update_management: bool = field(default=False, metadata={
-        "help": "aihwkit update management of the stochastic and mean-count trains (balances "
-                "the x- and d-train probabilities at their maxima; where x and d are known)",
-    })
-    bl_management: bool = field(default=False, metadata={
-        "help": "aihwkit BL management of the stochastic and mean-count trains: BL = "
-                "min(ceil(lr max|x| max|d| / dw_min), desired_bl) per update",
-    })
-    lr: float = field(
-        default=0.05, metadata={"help": "step size alpha (weight units per gradient unit)"}
-    )
-    steps: int = field(default=1000, metadata={"help": "updates K", "flags": ("-K",)})
-    seeds: int = field(
-        default=1, metadata={"help": "ensemble size R (independent runs)", "flags": ("-R",)}
-    )
-    log_every: int = field(
-        default=10, metadata={"help": "record the trace every this many updates"}
-    )
-    dim: int = field(default=16, metadata={"help": "dimension of the oracle quadratic"})
-    sigma2: float = field(
-        default=1.0, metadata={"help": "per-sample gradient-noise variance of the oracle problems"}
-    )
-    seed: int = field(default=0, metadata={"help": "root seed"})
-    forward_io: str = field(default="perfect", metadata={
-        "help": "IO non-idealities of the analog forward products h W of a network (aihwkit "
-                "IOParameters presets): perfect = exact; aihwkit = its defaults; companion = "
-                "DAC 7 bits, ADC 9 bits, out_noise 0.06, out_bound 12, inp_bound 1",
-        "choices": IO_CHOICES,
-    })
-    backward_io: str = field(default="perfect", metadata={
-        "help": "IO non-idealities of the analog backward products delta W^T (as --forward-io; "
-                "bound management is ignored in the backward, as in aihwkit)",
-        "choices": IO_CHOICES,
-    })
-    transfer_every: int = field(default=1, metadata={
-        "help": "tiki-taka: a transfer from A to C after every T-th update (>= 1)",
-        "flags": ("-T",),
-    })
-    transfer_lr: float = field(default=1.0, metadata={
-        "help": "tiki-taka: transfer rate relative to --lr (aihwkit scale_transfer_lr): "
-                "C += transfer_lr * lr * (column of A) through C's update (>= 0)",
-    })
-    tt_gamma: float = field(default=0.0, metadata={
-        "help": "tiki-taka: weight gamma of A in the effective weight W = gamma A + C (>= 0)",
-    })
-    transfer_slice: str = field(default="column", metadata={
-        "help": "tiki-taka: what a transfer moves: one column of every tile (round robin, "
-                "aihwkit) or all of A", "choices": TRANSFER_SLICES,
-    })
-    fast_device: str | None = field(default=None, metadata={
-        "help": "tiki-taka: device preset or family of the fast array A (default: --device), or "
-                "digital: an ideal buffer (A += dw exactly, no device)",
-    })
-    transfer_reset: bool = field(default=False, metadata={
-        "help": "tiki-taka: after a transfer set the transferred columns of A back to 0 "
-                "(default: A is not reset, aihwkit)",
-    })
-    digital_stages: str = field(default="", metadata={
-        "help": "algorithm mixed: comma list of 1-based stages updated digitally (e.g. 1,4); "
-                "the others update through the device",
-    })
-    data: str = field(default="digits", metadata={
-        "help": "training data of a digits network: digits (1437 images), digits-holdout (1150 + "
-                "287 validation), digits-augmented (the 1150 and 12 rotated/shifted copies each)",
-        "choices": DATA_SETS,
-    })
-    grad_bias: float = field(default=0.0, metadata={
-        "help": "norm beta of a fixed bias added to the oracle gradient (along the direction "
-                "from W_0 towards the minimiser; Proposition IO); 0 = unbiased",
-    })
-
-    replicas: int = field(default=1, metadata={
-        "help": "data-parallel replicas per ensemble member, each running the mode (dp: mode "
-                "none; hybrid: sync or async), averaged every --average-every updates "
-                "(simulate.pipeline.replicas; oracle problems)"})
-    average_every: int = field(default=1, metadata={
-        "help": "averaging period P: the replicas' weights are averaged digitally and "
-                "programmed back every P updates"})
-    programming_error: float = field(default=0.0, metadata={
-        "help": "std of the per-weight error of programming the mean back (weight units; "
-                "closed-loop programming, simulate.pipeline.replicas)"})
+    # the flat fields, in the order of to_dict() (cache keys and trace JSON depend on it)
+    problem: str = _flat("problem")
+    mode: str = _flat("mode")
+    algorithm: str = _flat("algorithm")
+    stages: int = _flat("stages")
+    micro_batches: int = _flat("micro_batches")
+    micro_batch_size: int = _flat("micro_batch_size")
+    device: str = _flat("device")
+    tau: float | None = _flat("tau")
+    update: str = _flat("update")
+    pulse_type: str = _flat("pulse_type")
+    write: str = _flat("write")
+    pulse_method: str = _flat("pulse_method")
+    update_management: bool = _flat("update_management")
+    bl_management: bool = _flat("bl_management")
+    lr: float = _flat("lr")
+    steps: int = _flat("steps")
+    seeds: int = _flat("seeds")
+    log_every: int = _flat("log_every")
+    dim: int = _flat("dim")
+    sigma2: float = _flat("sigma2")
+    seed: int = _flat("seed")
+    forward_io: str = _flat("forward_io")
+    backward_io: str = _flat("backward_io")
+    transfer_every: int = _flat("transfer_every")
+    transfer_lr: float = _flat("transfer_lr")
+    tt_gamma: float = _flat("tt_gamma")
+    transfer_slice: str = _flat("transfer_slice")
+    fast_device: str | None = _flat("fast_device")
+    transfer_reset: bool = _flat("transfer_reset")
+    digital_stages: str = _flat("digital_stages")
+    data: str = _flat("data")
+    grad_bias: float = _flat("grad_bias")
+    replicas: int = _flat("replicas")
+    average_every: int = _flat("average_every")
+    programming_error: float = _flat("programming_error")
 
     def __post_init__(self):
-        _choice("problem", self.problem, PROBLEMS)
-        _choice("mode", self.mode, MODES)
-        _choice("algorithm", self.algorithm, ALGORITHMS)
-        _choice("update", self.update, UPDATES)
-        _choice("pulse_type", self.pulse_type, PULSE_TYPES)
-        _choice("write", self.write, WRITE_SEMANTICS)
-        for name in ("forward_io", "backward_io"):
-            value = _choice(name, getattr(self, name), IO_CHOICES)
-            if value == "perfect":
-                continue
-            if self.problem in ORACLE_PROBLEMS:
-                raise ParameterError(
-                    f"{name}={value!r} does not apply to problem={self.problem!r}: an oracle "
-                    "gradient is not a matrix-vector product; use a network problem "
-                    f"({', '.join(NETWORK_PROBLEMS)}) or the preset 'perfect'")
-            if self.algorithm != "analog":
-                raise ParameterError(
-                    f"{name}={value!r} applies to algorithm='analog' only (a digital run "
-                    "computes in exact arithmetic); use the preset 'perfect'")
-        _choice("data", self.data, DATA_SETS)
-        if self.data != DATA_SETS[0] and self.problem not in NETWORK_PROBLEMS:
-            raise ParameterError(
-                f"data={self.data!r} applies to the digits networks only; valid for "
-                f"problem={self.problem!r}: {DATA_SETS[0]}"
-            )
-        _choice("pulse_method", self.pulse_method, PULSE_METHODS)
-        for name in ("update_management", "bl_management", "transfer_reset"):
-            if not isinstance(getattr(self, name), bool):
-                raise ParameterError(f"{name}={show_value(getattr(self, name))} must be true or "
-                                     "false")
-        if not isinstance(self.device, str):
-            raise ParameterError(f"device={show_value(self.device)} is not a name; valid: a "
-                                 "preset or a family of theory.devices")
-        lows = {"stages": 1, "micro_batches": 1, "micro_batch_size": 1, "steps": 1, "seeds": 1,
-                "log_every": 1, "dim": 1, "seed": 0, "transfer_every": 1, "replicas": 1,
-                "average_every": 1}
-        for name in _INTEGER_FIELDS:  # stored as Python int (20.0 -> 20), never a numpy scalar
-            high = {"stages": MAX_STAGES, "replicas": MAX_REPLICAS}.get(name)
-            value = check_range(name, getattr(self, name), lows[name], high, integer=True)
-            object.__setattr__(self, name, value)
-        if self.tau is not None:
-            check_range("tau", self.tau, 0, None, low_open=True)
-        check_range("lr", self.lr, 0, None, low_open=True)
-        check_range("sigma2", self.sigma2, 0, None)
-        check_range("transfer_lr", self.transfer_lr, 0, None)
-        check_range("tt_gamma", self.tt_gamma, 0, None)
-        _choice("transfer_slice", self.transfer_slice, TRANSFER_SLICES)
-        if self.fast_device is not None and self.fast_device != DIGITAL_FAST:
-            try:
-                fast_device_from_config(self)
-            except ParameterError as error:
-                text = str(error)
-                text = (f"fast_{text}" if text.startswith("device=")
-                        else f"fast_device={self.fast_device!r}: {text}")
-                raise ParameterError(text) from None
-        object.__setattr__(self, "grad_bias", float(check_range("grad_bias", self.grad_bias, 0,
-                                                                None)))
-        if self.grad_bias != 0 and self.problem not in ORACLE_PROBLEMS:
-            raise ParameterError(
-                f"grad_bias={self.grad_bias:g} applies to the oracle problems only "
-                f"({', '.join(ORACLE_PROBLEMS)}); a network's gradient error comes from its IO "
-                "non-idealities (forward_io, backward_io)")
-        check_range("programming_error", self.programming_error, 0, None)
-        if self.replicas > 1 and self.problem not in ORACLE_PROBLEMS:
-            raise ParameterError(
-                f"replicas={self.replicas} is simulated for the oracle problems only "
-                f"({', '.join(ORACLE_PROBLEMS)}); use replicas=1 for problem={self.problem!r}")
-        if self.replicas > 1 and self.algorithm not in ("digital", "analog"):
-            raise ParameterError(
-                f"replicas={self.replicas} is simulated for algorithm='digital' or 'analog'; "
-                f"use replicas=1 for algorithm={self.algorithm!r}")
+        parts = {}
+        for part, spec in SPECS.items():  # each part checks its own fields
+            built = spec(**{f.name: getattr(self, f.name) for f in fields(spec)})
+            for name, value in built.to_dict().items():  # as normalised (20.0 -> 20)
+                object.__setattr__(self, name, value)
+            parts[part] = built
+        check_rules(self.to_dict())
         if self.stages > self.dim and self.problem == "quadratic":
             raise ParameterError(
                 f"stages={self.stages} exceeds dim={self.dim}; valid range [1, {self.dim}]"
             )
-        object.__setattr__(self, "digital_stages", _digital_stages(self))
-        tau = check_device_tau(self.device, self.tau, explicit=self.tau != DEFAULT_TAU)
-        object.__setattr__(self, "tau", tau)
+        stages = _digital_stages(self.digital_stages, self.stages)
+        object.__setattr__(self, "digital_stages", stages)
+        parts["mixed"] = MixedSpec(digital_stages=stages)
+        parts["tiki_taka"].fast_device_at(self.tau)  # the fast array's range is the run's tau
+        self.__dict__["_parts"] = ConfigParts(**parts)
         _check_counts(self)
         _check_memory(self)
+
+    @property
+    def parts(self) -> ConfigParts:
+        """The validated parts (``config.parts.pipeline.stages``)."""
+        return self.__dict__["_parts"]
+
+    @property
+    def pipeline(self) -> PipelineSpec:
+        """The pipeline part (``mode``, ``stages``, ``micro_batches``, ``micro_batch_size``)."""
+        return self.parts.pipeline
+
+    @property
+    def training(self) -> TrainingSpec:
+        """The training part (``algorithm``, ``lr``, ``steps``, ``seeds``, ``log_every``,
+        ``seed``)."""
+        return self.parts.training
+
+    @property
+    def io(self) -> IOSpec:
+        """The IO part (``forward_io``, ``backward_io``)."""
+        return self.parts.io
+
+    @property
+    def tiki_taka(self) -> TikiTakaSpec:
+        """The Tiki-Taka part (``transfer_every``, ..., ``transfer_reset``)."""
+        return self.parts.tiki_taka
+
+    @property
+    def mixed(self) -> MixedSpec:
+        """The mixed-stages part (``digital_stages``, sorted)."""
+        return self.parts.mixed
 
     @property
     def digital_stage_indices(self) -> tuple[int, ...]:
@@ -425,37 +417,128 @@ class SimConfig:
     @property
     def samples_per_update(self) -> int:
         """Samples consumed by one update: ``b`` (async) or ``B b`` (none, sync)."""
-        if self.mode == "async":
-            return self.micro_batch_size
-        return self.micro_batches * self.micro_batch_size
+        return self.pipeline.samples_per_update
 
     def to_dict(self) -> dict:
-        """The configuration as a JSON-ready dict."""
+        """The configuration as a JSON-ready dict (flat: field name -> value)."""
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: Mapping) -> SimConfig:
+        """The configuration of a mapping: flat (as :meth:`to_dict` writes it) or with a table
+        per part (``{"pipeline": {"mode": "sync", "stages": 4}, "lr": 0.02}``).
 
-def _digital_stages(config: SimConfig) -> str:
-    """``config.digital_stages`` checked (stages in ``[1, M]``, no repeat, only for ``mixed``) and
-    written sorted without spaces."""
-    text = config.digital_stages
-    if not isinstance(text, str):
-        raise ParameterError(f"digital_stages={show_value(text)} is not a comma list; valid: e.g. "
-                             "'1,4'")
-    if not text.strip():
+        Raises
+        ------
+        ParameterError
+            For a key that is neither a field nor a part (the message lists the valid keys), and
+            every refusal of :class:`SimConfig`.
+        """
+        kwargs = {}
+        for key, value in data.items():
+            if key in SPECS and isinstance(value, Mapping):
+                spec = SPECS[key]
+                valid = [f.name for f in fields(spec)]
+                for name in value:
+                    if name not in valid:
+                        raise ParameterError(f"{key}.{name} is not a field of {spec.__name__}; "
+                                             f"valid: {', '.join(valid)}")
+                kwargs[key] = spec(**value)
+            elif key in _DEFAULTS:
+                kwargs[key] = value
+            else:
+                raise ParameterError(f"{key}={show_value(value)} is not a field; valid: "
+                                     f"{', '.join(_DEFAULTS)} or a part ({', '.join(SPECS)})")
+        return cls(**kwargs)
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> SimConfig:
+        """The configuration of a TOML file (:meth:`from_dict` of its top table; a field that TOML
+        cannot write as ``None``, such as ``fast_device``, is left out)."""
+        try:
+            data = tomllib.loads(Path(path).read_text())
+        except tomllib.TOMLDecodeError as error:
+            raise ParameterError(f"config={str(path)!r} is not TOML: {error}") from None
+        return cls.from_dict(data)
+
+
+#: field name -> default (what counts as not given)
+_DEFAULTS = {f.name: f.default for f in fields(SimConfig)}
+#: the parts whose name is not also a field: given only as their spec
+_PART_ONLY = tuple(part for part in SPECS if part not in _DEFAULTS)
+_FLAT_INIT = SimConfig.__init__
+
+
+def _init(self, *args, **kwargs):
+    _FLAT_INIT(self, *args, **_flatten(kwargs))
+
+
+def _flatten(kwargs: dict) -> dict:
+    """The flat keywords of ``kwargs``, whose parts (a spec under its part name) are expanded."""
+    out = dict(kwargs)
+    for part, spec in SPECS.items():
+        if part not in out or (part in _DEFAULTS and not isinstance(out[part], spec)):
+            continue  # a flat value of the field of the same name (problem, update, replicas)
+        given = out.pop(part)
+        if not isinstance(given, spec):
+            raise ParameterError(f"{part}={show_value(given)} is not a {spec.__name__}")
+        for name, value in given.to_dict().items():
+            if name in out:
+                raise ParameterError(f"{name}={show_value(out[name])} is given twice: on its own "
+                                     f"and in {part}={spec.__name__}(...); give it once")
+            out[name] = value
+    return out
+
+
+_init.__doc__ = SimConfig.__init__.__doc__
+_init.__signature__ = inspect.signature(_FLAT_INIT).replace(parameters=[
+    *inspect.signature(_FLAT_INIT).parameters.values(),
+    *(inspect.Parameter(part, inspect.Parameter.KEYWORD_ONLY, default=None,
+                        annotation=SPECS[part].__name__ + " | None") for part in _PART_ONLY),
+])
+_init.__qualname__ = "SimConfig.__init__"
+SimConfig.__init__ = _init
+
+
+def _document_config() -> str:
+    """The generated part of :class:`SimConfig`'s docstring: its parameters by part (from the
+    specs' field metadata) and the rows of :data:`RULES`."""
+    lines = []
+    for part, spec in SPECS.items():
+        names = ", ".join(f.name for f in fields(spec))
+        lines += [names, f"    The fields of :class:`~simulate.specs.{spec.__name__}` (the "
+                         f"``{part}`` part)."]
+    for part in _PART_ONLY:
+        lines += [f"{part} : {SPECS[part].__name__}, optional",
+                  f"    The ``{part}`` part whole, instead of its fields."]
+    rows = [f"- ``{r.field}`` applies to {r.condition.wanted()} only: {r.reason}." for r in RULES]
+    return "\n".join(lines), "\n".join(rows)
+
+
+_PARAMETERS, _ROWS = _document_config()
+SimConfig.__doc__ = (SimConfig.__doc__
+                     .replace("    (generated: see the end of this docstring)\n",
+                              "\n".join("    " + line for line in _PARAMETERS.splitlines())
+                              + "\n")
+                     + "\n    The rows of :data:`RULES`:\n\n"
+                     + "\n".join("    " + row for row in _ROWS.splitlines()) + "\n")
+
+
+def _digital_stages(text: str, count: int) -> str:
+    """``digital_stages`` checked against the ``count`` stages of the pipeline (stages in
+    ``[1, M]``, no repeat) and written sorted without spaces."""
+    if not text:
         return ""
-    if config.algorithm != "mixed":
-        raise ParameterError(f"digital_stages={text!r} applies to algorithm='mixed' only (the "
-                             f"algorithm is {config.algorithm!r})")
     stages = []
     for item in text.split(","):
         try:
             stage = int(item.strip())
         except ValueError:
             stage = None
-        if stage is None or not 1 <= stage <= config.stages or stage in stages:
+        if stage is None or not 1 <= stage <= count or stage in stages:
             raise ParameterError(
                 f"digital_stages={text!r} is out of range: {item.strip()!r} is not a new stage "
-                f"of 1..{config.stages}; valid: distinct stages in [1, {config.stages}]"
+                f"of 1..{count}; valid: distinct stages in [1, {count}]"
             )
         stages.append(stage)
     return ",".join(str(x) for x in sorted(stages))

@@ -19,6 +19,8 @@ def _same_iterates(a, b):
 def _config(**kw):
     base = dict(stages=4, micro_batches=3, micro_batch_size=2, steps=60, log_every=1, lr=0.2,
                 dim=12, sigma2=0.5, seed=3)
+    if kw.get("mode") == "async":  # B applies to none and sync only (simulate.config.RULES)
+        del base["micro_batches"]
     return SimConfig(**(base | kw))
 
 

@@ -345,7 +345,8 @@ def test_digital_stages_is_checked_and_stored_sorted():
 def test_no_digital_stage_is_analog_and_every_stage_is_digital_bit_for_bit(mode):
     from simulate import SimConfig, run
 
-    base = dict(stages=4, mode=mode, micro_batches=2, steps=200, seeds=3, lr=0.05, log_every=50)
+    base = dict(stages=4, mode=mode, micro_batches=1 if mode == "async" else 2, steps=200,
+                seeds=3, lr=0.05, log_every=50)
     analog = run(SimConfig(algorithm="analog", **base))
     mixed = run(SimConfig(algorithm="mixed", **base))
     digital = run(SimConfig(algorithm="digital", **base))

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulate import SimConfig, Updater, pulsed_update, run
+from simulate import SimConfig, Updater, UpdateSpec, pulsed_update, run
 from simulate.commands import pulse_response as command
 from simulate.device import (
     DeviceSpread,
@@ -327,7 +327,8 @@ def test_one_sample_network_updates_fire_trains_on_the_outer_product(problem, pu
     # one large step on an almost linear device (tau = 1000: q = 1 +- 1e-3): at most BL = 31
     # pulses per weight (deterministic rounding fires hundreds)
     big = replace(config, tau=1000.0, lr=2.0, steps=1, seeds=1, mode="none", stages=1)
-    start = train_network(replace(big, update="expected", lr=1e-300), 0).weights
+    start = train_network(replace(big, update="expected", pulse_type=UpdateSpec().pulse_type,
+                                  lr=1e-300), 0).weights
     moved = np.abs(train_network(big, 0).weights - start) / 1e-3
     assert 30 < moved.max() <= 31 * 1.002
     if problem == "digits-mlp":  # (the residual network diverges with so many pulses)

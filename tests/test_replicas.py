@@ -40,11 +40,15 @@ def same_bits(a, b) -> None:
     dict(mode="async", stages=4, update="pulsed", write="per-sample", micro_batch_size=2),
     dict(mode="none", algorithm="digital"),
 ])
-def test_one_replica_ignores_period_and_programming_error(settings):
-    """At R = 1 nothing is averaged: P and the programming error change no bit (the defaults are
-    today's run; its exact outputs are pinned by tests/test_engine.py and others)."""
+def test_one_replica_refuses_period_and_programming_error(settings):
+    """At R = 1 nothing is averaged: P and the programming error do not apply and are refused
+    (simulate.config.RULES); at their defaults the run is today's (its exact outputs are pinned by
+    tests/test_engine.py and others)."""
     config = SimConfig(steps=60, seeds=2, log_every=7, **settings)
-    same_bits(run(config), run(replace(config, average_every=4, programming_error=0.05)))
+    for changes in (dict(average_every=4), dict(programming_error=0.05)):
+        with pytest.raises(ParameterError, match=f"^{next(iter(changes))}=.* applies to "
+                                                 "replicas >= 2 only, not replicas=1"):
+            replace(config, **changes)
 
 
 def test_one_replica_uses_the_member_streams():
@@ -148,9 +152,11 @@ def _row(config: SimConfig, trace) -> float:
     return tightest_theta("local_sgd", config.lr, config.steps, values)[1]
 
 
-@pytest.mark.parametrize("replicas", [1, 2, 4])
-@pytest.mark.parametrize("period", [1, 4])
-@pytest.mark.parametrize("error", [0.0, 0.01])
+@pytest.mark.parametrize("replicas, period, error", [
+    (1, 1, 0.0),  # (one replica: no period, no programming error)
+    *((replicas, period, error) for replicas in (2, 4) for period in (1, 4)
+      for error in (0.0, 0.01)),
+])
 @pytest.mark.parametrize("algorithm", ["analog", "digital"])
 def test_local_sgd_row_holds_on_the_quadratic(replicas, period, error, algorithm):
     """Simulated mean over 8 seeds of (1/K) sum_k ||grad f(W_bar_k)||^2 <= the row + 4 se.

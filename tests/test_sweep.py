@@ -334,9 +334,10 @@ def test_sweep_arguments():
 
 def simulation_points() -> list[dict]:
     """Small analog pipeline simulations (the sweeps the figures run)."""
-    config = {"steps": 40, "seeds": 2, "stages": 2, "micro_batches": 2, "log_every": 10}
+    config = {"steps": 40, "seeds": 2, "stages": 2, "log_every": 10}
     return [
-        {"config": {**config, "mode": mode}, "seed": seed}
+        {"config": {**config, "mode": mode, "micro_batches": 2 if mode == "sync" else 1},
+         "seed": seed}
         for mode in ("sync", "async") for seed in (11, 12)
     ]
 

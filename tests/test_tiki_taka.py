@@ -9,7 +9,15 @@ import pytest
 import sympy as sp
 from _sympy_checks import is_zero
 
-from simulate import NetworkSpec, SimConfig, Updater, cycles_after, run, train_network
+from simulate import (
+    NetworkSpec,
+    SimConfig,
+    TikiTakaSpec,
+    Updater,
+    cycles_after,
+    run,
+    train_network,
+)
 from simulate.device import (
     CYCLES_PER_COLUMN,
     TikiTaka,
@@ -140,14 +148,15 @@ def test_sync_keeps_the_non_pipelined_iterates():
 @pytest.mark.parametrize("mode", ["none", "sync", "async"])
 @pytest.mark.parametrize("slice_", ["column", "all"])
 def test_trace_cycles_add_the_transfer_cost(mode, slice_):
-    config = SimConfig(**(BASE | {"mode": mode, "stages": 4, "micro_batches": 2,
+    config = SimConfig(**(BASE | {"mode": mode, "stages": 4,
+                                  "micro_batches": 1 if mode == "async" else 2,
                                   "transfer_every": 3, "transfer_slice": slice_}))
     trace = run(config)
     # 16 coordinates over 4 stages: one tile of 2 columns per stage; one stage's cost per event
     per_event = CYCLES_PER_COLUMN * (1 if slice_ == "column" else 2)
-    base = cycles_after(mode, 4, 2, trace.step)
+    base = cycles_after(mode, 4, config.micro_batches, trace.step)
     assert np.array_equal(trace.cycles, base + (trace.step // 3) * per_event)
-    analog = run(replace(config, algorithm="analog"))
+    analog = run(replace(config, algorithm="analog", **TikiTakaSpec().to_dict()))
     assert np.array_equal(analog.cycles, base)
     assert transfer_cycles(Updater("digital"), trace.step) == 0
 

@@ -13,6 +13,7 @@ from _sympy_checks import is_zero
 from simulate import (
     NetworkSpec,
     SimConfig,
+    TikiTakaSpec,
     Updater,
     check_bound,
     device_from_config,
@@ -127,7 +128,7 @@ def test_at_T_equal_1_with_unit_beta_the_run_is_analog_sgd_bit_for_bit():
     """transfer_lr * lr = 1 and T = 1: each write of C is exactly the run's analog update."""
     config = SimConfig(**(TT0 | {"transfer_lr": 20.0}))  # 20 * 0.05 == 1.0 in floats
     assert config.transfer_lr * config.lr == 1.0
-    tt, an = run(config), run(replace(config, algorithm="analog"))
+    tt, an = run(config), run(replace(config, algorithm="analog", **TikiTakaSpec().to_dict()))
     for name in ("grad_norm2", "loss", "max_abs_w", "avg_grad_norm2"):
         assert np.array_equal(getattr(tt, name), getattr(an, name)), name
 

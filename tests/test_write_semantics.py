@@ -38,8 +38,8 @@ FIELDS = ("loss", "grad_norm2", "test_accuracy", "max_abs_w", "w_min_visited", "
 
 #: (algorithm, update, pulse type): every update kind of the simulator
 KINDS = (
-    ("digital", "expected", "deterministic"),
-    ("analog", "expected", "deterministic"),
+    ("digital", "expected", "stochastic"),  # (the expected update takes no pulse type)
+    ("analog", "expected", "stochastic"),
     ("analog", "pulsed", "deterministic"),
     ("analog", "pulsed", "stochastic"),
     ("analog", "pulsed", "mean-count"),

@@ -33,7 +33,7 @@ from theory.fileio import check_writable_dir
 from theory.schedules import TRANSFER_SLICES
 from theory.tables import text_table
 
-from ..config import ORACLE_PROBLEMS
+from ..config import ORACLE_PROBLEMS, check_rules
 from ..verification import (
     ASYNC_DESIGN,
     CALIBRATION_QUICK,
@@ -164,6 +164,9 @@ def run(args: argparse.Namespace) -> int:
         check_writable_dir(out.parent, "--out")
         if out.is_dir():
             raise ParameterError(f"--out={str(out)!r} is a directory; valid: a file name")
+    # --transfer-every / --transfer-slice apply to tiki-taka only (simulate.config.RULES)
+    check_rules({"algorithm": args.algorithm, "transfer_every": args.transfer_every,
+                 "transfer_slice": args.transfer_slice}, flags=True)
     transfer = {}
     if args.algorithm != "analog":
         check_range("--transfer-every", args.transfer_every, 1, None, integer=True)

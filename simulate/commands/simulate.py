@@ -16,9 +16,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from theory.commands import add_config_flags, command_main, config_from_args
+from theory.errors import ParameterError
 from theory.fileio import check_writable_dir, strict_json
 
-from ..config import DEFAULT_TAU, SimConfig, check_device_tau
+from ..config import DEFAULT_TAU, NotApplicableError, SimConfig, check_device_tau
 from ..device import PinnedWarning
 from ..engine import run as run_simulation
 from ..execution import progress_bar
@@ -91,7 +92,10 @@ def run(args: argparse.Namespace) -> int:
     tau = float(args.tau)
     if given_tau:
         check_device_tau(args.device, tau, explicit=True)
-    config = config_from_args(SimConfig, args, tau=tau)
+    try:
+        config = config_from_args(SimConfig, args, tau=tau)
+    except NotApplicableError as error:  # named as flags: --transfer-every=5 ... --algorithm ...
+        raise ParameterError(error.flag_message) from None
     bar = progress_bar(config.steps, unit="update")
     try:
         with warnings.catch_warnings(record=True) as caught:
