@@ -20,7 +20,7 @@ SOURCES = sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py
 
 
 def long_functions(source: str, limit: int = MAX_FUNCTION_LINES) -> list[tuple[str, int, int]]:
-    """``(name, first line, lines)`` of every function in ``source`` spanning more than ``limit``."""
+    """``(name, first line, lines)`` of every function in ``source`` longer than ``limit``."""
     return [
         (node.name, node.lineno, node.end_lineno - node.lineno + 1)
         for node in ast.walk(ast.parse(source))

@@ -112,8 +112,7 @@ def test_the_network_loss_rule_uses_its_own_factor():
 
 def test_pinned_monitor_counts_points_within_one_pulse_of_a_bound():
     from simulate import PinnedWarning
-    from simulate.device import PinnedMonitor
-    from simulate.device import PINNED_FRACTION
+    from simulate.device import PINNED_FRACTION, PinnedMonitor
 
     assert PINNED_FRACTION == 0.5
     monitor = PinnedMonitor(-1.0, 1.0, 0.01, lr=2.0)
