@@ -4,7 +4,8 @@ Console examples
     Every fenced ```` ```console ```` block whose first line is ``$ aimc-pipeline ...`` (the format
     is in ``tests/doc_examples.py``). Each command runs in this process through
     ``paper_figures.cli.main`` (the code of this checkout, not an installed script), with a fresh
-    temporary folder as the working directory and as ``$AIMC_PIPELINE_CACHE``; a block marked
+    temporary folder as the working directory and one temporary ``$AIMC_PIPELINE_CACHE`` for the
+    whole module (same seeds give the same bits, so a cached point changes no output); a block marked
     ``<!-- file: NAME -->`` on the line before it is written to ``NAME`` in that folder first.
     What the console would show (standard output, then standard error) is compared with the
     lines under the command by doctest's rules with ``ELLIPSIS``: ``...`` in the expected text
@@ -54,6 +55,17 @@ def test_the_examples_are_found():
     assert len(CONSOLE) > len(readme)
 
 
+def test_the_readme_is_an_entrance():
+    assert len((ex.ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 300
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """One result cache for the examples of this module (same seeds, same bits: a cached point is
+    what the command would compute), so that a suite shown twice is simulated once."""
+    return tmp_path_factory.mktemp("cache")
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _imports():
     """Import the packages once, so that each example's time is its own work."""
@@ -65,8 +77,8 @@ def _imports():
 @pytest.mark.parametrize(
     ("page", "example"), CONSOLE, ids=[f"{page}:{example.line}" for page, example in CONSOLE]
 )
-def test_console_example(page, example, tmp_path, monkeypatch):
-    monkeypatch.setenv("AIMC_PIPELINE_CACHE", str(tmp_path / ".cache"))
+def test_console_example(page, example, tmp_path, monkeypatch, cache):
+    monkeypatch.setenv("AIMC_PIPELINE_CACHE", str(cache))
     ex.prepare(ex.read_page(page), tmp_path)
     for command in example.commands:
         status, out, err, _ = ex.run_command(command.argv, tmp_path)
