@@ -187,7 +187,7 @@ def prepare(page: Page, folder: Path) -> None:
 
 
 def rewrite(rel: str, actual: dict[tuple[int, int], str]) -> None:
-    """Put ``actual[(block line, command index)]`` as the output of those commands in page ``rel``."""
+    """Write ``actual[(block line, command index)]`` as those commands' output in page ``rel``."""
     path = ROOT / rel
     lines = path.read_text(encoding="utf-8").split("\n")
     for info, line, body, _ in sorted(_blocks("\n".join(lines)), key=lambda b: -b[1]):

@@ -5,8 +5,9 @@ Console examples
     is in ``tests/doc_examples.py``). Each command runs in this process through
     ``paper_figures.cli.main`` (the code of this checkout, not an installed script), with a fresh
     temporary folder as the working directory and one temporary ``$AIMC_PIPELINE_CACHE`` for the
-    whole module (same seeds give the same bits, so a cached point changes no output); a block marked
-    ``<!-- file: NAME -->`` on the line before it is written to ``NAME`` in that folder first.
+    whole module (same seeds give the same bits, so a cached point changes no output); a block
+    marked ``<!-- file: NAME -->`` on the line before it is written to ``NAME`` in that folder
+    first.
     What the console would show (standard output, then standard error) is compared with the
     lines under the command by doctest's rules with ``ELLIPSIS``: ``...`` in the expected text
     matches any text, a line of it any number of lines. The exit status must be the one the page
@@ -38,13 +39,12 @@ from __future__ import annotations
 import doctest
 import shlex
 
-import pytest
-
 import doc_examples as ex
+import pytest
 
 PAGES = ex.pages()
 CONSOLE = [(page, example) for page in PAGES for example in ex.read_page(page).examples]
-PYCON = [page for page in PAGES if ">>> " in ex.pycon_text((ex.ROOT / page).read_text(encoding="utf-8"))]
+PYCON = [p for p in PAGES if ">>> " in ex.pycon_text((ex.ROOT / p).read_text(encoding="utf-8"))]
 
 
 def test_the_examples_are_found():
@@ -89,12 +89,13 @@ def test_console_example(page, example, tmp_path, monkeypatch, cache):
             f"--- the page shows:\n{command.expected}\n--- it prints:\n{got}\n"
             f"(paste it, or run PYTHONPATH=$PWD python tests/doc_examples.py --write {page})"
         )
-        error = command.expected.lstrip().startswith(f"{ex.PROGRAM} ") and " error: " in command.expected
+        expected = command.expected.lstrip()
+        error = expected.startswith(f"{ex.PROGRAM} ") and " error: " in expected
         assert status == (2 if error else 0), f"{shown}: exit status {status}\n{err}"
 
 
 def test_a_drifted_example_fails(tmp_path, monkeypatch):
-    """The comparison is not vacuous: one changed digit or one missing line of output is a failure."""
+    """The comparison is not vacuous: one changed digit or one missing line is a failure."""
     monkeypatch.setenv("AIMC_PIPELINE_CACHE", str(tmp_path / ".cache"))
     page, example = next((p, e) for p, e in CONSOLE if e.commands[0].argv[0] == "schedule")
     command = example.commands[0]
