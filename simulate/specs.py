@@ -426,6 +426,7 @@ def field_doc(spec: type, f: dataclasses.Field) -> str:
     capitalised, a full stop) and the ``doc`` metadata, indented."""
     text = f.metadata["help"]
     text = text[0].upper() + text[1:] + "."
+    text = text.replace("|", "\\|")  # a literal bar, not a reST substitution
     if "doc" in f.metadata:
         text += " " + f.metadata["doc"]
     default = f.default if f.default != "" else "''"

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError(
             f"figure={args.target!r} is unknown; valid: all, list, {', '.join(FIGURES)}"
         )
-    from simulate.progress import progress_bar  # tqdm: to compute, not for --help
+    from simulate.execution import progress_bar  # tqdm: to compute, not for --help
 
     from ..common import output_dir  # matplotlib: to compute, not for --help
 

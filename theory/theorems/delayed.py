@@ -167,17 +167,17 @@ def ap_general_parts(kappa_3: sp.Expr | None = None) -> dict[str, sp.Expr]:
     ``noise_step`` as in :class:`Bound`; at ``kappa_2 = (1 - theta)/4``, ``lam = 1/2`` it is at
     most ``analog_sgd_ap`` (equal with :math:`\kappa_3` replaced by :math:`\kappa`).
 
-    Parameters
-    ----------
-    kappa_3 : sympy.Expr, optional
-        Lemma A's constant, :func:`ap_kappa_3` by default; any upper bound of it is valid too.
-
     .. math::
 
         \frac{1}{\alpha_{AP}} = \frac{L q_{\max}^2}{2\kappa_2 q_{\min}}
         + L_s D q_{\max}\sqrt{\frac{\kappa_3}{\lambda\kappa_2}}, \qquad
         \text{extra term} = \frac{2\kappa_3}{1-\lambda} L_s^2\alpha^2
         (q_{\max}\sqrt D + G_\infty D)^2\sigma^2/b .
+
+    Parameters
+    ----------
+    kappa_3 : sympy.Expr, optional
+        Lemma A's constant, :func:`ap_kappa_3` by default; any upper bound of it is valid too.
     """
     base = analog_parts(b)
     kappa_3 = ap_kappa_3() if kappa_3 is None else kappa_3
