@@ -9,11 +9,11 @@
 
 This module re-exports the curated API; tests, figures and benchmarks import from here (or from
 :mod:`bounds.planning` for the planner's internals). The names are imported on first use
-(:func:`bounds.lazy.lazy_exports`), so importing one module of the package does not import them
+(:func:`theory.lazy.attach`), so importing one module of the package does not import them
 all.
 """
 
-from .lazy import lazy_exports
+from theory.lazy import attach
 
 #: module -> the names of the curated API it gives
 _EXPORTS = {
@@ -44,4 +44,4 @@ _EXPORTS = {
     ),
 }
 
-__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)

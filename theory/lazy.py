@@ -14,6 +14,7 @@ sympy. This is the shape of ``lazy_loader.attach``:
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Iterable, Mapping
 
 __all__ = ["attach"]
@@ -29,7 +30,7 @@ def attach(
     package : str
         The package's ``__name__``.
     names : mapping of str to iterable of str
-        Submodule (relative to ``package``, e.g. ``".errors"``) -> the names it gives.
+        Module (relative to ``package``, e.g. ``".errors"``, or absolute) -> the names it gives.
     submodules : iterable of str
         Submodules reachable as attributes (``package.sub``) before anything imported them.
 
@@ -53,8 +54,10 @@ def attach(
     subs = frozenset(submodules)
 
     def __getattr__(name: str):
-        if name in where:
-            return getattr(importlib.import_module(where[name], package), name)
+        if name in where:  # imported once, then kept in the package
+            value = getattr(importlib.import_module(where[name], package), name)
+            setattr(sys.modules[package], name, value)
+            return value
         if name in subs:
             return importlib.import_module(f"{package}.{name}")
         raise AttributeError(f"module {package!r} has no attribute {name!r}")

@@ -18,11 +18,11 @@
   (``plan_modes``).
 
 The curated names users need are also exported by :mod:`bounds`. Names are imported on first
-use (:func:`bounds.lazy.lazy_exports`): importing one module of the room does not import the
+use (:func:`theory.lazy.attach`): importing one module of the room does not import the
 others (the relaxation's cvxpy among them).
 """
 
-from ..lazy import lazy_exports
+from theory.lazy import attach
 
 #: module -> the names it gives
 _EXPORTS = {
@@ -73,4 +73,4 @@ _EXPORTS = {
     ),
 }
 
-__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS)
