@@ -54,6 +54,9 @@ USER_ERRORS = (
 #: exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it
 INTERRUPTED = 130
 
+#: the namespace attribute where :func:`add_alias` records the old spellings typed (dest -> flag)
+_ALIASES_TYPED = "_aliases_typed"
+
 #: argparse's type-error wording -> the package's (what the value must be)
 _TYPE_WORDS = {"invalid int value": "not an integer", "invalid float value": "not a number"}
 
@@ -93,14 +96,15 @@ _NAMED = re.compile(r"^([A-Za-z_][\w.-]*)=")
 
 def user_message(error: BaseException, parser: argparse.ArgumentParser,
                  args: argparse.Namespace) -> str:
-    """The one-line message of a user error, naming the flag as the user typed it.
+    """The one-line message of a user error, naming the flag as the user typed it (an old
+    spelling of :func:`add_alias` included).
 
     A :class:`ParameterError` that starts ``name=value`` names a parameter; when ``name`` is a
     flag's destination, it is shown as the flag (``steps=...`` -> ``--steps=...``). A file-system
     error names the flag whose value is the file.
     """
     text = " ".join(str(error).split())  # one line, whatever the message held
-    flags = _flags_by_dest(parser)
+    flags = _flags_by_dest(parser) | getattr(args, _ALIASES_TYPED, {})
     match = _NAMED.match(text)
     if match and match.group(1) in flags:
         text = flags[match.group(1)] + text[len(match.group(1)):]
@@ -108,6 +112,8 @@ def user_message(error: BaseException, parser: argparse.ArgumentParser,
     if isinstance(error, OSError) and filename is not None:
         reason = error.strerror or type(error).__name__
         for dest, value in vars(args).items():
+            if dest == _ALIASES_TYPED:
+                continue
             values = value if isinstance(value, (list, tuple)) else [value]
             if any(v is not None and str(v) == str(filename) for v in values):
                 text = f"{flags.get(dest, dest)}={str(filename)!r}: {reason.lower()}"
@@ -245,8 +251,8 @@ class HelpFormatter(argparse.HelpFormatter):
     """``--help`` with each default stated once.
 
     ``(default: X)`` is appended only when the help text does not mention a default itself
-    (the word ``default`` in it), the option has one (not ``None``, not suppressed, not required) and
-    it is not a plain switch; ``X`` is :func:`format_default` of it.
+    (the word ``default`` in it), the option has one (not ``None``, not suppressed, not
+    required) and it is not a plain switch; ``X`` is :func:`format_default` of it.
     """
 
     def _get_help_string(self, action: argparse.Action) -> str:
@@ -271,6 +277,10 @@ class _AliasAction(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         self.target(parser, namespace, values, self.target.option_strings[0])
+        # messages name the spelling the user typed (user_message)
+        typed = dict(getattr(namespace, _ALIASES_TYPED, {}))
+        typed[self.dest] = option_string
+        setattr(namespace, _ALIASES_TYPED, typed)
 
 
 def add_alias(container, alias: str, target: argparse.Action) -> argparse.Action:
