@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from .errors import DivergenceError, ParameterError, UnreachableTargetError
 
 __all__ = [
-    "INTERRUPTED", "HelpFormatter", "add_alias", "add_config_flags", "command_main",
+    "HelpFormatter", "INTERRUPTED", "add_alias", "add_config_flags", "command_main",
     "config_from_args", "flag_name", "format_default", "json_document", "print_json",
     "schema_name", "user_message",
 ]
