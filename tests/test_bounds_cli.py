@@ -22,10 +22,13 @@ def _run(capsys, *argv):
 
 
 def test_json_rows_have_the_required_fields_and_match_compare(capsys):
-    status, out, err = _run(capsys, "--preset", "reram-softbounds", "--eps", "2", "--stages", "4",
+    status, out, err = _run(capsys, "--device", "reram-softbounds", "--eps", "2", "--stages", "4",
                             "--micro-batches", "16", "--micro-batch-size", "2", "--json")
     assert status == 0 and err == ""
-    rows = json.loads(out)
+    document = json.loads(out)
+    assert list(document) == ["schema", "version", "rows"]
+    assert document["schema"] == "aimc-pipeline/bounds/1"
+    rows = document["rows"]
     assert [row["algorithm"] for row in rows] == list(REGISTRY)
     assert all(REQUIRED <= set(row) for row in rows)
     expected = compare(2.0, from_preset("reram-softbounds"),
@@ -45,7 +48,7 @@ def test_flags_override_problem_constants(capsys):
     status, out, _ = _run(capsys, "--sigma2", "0.5", "--L", "2", "--delta", "3", "--theta", "0.25",
                           "--weight-bound", "0.3", "--json")
     assert status == 0
-    rows = {row["algorithm"]: row for row in json.loads(out)}
+    rows = {row["algorithm"]: row for row in json.loads(out)["rows"]}
     expected = compare(DEFAULT_EPS, from_preset(DEFAULT_PRESET, weight_bound=0.3),
                        ProblemParams(L=2, Delta=3, sigma2=0.5, theta=0.25))
     assert rows["analog_sgd_ap"]["iterations"] == expected.result("analog_sgd_ap").iterations
@@ -56,10 +59,40 @@ def test_config_file_then_flags(tmp_path, capsys):
     path = tmp_path / "hw.toml"
     path.write_text('preset = "reram-softbounds"\neps = 2.0\n[pipeline]\nstages = 2\n'
                     "micro_batches = 4\n", encoding="utf-8")
-    status, out, _ = _run(capsys, "--config", str(path), "--micro-batch-size", "3", "--json")
-    assert status == 0
     expected = compare(2.0, from_preset("reram-softbounds"), pipeline=PipelineConfig(2, 4, 3))
-    assert json.loads(out) == json.loads(json.dumps(expected.to_rows()))
+    for flag in ("--hardware", "--config"):  # --config: the old spelling
+        status, out, _ = _run(capsys, flag, str(path), "--micro-batch-size", "3", "--json")
+        assert status == 0
+        assert json.loads(out)["rows"] == json.loads(json.dumps(expected.to_rows()))
+
+
+def test_old_spellings_give_the_same_output(capsys):
+    outputs = []
+    for flag in ("--device", "--preset"):
+        status, out, err = _run(capsys, flag, "reram-softbounds", "--eps", "2")
+        assert status == 0 and err == ""
+        outputs.append(out)
+    assert outputs[0] == outputs[1]
+    status, _, err = _run(capsys, "--preset", "nope")  # messages name the spelling typed
+    assert status == 2 and "--preset='nope'" in err
+    status, _, err = _run(capsys, "--device", "nope")
+    assert status == 2 and "--device='nope'" in err
+    with pytest.raises(SystemExit):
+        main(["bounds", "--help"])
+    text = capsys.readouterr().out
+    assert "--device NAME" in text and "--hardware FILE.toml" in text and "--out DIR" in text
+    assert "--preset NAME" not in text and "--config FILE" not in text  # hidden aliases
+
+
+def test_out_dir_writes_bounds_csv(tmp_path, capsys):
+    status, out, _ = _run(capsys, "--out", str(tmp_path / "o"))
+    assert status == 0 and "analog_sgd_ap" in out
+    with open(tmp_path / "o" / "bounds.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [row["algorithm"] for row in rows] == list(REGISTRY)
+    status, _, _ = _run(capsys, "--csv", str(tmp_path / "rows.csv"))
+    assert status == 0  # the old --csv FILE writes the same bytes
+    assert (tmp_path / "rows.csv").read_bytes() == (tmp_path / "o" / "bounds.csv").read_bytes()
 
 
 def test_csv_file(tmp_path, capsys):
@@ -95,7 +128,7 @@ def test_readme_table_flag(capsys):
 def test_partly_unreachable_eps_reports_rows_and_succeeds(capsys):
     # between the SP floor (mini-batch 32) and the AP floor (micro-batch 4)
     status, out, _ = _run(capsys, "--preset", "reram-softbounds", "--eps", "0.2", "--json")
-    rows = {row["algorithm"]: row for row in json.loads(out)}
+    rows = {row["algorithm"]: row for row in json.loads(out)["rows"]}
     assert status == 0
     assert rows["analog_sgd_ap"]["iterations"] is None
     assert rows["analog_sgd_ap"]["floor"] > 0.2
@@ -169,7 +202,8 @@ def test_unreadable_config_and_unwritable_csv_are_one_line_errors(tmp_path, caps
     for argv, pattern in (
         (["--config", str(tmp_path / "dir.toml")], "config='"),
         (["--config", str(binary)], "is not a UTF-8 text file"),
-        (["--csv", str(tmp_path)], f"csv={str(tmp_path)!r} cannot be written"),
+        (["--csv", str(tmp_path)], f"--csv={str(tmp_path)!r} cannot be used"),
+        (["--out", str(binary)], f"--out={str(binary)!r} cannot be used"),
     ):
         status, _, err = _run(capsys, *argv)
         assert status == 2 and err.count("\n") == 1 and pattern in err
@@ -179,7 +213,7 @@ def test_rows_beyond_int64_iterations(capsys):
     floor = compare(1e9, from_preset("reram-softbounds")).result("analog_sgd_ap").floor
     eps = repr(floor * (1 + 1e-13))
     status, out, _ = _run(capsys, "--preset", "reram-softbounds", "--eps", eps, "--json")
-    rows = {row["algorithm"]: row for row in json.loads(out)}
+    rows = {row["algorithm"]: row for row in json.loads(out)["rows"]}
     assert status == 0 and rows["analog_sgd_ap"]["iterations"] is None
     assert "int64" in rows["analog_sgd_ap"]["reason"] and rows["analog_sgd_sp"]["iterations"] > 0
     # every analog row beyond int64 (tiny eps, tiny floor): one line naming the iteration count
@@ -190,7 +224,7 @@ def test_rows_beyond_int64_iterations(capsys):
 def test_json_and_csv_together(tmp_path, capsys):
     path = tmp_path / "rows.csv"
     status, out, _ = _run(capsys, "--json", "--csv", str(path))
-    assert status == 0 and [row["algorithm"] for row in json.loads(out)] == list(REGISTRY)
+    assert status == 0 and [row["algorithm"] for row in json.loads(out)["rows"]] == list(REGISTRY)
     with open(path, newline="", encoding="utf-8") as handle:
         assert [row["algorithm"] for row in csv.DictReader(handle)] == list(REGISTRY)
     with pytest.raises(SystemExit):

@@ -189,14 +189,18 @@ def test_design_steps_are_fractions_of_the_cap():
 
 
 def test_calibrate_command_writes_a_file_plan_reads(tmp_path, capsys):
-    out = tmp_path / "cal.json"
     argv = ["calibrate", "--quick", "--steps", "300", "--seeds", "4", "--resamples", "3",
-            "--tau", "4", "--sigma2", "0.1", "--dim", "8", "--out", str(out), "--jobs", "1",
-            "--cache-dir", str(tmp_path / "cache")]
+            "--tau", "4", "--sigma2", "0.1", "--dim", "8", "--out", str(tmp_path / "cal"),
+            "--jobs", "1", "--cache-dir", str(tmp_path / "cache")]
     assert main(argv) == 0
+    out = tmp_path / "cal" / "calibration.json"  # --out DIR
     captured = capsys.readouterr()
     assert "c_stale" in captured.out and "fingerprint" in captured.out
-    assert "calibrate:" in captured.err
+    assert "calibrate:" in captured.err and "warning" not in captured.err
+    assert main([*argv, "--json"]) == 0  # every point cached
+    document = json.loads(capsys.readouterr().out)
+    assert document["schema"] == "aimc-pipeline/calibrate/1"
+    assert document["calibration"] == json.loads(out.read_text())
     cal = read_calibration(out)
     assert set(cal.fits) == {"sync", "async"} and cal.created_by["quick"] is True
     # the plan with and without it; the digits model's constants are not this problem's
@@ -210,7 +214,7 @@ def test_calibrate_command_writes_a_file_plan_reads(tmp_path, capsys):
     assert "chosen by predicted time" in captured.out and "guaranteed s" in captured.out
     assert captured.err.count("warning:") == 1  # the softbounds-tau1 preset is not tau = 4
     assert main([*base, "--calibration", str(out), "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = json.loads(capsys.readouterr().out)["plan"]
     assert data["chosen_by"] == "predicted time"
     chosen = data["forecast"]["chosen"]
     assert chosen["predicted_seconds"] > 0 and chosen["guaranteed_seconds"] > 0

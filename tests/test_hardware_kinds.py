@@ -178,7 +178,7 @@ def test_plan_json_carries_the_modes(capsys, hardware_file, tmp_path):
         assert p["accelerators"] <= 5 and p["dominant"] in ("bubbles", "staleness", "floor",
                                                             "averaging", "none")
         assert math.isfinite(p["seconds"])
-    assert data["stages"] <= 3  # today's plan uses the first analog kind (3 accelerators)
+    assert data["plan"]["stages"] <= 3  # today's plan uses the first analog kind (3 accelerators)
     written = json.loads((tmp_path / "out" / "modes.json").read_text())
     assert written == modes
 
@@ -219,4 +219,4 @@ def test_mode_comparison_runs_when_the_single_kind_plan_cannot(tmp_path, capsys)
     assert main(["plan", "--model", "digits-mlp", "--hardware", str(path), *SMALL,
                  "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert "tiles" in data["plan_error"] and data["modes"]["plans"]
+    assert "tiles" in data["plan_error"] and data["modes"]["plans"] and data["plan"] is None

@@ -34,7 +34,10 @@ def test_json_equals_the_library_plan(capsys):
     argv = ["plan", "--model", "resnet-cnn", "--accelerators", "6", "--eps", "0.6",
             "--preset", "reram-softbounds", "--sigma2", "2", *SMALL, "--json"]
     assert main(argv) == 0
-    data = json.loads(capsys.readouterr().out)
+    document = json.loads(capsys.readouterr().out)
+    assert document["schema"] == "aimc-pipeline/plan/1"
+    assert document["plan_error"] is None and document["modes"] is None
+    data = document["plan"]
     expected = plan(
         load_model("resnet-cnn"), PlanHardware(from_preset("reram-softbounds"), accelerators=6),
         ProblemParams(sigma2=2.0), 0.6, PlanLimits(32, 32),
@@ -106,8 +109,10 @@ def _strict_json(text: str):
 def test_json_without_relaxation_is_strict_json(tmp_path, capsys):
     argv = ["plan", "--model", "digits-mlp", "--accelerators", "4", *SMALL, "--no-relax"]
     assert main([*argv, "--json", "--out", str(tmp_path)]) == 0
-    for text in (capsys.readouterr().out, (tmp_path / "plan.json").read_text()):
-        data = _strict_json(text)
+    printed = _strict_json(capsys.readouterr().out)["plan"]
+    written = _strict_json((tmp_path / "plan.json").read_text())
+    assert printed == written  # plan.json is the printed plan part
+    for data in (printed, written):
         assert data["gap"] is None and data["relaxed"]["value"] is None
         assert data["relaxed"]["solve_time_s"] == 0.0 and data["seconds"] > 0
 
@@ -144,7 +149,7 @@ def test_a_failed_relaxation_is_printed_with_its_status(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "relaxation (GP)      not solved (solver_error): " in out and "no convergence" in out
     assert main([*argv, "--json"]) == 0
-    data = _strict_json(capsys.readouterr().out)
+    data = _strict_json(capsys.readouterr().out)["plan"]
     assert data["status"] == "relaxation_failed" and data["relaxed"]["status"] == "solver_error"
     assert data["gap"] is None and data["relaxed"]["value"] is None
 
@@ -152,5 +157,5 @@ def test_a_failed_relaxation_is_printed_with_its_status(monkeypatch, capsys):
 def test_huge_eps_plans_one_iteration(capsys):
     assert main(["plan", "--model", "digits-mlp", "--eps", "1e300", *SMALL, "--no-relax",
                  "--json"]) == 0
-    data = _strict_json(capsys.readouterr().out)
+    data = _strict_json(capsys.readouterr().out)["plan"]
     assert data["iterations"] == 1 and data["eps"] == 1e300 and data["seconds"] > 0

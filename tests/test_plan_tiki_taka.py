@@ -289,10 +289,10 @@ def test_default_algorithm_is_todays_plan(capsys):
     base = ["plan", "--model", "digits-resmlp", "--accelerators", "4", "--no-relax", "--json",
             *SMALL]
     assert main(base) == 0
-    plain = json.loads(capsys.readouterr().out)
+    plain = json.loads(capsys.readouterr().out)["plan"]
     assert main([*base, "--algorithm", "analog-sgd", "--transfer-every", "7",
                  "--transfer-slice", "all"]) == 0
-    explicit = json.loads(capsys.readouterr().out)
+    explicit = json.loads(capsys.readouterr().out)["plan"]
     plain.pop("solve_times"), explicit.pop("solve_times")
     assert plain == explicit
     assert "transfer_cycles" not in plain and "guarantees" not in plain
@@ -314,7 +314,7 @@ def test_tiki_taka_plan_with_a_calibration(tmp_path, capsys):
     assert "status: forecast_only" in captured.out
     assert captured.err.count("warning:") == 1  # the calibration's constants are not the plan's
     assert main([*argv, "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = json.loads(capsys.readouterr().out)["plan"]
     assert data["status"] == FORECAST_ONLY and data["best"] is None
     assert [g["status"] for g in data["guarantees"]] == [NO_GUARANTEE, NO_GUARANTEE]
     chosen = data["forecast"][0]
@@ -454,9 +454,12 @@ def test_calibrate_command_records_tiki_taka_and_plan_reads_it(tmp_path, capsys)
             "--dim", "8", "--algorithm", "tiki-taka", "--transfer-every", "2",
             "--transfer-slice", "all", "--out", str(out), "--jobs", "1", "--cache-dir",
             str(tmp_path / "cache")]
-    assert main(argv) == 0
-    table = capsys.readouterr().out
+    assert main(argv) == 0  # --out FILE.json: the deprecated form, one warning line
+    captured = capsys.readouterr()
+    table = captured.out
     assert "algorithm tiki-taka (transfer every 2 updates, slice all)" in table
+    (warning,) = [line for line in captured.err.splitlines() if "warning:" in line]
+    assert "--out=" in warning and "deprecated" in warning and "calibration.json" in warning
     cal = read_calibration(out)
     assert cal.algorithm == "tiki-taka"
     assert cal.transfer == {"transfer_every": 2, "transfer_slice": "all"}
@@ -465,7 +468,7 @@ def test_calibrate_command_records_tiki_taka_and_plan_reads_it(tmp_path, capsys)
             "--calibration", str(out)]
     assert main([*base, "--algorithm", "tiki-taka", "--transfer-every", "2",
                  "--transfer-slice", "all", "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = json.loads(capsys.readouterr().out)["plan"]
     assert data["calibration"]["transfer"] == cal.transfer
     assert data["forecast"] and data["status"] == FORECAST_ONLY
     assert main(base) == 2  # the analog planner refuses it

@@ -244,14 +244,14 @@ DONE_WHEN = ["--device", "softbounds", "--tau", "1", "--dw-min", "0.0005", "--bl
 
 def test_pulse_response_done_when_command(capsys):
     assert command.main(DONE_WHEN) == 0
-    (row,) = json.loads(capsys.readouterr().out)
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
     assert {"w0", "delta", "mean", "std", "n"} <= set(row) and row["n"] == 2000
     # n = 100 pulses of dw_min q(w) ~ 0.0005 (1 - w): mean ~ 0.0488, std over rows sharing one
     # x-train ~ dw_min sqrt(S p_d (1 - p_d)) with S ~ BL p_x = 354, p_d = 0.283: ~ 0.0042
     assert row["mean"] == pytest.approx(0.0488, rel=0.08)
     assert 0.003 < row["std"] < 0.0055
     assert command.main([*DONE_WHEN[:9], "deterministic", *DONE_WHEN[10:]]) == 0
-    (det,) = json.loads(capsys.readouterr().out)
+    (det,) = json.loads(capsys.readouterr().out)["rows"]
     assert det["std"] < 1e-12 and det["mean"] == pytest.approx(0.0487825, rel=1e-5)
 
 

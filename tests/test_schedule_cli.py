@@ -19,7 +19,10 @@ def test_json_fields(capsys):
     code, out, err = run(capsys, "--stages", "4", "--micro-batches", "5", "--mode", "sync",
                          "--json")
     assert code == 0 and err == ""
-    summary = json.loads(out)
+    document = json.loads(out)
+    assert list(document)[:2] == ["schema", "version"]
+    assert document["schema"] == "aimc-pipeline/schedule/1"
+    summary = document["summary"]
     timeline = build_timeline("sync", 4, 5)
     assert summary["mode"] == "sync" and summary["stages"] == 4 and summary["micro_batches"] == 5
     assert summary["cycles"] == timeline.cycles
@@ -33,7 +36,7 @@ def test_json_fields(capsys):
 def test_async_samples_sets_the_run_length(capsys):
     code, out, _ = run(capsys, "--stages", "4", "--micro-batches", "2", "--mode", "async",
                        "--samples", "9", "--json")
-    summary = json.loads(out)
+    summary = json.loads(out)["summary"]
     assert code == 0
     assert summary["micro_batches"] == 9
     assert summary["cycles"] == build_timeline("async", 4, 9).cycles
@@ -42,7 +45,7 @@ def test_async_samples_sets_the_run_length(capsys):
 
 def test_async_samples_default_to_micro_batches(capsys):
     _, out, _ = run(capsys, "--stages", "3", "--micro-batches", "4", "--mode", "async", "--json")
-    assert json.loads(out)["cycles"] == build_timeline("async", 3, 4).cycles
+    assert json.loads(out)["summary"]["cycles"] == build_timeline("async", 3, 4).cycles
 
 
 def test_human_output_has_chart_and_table(capsys):
@@ -120,7 +123,7 @@ def test_a_huge_schedule_is_summarised_at_once_without_the_chart(capsys):
     assert code == 0
     (line,) = err.splitlines()
     assert "no Gantt chart" in line and "closed forms" in line and "--micro-batches" in line
-    summary = json.loads(out)
+    summary = json.loads(out)["summary"]
     assert summary["grid"] is None and "cells" in summary["grid_omitted"]
     assert summary["cycles"] == 2 * (1000000 + 4 - 1)
     assert summary["forward_delay"] == [0, 0, 0, 0]

@@ -23,8 +23,10 @@ def test_table(capsys):
 
 def test_json_is_strict_and_complete(capsys):
     assert run_command("simulate", SMALL + ["--json", "--problem", "least-squares"]) == 0
-    data = json.loads(capsys.readouterr().out)  # NaN would not parse with a strict parser below
-    json.loads(json.dumps(data), parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
+    document = json.loads(capsys.readouterr().out,
+                          parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
+    assert document["schema"] == "aimc-pipeline/simulate/1" and document["version"]
+    data = document["trace"]
     assert data["step"] == [0, 10, 20, 30, 40] and len(data["loss"]) == 2
     assert data["test_accuracy"][0][0] is None and len(data["avg_grad_norm2"]) == 2
     assert data["config"]["problem"] == "least-squares"
@@ -127,12 +129,12 @@ def test_refusals_name_the_flag(argv, message, capsys):
 
 def test_a_preset_with_a_fixed_range_records_no_tau(capsys):
     assert run_command("simulate", SMALL + ["--device", "reram-softbounds", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["config"]["tau"] is None
+    assert json.loads(capsys.readouterr().out)["trace"]["config"]["tau"] is None
     assert run_command("simulate", SMALL + ["--device", "softbounds-tau1", "--tau", "2",
                                             "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["config"]["tau"] == 2.0
+    assert json.loads(capsys.readouterr().out)["trace"]["config"]["tau"] == 2.0
     assert run_command("simulate", SMALL + ["--json"]) == 0  # a family: the default tau 1
-    assert json.loads(capsys.readouterr().out)["config"]["tau"] == 1.0
+    assert json.loads(capsys.readouterr().out)["trace"]["config"]["tau"] == 1.0
 
 
 def test_a_pinned_run_prints_one_warning_line_and_succeeds(capsys):

@@ -184,7 +184,9 @@ def test_cli_writes_csv_and_json_and_prints_the_summary(tmp_path, capsys):
     assert [Check.from_dict(d).ratio for d in data] == [float(r["ratio"]) for r in rows]
     assert main(["verify", "--suite", "quick", "--jobs", "1", "--cache-dir",
                  str(tmp_path / "c"), "--json"]) == 0
-    assert len(json.loads(capsys.readouterr().out)) == len(rows)
+    document = json.loads(capsys.readouterr().out)
+    assert document["schema"] == "aimc-pipeline/verify/1"
+    assert document["checks"] == data  # the file holds the same checks
 
 
 def test_cli_exits_1_and_names_a_failed_check(monkeypatch, capsys):
@@ -206,7 +208,8 @@ def test_cli_json_is_strict_when_a_ratio_is_infinite(monkeypatch, capsys):
     monkeypatch.setattr(verify_cli, "run_suite", lambda *a, **k: [exact])
     assert main(["verify", "--no-cache", "--json"]) == 0
     out = capsys.readouterr().out
-    (data,) = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
+    (data,) = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))[
+        "checks"]
     assert data["ratio"] is None and data["constants"]["theta"] is None
 
 
@@ -349,7 +352,7 @@ def test_cli_prints_the_prediction_summary(tmp_path, capsys):
     assert "| bound | checks | vacuous | median predicted/simulated cycles |" in text
     assert main(["verify", "--suite", "quick", "--jobs", "1", "--cache-dir", cache,
                  "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = json.loads(capsys.readouterr().out)["checks"]
     for entry in data:
         p = entry["prediction"]
         assert {"floor", "start", "eps", "predicted_cycles", "simulated_cycles", "ci_low",

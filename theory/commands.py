@@ -4,14 +4,27 @@
   this builds the parser, runs it, and turns the package's user errors (bad parameter, unreachable
   target, divergence) into a one-line message on stderr and exit status 2, never a traceback.
 - :func:`add_config_flags` / :func:`config_from_args`: the flags of a frozen config dataclass are
-  derived from its fields (type, default, and ``metadata`` ``help``/``flags``/``choices``), so a
-  new field is one edit.
+  derived from its fields (type, default, and ``metadata`` ``help``/``flags``/``choices``/
+  ``metavar``), so a new field is one edit.
+- :class:`HelpFormatter`: ``--help`` states each default once (appended only when the help text
+  does not already say it), lists and byte counts written as a user types them.
+- :func:`json_document` / :func:`print_json`: the one envelope of every ``--json`` output,
+  ``{"schema": "aimc-pipeline/COMMAND/N", "version": PACKAGE_VERSION, NAME: DATA, ...}``.
+- :func:`add_alias`: an old spelling of a flag, kept working but hidden from ``--help``.
+
+The conventions every command follows: ``--out DIR`` for the files a command writes (each named
+after its content, e.g. ``DIR/calibration.json``, ``DIR/bounds.csv``), checked before any work;
+``--json`` for one JSON object on stdout; ``--device NAME`` for a device preset or response
+family; ``--hardware FILE.toml`` for a hardware file; placeholders ``M`` (stages), ``B``
+(micro-batches), ``b`` (micro-batch size), ``K`` (steps, updates), ``R`` (seeds) and ``T`` (the
+Tiki-Taka transfer period only). This module imports neither sympy nor numpy.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import re
 import sys
 import types
@@ -22,8 +35,9 @@ from collections.abc import Callable, Iterable, Sequence
 from .errors import DivergenceError, ParameterError, UnreachableTargetError
 
 __all__ = [
-    "INTERRUPTED", "add_config_flags", "command_main", "config_from_args", "flag_name",
-    "user_message",
+    "HelpFormatter", "INTERRUPTED", "add_alias", "add_config_flags", "command_main",
+    "config_from_args", "flag_name", "format_default", "json_document", "print_json",
+    "schema_name", "user_message",
 ]
 
 USER_ERRORS = (
@@ -40,6 +54,9 @@ USER_ERRORS = (
 #: exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it
 INTERRUPTED = 130
 
+#: the namespace attribute where :func:`add_alias` records the old spellings typed (dest -> flag)
+_ALIASES_TYPED = "_aliases_typed"
+
 #: argparse's type-error wording -> the package's (what the value must be)
 _TYPE_WORDS = {"invalid int value": "not an integer", "invalid float value": "not a number"}
 
@@ -55,13 +72,22 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def _flags_by_dest(parser: argparse.ArgumentParser) -> dict[str, str]:
-    """Parameter name -> the long flag the user types (``lr`` -> ``--lr``)."""
-    out = {}
+    """Parameter name -> the long flag the user types (``lr`` -> ``--lr``).
+
+    A hidden alias (:func:`add_alias`) never replaces the flag ``--help`` shows for the same
+    parameter.
+    """
+    out, shown = {}, set()
     for action in parser._actions:
         longs = [o for o in action.option_strings if o.startswith("--")]
-        if longs:
-            out[action.dest] = longs[0]
-            out[longs[0][2:]] = longs[0]
+        if not longs:
+            continue
+        hidden = action.help == argparse.SUPPRESS
+        for key in (action.dest, longs[0][2:]):
+            if not hidden or key not in shown:
+                out[key] = longs[0]
+            if not hidden:
+                shown.add(key)
     return out
 
 
@@ -70,14 +96,15 @@ _NAMED = re.compile(r"^([A-Za-z_][\w.-]*)=")
 
 def user_message(error: BaseException, parser: argparse.ArgumentParser,
                  args: argparse.Namespace) -> str:
-    """The one-line message of a user error, naming the flag as the user typed it.
+    """The one-line message of a user error, naming the flag as the user typed it (an old
+    spelling of :func:`add_alias` included).
 
     A :class:`ParameterError` that starts ``name=value`` names a parameter; when ``name`` is a
     flag's destination, it is shown as the flag (``steps=...`` -> ``--steps=...``). A file-system
     error names the flag whose value is the file.
     """
     text = " ".join(str(error).split())  # one line, whatever the message held
-    flags = _flags_by_dest(parser)
+    flags = _flags_by_dest(parser) | getattr(args, _ALIASES_TYPED, {})
     match = _NAMED.match(text)
     if match and match.group(1) in flags:
         text = flags[match.group(1)] + text[len(match.group(1)):]
@@ -85,6 +112,8 @@ def user_message(error: BaseException, parser: argparse.ArgumentParser,
     if isinstance(error, OSError) and filename is not None:
         reason = error.strerror or type(error).__name__
         for dest, value in vars(args).items():
+            if dest == _ALIASES_TYPED:
+                continue
             values = value if isinstance(value, (list, tuple)) else [value]
             if any(v is not None and str(v) == str(filename) for v in values):
                 text = f"{flags.get(dest, dest)}={str(filename)!r}: {reason.lower()}"
@@ -108,9 +137,7 @@ def command_main(
     stay cached); numerical warnings of numpy are not shown (results are checked instead); any
     other exception is a bug and keeps its traceback.
     """
-    parser = _OneLineParser(
-        prog=prog, description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
+    parser = _OneLineParser(prog=prog, description=description, formatter_class=HelpFormatter)
     build_parser(parser)
     args = parser.parse_args(argv)
     try:
@@ -150,7 +177,9 @@ def add_config_flags(
 
     Each field gives ``--field-name`` with the field's type and default (``defaults``, an instance,
     overrides them); ``field.metadata`` may hold ``help`` (required: units and range), ``flags``
-    (extra short flags such as ``("-M",)``) and ``choices``.
+    (extra short flags such as ``("-M",)``), ``choices`` and ``metavar`` (the placeholder in
+    ``--help``; without it a field with a one-letter short flag shows that letter, ``-M`` ->
+    ``M``, and any other the upper-case name).
     """
     hints = typing.get_type_hints(config_class)
     defaults = defaults if defaults is not None else config_class()
@@ -167,6 +196,9 @@ def add_config_flags(
             kwargs["action"] = argparse.BooleanOptionalAction
         else:
             kwargs["type"] = kind
+            metavar = meta.get("metavar") or _short_letter(meta.get("flags", ()))
+            if metavar is not None and "choices" not in kwargs:
+                kwargs["metavar"] = metavar
         parser.add_argument(flag_name(f.name), *meta.get("flags", ()), **kwargs)
 
 
@@ -177,3 +209,142 @@ def config_from_args(config_class: type, args: argparse.Namespace, **overrides):
         for f in dataclasses.fields(config_class) if f.init and hasattr(args, f.name)
     }
     return config_class(**(given | overrides))
+
+
+def _short_letter(flags: Sequence[str]) -> str | None:
+    """The letter of a one-letter short flag (``("-M",)`` -> ``"M"``), else ``None``."""
+    letters = [f[1:] for f in flags if len(f) == 2 and f[0] == "-" and f[1] != "-"]
+    return letters[0] if letters else None
+
+
+#: actions whose default says nothing (a switch is off unless given; help and version)
+_NO_DEFAULT_SHOWN = (
+    argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._StoreConstAction,
+    argparse._AppendConstAction, argparse._CountAction, argparse._HelpAction,
+    argparse._VersionAction,
+)
+
+#: a help text that states its default (``"defaults"`` of something else does not count)
+_SAYS_DEFAULT = re.compile(r"\bdefault\b", re.IGNORECASE)
+
+#: what :class:`argparse.BooleanOptionalAction` appends to its help itself (Python < 3.13)
+_BOOLEAN_SUFFIX = " (default: %(default)s)"
+
+
+def format_default(value, action: argparse.Action | None = None) -> str:
+    """A default as a user would type it: ``sync async`` for a list, ``1073741824`` for a float
+    that holds a whole number of at least 10^4 (bytes), ``none`` for an empty value, and the
+    flag itself for an on/off switch (``--no-transfer-reset``)."""
+    if isinstance(action, argparse.BooleanOptionalAction) and isinstance(value, bool):
+        positive = next(o for o in action.option_strings if not o.startswith("--no-"))
+        return positive if value else "--no-" + positive.lstrip("-")
+    if isinstance(value, list | tuple):
+        return " ".join(format_default(v) for v in value) if value else "none"
+    if isinstance(value, float) and value.is_integer() and 1e4 <= abs(value) < 1e18:
+        return str(int(value))
+    if value == "":
+        return "none"
+    return str(value)
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """``--help`` with each default stated once.
+
+    ``(default: X)`` is appended only when the help text does not mention a default itself
+    (the word ``default`` in it), the option has one (not ``None``, not suppressed, not
+    required) and it is not a plain switch; ``X`` is :func:`format_default` of it.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if isinstance(action, argparse.BooleanOptionalAction) and text.endswith(_BOOLEAN_SUFFIX):
+            text = text[: -len(_BOOLEAN_SUFFIX)]
+        default = action.default
+        if (_SAYS_DEFAULT.search(text) or default is None or default is argparse.SUPPRESS
+                or action.required or isinstance(action, _NO_DEFAULT_SHOWN)
+                or not (action.option_strings or action.nargs in ("?", "*"))):
+            return text
+        shown = format_default(default, action).replace("%", "%%")
+        return f"{text} (default: {shown})" if text else f"(default: {shown})"
+
+
+class _AliasAction(argparse.Action):
+    """Store the value (as the action it aliases would), for :func:`add_alias`."""
+
+    def __init__(self, option_strings, dest, target=None, **kwargs):
+        self.target = target
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        self.target(parser, namespace, values, self.target.option_strings[0])
+        # messages name the spelling the user typed (user_message)
+        typed = dict(getattr(namespace, _ALIASES_TYPED, {}))
+        typed[self.dest] = option_string
+        setattr(namespace, _ALIASES_TYPED, typed)
+
+
+def add_alias(container, alias: str, target: argparse.Action) -> argparse.Action:
+    """Add ``alias``, an old spelling of the flag of ``target``, hidden from ``--help``.
+
+    Parameters
+    ----------
+    container : argparse.ArgumentParser or argument group
+        Where ``target`` was added (a mutually exclusive group keeps the two exclusive with
+        the group's other flags).
+    alias : str
+        The old flag, e.g. ``"--preset"``.
+    target : argparse.Action
+        The action ``add_argument`` returned for the flag that replaces it.
+
+    Returns
+    -------
+    argparse.Action
+        The alias' action: it takes the same values (type, choices, ``nargs``) and stores under
+        the same ``dest``; messages name the new flag.
+    """
+    kwargs = dict(dest=target.dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS,
+                  action=_AliasAction, target=target, metavar=target.metavar)
+    if target.nargs != 0:
+        kwargs.update(type=target.type, choices=target.choices, nargs=target.nargs)
+    else:
+        kwargs["nargs"] = 0
+    return container.add_argument(alias, **kwargs)
+
+
+def schema_name(command: str, format_version: int = 1) -> str:
+    """The ``schema`` of a command's JSON output: ``aimc-pipeline/COMMAND/N``."""
+    return f"aimc-pipeline/{command}/{format_version}"
+
+
+def json_document(command: str, format_version: int = 1, **data) -> dict:
+    """The one JSON object a command's ``--json`` prints.
+
+    Parameters
+    ----------
+    command : str
+        The command (``simulate``, ``plan``, ...).
+    format_version : int
+        The version of this command's layout (raised when a key changes meaning or goes).
+    **data
+        The named parts (``trace=...``, ``rows=...``), as strict JSON values
+        (:func:`theory.fileio.strict_json`: non-finite floats become ``null``).
+
+    Returns
+    -------
+    dict
+        ``{"schema": schema_name(command, format_version), "version": package_version(),
+        **data}``.
+    """
+    from .fileio import package_version, strict_json
+
+    if {"schema", "version"} & set(data):
+        raise ValueError("'schema' and 'version' are the envelope's keys")
+    return {"schema": schema_name(command, format_version), "version": package_version(),
+            **strict_json(data)}
+
+
+def print_json(command: str, *, indent: int | None = None, format_version: int = 1,
+               **data) -> None:
+    """Print :func:`json_document` as strict JSON (``allow_nan=False``) on stdout."""
+    document = json_document(command, format_version, **data)
+    print(json.dumps(document, indent=indent, allow_nan=False))

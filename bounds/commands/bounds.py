@@ -3,22 +3,24 @@
 Prints, for one target ``eps``, the iterations, samples, clock cycles and seconds each registry
 entry needs (digital SGD, analog SGD without pipeline, the synchronous and asynchronous pipelines,
 the literature rows), with the speedups over analog SGD without pipeline. Hardware comes from a
-preset (``--preset``) or a TOML file (``--config``, layout in :mod:`bounds.params`); flags override
-single values. ``--json`` / ``--csv FILE`` give machine-readable rows, ``--list-presets`` the
-presets, ``--latex`` every registry entry as LaTeX. ``python -m bounds`` runs this command.
+preset (``--device``) or a TOML file (``--hardware``, layout in :mod:`bounds.params`); flags
+override single values. ``--json`` prints ``{"schema": "aimc-pipeline/bounds/1", "version": ...,
+"rows": [...]}``, ``--out DIR`` writes the rows to ``DIR/bounds.csv``, ``--list-presets`` lists
+the presets, ``--latex`` every registry entry as LaTeX. ``--preset``, ``--config`` and ``--csv
+FILE`` are the old spellings (deprecated, still accepted). ``python -m bounds`` runs this command.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import json
-import sys
+import io
 from collections.abc import Sequence
 from pathlib import Path
 
-from theory import ParameterError, devices, strict_json
-from theory.commands import command_main
+from theory import devices
+from theory.commands import add_alias, command_main, print_json
+from theory.fileio import atomic_write, check_output_dir, check_output_file, output_errors
 
 from ..params import (
     DEFAULT_EPS,
@@ -40,9 +42,12 @@ from .options import (
 )
 
 __all__ = [
-    "DESCRIPTION", "TABLE_MARKERS", "bounds_config_from_args", "build_parser", "main",
+    "CSV_FILE", "DESCRIPTION", "TABLE_MARKERS", "bounds_config_from_args", "build_parser", "main",
     "readme_table", "run",
 ]
+
+#: the file ``--out DIR`` writes
+CSV_FILE = "bounds.csv"
 
 DESCRIPTION = (
     "Evaluate and compare the complexity bounds (iterations, samples, clock cycles, seconds to "
@@ -59,14 +64,18 @@ DESCRIPTION = (
 def build_parser(parser: argparse.ArgumentParser) -> None:
     """Add the ``bounds`` options to ``parser`` (units and defaults in each help text)."""
     source = parser.add_mutually_exclusive_group()
-    source.add_argument(
-        "--preset", metavar="NAME", default=argparse.SUPPRESS,
-        help=f"hardware preset (see --list-presets); default {DEFAULT_PRESET}",
+    device = source.add_argument(
+        "--device", metavar="NAME", dest="preset", default=argparse.SUPPRESS,
+        help=f"hardware preset (see --list-presets); default {DEFAULT_PRESET} (--preset: the "
+        "old spelling, deprecated)",
     )
-    source.add_argument(
-        "--config", metavar="FILE.toml", type=Path, default=argparse.SUPPRESS,
-        help="TOML file with preset = NAME or [device], and [timing], [problem], [pipeline]",
+    add_alias(source, "--preset", device)
+    hardware = source.add_argument(
+        "--hardware", metavar="FILE.toml", dest="config", type=Path, default=argparse.SUPPRESS,
+        help="TOML file with preset = NAME or [device], and [timing], [problem], [pipeline] "
+        "(--config: the old spelling, deprecated)",
     )
+    add_alias(source, "--config", hardware)
     parser.add_argument(
         "--eps", type=float, metavar="E", default=argparse.SUPPRESS,
         help="target of the average squared gradient norm (1/K) sum_k E||grad f(W_k)||^2, "
@@ -89,12 +98,17 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
     output = parser.add_mutually_exclusive_group()
     output.add_argument(
         "--json", action="store_true",
-        help="print a JSON list of rows (algorithm, provenance, iterations, samples, cycles, "
-        "seconds, floor, ...) instead of the table",
+        help="print {schema, version, rows} as one JSON object, a row (algorithm, provenance, "
+        "iterations, samples, cycles, seconds, floor, ...) per entry, instead of the table",
     )
-    parser.add_argument(
+    files = parser.add_mutually_exclusive_group()
+    files.add_argument(
+        "--out", metavar="DIR", type=Path, default=argparse.SUPPRESS,
+        help=f"also write the rows to DIR/{CSV_FILE} (with the table or with --json)",
+    )
+    files.add_argument(
         "--csv", metavar="FILE", type=Path, default=argparse.SUPPRESS,
-        help="also write the rows to a CSV file (with the table or with --json)",
+        help="also write the rows to the CSV file FILE (deprecated: use --out DIR)",
     )
     output.add_argument(
         "--list-presets", action="store_true", help="list the hardware presets and exit"
@@ -177,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
     if args.readme_table:
         print(readme_table())
         return 0
+    target, flag = _csv_target(args)
     from ..evaluation import compare  # sympy and the registry: imported to compute, not for --help
 
     config = bounds_config_from_args(args)
@@ -184,21 +199,28 @@ def run(args: argparse.Namespace) -> int:
     comparison.require_analog()
     rows = comparison.to_rows()
     if args.json:
-        strict = strict_json(rows)
-        json.dump(strict, sys.stdout, indent=2, allow_nan=False)
-        print()
+        print_json("bounds", indent=2, rows=rows)
     else:
         print(comparison.table())
-    if "csv" in args:
-        try:
-            with open(args.csv, "w", newline="", encoding="utf-8") as handle:
-                writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-                writer.writeheader()
-                writer.writerows(rows)
-        except OSError as error:
-            raise ParameterError(f"csv={str(args.csv)!r} cannot be written: {error.strerror}") \
-                from None
+    if target is not None:
+        table = io.StringIO(newline="")
+        writer = csv.DictWriter(table, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+        with output_errors(flag):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(target, table.getvalue().encode("utf-8"))
     return 0
+
+
+def _csv_target(args: argparse.Namespace) -> tuple[Path | None, str]:
+    """The CSV file to write (``--out DIR`` or the old ``--csv FILE``) and its flag, checked
+    before any work."""
+    if "out" in args:
+        return check_output_dir(args.out, "--out", (CSV_FILE,)) / CSV_FILE, "--out"
+    if "csv" in args:
+        return check_output_file(args.csv, "--csv"), "--csv"
+    return None, "--out"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

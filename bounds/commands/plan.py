@@ -1,10 +1,13 @@
 """The ``aimc-pipeline plan`` command: choose mode, stages, partition and micro-batches.
 
-``aimc-pipeline plan --model NAME|FILE --accelerators P [--eps E] [--preset NAME] [--json]`` prints
+``aimc-pipeline plan --model NAME|FILE --accelerators P [--eps E] [--device NAME] [--json]`` prints
 the chosen plan (mode, M, partition, B, b, predicted iterations, cycles and seconds to eps), the
 three best alternatives, which term of the bound dominates, and the relaxed optimum with the gap;
-``--json`` prints the same fields as one JSON object, ``--out DIR`` also writes ``plan.json`` and
-``plan_alternatives.csv``. ``--list-models`` lists the built-in models. The report itself is
+``--json`` prints one JSON object of one shape, ``{"schema": "aimc-pipeline/plan/1", "version":
+..., "plan": {...} or null, "plan_error": null or the reason, "modes": {...} or null}``; ``--out
+DIR`` also writes ``plan.json`` (the ``plan`` part) and ``plan_alternatives.csv``. ``--preset`` is
+the old spelling of ``--device`` and ``--algorithm analog-sgd`` of ``--algorithm analog`` (both
+deprecated, still accepted). ``--list-models`` lists the built-in models. The report itself is
 :meth:`bounds.Plan.table`.
 
 ``--algorithm tiki-taka [--transfer-every T] [--transfer-slice column|all]`` plans a Tiki-Taka run
@@ -20,7 +23,7 @@ async, dp, hybrid) on the same accelerators with its predicted time, dominant co
 layer-to-kind assignment (:func:`bounds.plan_modes`); JSON then has a ``modes`` object (and
 ``--out`` writes ``modes.json``). With ``--hardware`` today's plan is made for its first analog
 kind; when that plan cannot be made (say the model needs the digital kinds too), the reason is
-printed (JSON ``plan_error``) and the comparison still runs.
+printed (JSON ``plan_error``, with ``plan`` null) and the comparison still runs.
 """
 
 from __future__ import annotations
@@ -35,9 +38,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from theory.calibration import read_calibration
-from theory.commands import command_main
+from theory.commands import add_alias, command_main, print_json
 from theory.errors import ParameterError, check_range
-from theory.fileio import atomic_write, check_writable_dir
+from theory.fileio import atomic_write, check_output_dir, output_errors
 from theory.schedules import TRANSFER_SLICES
 
 from ..params import (
@@ -59,8 +62,19 @@ if TYPE_CHECKING:
 
 __all__ = ["DESCRIPTION", "PLAN_ALGORITHMS", "build_parser", "main", "run"]
 
-#: the algorithms ``--algorithm`` plans for (analog-sgd: today's planner, bit for bit)
-PLAN_ALGORITHMS = ("analog-sgd", "tiki-taka")
+#: the algorithms ``--algorithm`` plans for (analog: today's planner, bit for bit)
+PLAN_ALGORITHMS = ("analog", "tiki-taka")
+
+#: old spellings of ``--algorithm`` values (deprecated, accepted for one release)
+_ALGORITHM_ALIASES = {"analog-sgd": "analog"}
+
+#: the files ``--out DIR`` may write
+_OUT_FILES = ("plan.json", "plan_alternatives.csv", "modes.json")
+
+
+def _algorithm(value: str) -> str:
+    """``--algorithm``'s value, an old spelling (``analog-sgd``) read as today's."""
+    return _ALGORITHM_ALIASES.get(value, value)
 
 DESCRIPTION = (
     "Choose the pipeline mode (sync or async), the number of stages M, a contiguous layer "
@@ -79,7 +93,7 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
         help="a built-in model (see --list-models) or a model-description TOML file",
     )
     parser.add_argument(
-        "--sequence-length", type=int, metavar="T", default=argparse.SUPPRESS,
+        "--sequence-length", type=int, metavar="TOKENS", default=argparse.SUPPRESS,
         help="tokens per sample of a transformer model (MVMs per sample of each matrix); "
         "default: the model file's value",
     )
@@ -88,7 +102,7 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
         help="number of AIMC accelerators available (one per pipeline stage)",
     )
     parser.add_argument(
-        "--tiles-per-accelerator", type=int, metavar="T",
+        "--tiles-per-accelerator", type=int, metavar="TILES",
         default=hw["tiles_per_accelerator"].default,
         help="crossbar tiles per accelerator (tile size from the preset's [timing])",
     )
@@ -102,15 +116,17 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
         default=hw["bytes_per_activation"].default, help="bytes per stored activation value",
     )
     parser.add_argument(
-        "--eps", type=float, default=DEFAULT_EPS,
+        "--eps", type=float, metavar="E", default=DEFAULT_EPS,
         help="target for (1/K) sum_k E||grad f(W_k)||^2, in squared-gradient units (those of "
         "sigma2)",
     )
-    parser.add_argument(
-        "--preset", metavar="NAME", default=DEFAULT_PRESET,
+    device = parser.add_argument(
+        "--device", metavar="NAME", dest="preset", default=DEFAULT_PRESET,
         help="device and timing preset (aimc-pipeline bounds --list-presets); MVM read time in "
-        "seconds, pulse width in seconds, bit length in pulses, tile size",
+        "seconds, pulse width in seconds, bit length in pulses, tile size (--preset: the old "
+        "spelling, deprecated)",
     )
+    add_alias(parser, "--preset", device)
     add_weight_bound_flag(parser)
     add_problem_flags(parser)
     parser.add_argument(
@@ -127,14 +143,16 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-relax", action="store_true",
                         help="skip the geometric-programming relaxation")
-    parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+    parser.add_argument("--json", action="store_true",
+                        help="print {schema, version, plan, plan_error, modes} as one JSON object")
     parser.add_argument("--out", metavar="DIR", default=argparse.SUPPRESS,
                         help="also write DIR/plan.json and DIR/plan_alternatives.csv")
     parser.add_argument("--list-models", action="store_true",
                         help="list the built-in models and exit")
     parser.add_argument(
-        "--algorithm", choices=PLAN_ALGORITHMS, default=PLAN_ALGORITHMS[0],
-        help="the training algorithm: analog-sgd (the proved analog bounds) or tiki-taka (two "
+        "--algorithm", choices=PLAN_ALGORITHMS, type=_algorithm, default=PLAN_ALGORITHMS[0],
+        help="the training algorithm: analog (analog SGD, the proved analog bounds; analog-sgd: "
+        "the old spelling, deprecated) or tiki-taka (two "
         "arrays and transfers; its guarantee uses only proved tiki-taka bounds that meet the "
         "transfer settings, its forecast a calibration of aimc-pipeline calibrate --algorithm "
         "tiki-taka; cycles include the transfers)",
@@ -243,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "calibration", None) is not None:
         calibration = read_calibration(args.calibration)
     if "out" in args:
-        check_writable_dir(args.out, "--out")
+        check_output_dir(args.out, "--out", _OUT_FILES)
     if not getattr(args, "model", None):
         raise ParameterError(
             f"--model is required; give a built-in model ({', '.join(list_models())}) or a "
@@ -264,7 +282,10 @@ def run(args: argparse.Namespace) -> int:
                       **extra)
         _warn_forecast(result)
         _write(args, result, None)
-        print(_json(result) if args.json else result.table())
+        if args.json:
+            _print_json(result.to_dict())
+        else:
+            print(result.table())
         return 0
     # with kinds, a single-kind plan that cannot be made does not stop the mode comparison
     try:
@@ -276,9 +297,8 @@ def run(args: argparse.Namespace) -> int:
         _warn_forecast(result)
     modes = plan_modes(model, kinds, problem, args.eps, mode_limits)
     _write(args, result, modes)
-    head = {"plan_error": failure} if result is None else result.to_dict()
     if args.json:
-        print(json.dumps(head | {"modes": modes.to_dict()}, indent=2, allow_nan=False))
+        _print_json(None if result is None else result.to_dict(), failure, modes.to_dict())
     else:
         first = result.table() if result is not None else (
             f"single-kind plan (first analog kind alone): not available: {failure}")
@@ -292,7 +312,7 @@ def _run_tiki_taka(args, hardware, limits, problem, calibration, kinds, override
 
     if kinds is not None:
         raise ParameterError("algorithm=tiki-taka plans one accelerator kind; --hardware, "
-                             "--digital-accelerators and --compare-modes are for analog-sgd")
+                             "--digital-accelerators and --compare-modes are for analog")
     transfer = TransferSettings(every=args.transfer_every, slice=args.transfer_slice,
                                 reset=args.transfer_reset,
                                 fast_device=getattr(args, "fast_device", None))
@@ -306,29 +326,33 @@ def _run_tiki_taka(args, hardware, limits, problem, calibration, kinds, override
         print(f"warning: {result.calibration['warning']}", file=sys.stderr)
     text = json.dumps(result.to_dict(), indent=2, allow_nan=False)
     if "out" in args:
-        try:
+        with output_errors("--out"):
             Path(args.out).mkdir(parents=True, exist_ok=True)
             atomic_write(Path(args.out) / "plan.json", (text + "\n").encode())
-        except OSError as error:
-            raise ParameterError(f"out={args.out!r} cannot be written: {error.strerror}") \
-                from None
-    print(text if args.json else result.table())
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        print(result.table())
     return 0
+
+
+def _print_json(plan_dict: dict | None, plan_error: str | None = None,
+                modes: dict | None = None) -> None:
+    """Print the one JSON shape of ``plan --json``: ``plan``, ``plan_error`` and ``modes``."""
+    print_json("plan", indent=2, plan=plan_dict, plan_error=plan_error, modes=modes)
 
 
 def _write(args: argparse.Namespace, result: Plan | None, modes: ModeComparison | None) -> None:
     """Write ``--out DIR`` files: plan.json and plan_alternatives.csv, and modes.json."""
     if "out" not in args:
         return
-    try:
+    with output_errors("--out"):
         if result is not None:
             _write_out(result, Path(args.out))
         if modes is not None:
             Path(args.out).mkdir(parents=True, exist_ok=True)
             text = json.dumps(modes.to_dict(), indent=2, allow_nan=False) + "\n"
             atomic_write(Path(args.out) / "modes.json", text.encode())
-    except OSError as error:
-        raise ParameterError(f"out={args.out!r} cannot be written: {error.strerror}") from None
 
 
 def _warn_forecast(result: Plan) -> None:

@@ -14,8 +14,9 @@ import argparse
 from collections.abc import Sequence
 
 from simulate.commands.options import sweep_options
-from theory import ParameterError, check_writable_dir
+from theory import ParameterError
 from theory.commands import command_main
+from theory.fileio import check_output_dir, output_errors
 
 from ..registry import FIGURES, load_figure
 from . import add_figure_arguments
@@ -54,15 +55,20 @@ def run(args: argparse.Namespace) -> int:
 
     from ..common import output_dir  # matplotlib: to compute, not for --help
 
-    check_writable_dir(args.out, "--out")  # before any figure is computed
-    sweep = sweep_options(args)
-    output_dir(args.out)
     names = list(FIGURES) if args.target == "all" else [args.target]
+    # before any figure is computed: the folder, and no non-regular file where one goes
+    check_output_dir(args.out, "--out", [f"{name}.{suffix}" for name in names
+                                         for suffix in ("png", "pdf", "csv", "json")])
+    sweep = sweep_options(args)
+    with output_errors("--out"):
+        output_dir(args.out)
     modules = [load_figure(name) for name in names]
     with progress_bar(len(modules), desc="figures", unit="figure") as bar:
         for module in modules:
             options = sweep if module.USES_SWEEP else {}
-            for path in module.write(args.out, quick=args.quick, **options):
+            with output_errors("--out"):  # a full disk: one line, the points stay cached
+                written = module.write(args.out, quick=args.quick, **options)
+            for path in written:
                 print(path)
             bar.update()
     return 0

@@ -1,7 +1,8 @@
 """``aimc-pipeline report``: write one folder with bounds, plan, verification and figures.
 
-``aimc-pipeline report [--preset NAME] [--eps E] [--quick] [--out DIR]``; see
-:func:`paper_figures.report.write_report` for what each section holds.
+``aimc-pipeline report [--device NAME] [--eps E] [--quick] [--out DIR]``; see
+:func:`paper_figures.report.write_report` for what each section holds. ``--preset`` is the old
+spelling of ``--device`` (deprecated, still accepted).
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from collections.abc import Sequence
 
 from bounds import DEFAULT_EPS, DEFAULT_PRESET
 from simulate.commands.options import sweep_options
-from theory import check_writable_dir
-from theory.commands import command_main
+from theory.commands import add_alias, command_main
+from theory.fileio import check_output_dir, output_errors
 
 from . import add_figure_arguments
 
@@ -29,9 +30,11 @@ DESCRIPTION = (
 
 def build_parser(parser: argparse.ArgumentParser) -> None:
     """Add the ``report`` options to ``parser``."""
-    parser.add_argument("--preset", default=DEFAULT_PRESET, metavar="NAME",
-                        help="hardware preset of the bounds and plan sections "
-                        "(aimc-pipeline bounds --list-presets)")
+    device = parser.add_argument(
+        "--device", dest="preset", default=DEFAULT_PRESET, metavar="NAME",
+        help="hardware preset of the bounds and plan sections (aimc-pipeline bounds "
+        "--list-presets; --preset: the old spelling, deprecated)")
+    add_alias(parser, "--preset", device)
     parser.add_argument("--eps", type=float, default=DEFAULT_EPS, metavar="E",
                         help="target of the average squared gradient norm for the bounds table, "
                         "squared-gradient units (those of sigma2)")
@@ -46,8 +49,10 @@ def run(args: argparse.Namespace) -> int:
     before any section is computed)."""
     from ..report import write_report  # the planner, the suites, matplotlib: not for --help
 
-    check_writable_dir(args.out, "--out")
-    md, page = write_report(args.out, args.preset, args.eps, args.quick, sweep_options(args))
+    check_output_dir(args.out, "--out", ("index.md", "index.html"))
+    options = sweep_options(args)
+    with output_errors("--out"):  # a full disk: one line, the points stay cached
+        md, page = write_report(args.out, args.preset, args.eps, args.quick, options)
     print(f"report written: open {page} (Markdown: {md}; figures in {page.parent / 'figures'})")
     return 0
 

@@ -3,9 +3,12 @@
 Runs the design of :mod:`simulate.verification.calibrate` (synchronous and asynchronous pipelines at
 a few stage counts, micro-batches and steps, as one cached sweep with progress on stderr), fits per
 mode the coefficients of :mod:`theory.calibration` with bootstrap intervals over seeds, writes the
-calibration file (``--out FILE``, strict JSON) and prints a table of the coefficients with their
-intervals, the problem's constants and its fingerprint (what ``aimc-pipeline plan --calibration``
-checks the plan's constants against). ``--algorithm tiki-taka [--transfer-every T]
+calibration file (``--out DIR``: ``DIR/calibration.json``, strict JSON; a path ending in ``.json``
+that is not a directory is still read as the file itself for one release, with a ``warning:``
+line) and prints a table of the coefficients with their intervals (``--json``: ``{"schema":
+"aimc-pipeline/calibrate/1", "version": ..., "calibration": {...}}``, the file's content under
+``calibration``), the problem's constants and its fingerprint (what ``aimc-pipeline plan
+--calibration`` checks the plan's constants against). ``--algorithm tiki-taka [--transfer-every T]
 [--transfer-slice column|all]`` runs the same design with Tiki-Taka
 (:mod:`simulate.device.tiki_taka`) and records the algorithm and the transfers in the file (``plan
 --algorithm tiki-taka`` needs such a file and refuses one of another algorithm).
@@ -14,7 +17,6 @@ checks the plan's constants against). ``--algorithm tiki-taka [--transfer-every 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,9 +29,9 @@ from theory.calibration import (
     theory_coefficients,
     write_calibration,
 )
-from theory.commands import command_main
-from theory.errors import ParameterError, check_range
-from theory.fileio import check_writable_dir
+from theory.commands import command_main, print_json
+from theory.errors import check_range
+from theory.fileio import check_output_dir, check_output_file, output_errors
 from theory.schedules import TRANSFER_SLICES
 from theory.tables import text_table
 
@@ -46,7 +48,11 @@ from ..verification import (
 )
 from .options import add_sweep_arguments, sweep_options
 
-__all__ = ["DESCRIPTION", "build_parser", "coefficient_table", "main", "run"]
+__all__ = ["CALIBRATION_FILE", "DESCRIPTION", "build_parser", "calibration_path",
+           "coefficient_table", "main", "run"]
+
+#: the file ``--out DIR`` writes
+CALIBRATION_FILE = "calibration.json"
 
 DESCRIPTION = (
     "Calibrate the complexity model of one oracle problem: simulate small ensembles of the "
@@ -118,10 +124,13 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
     run_group.add_argument("--quick", action="store_true",
                            help="a small design (per mode 2 pipelines x 2 steps), fewer seeds, "
                            "updates and resamples: seconds")
-    parser.add_argument("--out", type=Path, metavar="FILE", default=argparse.SUPPRESS,
-                        help="write the calibration to FILE (JSON; read by plan --calibration)")
+    parser.add_argument("--out", type=Path, metavar="DIR", default=argparse.SUPPRESS,
+                        help=f"write the calibration to DIR/{CALIBRATION_FILE} (JSON; read by "
+                        "plan --calibration); a path ending in .json is read as the file itself "
+                        "(deprecated, one release)")
     parser.add_argument("--json", action="store_true",
-                        help="print the calibration file's JSON instead of the table")
+                        help="print {schema, version, calibration} as one JSON object (the "
+                        "calibration file's content under calibration) instead of the table")
     add_sweep_arguments(parser)
 
 
@@ -159,11 +168,7 @@ def run(args: argparse.Namespace) -> int:
     check_range("--steps", settings["steps"], 10, None, integer=True)
     check_range("--seeds", settings["seeds"], 2, None, integer=True)
     check_range("--resamples", settings["resamples"], 0, None, integer=True)
-    out = getattr(args, "out", None)
-    if out is not None:
-        check_writable_dir(out.parent, "--out")
-        if out.is_dir():
-            raise ParameterError(f"--out={str(out)!r} is a directory; valid: a file name")
+    out = calibration_path(args.out) if "out" in args else None
     # --transfer-every / --transfer-slice apply to tiki-taka only (simulate.config.RULES)
     check_rules({"algorithm": args.algorithm, "transfer_every": args.transfer_every,
                  "transfer_slice": args.transfer_slice}, flags=True)
@@ -188,13 +193,30 @@ def run(args: argparse.Namespace) -> int:
     cal = calibrate(spec, points, resamples=settings["resamples"], created_by=created_by,
                     **options)
     if out is not None:
-        write_calibration(out, cal)
+        with output_errors("--out"):
+            out.parent.mkdir(parents=True, exist_ok=True)
+            write_calibration(out, cal)
         print(f"calibration written to {out}", file=sys.stderr)
     if args.json:
-        print(json.dumps(cal.to_dict(), indent=1, allow_nan=False))
+        print_json("calibrate", indent=1, calibration=cal.to_dict())
     else:
         print(coefficient_table(cal))
     return 0
+
+
+def calibration_path(out: Path) -> Path:
+    """The file ``--out`` names, checked before any work (one line naming ``--out`` otherwise).
+
+    ``DIR`` gives ``DIR/calibration.json`` (:func:`~theory.fileio.check_output_dir`). A path
+    ending in ``.json`` that is not an existing directory is the file itself, as before this
+    release, with one ``warning:`` line on stderr (deprecated; it goes in the next release).
+    """
+    out = Path(out)
+    if out.suffix.lower() == ".json" and not out.is_dir():
+        print(f"aimc-pipeline calibrate: warning: --out={str(out)!r}: a file name is deprecated; "
+              f"pass the folder (--out DIR writes DIR/{CALIBRATION_FILE})", file=sys.stderr)
+        return check_output_file(out, "--out")
+    return check_output_dir(out, "--out", (CALIBRATION_FILE,)) / CALIBRATION_FILE
 
 
 def main(argv: Sequence[str] | None = None) -> int:

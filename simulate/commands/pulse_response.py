@@ -3,16 +3,15 @@ increments over a tile of rows sharing one input bit train), per start weight an
 
 The experiment is :func:`simulate.device.response.pulse_response`; the flags are the fields of
 :class:`simulate.device.response.PulseResponseConfig` (``--w0`` and ``--delta`` take lists).
+``--json`` prints ``{"schema": "aimc-pipeline/pulse-response/1", "version": ..., "rows": [...]}``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 
-from theory.commands import add_config_flags, command_main, config_from_args
-from theory.fileio import strict_json
+from theory.commands import add_config_flags, command_main, config_from_args, print_json
 from theory.tables import text_table
 
 from ..device import PulseResponseConfig, pulse_response
@@ -38,8 +37,9 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
                         help="start weights (weight units, inside the device range)")
     parser.add_argument("--delta", type=float, nargs="+", default=[0.01], metavar="D",
                         help="desired increments per update (weight units)")
-    add_output_arguments(parser, json_help="print a JSON list of objects (w0, delta, mean, std, "
-                                           "n, pulses_mean, pulses_std, expected_pulses)")
+    add_output_arguments(parser, json_help="print one JSON object {schema, version, rows}, a row "
+                                           "(w0, delta, mean, std, n, pulses_mean, pulses_std, "
+                                           "expected_pulses) per start weight and increment")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
                               delta=tuple(args.delta))
     rows = pulse_response(config)
     if args.json:
-        print(json.dumps(strict_json([r.to_dict() for r in rows])))
+        print_json("pulse-response", rows=[r.to_dict() for r in rows])
         return 0
     device = config.resolved_device()
     print(f"device {device.name} ({device.family}), dw_min {device.dw_min:g}, c2c "

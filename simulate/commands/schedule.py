@@ -6,13 +6,13 @@ The timeline comes from the discrete-event simulation in :mod:`simulate.pipeline
 from the closed forms of :mod:`theory.schedules` (:func:`closed_form_summary`: the same numbers,
 which the tests check equal to the timeline's; nothing is built event by event, so any size
 answers at once), without the Gantt chart (one stderr line says so; in JSON ``grid`` is ``null``
-and ``grid_omitted`` gives the reason).
+and ``grid_omitted`` gives the reason). ``--json`` prints ``{"schema":
+"aimc-pipeline/schedule/1", "version": ..., "summary": {...}}``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Sequence
@@ -20,7 +20,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from theory.commands import command_main
+from theory.commands import command_main, print_json
 from theory.errors import ParameterError, check_range
 from theory.limits import MAX_COUNT, MAX_GANTT_CELLS, check_size
 from theory.schedules import MODES, evaluate_schedule
@@ -75,7 +75,9 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--samples", type=int, metavar="N", default=argparse.SUPPRESS,
                         help="async only: micro-batches N in the run (>= 1; default: B)")
     add_output_arguments(
-        parser, json_help="print the summary as one JSON object instead of the chart and table"
+        parser,
+        json_help="print {schema, version, summary} as one JSON object instead of the chart "
+        "and table",
     )
 
 
@@ -201,11 +203,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"aimc-pipeline schedule: note: --stages {args.stages} x {flag} {count} gives "
               f"{cells:.3g} cells, more than {MAX_GANTT_CELLS:.0e}: no Gantt chart; the summary "
               "comes from the closed forms of theory.schedules", file=sys.stderr)
-        print(json.dumps(summary) if args.json else summary_table(summary))
+        if args.json:
+            print_json("schedule", summary=summary)
+        else:
+            print(summary_table(summary))
         return 0
     timeline = build_timeline(args.mode, args.stages, count)
     if args.json:
-        print(json.dumps(timeline.summary()))
+        print_json("schedule", summary=timeline.summary())
     else:
         print(timeline.gantt())
         print()

@@ -1,23 +1,23 @@
 """``aimc-pipeline simulate``: train with digital or analog SGD through a pipeline, print a summary.
 
 Prints a summary table (ensemble means over the ``--seeds`` runs) by default, the whole trace as
-JSON with ``--json``, and writes ``trace.csv`` and ``trace.json`` into ``--out``. A progress bar is
-shown on a terminal only.
+JSON with ``--json`` (``{"schema": "aimc-pipeline/simulate/1", "version": ..., "trace": {...}}``),
+and writes ``trace.csv`` and ``trace.json`` into ``--out``. A progress bar is shown on a terminal
+only.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import warnings
 from collections.abc import Sequence
 
 import numpy as np
 
-from theory.commands import add_config_flags, command_main, config_from_args
+from theory.commands import add_config_flags, command_main, config_from_args, print_json
 from theory.errors import ParameterError
-from theory.fileio import check_writable_dir, strict_json
+from theory.fileio import check_output_dir, output_errors
 
 from ..config import DEFAULT_TAU, NotApplicableError, SimConfig, check_device_tau
 from ..device import PinnedWarning
@@ -50,7 +50,7 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(tau=_TAU_NOT_GIVEN)
     add_output_arguments(
         parser, out_help="directory for trace.csv and trace.json",
-        json_help="print the trace as JSON on stdout instead of a table",
+        json_help="print {schema, version, trace} as one JSON object on stdout instead of a table",
     )
 
 
@@ -81,13 +81,13 @@ def summary_rows(trace: Trace) -> list[tuple[str, str]]:
 def run(args: argparse.Namespace) -> int:
     """Run the simulation of ``args``; print the summary (or JSON); write ``--out`` files.
 
-    Checked before any work: ``--out`` (:func:`~theory.fileio.check_writable_dir`), a
+    Checked before any work: ``--out`` (:func:`~theory.fileio.check_output_dir`), a
     ``--tau`` typed for a preset whose range is fixed (refused), every field and resource limit
     (:class:`SimConfig`). A run pinned at the device bounds (:class:`PinnedWarning`) prints one
     warning line on stderr.
     """
     if args.out is not None:
-        check_writable_dir(args.out, "--out")
+        check_output_dir(args.out, "--out", ("trace.csv", "trace.json"))
     given_tau = args.tau is not _TAU_NOT_GIVEN
     tau = float(args.tau)
     if given_tau:
@@ -110,10 +110,11 @@ def run(args: argparse.Namespace) -> int:
             warnings.showwarning(warning.message, warning.category, warning.filename,
                                  warning.lineno)
     if args.out is not None:
-        csv_path, json_path = trace.write(args.out)
+        with output_errors("--out"):
+            csv_path, json_path = trace.write(args.out)
         print(f"wrote {csv_path} and {json_path}", file=sys.stderr)
     if args.json:
-        print(json.dumps(strict_json(trace.as_dict()), allow_nan=False))
+        print_json("simulate", trace=trace.as_dict())
         return 0
     rows = summary_rows(trace)
     width = max(len(name) for name, _ in rows)

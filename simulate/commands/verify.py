@@ -9,13 +9,15 @@ predictions (:mod:`simulate.verification.prediction`: per entry the median and w
 predicted to simulated cycles to ``eps = sqrt(floor * start)`` at the run's step, over the checks
 that have such a target, and the fractions of pairs ranked like the simulation,
 :func:`simulate.verification.suites.ranking_agreement`), writes ``verify.csv`` and ``verify.json``
-into ``--out``, and exits 1 when a check fails (naming it on stderr).
+(the list of checks) into ``--out``, and exits 1 when a check fails (naming it on stderr).
+``--json`` prints ``{"schema": "aimc-pipeline/verify/1", "version": ..., "checks": [...]}``.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import sys
 from dataclasses import dataclass
@@ -23,9 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from theory.commands import command_main
-from theory.errors import ParameterError
-from theory.fileio import check_writable_dir, strict_json
+from theory.commands import command_main, print_json
+from theory.fileio import atomic_write, check_output_dir, output_errors, strict_json
 from theory.tables import markdown_table as md_table
 from theory.tables import text_table
 
@@ -73,10 +74,11 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--suite", choices=tuple(SUITES), default="quick",
                         help="quick (seconds), standard (~40 checks, 1-3 min), thorough (hundreds)")
     parser.add_argument("--out", type=Path, default=None, metavar="DIR",
-                        help="write verify.csv and verify.json into DIR")
+                        help="write verify.csv and verify.json (the checks) into DIR")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true",
-                        help="print the checks as JSON on stdout instead of the table")
+                        help="print {schema, version, checks} as one JSON object on stdout "
+                        "instead of the table")
     output.add_argument("--markdown", action="store_true",
                         help="print the table as Markdown (for docs/verification.md)")
     parser.add_argument("--z", type=float, default=4.0,
@@ -119,13 +121,16 @@ def _row(check: Check) -> dict:
 
 
 def write_csv(checks: list[Check], path: Path) -> Path:
-    """Write one row per check with :data:`CSV_COLUMNS` (empty cells for unused constants)."""
-    with Path(path).open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS)
-        writer.writeheader()
-        for check in checks:
-            writer.writerow({k: ("" if v is None else v) for k, v in _row(check).items()})
-    return Path(path)
+    """Write one row per check with :data:`CSV_COLUMNS` (empty cells for unused constants).
+
+    Written atomically (:func:`theory.fileio.atomic_write`).
+    """
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=CSV_COLUMNS)
+    writer.writeheader()
+    for check in checks:
+        writer.writerow({k: ("" if v is None else v) for k, v in _row(check).items()})
+    return atomic_write(path, text.getvalue().encode())
 
 
 @dataclass(frozen=True)
@@ -296,14 +301,12 @@ def _summary_text(checks: list[Check]) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run the suite; print the table (or JSON / Markdown); write ``--out``; 1 if a check fails.
 
-    ``--out`` and the sweep options are checked before the first check runs.
+    ``--out`` (:func:`~theory.fileio.check_output_dir`) and the sweep options are checked before
+    the first check runs; an OS error while writing (a full disk) is one line naming ``--out`` and
+    the file, with the finished points in the cache.
     """
     if args.out is not None:
-        check_writable_dir(args.out, "--out")
-        for name in ("verify.csv", "verify.json"):
-            if (args.out / name).is_dir():
-                raise ParameterError(f"--out={str(args.out)!r} cannot be used: {name} in it is a "
-                                     "directory; valid: a directory where that file can be written")
+        check_output_dir(args.out, "--out", ("verify.csv", "verify.json"))
     options = sweep_options(args)
     sweeps = []
     checks = run_suite(args.suite, z=args.z, on_sweep=sweeps.append, **options)
@@ -315,13 +318,14 @@ def run(args: argparse.Namespace) -> int:
     # strict JSON: a ratio of inf (empirical 0) or a nan constant is written as null
     payload = strict_json([check.to_dict() for check in checks])
     if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        csv_path = write_csv(checks, args.out / "verify.csv")
-        json_path = args.out / "verify.json"
-        json_path.write_text(json.dumps(payload, indent=2, allow_nan=False))
+        with output_errors("--out"):
+            args.out.mkdir(parents=True, exist_ok=True)
+            csv_path = write_csv(checks, args.out / "verify.csv")
+            json_path = atomic_write(args.out / "verify.json",
+                                     json.dumps(payload, indent=2, allow_nan=False).encode())
         print(f"wrote {csv_path} and {json_path}", file=sys.stderr)
     if args.json:
-        print(json.dumps(payload, allow_nan=False))
+        print_json("verify", checks=payload)
     elif args.markdown:
         print(markdown_table(checks), end="")
     else:

@@ -36,18 +36,16 @@ import hashlib
 import io
 import json
 import os
-import tomllib
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from theory.fileio import atomic_write, to_json_value
+from theory.fileio import atomic_write, package_version, to_json_value
 
 try:  # POSIX; elsewhere the per-key lock is a no-op
     import fcntl
@@ -82,23 +80,6 @@ FORMAT = 2
 #: what a damaged entry raises while it is read (RecursionError: pathologically deep JSON)
 _READ_ERRORS = (OSError, ValueError, KeyError, TypeError, EOFError, IndexError, RecursionError,
                 zipfile.BadZipFile)
-
-
-@cache
-def package_version() -> str:
-    """The installed version of ``aimc-pipeline``, else the version in the source tree's pyproject.
-
-    Returns ``"0+unknown"`` when neither is available.
-    """
-    try:
-        return metadata.version("aimc-pipeline")
-    except metadata.PackageNotFoundError:
-        pass
-    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
-    try:
-        return str(tomllib.loads(pyproject.read_text())["project"]["version"])
-    except (OSError, KeyError, tomllib.TOMLDecodeError):
-        return "0+unknown"
 
 
 @cache
