@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,10 +57,11 @@ from theory.limits import (
     MAX_COUNT,
     MAX_GRID_POINTS,
     MAX_MODEL_LAYERS,
-    MAX_TOML_DEPTH,
+    MAX_PULSES_PER_UPDATE,
     check_size,
 )
 from theory.schedules import TRANSFER_SLICES, max_delay
+from theory.userfiles import STRING, in_file, integer, load_toml, number, read_user_text, table
 
 from .timing import TimingModel
 
@@ -105,6 +105,23 @@ PLAN_MODES = ("sync", "async")
 #: upper limits of the :class:`PipelineConfig` fields: a stage holds at least one layer, and
 #: ``B * b <= 1e18`` stays below :data:`theory.limits.MAX_COUNT`
 PIPELINE_LIMITS = {"stages": MAX_MODEL_LAYERS, "micro_batches": 10**9, "micro_batch_size": 10**9}
+#: the JSON Schema of a ``[timing]`` table (:data:`TIMING_KEYS`; a preset's keys and ``layers``)
+TIMING_SCHEMA = {
+    "layers": integer(1, MAX_MODEL_LAYERS), "clock_hz": number(above=0),
+    "read_time_s": number(above=0), "pulse_width_s": number(above=0),
+    "bit_length": integer(1, MAX_PULSES_PER_UPDATE), "tile_rows": integer(1),
+    "tile_cols": integer(1),
+}
+#: the JSON Schema of a config file (:func:`load_config`; the module docstring's layout). The
+#: ``[device]`` table is checked by :func:`theory.devices.device_from_table`.
+CONFIG_SCHEMA = table({
+    "preset": STRING, "weight_bound": number(above=0), "eps": number(above=0),
+    "device": table({}, closed=False), "timing": table(TIMING_SCHEMA),
+    "problem": table({"L": number(above=0), "Delta": number(above=0),
+                      "sigma2": number(above=0), "L_s": number(above=0),
+                      "theta": number(above=0, below=1), "beta": number(minimum=0)}),
+    "pipeline": table({name: integer(1, high) for name, high in PIPELINE_LIMITS.items()}),
+})
 
 
 @dataclass(frozen=True)
@@ -547,67 +564,20 @@ def from_preset(name: str, **overrides) -> HardwareParams:
     return HardwareParams(device=devices.load_preset(name), **{**timing, **overrides})
 
 
-_TOP_KEYS = ("preset", "weight_bound", "eps", "device", "timing", "problem", "pipeline")
-
-
-def _table(doc: dict, key: str) -> dict:
-    value = doc.get(key, {})
-    if not isinstance(value, dict):
-        raise ParameterError(f"{key} must be a TOML table ([{key}]), got {show_value(value)}")
-    return value
-
-
-def _depth(value) -> int:
-    """Nesting depth of a parsed TOML value (a scalar 0, ``[1]`` 1), without recursion."""
-    deepest, stack = 0, [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-    return deepest
-
-
 def read_toml(name: str, path: Path, text: str | None = None) -> dict:
     """The parsed TOML document of file ``path`` (the value of parameter ``name``).
 
-    ``text`` is the file's content if already read. A missing file raises FileNotFoundError
-    (with its filename); invalid TOML, or nesting deeper than
-    :data:`theory.limits.MAX_TOML_DEPTH`, raise a one-line ParameterError naming ``name`` and
-    the file.
+    :func:`theory.userfiles.load_toml` (size, UTF-8, depth and integer limits); ``text`` is the
+    file's content if already read. A missing file raises FileNotFoundError (with its filename);
+    anything else is a one-line ParameterError naming ``name`` and the file.
     """
-    text = read_text(name, path) if text is None else text
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ParameterError(f"{name}={str(path)!r}: not valid TOML ({error})") from None
-    except RecursionError:  # the parser itself recurses on nested arrays and inline tables
-        doc = None
-    if doc is None or _depth(doc) > MAX_TOML_DEPTH:
-        raise ParameterError(
-            f"{name}={str(path)!r}: values nested deeper than the limit of {MAX_TOML_DEPTH} "
-            "levels (theory.limits.MAX_TOML_DEPTH)"
-        )
-    return doc
+    return load_toml(path, name, text=text)
 
 
 def read_text(name: str, path: Path) -> str:
-    """The UTF-8 text of file ``path`` (the value of parameter ``name``).
-
-    A missing file raises FileNotFoundError; a directory, an unreadable or a non-UTF-8 file raise
-    a one-line ParameterError naming ``name`` and the path.
-    """
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError as error:
-        error.filename = str(path) if error.filename is None else error.filename
-        raise
-    except OSError as error:
-        raise ParameterError(f"{name}={str(path)!r} cannot be read: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise ParameterError(f"{name}={str(path)!r} is not a UTF-8 text file") from None
+    """The UTF-8 text of file ``path`` (the value of parameter ``name``):
+    :func:`theory.userfiles.read_user_text`."""
+    return read_user_text(path, name)
 
 
 def load_config(path) -> BoundsConfig:
@@ -627,27 +597,27 @@ def load_config(path) -> BoundsConfig:
         The file does not exist.
     """
     path = Path(path)
-    doc = read_toml("config", path)
-    check_keys(str(path), doc, _TOP_KEYS)
-    timing = _table(doc, "timing")
-    problem = _table(doc, "problem")
-    pipeline = _table(doc, "pipeline")
-    check_keys(f"[timing] of {path}", timing, TIMING_KEYS)
-    check_keys(f"[problem] of {path}", problem, _field_names(ProblemParams))
-    check_keys(f"[pipeline] of {path}", pipeline, _field_names(PipelineConfig))
+    doc = load_toml(path, "config", CONFIG_SCHEMA)
+    timing, problem, pipeline = (doc.get(key, {}) for key in ("timing", "problem", "pipeline"))
     extra = {"weight_bound": doc["weight_bound"]} if "weight_bound" in doc else {}
     preset = doc.get("preset")
     if (preset is None) == ("device" not in doc):
-        raise ParameterError(f"{path}: give exactly one of preset = \"NAME\" and a [device] table")
-    if preset is not None:
-        hardware = from_preset(preset, **timing, **extra)
-    else:
-        device = devices.device_from_table(_table(doc, "device"))
-        hardware = HardwareParams(device=device, **timing, **extra)
-    return BoundsConfig(
-        hardware=hardware, problem=ProblemParams(**problem), pipeline=PipelineConfig(**pipeline),
-        eps=doc.get("eps"), preset=preset,
-    )
+        raise ParameterError(f"config={str(path)!r}: give exactly one of preset = \"NAME\" and "
+                             "a [device] table")
+    # the timing fields and weight_bound are checked with the device
+    with in_file("config", path, tables=dict.fromkeys(TIMING_KEYS, ("timing",))):
+        if preset is not None:
+            hardware = from_preset(preset, **timing, **extra)
+        else:
+            with in_file("config", path, ("device",)):
+                device = devices.device_from_table(doc["device"])
+            hardware = HardwareParams(device=device, **timing, **extra)
+    with in_file("config", path, ("problem",)):
+        problem = ProblemParams(**problem)
+    with in_file("config", path, ("pipeline",)):
+        pipeline = PipelineConfig(**pipeline)
+    return BoundsConfig(hardware=hardware, problem=problem, pipeline=pipeline,
+                        eps=doc.get("eps"), preset=preset)
 
 
 def _toml_value(value) -> str:

@@ -19,7 +19,6 @@ one line that names it and says why. A field left at its default is never refuse
 from __future__ import annotations
 
 import inspect
-import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -29,6 +28,7 @@ from theory.errors import ParameterError, show_value
 from theory.limits import MAX_ARRAY_BYTES, MAX_COUNT, MAX_UPDATES, check_size
 from theory.schedules import TRANSFER_SLICES
 from theory.theorems import ALGORITHMS, WRITE_SEMANTICS
+from theory.userfiles import in_file, load_toml
 
 from .device import (
     DEFAULT_DW_MIN,
@@ -455,11 +455,9 @@ class SimConfig:
     def from_toml(cls, path: str | Path) -> SimConfig:
         """The configuration of a TOML file (:meth:`from_dict` of its top table; a field that TOML
         cannot write as ``None``, such as ``fast_device``, is left out)."""
-        try:
-            data = tomllib.loads(Path(path).read_text())
-        except tomllib.TOMLDecodeError as error:
-            raise ParameterError(f"config={str(path)!r} is not TOML: {error}") from None
-        return cls.from_dict(data)
+        data = load_toml(path, "config")  # size, UTF-8, depth, integers: theory.userfiles
+        with in_file("config", path):
+            return cls.from_dict(data)
 
 
 #: field name -> default (what counts as not given)

@@ -67,13 +67,15 @@ def test_load_hardware(hardware_file):
 @pytest.mark.parametrize(("text", "message"), [
     ("[[kinds]]\ntype = 'analog'\ncount = 1\ntiles = 1\ncolour = 1\n", "valid keys"),
     ("speed = 1\n", "valid keys"),
-    ("link_bytes_per_s = 1e9\n", "no [[kinds]]"),
+    ("link_bytes_per_s = 1e9\n", "missing key 'kinds'"),
     ("[[kinds]]\ntype = 'digital'\ncount = 1\n", "no analog kind"),
     ("[[kinds]]\ntype = 'digital'\ncount = 1\ntiles = 3\n", "valid keys"),
     ("[[kinds]]\ntype = 'analog'\ncount = 1\n", "tiles"),
     ("[[kinds]]\ntype = 'analog'\ntiles = 4\n", "count"),
-    ("[[kinds]]\ntype = 'optical'\ncount = 1\n", "valid: analog, digital"),
-    ("[[kinds]]\ntype = 'analog'\ncount = 0\ntiles = 4\n", "count=0"),
+    ("[[kinds]]\ntype = 'optical'\ncount = 1\n",
+     "kinds[0].type = 'optical' is not valid; valid: one of 'analog', 'digital'"),
+    ("[[kinds]]\ntype = 'analog'\ncount = 0\ntiles = 4\n",
+     "kinds[0].count = 0 is out of range; valid: integer in [1, "),
     ("[[kinds]]\ntype = 'analog'\ncount = 1\ntiles = 4\npreset = 'nope'\n", "valid presets"),
     ("[[kinds]]\nname = 'a'\ntype = 'analog'\ncount = 1\ntiles = 4\n"
      "[[kinds]]\nname = 'a'\ntype = 'digital'\ncount = 1\n", "unique"),

@@ -9,7 +9,7 @@ numeric packages :mod:`bounds` and :mod:`simulate` build on it and never restate
 - :mod:`theory.complexity`: iterations, samples and cycles to a target ``eps``;
 - :mod:`theory.vocabulary`: the names of modes, algorithms, write semantics and presets (no
   sympy), :mod:`theory.errors`, :mod:`theory.limits`, :mod:`theory.fileio`,
-  :mod:`theory.tables`: what every package shares.
+  :mod:`theory.tables`, :mod:`theory.userfiles` (files users give): what every package shares.
 
 Names are imported on first use (PEP 562, Scientific Python SPEC 1: :func:`theory.lazy.attach`),
 so ``import theory`` loads neither sympy nor the registry; ``theory.MODES`` stays sympy-free,
@@ -33,7 +33,8 @@ _NAMES = {
     ),
     ".limits": (
         "MAX_ARRAY_BYTES", "MAX_BYTES_PER_ACTIVATION", "MAX_COUNT", "MAX_DEVICE_PULSES",
-        "MAX_GANTT_CELLS", "MAX_GRID_POINTS", "MAX_LAYER_SIZE", "MAX_MODEL_LAYERS",
+        "MAX_FILE_BYTES", "MAX_FILE_DEPTH", "MAX_GANTT_CELLS", "MAX_GRID_POINTS",
+        "MAX_INTEGER_DIGITS", "MAX_LAYER_SIZE", "MAX_MODEL_LAYERS",
         "MAX_PULSES_PER_UPDATE", "MAX_TIMELINE_CELLS", "MAX_TOML_DEPTH", "MAX_UPDATES",
         "check_size",
     ),
@@ -68,7 +69,7 @@ _NAMES = {
 _SUBMODULES = (
     "admissible", "calibration", "commands", "compiled", "complexity", "devices", "errors",
     "fileio", "lazy", "limits", "local_sgd", "mixed", "ranges", "schedules", "symbols", "tables",
-    "theorems", "vocabulary",
+    "theorems", "userfiles", "vocabulary",
 )
 
 __getattr__, __dir__, __all__ = attach(__name__, _NAMES, _SUBMODULES)

@@ -22,8 +22,11 @@ __all__ = [
     "MAX_BYTES_PER_ACTIVATION",
     "MAX_COUNT",
     "MAX_DEVICE_PULSES",
+    "MAX_FILE_BYTES",
+    "MAX_FILE_DEPTH",
     "MAX_GANTT_CELLS",
     "MAX_GRID_POINTS",
+    "MAX_INTEGER_DIGITS",
     "MAX_LAYER_SIZE",
     "MAX_MODEL_LAYERS",
     "MAX_PULSES_PER_UPDATE",
@@ -48,8 +51,14 @@ MAX_DEVICE_PULSES = 10**10
 MAX_GRID_POINTS = 5 * 10**7
 #: layers of a model description after its blocks are repeated
 MAX_MODEL_LAYERS = 10**6
-#: nesting depth of a TOML value
-MAX_TOML_DEPTH = 32
+#: nesting depth of a value in a user's file (TOML or JSON; :mod:`theory.userfiles`)
+MAX_FILE_DEPTH = 32
+#: the same limit under its first name (TOML files)
+MAX_TOML_DEPTH = MAX_FILE_DEPTH
+#: bytes of a file a user gives (calibration, hardware, config, model; :mod:`theory.userfiles`)
+MAX_FILE_BYTES = 16 * 2**20
+#: digits of an integer in a user's file (beyond, refused before any arithmetic on it)
+MAX_INTEGER_DIGITS = 30
 #: rows, columns or MVMs per sample of one model layer (int32)
 MAX_LAYER_SIZE = 2**31 - 1
 #: bytes of one stored activation value

@@ -57,16 +57,16 @@ import numpy as np
 
 from theory.errors import ParameterError, check_range, show_value
 from theory.limits import MAX_COUNT
+from theory.userfiles import STRING, array, in_file, integer, load_toml, number, table
 
 from ..params import (
     DEFAULT_PRESET,
     PRESET_TIMING_KEYS,
+    TIMING_SCHEMA,
     HardwareParams,
     PlanHardware,
-    check_keys,
     check_type,
     from_preset,
-    read_toml,
 )
 from ..timing import ROUNDING_SLACK
 
@@ -74,6 +74,7 @@ __all__ = [
     "ANALOG",
     "AcceleratorKind",
     "DIGITAL",
+    "HARDWARE_SCHEMA",
     "KIND_TYPES",
     "KindsHardware",
     "load_hardware",
@@ -93,7 +94,26 @@ _DIGITAL_DEFAULTS = {
 _ANALOG_KEYS = ("name", "type", "count", "tiles", "preset", "weight_bound",
                 "programming_error_std", *PRESET_TIMING_KEYS)
 _DIGITAL_KEYS = ("name", "type", "count", *_DIGITAL_DEFAULTS)
-_TOP_KEYS = ("link_bytes_per_s", "bytes_per_weight", "kinds")
+_COMMON = {"name": STRING, "count": integer(1, MAX_COUNT)}
+_ANALOG_SCHEMA = table({
+    **_COMMON, "type": {"const": "analog"}, "tiles": integer(1, MAX_COUNT), "preset": STRING,
+    "weight_bound": number(above=0), "programming_error_std": number(minimum=0),
+    **{key: TIMING_SCHEMA[key] for key in PRESET_TIMING_KEYS},
+}, ("type", "count", "tiles"))
+_DIGITAL_SCHEMA = table({**_COMMON, "type": {"const": "digital"},
+                         **{key: number(above=0) for key in _DIGITAL_DEFAULTS}},
+                        ("type", "count"))
+#: the JSON Schema of a hardware file (:func:`load_hardware`; the module docstring's layout):
+#: each ``[[kinds]]`` table is checked against the keys of its ``type``
+HARDWARE_SCHEMA = table({
+    "link_bytes_per_s": number(above=0), "bytes_per_weight": integer(1, 16),
+    "kinds": array({"type": "object", "required": ["type"],
+                    "properties": {"type": {"enum": list(KIND_TYPES)}},
+                    "allOf": [{"if": {"properties": {"type": {"const": kind}}},
+                               "then": schema}
+                              for kind, schema in ((ANALOG, _ANALOG_SCHEMA),
+                                                   (DIGITAL, _DIGITAL_SCHEMA))]}, 1),
+}, ("kinds",))
 
 
 @dataclass(frozen=True)
@@ -282,24 +302,13 @@ def with_digital(hardware: KindsHardware, count: int, name: str = "gpu", **field
                          hardware.bytes_per_weight)
 
 
-def _kind_from_table(where: str, table: dict) -> AcceleratorKind:
-    if not isinstance(table, dict):
-        raise ParameterError(f"{where} must be a TOML table ([[kinds]]), got {show_value(table)}")
-    kind_type = table.get("type")
-    if kind_type not in KIND_TYPES:
-        raise ParameterError(f"type={show_value(kind_type)} of {where} is unknown; valid: "
-                             f"{', '.join(KIND_TYPES)}")
+def _kind_from_table(table: dict) -> AcceleratorKind:
+    """One ``[[kinds]]`` table (checked by :data:`HARDWARE_SCHEMA`) as its kind."""
+    kind_type = table["type"]
     name = table.get("name", kind_type)
-    if "count" not in table:
-        raise ParameterError(f"{where}: missing key 'count'; required: count, type")
     if kind_type == DIGITAL:
-        check_keys(where, table, _DIGITAL_KEYS)
         extra = {key: table[key] for key in _DIGITAL_DEFAULTS if key in table}
         return AcceleratorKind(name, DIGITAL, table["count"], **extra)
-    check_keys(where, table, _ANALOG_KEYS)
-    if "tiles" not in table:
-        raise ParameterError(f"{where}: missing key 'tiles'; an analog kind needs its crossbar "
-                             "tiles per accelerator")
     overrides = {key: table[key] for key in (*PRESET_TIMING_KEYS, "weight_bound") if key in table}
     hardware = from_preset(table.get("preset", DEFAULT_PRESET), **overrides)
     return AcceleratorKind(name, ANALOG, table["count"], hardware=hardware, tiles=table["tiles"],
@@ -308,6 +317,11 @@ def _kind_from_table(where: str, table: dict) -> AcceleratorKind:
 
 def load_hardware(path) -> KindsHardware:
     """Read a hardware description with accelerator kinds from a TOML file (module docstring).
+
+    The file is read by :func:`theory.userfiles.load_toml` and checked against
+    :data:`HARDWARE_SCHEMA`; every error is one line naming the file and the key path
+    (``hardware='hw.toml': kinds[1].count = 0 is out of range; valid: integer in [1, ...]``,
+    entries counted from 0).
 
     Raises
     ------
@@ -318,13 +332,11 @@ def load_hardware(path) -> KindsHardware:
         The file does not exist.
     """
     path = Path(path)
-    doc = read_toml("hardware", path)
-    check_keys(str(path), doc, _TOP_KEYS)
-    tables = doc.get("kinds")
-    if not isinstance(tables, list) or not tables:
-        raise ParameterError(f"hardware={str(path)!r} has no [[kinds]] tables; valid: at least "
-                             "one [[kinds]] with type = \"analog\"")
-    kinds = tuple(_kind_from_table(f"kind {i} of {path}", t) for i, t in enumerate(tables, 1))
+    doc = load_toml(path, "hardware", HARDWARE_SCHEMA)
+    kinds = []
+    for i, entry in enumerate(doc["kinds"]):
+        with in_file("hardware", path, ("kinds", i)):
+            kinds.append(_kind_from_table(entry))
     extra = {key: doc[key] for key in ("link_bytes_per_s", "bytes_per_weight") if key in doc}
-    return KindsHardware(kinds, **extra)
-
+    with in_file("hardware", path):
+        return KindsHardware(tuple(kinds), **extra)

@@ -56,10 +56,12 @@ import numpy as np
 
 from theory.errors import ParameterError, check_range, show_value
 from theory.limits import MAX_LAYER_SIZE, MAX_MODEL_LAYERS
+from theory.userfiles import STRING, array, in_file, integer, load_toml, read_user_text, table
 
-from ..params import check_keys, read_text, read_toml
+from ..params import check_keys
 
-__all__ = ["HOSTS", "Layer", "Model", "list_models", "load_model", "model_from_table"]
+__all__ = ["HOSTS", "Layer", "MODEL_SCHEMA", "Model", "list_models", "load_model",
+           "model_from_table"]
 
 _DATA = "model_data"
 _TOP_KEYS = ("name", "description", "parameters", "blocks")
@@ -67,6 +69,23 @@ _BLOCK_KEYS = ("name", "repeat", "layers", "hosts")
 _LAYER_KEYS = ("name", "rows", "cols", "mvms_per_sample", "activations", "ops_per_mvm")
 #: the accelerator classes a layer may run on: ``("analog", "digital")`` or ``("digital",)``
 HOSTS = {"any": ("analog", "digital"), "digital": ("digital",)}
+_SIZE = integer(1, MAX_LAYER_SIZE)
+#: the JSON Schema of a model description (:func:`load_model`; the module docstring's layout);
+#: what depends on several keys (a parameter's name, the layer count after ``repeat``, where
+#: digital-only blocks stand) is checked by :func:`model_from_table`
+MODEL_SCHEMA = table({
+    "name": STRING, "description": {"type": "string"},
+    "parameters": {"type": "object", "additionalProperties": integer(1)},
+    "blocks": array(table({
+        "name": STRING, "repeat": integer(1, MAX_MODEL_LAYERS), "hosts": {"enum": list(HOSTS)},
+        "layers": array(table({
+            "name": STRING, "rows": _SIZE, "cols": _SIZE,
+            "mvms_per_sample": {"anyOf": [_SIZE, STRING]},
+            "activations": integer(0, MAX_LAYER_SIZE**2),
+            "ops_per_mvm": integer(1, MAX_LAYER_SIZE**2),
+        }, ("rows", "cols"))),
+    })),
+})
 
 
 def _ceil_div(a, b):
@@ -385,10 +404,14 @@ def load_model(name_or_path, **parameters) -> Model:
         text, where = source.read_text(encoding="utf-8"), text_name
     elif text_name.endswith(".toml") or Path(text_name).exists():
         path = Path(text_name)
-        text, where = read_text("model", path), str(path)
+        text, where = read_user_text(path, "model"), str(path)
     else:
         raise ParameterError(
             f"model={show_value(text_name)} is neither a built-in model nor a .toml file; "
             f"built-in models: {', '.join(list_models())}"
         )
-    return model_from_table(read_toml("model", Path(where), text), **parameters)
+    for key, value in parameters.items():  # the caller's (flags), not the file's
+        check_range(key, value, 1, integer=True)
+    doc = load_toml(where, "model", MODEL_SCHEMA, text=text)
+    with in_file("model", where):
+        return model_from_table(doc, **parameters)
