@@ -116,7 +116,8 @@ def test_parts_compose_and_to_dict_is_flat():
 def test_toml_is_checked_by_the_same_rules(tmp_path):
     path = tmp_path / "run.toml"
     path.write_text('algorithm = "analog"\ntransfer_every = 5\n')
-    with pytest.raises(ParameterError, match="^config='.*run.toml': transfer_every = 5 applies to algorithm="):
+    with pytest.raises(ParameterError,
+                       match="^config='.*run.toml': transfer_every = 5 applies to algorithm="):
         SimConfig.from_toml(path)
     path.write_text('[pipeline]\nmode = "sync"\nstages = 2\n')
     assert SimConfig.from_toml(path).stages == 2
