@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -82,9 +83,35 @@ def test_bad_files_are_refused_in_one_line(tmp_path, edit, message):
     assert message in text and "\n" not in text and text.startswith("calibration=")
 
 
+@pytest.mark.parametrize(("name", "content", "message"), [
+    ("binary", b"\x00\xff\xfe\x80" * 64, "UTF-8"),
+    ("utf16", '{"format": 1}'.encode("utf-16"), "UTF-8"),
+    ("deep", b"[" * 100_000 + b"]" * 100_000, "deep"),
+    ("huge-int", b'{"format": 1' + b"0" * 400 + b"}", "digits"),
+])
+def test_hostile_calibration_files_are_one_line(tmp_path, name, content, message):
+    """The calibration reader shares the user-file limits (theory.userfiles): one line, no
+    UnicodeDecodeError, RecursionError or OverflowError."""
+    path = tmp_path / f"{name}.json"
+    path.write_bytes(content)
+    with pytest.raises(ParameterError) as info:
+        read_calibration(path)
+    text = str(info.value)
+    assert text.startswith("calibration=") and "\n" not in text
+    assert message.lower() in text.lower()
+
+
+def test_a_device_that_never_ends_is_refused_at_the_size_limit():
+    """/dev/zero is read to the 16 MiB limit plus one byte, not to memory exhaustion."""
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero here")
+    with pytest.raises(ParameterError, match="calibration='/dev/zero'"):
+        read_calibration("/dev/zero")
+
+
 def test_non_json_and_missing_files(tmp_path):
     (tmp_path / "x.json").write_text("{not json")
-    with pytest.raises(ParameterError, match="is not JSON"):
+    with pytest.raises(ParameterError, match="not JSON"):
         read_calibration(tmp_path / "x.json")
     with pytest.raises(ParameterError, match="cannot be read"):
         read_calibration(tmp_path / "none.json")

@@ -454,19 +454,18 @@ def read_calibration(path: str | os.PathLike) -> Calibration:
     Raises
     ------
     ParameterError
-        One line starting ``calibration=PATH``: the file is missing or unreadable, not JSON, of
-        another format version, lacks a key, or holds a non-finite number.
+        One line starting ``calibration=PATH``: the file is missing or unreadable, larger than
+        :data:`theory.limits.MAX_FILE_BYTES`, not UTF-8, not JSON, nested too deep, holds an
+        integer of more than :data:`theory.limits.MAX_INTEGER_DIGITS` digits or a non-finite
+        number (:func:`theory.userfiles.load_json`), is of another format version or lacks a key.
     """
+    from .userfiles import load_json  # the size, UTF-8, depth and integer limits of user files
+
     try:
-        text = Path(path).read_text()
-    except OSError as error:
+        data = load_json(path, "calibration")
+    except FileNotFoundError as error:
         raise ParameterError(f"calibration={str(path)!r} cannot be read: {error.strerror}") \
             from None
-    try:
-        data = json.loads(text, parse_constant=lambda name: math.nan)
-    except json.JSONDecodeError as error:
-        raise ParameterError(f"calibration={str(path)!r} is not JSON (line {error.lineno}: "
-                             f"{error.msg})") from None
     try:
         return Calibration.from_dict(data)
     except (ParameterError, TypeError, ValueError) as error:
