@@ -201,7 +201,7 @@ def test_unreadable_config_and_unwritable_csv_are_one_line_errors(tmp_path, caps
     binary.write_bytes(b"\xff\xfe\x00")
     for argv, pattern in (
         (["--config", str(tmp_path / "dir.toml")], "config='"),
-        (["--config", str(binary)], "is not a UTF-8 text file"),
+        (["--config", str(binary)], "is not UTF-8 text"),
         (["--csv", str(tmp_path)], f"--csv={str(tmp_path)!r} cannot be used"),
         (["--out", str(binary)], f"--out={str(binary)!r} cannot be used"),
     ):
