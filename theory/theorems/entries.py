@@ -10,7 +10,7 @@ at import); :func:`get_bound`, :func:`bounds_for` and :func:`bound_for` read it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, partial
 
 import sympy as sp
@@ -64,6 +64,22 @@ class _Row:
             conditions=tuple(self.conditions), write=self.write, gradient=self.gradient,
             **self.parts(),
         )
+
+
+def _through_sync(row: _Row, name: str, reference: str, *, proof: str | None = None,
+                  conditions: Sequence[str] | None = None) -> _Row:
+    """The synchronous pipeline's row of a non-pipelined batch-``n`` row: the same statement at
+    ``n = B b`` (Corollary 3's step: the synchronous pipeline keeps the non-pipelined iterates,
+    each update averaging ``B`` micro-batches of ``b``).
+
+    ``row.parts`` is ``partial(formula, n)``; the new row's is ``partial(formula, B b)``. Its
+    conditions are ``row``'s and ``"n = B b"`` unless ``conditions`` says otherwise; its proof
+    is ``row``'s unless ``proof`` is given.
+    """
+    return replace(row, name=name, reference=reference, mode="sync",
+                   proof=row.proof if proof is None else proof,
+                   conditions=[*row.conditions, "n = B b"] if conditions is None else conditions,
+                   parts=partial(row.parts.func, B * b))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -156,6 +172,13 @@ _DIGITAL_ROWS = (
     ),
 )
 
+_THEOREM_2 = _Row(
+    "analog_sgd", provenance="derived", proof="Theorem 2",
+    reference="Theorem 2 of docs/theory.md", mode="none", algorithm="analog",
+    conditions=[_A1, _A2, _A3, _THETA, "alpha <= (1 - theta) q_min/(L q_max^2)"],
+    parts=partial(analog_parts, n),
+)
+
 #: analog SGD with batch-mean writes: the companion theorem, Theorem 2, Corollary 3, Theorems 4'
 #: and 4'B
 _ANALOG_ROWS = (
@@ -172,21 +195,9 @@ _ANALOG_ROWS = (
         ],
         parts=companion_parts,
     ),
-    _Row(
-        "analog_sgd", provenance="derived", proof="Theorem 2",
-        reference="Theorem 2 of docs/theory.md", mode="none", algorithm="analog",
-        conditions=[_A1, _A2, _A3, _THETA, "alpha <= (1 - theta) q_min/(L q_max^2)"],
-        parts=partial(analog_parts, n),
-    ),
-    _Row(
-        "analog_sgd_sp", provenance="derived", proof="Corollary 3",
-        reference="Corollary 3 of docs/theory.md (Theorem 2 with n = B b)",
-        mode="sync", algorithm="analog",
-        conditions=[
-            _A1, _A2, _A3, _THETA, "alpha <= (1 - theta) q_min/(L q_max^2)", "n = B b",
-        ],
-        parts=partial(analog_parts, B * b),
-    ),
+    _THEOREM_2,
+    _through_sync(_THEOREM_2, "analog_sgd_sp",
+                  "Corollary 3 of docs/theory.md (Theorem 2 with n = B b)", proof="Corollary 3"),
     _Row(
         "analog_sgd_ap", provenance="derived", proof="Theorem 4'",
         reference="Theorem 4' of docs/theory.md", mode="async", algorithm="analog",
@@ -206,23 +217,19 @@ _ANALOG_ROWS = (
 )
 
 #: Corollary 3PS: analog SGD with one write per sample
+_COROLLARY_3PS = _Row(
+    "analog_sgd_per_sample", provenance="derived", proof="Corollary 3PS",
+    reference="Corollary 3PS of docs/theory.md (Theorem 2 with per-sample writes)",
+    mode="none", algorithm="analog", write="per-sample",
+    conditions=[_A1, _A2_PS, _A3_PS, _THETA, "alpha <= (1 - theta) q_min/(L q_max^2)",
+                _PER_SAMPLE],
+    parts=partial(analog_per_sample_parts, n),
+)
 _PER_SAMPLE_ROWS = (
-    _Row(
-        "analog_sgd_per_sample", provenance="derived", proof="Corollary 3PS",
-        reference="Corollary 3PS of docs/theory.md (Theorem 2 with per-sample writes)",
-        mode="none", algorithm="analog", write="per-sample",
-        conditions=[_A1, _A2_PS, _A3_PS, _THETA, "alpha <= (1 - theta) q_min/(L q_max^2)",
-                    _PER_SAMPLE],
-        parts=partial(analog_per_sample_parts, n),
-    ),
-    _Row(
-        "analog_sgd_sp_per_sample", provenance="derived", proof="Corollary 3PS",
-        reference="Corollary 3PS of docs/theory.md (Corollary 3 with per-sample writes)",
-        mode="sync", algorithm="analog", write="per-sample",
-        conditions=[_A1, _A2_PS, _A3_PS, _THETA, "alpha <= (1 - theta) q_min/(L q_max^2)",
-                    _PER_SAMPLE + " (n = B b)"],
-        parts=partial(analog_per_sample_parts, B * b),
-    ),
+    _COROLLARY_3PS,
+    _through_sync(_COROLLARY_3PS, "analog_sgd_sp_per_sample",
+                  "Corollary 3PS of docs/theory.md (Corollary 3 with per-sample writes)",
+                  conditions=[*_COROLLARY_3PS.conditions[:-1], _PER_SAMPLE + " (n = B b)"]),
 )
 
 #: Tiki-Taka: the companion statement (Proposition TT), Corollaries TT0 and TT0-AP
@@ -279,23 +286,17 @@ _TIKI_TAKA_ROWS = (
 )
 
 #: Theorem 2M: analog and digital blocks in one pipeline
+_THEOREM_2M = _Row(
+    "analog_sgd_mixed", provenance="derived", proof="Theorem 2M",
+    reference="Theorem 2M (a) of docs/theory.md (Theorem 2 with per-block constants)",
+    mode="none", algorithm="mixed",
+    conditions=[_A1, _A2, _MIXED, _THETA, "alpha <= (1 - theta) q_min/(L q_max^2)"],
+    parts=partial(analog_mixed_parts, n),
+)
 _MIXED_ROWS = (
-    _Row(
-        "analog_sgd_mixed", provenance="derived", proof="Theorem 2M",
-        reference="Theorem 2M (a) of docs/theory.md (Theorem 2 with per-block constants)",
-        mode="none", algorithm="mixed",
-        conditions=[_A1, _A2, _MIXED, _THETA, "alpha <= (1 - theta) q_min/(L q_max^2)"],
-        parts=partial(analog_mixed_parts, n),
-    ),
-    _Row(
-        "analog_sgd_sp_mixed", provenance="derived", proof="Theorem 2M",
-        reference="Theorem 2M (b) of docs/theory.md (Corollary 3 with per-block constants)",
-        mode="sync", algorithm="mixed",
-        conditions=[
-            _A1, _A2, _MIXED, _THETA, "alpha <= (1 - theta) q_min/(L q_max^2)", "n = B b",
-        ],
-        parts=partial(analog_mixed_parts, B * b),
-    ),
+    _THEOREM_2M,
+    _through_sync(_THEOREM_2M, "analog_sgd_sp_mixed",
+                  "Theorem 2M (b) of docs/theory.md (Corollary 3 with per-block constants)"),
     _Row(
         "analog_sgd_ap_mixed", provenance="derived", proof="Theorem 2M",
         reference="Theorem 2M (c) of docs/theory.md (Theorem 4' with per-block constants)",
