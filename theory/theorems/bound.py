@@ -8,6 +8,7 @@ The formulas are written in :mod:`theory.theorems.formulas` and
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import sympy as sp
 
@@ -130,7 +131,7 @@ class Bound:
             if getattr(self, attr).free_symbols & {K, alpha}:
                 raise ParameterError(f"bound {self.name!r}: {attr} must not depend on K or alpha")
 
-    @property
+    @cached_property
     def best_step(self) -> sp.Expr:
         r"""The best admissible step, a function of ``K``.
 
@@ -138,9 +139,13 @@ class Bound:
         """
         return sp.Min(1 / self.inv_step_cap, self.noise_step)
 
-    @property
+    @cached_property
     def parameters(self) -> tuple[str, ...]:
-        """Sorted names of the constants the bound depends on (every free symbol but K, alpha)."""
+        """Sorted names of the constants the bound depends on (every free symbol but K, alpha).
+
+        Cached on first use, like :attr:`best_step`: a bound is frozen, and the free-symbol walk
+        over its eight expressions is the main cost of evaluating a registry row.
+        """
         exprs = (
             self.expr, self.inv_step_cap, self.rate_a, self.rate_c, self.floor, self.best_step,
             self.batch, self.min_iterations,
