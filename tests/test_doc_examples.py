@@ -59,6 +59,23 @@ def test_the_readme_is_an_entrance():
     assert len((ex.ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 300
 
 
+def test_ci_runs_exactly_the_readme_test_command():
+    """.ci/run's last command is the README's "run the tests" line, and the getting-started
+    page shows the same line."""
+    import re
+
+    def test_line(page):
+        text = (ex.ROOT / page).read_text(encoding="utf-8")
+        lines = [line for line in text.splitlines()
+                 if re.match(r"python -m pip install -e '\.\[test\]' && python -m pytest", line)]
+        assert len(lines) == 1, (page, lines)
+        return lines[0]
+
+    readme = test_line("README.md")
+    assert test_line(".ci/run") == readme
+    assert test_line("docs/getting-started.md") == readme
+
+
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
     """One result cache for the examples of this module (same seeds, same bits: a cached point is

@@ -2,7 +2,8 @@
 
 Fast tests shrink each figure's settings (``monkeypatch`` of its ``settings``) so that the checks
 run in seconds; the ``slow`` tests run ``python -m paper_figures all --quick`` as CI does (its
-time is measured by bench/bench_figures.py) and compare a Dask run of one figure with a local one.
+time is measured by bench/bench_figures.py), ``report --quick`` on its sweep cache, and compare a
+Dask run of one figure with a local one.
 """
 
 from __future__ import annotations
@@ -260,24 +261,33 @@ def test_figures_command_takes_sweep_options(tmp_path, monkeypatch, capsys):
                     "cache": False}
 
 
-@pytest.mark.slow
-def test_all_quick_writes_every_figure(tmp_path):
-    """Timing is measured by bench/bench_figures.py, never asserted here."""
+@pytest.fixture(scope="module")
+def quick_figures(tmp_path_factory):
+    """``python -m paper_figures all --quick`` run once, as CI does: its output folder, printed
+    paths and sweep cache (the quick report below reuses the cache: the same points, computed
+    once)."""
+    base = tmp_path_factory.mktemp("quick")
     env = {**os.environ, "MPLBACKEND": "Agg"}
     result = subprocess.run(
-        [sys.executable, "-m", "paper_figures", "all", "--quick", "--out", str(tmp_path / "f"),
-         "--cache-dir", str(tmp_path / "cache"), "--jobs", "2"],
+        [sys.executable, "-m", "paper_figures", "all", "--quick", "--out", str(base / "f"),
+         "--cache-dir", str(base / "cache"), "--jobs", "2"],
         cwd=ROOT, env=env, capture_output=True, text=True, check=True,
     )
-    printed = [Path(line) for line in result.stdout.splitlines()]
+    return base, [Path(line) for line in result.stdout.splitlines()]
+
+
+@pytest.mark.slow
+def test_all_quick_writes_every_figure(quick_figures):
+    """Timing is measured by bench/bench_figures.py, never asserted here."""
+    base, printed = quick_figures
     assert {p.name for p in printed} == {f"{name}.{ext}" for name in FIGURES
                                          for ext in ("png", "pdf", "csv", "json")}
     # the quick digits runs end in the stated range, the quick speedups are meaningful
     final = {}
-    for row in read_rows(tmp_path / "f" / "training.csv"):
+    for row in read_rows(base / "f" / "training.csv"):
         final[row["run"]] = float(row["test_accuracy_mean"])
     assert all(0.75 <= acc <= 1.0 for acc in final.values()), final
-    rows = read_rows(tmp_path / "f" / "speedup.csv")
+    rows = read_rows(base / "f" / "speedup.csv")
     accuracy = {int(r["stages"]): r for r in rows if r["kind"] == "time-to-target"
                 and r["mode"] == "async" and r["baseline"] == "own"
                 and r["target"] == "85% accuracy"}
@@ -285,6 +295,23 @@ def test_all_quick_writes_every_figure(tmp_path):
         row = accuracy[m]
         assert float(row["reached"]) == 1.0 and row["status"] == "ok"
         assert 1 < float(row["speedup"]) < 2 * m
+
+
+@pytest.mark.slow
+def test_full_quick_report_references_every_figure(quick_figures, capsys):
+    """``report --quick`` on the cache of ``all --quick``: every figure, its files and sentences."""
+    from _report_folder import check_folder
+
+    from paper_figures.cli import main
+
+    base, _ = quick_figures
+    out = base / "report"
+    assert main(["report", "--quick", "--out", str(out), "--jobs", "2",
+                 "--cache-dir", str(base / "cache")]) == 0
+    printed = capsys.readouterr().out
+    assert str(out / "index.html") in printed
+    md, _ = check_folder(out, tuple(FIGURES))
+    assert "sync) and" in md  # the speedup sentence with its numbers
 
 
 @pytest.mark.slow

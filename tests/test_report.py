@@ -1,47 +1,18 @@
-"""``aimc-pipeline report``: the folder holds index.md, index.html and every referenced file."""
+"""``aimc-pipeline report``: the folder holds index.md, index.html and every referenced file.
+
+The full ``report --quick`` is checked in tests/test_figures.py, beside ``all --quick``, whose
+sweep cache it reuses."""
 
 from __future__ import annotations
 
 import csv
-import re
-from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
+from _report_folder import check_folder
 
 from paper_figures import report, theory_vs_sim
 from paper_figures.cli import main
 from paper_figures.registry import FIGURES
-
-
-class _Links(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.images, self.links = [], []
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if tag == "img":
-            self.images.append(attrs["src"])
-        elif tag == "a":
-            self.links.append(attrs["href"])
-
-
-def _check_folder(out: Path, names) -> tuple[str, str]:
-    md = (out / "index.md").read_text()
-    page = (out / "index.html").read_text()
-    md_targets = re.findall(r"\]\(([^)]+)\)", md)
-    parser = _Links()
-    parser.feed(page)
-    assert sorted(md_targets) == sorted(parser.images + parser.links)
-    for target in md_targets:
-        assert not Path(target).is_absolute() and (out / target).is_file(), target
-    assert sorted(parser.images) == sorted(f"figures/{name}.png" for name in names)
-    for name in names:
-        for ext in ("png", "pdf", "csv", "json"):
-            assert f"figures/{name}.{ext}" in md_targets
-    assert page.startswith("<!DOCTYPE html>") and "<script" not in page  # self-contained
-    return md, page
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +30,7 @@ def small_report(tmp_path_factory):
 def test_report_folder_is_complete(small_report):
     out, (md_path, html_path) = small_report
     assert (md_path, html_path) == (out / "index.md", out / "index.html")
-    md, page = _check_folder(out, ("schedule", "theory-vs-sim"))
+    md, page = check_folder(out, ("schedule", "theory-vs-sim"))
     for heading in ("Bounds", "Plan", "Verification", "Figure: schedule", "Figure: theory-vs-sim"):
         assert f"## {heading}" in md and f"<h2>{heading}</h2>" in page
 
@@ -98,17 +69,6 @@ def test_report_help_names_units(capsys):
     assert exit_info.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "squared-gradient units" in text and "--scheduler" in text and "--quick" in text
-
-
-@pytest.mark.slow
-def test_full_quick_report_references_every_figure(tmp_path, capsys):
-    out = tmp_path / "report"
-    assert main(["report", "--quick", "--out", str(out), "--jobs", "2",
-                 "--cache-dir", str(tmp_path / "cache")]) == 0
-    printed = capsys.readouterr().out
-    assert str(out / "index.html") in printed
-    md, _ = _check_folder(out, tuple(FIGURES))
-    assert "sync) and" in md  # the speedup sentence with its numbers
 
 
 def test_unreachable_eps_fails_before_any_figure(capsys, tmp_path):
