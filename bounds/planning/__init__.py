@@ -31,7 +31,7 @@ _EXPORTS = {
         "single_kind", "with_digital",
     ),
     ".kinds": (
-        "COSTS", "STEP_GRID", "ModeComparison", "ModeLimits", "ModePlan", "layer_arrays",
+        "BASES", "COSTS", "STEP_GRID", "ModeComparison", "ModeLimits", "ModePlan", "layer_arrays",
         "plan_modes", "segment_times",
     ),
     ".models": (

@@ -20,9 +20,18 @@ most the same accelerators of each kind:
   replicas of an ``M``-stage sync pipeline, ``M >= 2``):
   :math:`T = K\,t_\mathrm{step} + \lfloor K/P\rfloor t_\mathrm{avg}` with :math:`K` from the
   ``literature`` local-SGD row of :mod:`theory.local_sgd` at the best step of a geometric grid
-  (each a valid step), :math:`t_\mathrm{avg}` and the programming noise from
+  of steps below the row's cap, :math:`t_\mathrm{avg}` and the programming noise from
   :mod:`bounds.planning.modes`; ``B`` over :attr:`ModeLimits.replica_micro_batches` and ``P``
   over :attr:`ModeLimits.periods`; both have ``R >= 2``.
+
+**Guarantees and estimates** (:attr:`ModePlan.basis`). The ``sync`` and ``async`` times come from
+``derived`` registry rows (Corollary 3, Theorem 4'; Theorem 2M for mixed stages): they are
+**guarantees** under their conditions. The ``dp`` and ``hybrid`` times come from the ``local_sgd``
+row, a published order with its unknown constants set to 1 and analog constants attached, not
+proved for analog replicas: they are **estimates**, whatever the step of the grid. The report keeps
+them apart: its own column, :attr:`ModeComparison.best_guarantee` among the proved plans only and
+:attr:`ModeComparison.best_estimate` separately, and in JSON ``basis`` with ``guaranteed_seconds``
+or ``estimated_seconds``.
 
 Each plan names its **dominant cost**, the largest of four factors by which its time exceeds an
 ideal run (:data:`COSTS`): ``bubbles`` (cycles per step over the busy ``2B``), ``staleness``
@@ -61,12 +70,14 @@ from .modes import (
 from .partition import KindPartition, KindTable, kind_partitions
 
 __all__ = [
-    "COSTS", "ModeComparison", "ModeLimits", "ModePlan", "STEP_GRID", "layer_arrays",
+    "BASES", "COSTS", "ModeComparison", "ModeLimits", "ModePlan", "STEP_GRID", "layer_arrays",
     "plan_modes", "segment_times",
 ]
 
 #: the cost factors a plan's time is split into (the largest is its dominant cost)
 COSTS = ("bubbles", "staleness", "floor", "averaging")
+#: what a plan's time is: a proved guarantee (a ``derived`` row) or an estimate (``local_sgd``)
+BASES = ("guarantee", "estimate")
 _POWERS = tuple(2**i for i in range(10))
 #: the steps of the local-SGD row searched, as fractions of the step cap: 2^(-j/4), 1 to 1e-6
 STEP_GRID = 2.0 ** (-np.arange(0, 81) / 4)
@@ -118,7 +129,7 @@ class ModePlan:
     ----------
     mode : str
     seconds : float
-        Predicted time to eps.
+        Time to eps: a guarantee or an estimate, as :attr:`basis` says.
     stages : int
         ``M`` (per replica for dp and hybrid).
     replicas : int
@@ -144,7 +155,10 @@ class ModePlan:
     costs : dict
         The factors of :data:`COSTS`.
     conservative : bool
-        Whether the guarantee used the conservative constants of mixed stages.
+        Whether the guarantee used the conservative all-coordinate constants of mixed stages.
+    basis : str
+        ``"guarantee"`` (``sync``, ``async``: a ``derived`` row) or ``"estimate"`` (``dp``,
+        ``hybrid``: the order-only ``local_sgd`` row, not proved for analog replicas).
     """
 
     mode: str
@@ -163,6 +177,16 @@ class ModePlan:
     bound: str
     costs: dict = field(compare=False)
     conservative: bool = False
+    basis: str = "guarantee"
+
+    def __post_init__(self):
+        if self.basis not in BASES:
+            raise ParameterError(f"basis={self.basis!r} is unknown; valid: {', '.join(BASES)}")
+
+    @property
+    def guaranteed(self) -> bool:
+        """Whether :attr:`seconds` is a proved guarantee (not an estimate)."""
+        return self.basis == "guarantee"
 
     @property
     def accelerators(self) -> int:
@@ -195,9 +219,13 @@ class ModePlan:
         )
 
     def to_dict(self) -> dict:
-        """JSON-ready fields (the layout as stage sizes and kind names)."""
+        """JSON-ready fields (the layout as stage sizes and kind names); the time is
+        ``guaranteed_seconds`` or ``estimated_seconds`` (the other None), as ``basis`` says."""
         return {
-            "mode": self.mode, "seconds": self.seconds, "stages": self.stages,
+            "mode": self.mode, "basis": self.basis,
+            "guaranteed_seconds": self.seconds if self.guaranteed else None,
+            "estimated_seconds": None if self.guaranteed else self.seconds,
+            "stages": self.stages,
             "replicas": self.replicas, "period": self.period, "accelerators": self.accelerators,
             "micro_batches": self.micro_batches, "micro_batch_size": self.micro_batch_size,
             "iterations": self.iterations, "cycle_time_s": self.cycle_time_s,
@@ -238,10 +266,20 @@ class ModeComparison:
         """The plan of ``mode``, or None."""
         return next((p for p in self.plans if p.mode == mode), None)
 
+    def _fastest(self, basis: str) -> ModePlan | None:
+        found = [p for p in self.plans if p.basis == basis]
+        return min(found, key=lambda p: p.seconds) if found else None
+
     @property
-    def best(self) -> ModePlan:
-        """The fastest plan of all modes."""
-        return min(self.plans, key=lambda p: p.seconds)
+    def best_guarantee(self) -> ModePlan | None:
+        """The fastest plan whose time is proved (``basis == "guarantee"``), or None; an
+        estimate is never chosen here, however much faster it is."""
+        return self._fastest("guarantee")
+
+    @property
+    def best_estimate(self) -> ModePlan | None:
+        """The fastest plan whose time is an estimate (dp, hybrid), or None."""
+        return self._fastest("estimate")
 
     def best_of(self, modes) -> ModePlan | None:
         """The fastest plan among ``modes``, or None."""
@@ -250,7 +288,8 @@ class ModeComparison:
 
     def ratio(self) -> float:
         """Time of the best pipeline (sync or async) over the best data-parallel plan (dp or
-        hybrid); ``nan`` when either is missing. Below 1: the pipeline is faster."""
+        hybrid); ``nan`` when either is missing. A guarantee over an estimate: below 1 the
+        pipeline's proved time beats the data-parallel estimate, above 1 nothing is proved."""
         pipe, data = self.best_of(("sync", "async")), self.best_of(("dp", "hybrid"))
         return pipe.seconds / data.seconds if pipe and data else math.nan
 
@@ -263,20 +302,22 @@ class ModeComparison:
                          "hardware has no digital kind (they run on digital hardware outside)")
         if any(p.conservative for p in self.plans):
             notes.append("* " + CONSERVATIVE_NOTE)
-        if any(p.mode in ("dp", "hybrid") for p in self.plans):
-            notes.append("dp/hybrid iterations: the literature local-SGD row of "
-                         "theory.local_sgd (Wang and Joshi 2021, order only; programming-noise "
-                         "term L nu/(alpha q_min P))")
+        if any(not p.guaranteed for p in self.plans):
+            notes.append("estimates (dp/hybrid): the literature local-SGD row of "
+                         "theory.local_sgd (Wang and Joshi 2021, order only, unknown constants "
+                         "set to 1; programming-noise term L nu/(alpha q_min P)), not proved for "
+                         "analog replicas: not a guarantee, never chosen as the best guarantee")
         if any(p.mode == "async" for p in self.plans):
             notes.append("async iterations assume A4 (see the plan's note)")
         return tuple(notes)
 
     def table(self) -> str:
         """The human report: one row per mode, the layouts, the ratio, the notes."""
-        header = ["mode", "seconds", "R", "M", "P", "B", "b", "iterations", "dominant",
-                  "bound"]
-        rows = [[p.mode, f"{p.seconds:.4g}", p.replicas, p.stages, p.period, p.micro_batches,
-                 p.micro_batch_size, f"{p.iterations:,d}", p.dominant,
+        header = ["mode", "basis", "guaranteed s", "estimated s", "R", "M", "P", "B", "b",
+                  "iterations", "dominant", "bound"]
+        rows = [[p.mode, p.basis, f"{p.seconds:.4g}" if p.guaranteed else "-",
+                 "-" if p.guaranteed else f"{p.seconds:.4g}", p.replicas, p.stages, p.period,
+                 p.micro_batches, p.micro_batch_size, f"{p.iterations:,d}", p.dominant,
                  p.bound + ("*" if p.conservative else "")]
                 for p in self.plans]
         lines = [f"best plan per mode for model {self.model!r} at eps = {self.eps:g} on "
@@ -286,11 +327,16 @@ class ModeComparison:
             avg = f", averaging {p.averaging_s:.3g} s" if p.replicas > 1 else ""
             lines.append(f"  {p.mode:<6} layout {p.assignment()}; cycle {p.cycle_time_s:.4g} s"
                          f"{avg}; costs x: {costs}")
+        for label, best in (("best guarantee", self.best_guarantee),
+                            ("best estimate (unproved)", self.best_estimate)):
+            if best is not None:
+                lines.append(f"{label}: {best.mode}, {best.seconds:.4g} s")
         ratio = self.ratio()
         if math.isfinite(ratio):
             pipe, data = self.best_of(("sync", "async")), self.best_of(("dp", "hybrid"))
-            lines.append(f"best pipeline ({pipe.mode}, {pipe.seconds:.4g} s) / best data-parallel "
-                         f"({data.mode}, {data.seconds:.4g} s) = {ratio:.3g}")
+            lines.append(f"best pipeline guarantee ({pipe.mode}, {pipe.seconds:.4g} s) / best "
+                         f"data-parallel estimate ({data.mode}, {data.seconds:.4g} s) = "
+                         f"{ratio:.3g}")
         for mode, reason in self.ruled_out:
             lines.append(f"ruled out: {mode}: {reason}")
         lines += [f"note: {n}" for n in self.notes]
@@ -299,9 +345,12 @@ class ModeComparison:
     def to_dict(self) -> dict:
         """JSON-ready fields."""
         ratio = self.ratio()
+        guarantee, estimate = self.best_guarantee, self.best_estimate
         return {
             "model": self.model, "eps": self.eps, "hardware": self.hardware.to_dict(),
             "plans": [p.to_dict() for p in self.plans],
+            "best_guarantee": None if guarantee is None else guarantee.mode,
+            "best_estimate": None if estimate is None else estimate.mode,
             "ruled_out": [{"mode": m, "reason": r} for m, r in self.ruled_out],
             "pipeline_over_data_parallel": ratio if math.isfinite(ratio) else None,
             "unplanned": list(self.unplanned),
@@ -555,7 +604,7 @@ class _KindSearch:
                 micro_batches=count, micro_batch_size=b, iterations=k_iter,
                 cycle_time_s=part.bottleneck, averaging_s=t_avg, step=step, partition=part,
                 kind_names=tuple(k.name for k in kinds), bound="local_sgd (literature)",
-                costs=costs, conservative=len({k.analog for k in kinds}) > 1,
+                costs=costs, conservative=len({k.analog for k in kinds}) > 1, basis="estimate",
             )
 
         return value, build
