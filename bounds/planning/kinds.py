@@ -12,8 +12,8 @@ most the same accelerators of each kind:
   per replica); its clock cycle is the slowest stage's time
   (:meth:`~bounds.AcceleratorKind.stage_time_s`);
 - ``sync`` / ``async``: :math:`T = C(K)\,t_\mathrm{cycle}` with :math:`K` from
-  :func:`bounds.planning.modes.stage_guarantee` (the hook of the mixed-stage guarantee; today
-  conservative for mixed stages) and :math:`C` from
+  :func:`bounds.planning.modes.stage_guarantee` (the hook of the mixed-stage guarantee: Theorem
+  2M for stages on different kinds, noise shares from the stages' weights) and :math:`C` from
   :func:`theory.schedules.cycles_after`; ``b`` over :attr:`ModeLimits.micro_batch_sizes`,
   ``B`` over ``1..max_micro_batches``;
 - ``dp`` (``M`` the fewest stages a replica needs, schedule ``none``) and ``hybrid`` (``R >= 2``
@@ -55,17 +55,20 @@ from theory.errors import ParameterError, check_range
 from theory.limits import MAX_ARRAY_BYTES, check_size
 from theory.schedules import cycles_after
 from theory.tables import text_table
+from theory.vocabulary import MIXED_ENTRIES
 
 from ..params import ProblemParams, check_type
 from .hardware import KindsHardware
 from .models import Model
 from .modes import (
     CONSERVATIVE_NOTE,
+    MIXED_NOTE,
     MODES,
     averaging_time_s,
     guarantee_values,
     programming_noise,
     stage_guarantee,
+    stage_values,
 )
 from .partition import KindPartition, KindTable, kind_partitions
 
@@ -155,7 +158,8 @@ class ModePlan:
     costs : dict
         The factors of :data:`COSTS`.
     conservative : bool
-        Whether the guarantee used the conservative all-coordinate constants of mixed stages.
+        Whether an estimate (dp, hybrid) of mixed analog/digital stages used the all-coordinate
+        constants (the pipelines' guarantees of mixed stages are Theorem 2M's).
     basis : str
         ``"guarantee"`` (``sync``, ``async``: a ``derived`` row) or ``"estimate"`` (``dp``,
         ``hybrid``: the order-only ``local_sgd`` row, not proved for analog replicas).
@@ -233,7 +237,7 @@ class ModePlan:
             "partition": list(self.partition.sizes), "stage_kinds": list(self.kind_names),
             "stage_times_s": list(self.partition.stage_times), "assignment": self.assignment(),
             "costs": dict(self.costs), "dominant": self.dominant,
-            "conservative_guarantee": self.conservative,
+            "all_coordinate_constants": self.conservative,
         }
 
 
@@ -300,6 +304,8 @@ class ModeComparison:
         if self.unplanned:
             notes.append(f"digital-only layers {', '.join(self.unplanned)} are not planned: the "
                          "hardware has no digital kind (they run on digital hardware outside)")
+        if any(p.bound in MIXED_ENTRIES for p in self.plans):
+            notes.append(MIXED_NOTE)
         if any(p.conservative for p in self.plans):
             notes.append("* " + CONSERVATIVE_NOTE)
         if any(not p.guaranteed for p in self.plans):
@@ -445,8 +451,13 @@ class _KindSearch:
         return self.kind_tables[key]
 
     def layouts(self, b, stages, available):
-        """The fewest-bottleneck layout of every subset of the kinds (its guarantee constants
-        only improve with fewer kinds, so the best time is among these)."""
+        """The fewest-bottleneck layout of every subset of the kinds.
+
+        With the all-coordinate constants a layout's guarantee depends only on its kinds (and
+        improves with fewer), so the best time was among these. Theorem 2M's also depends on the
+        stages' weight shares: among these layouts it is exact, but a layout with a slower
+        bottleneck and less analog weight could be faster (not searched; every plan's time is
+        still its own proved guarantee, never above the all-coordinate one)."""
         out = []
         for subset in self.subsets:
             table = self.kind_table(b, subset)
@@ -482,7 +493,8 @@ class _KindSearch:
                                  for p in self.layouts(b, m, self.hw.counts)):
                 kinds = self.kinds_of(part)
                 grid = {"b": b, "M": stages} | ({"B": counts} if mode == "sync" else {})
-                r = stage_guarantee(mode, self.eps, kinds, self.problem, **grid)
+                r = stage_guarantee(mode, self.eps, kinds, self.problem,
+                                    weights=self.stage_weights(part), **grid)
                 iters = np.where(np.asarray(r.status) == REACHABLE,
                                  np.asarray(r.iterations_int, dtype=float), np.inf)
                 iters = np.broadcast_to(iters, counts.shape)
@@ -499,8 +511,10 @@ class _KindSearch:
             return None
         seconds, b, stages, count, iters, part = best
         point = {"b": b, "M": stages} | ({"B": count} if mode == "sync" else {})
-        r = stage_guarantee(mode, self.eps, self.kinds_of(part), self.problem, "raise", **point)
-        values = guarantee_values(self.kinds_of(part), self.problem)
+        weights = self.stage_weights(part)
+        r = stage_guarantee(mode, self.eps, self.kinds_of(part), self.problem, "raise",
+                            weights=weights, **point)
+        values, _ = stage_values(self.kinds_of(part), self.problem, weights)
         bound = str(r.algorithm)
         costs = dict.fromkeys(COSTS, 1.0)
         costs["floor"] = iters / _no_floor(r)
@@ -511,7 +525,6 @@ class _KindSearch:
             fresh = evaluate_complexity(bound, self.eps, on_unreachable="status", **values,
                                         **point, D=0)
             costs["staleness"] = iters / float(fresh.iterations_int)
-        mixed = len({k.analog for k in self.kinds_of(part)}) > 1
         if not any(k.analog for k in self.kinds_of(part)):
             bound += " (q = 1, G = 0)"
         return ModePlan(
@@ -519,7 +532,6 @@ class _KindSearch:
             micro_batches=count, micro_batch_size=b, iterations=iters,
             cycle_time_s=part.bottleneck, averaging_s=0.0, step=None, partition=part,
             kind_names=tuple(k.name for k in self.kinds_of(part)), bound=bound, costs=costs,
-            conservative=mixed,
         )
 
     # -- data parallel ---------------------------------------------------------------------
