@@ -254,7 +254,8 @@ class ProblemParams:
         Young's-inequality split of the analog bounds, in (0, 1). Default 1/2.
     beta : float
         Norm bound of the gradient signal's bias (A2_beta, gradient units), >= 0; used by the
-        biased-gradient entry ``analog_sgd_biased`` only (Proposition IO). Default 0 (unbiased).
+        biased-gradient entries ``analog_sgd_biased`` and ``analog_sgd_biased_sharp`` only
+        (Propositions IO and IO'). Default 0 (unbiased).
 
     Notes
     -----

@@ -162,8 +162,16 @@ def test_plan_with_digital_accelerators_prints_every_mode(capsys):
                  "--digital-accelerators", "2", *SMALL]) == 0
     out = capsys.readouterr().out
     assert out.index("plan for model") < out.index("best plan per mode")
-    for label in ("sync", "async", "layout", "dominant", "4 x aimc", "2 x gpu"):
+    for label in ("sync", "async", "layout", "dominant", "4 x aimc", "2 x gpu", "basis",
+                  "guaranteed s", "estimated s", "best guarantee: "):
         assert label in out
+    table = out[out.index("best plan per mode"):]
+    for line in table.splitlines():
+        words = line.split()
+        if words and words[0] in ("sync", "async", "dp", "hybrid") and words[1] != "layout":
+            proved = words[0] in ("sync", "async")
+            assert words[1] == ("guarantee" if proved else "estimate"), line
+            assert (words[3] if proved else words[2]) == "-", line  # the other column is empty
 
 
 def test_plan_json_carries_the_modes(capsys, hardware_file, tmp_path):
@@ -179,7 +187,15 @@ def test_plan_json_carries_the_modes(capsys, hardware_file, tmp_path):
         assert len(p["stage_kinds"]) == len(p["partition"]) == p["stages"]
         assert p["accelerators"] <= 5 and p["dominant"] in ("bubbles", "staleness", "floor",
                                                             "averaging", "none")
-        assert math.isfinite(p["seconds"])
+        # a proved time or an estimate, never both, never an unlabelled "seconds"
+        assert "seconds" not in p
+        proved = p["mode"] in ("sync", "async")
+        assert p["basis"] == ("guarantee" if proved else "estimate")
+        time, other = ((p["guaranteed_seconds"], p["estimated_seconds"]) if proved
+                       else (p["estimated_seconds"], p["guaranteed_seconds"]))
+        assert math.isfinite(time) and other is None
+    assert modes["best_guarantee"] in ("sync", "async")
+    assert modes["best_estimate"] in ("dp", "hybrid", None)
     assert data["plan"]["stages"] <= 3  # today's plan uses the first analog kind (3 accelerators)
     written = json.loads((tmp_path / "out" / "modes.json").read_text())
     assert written == modes
@@ -207,6 +223,40 @@ def test_analog_only_hardware_leaves_the_digital_ends_unplanned():
     assert all(sum(p.partition.sizes) == 3 for p in result.plans)
     pipe, data = result.best_of(("sync", "async")), result.best_of(("dp", "hybrid"))
     assert result.ratio() == pipe.seconds / data.seconds
+    # the best guarantee is chosen among the proved plans only; estimates apart
+    assert result.best_guarantee is pipe and result.best_guarantee.guaranteed
+    assert result.best_estimate is data and data.basis == "estimate" and not data.guaranteed
+    assert "estimates (dp/hybrid)" in result.table() and "not proved" in result.table()
+
+
+def test_an_estimate_is_never_the_best_guarantee():
+    """Even when the data-parallel estimate is faster than every pipeline, best_guarantee is a
+    pipeline (a proved row), and the text and JSON say which number is which."""
+    from dataclasses import replace
+
+    from bounds import ModeComparison, ModeLimits, plan_modes
+
+    model = model_from_table({"name": "m", "blocks": [
+        {"repeat": 3, "layers": [{"rows": 16, "cols": 16}]}]})
+    hw = KindsHardware((AcceleratorKind("aimc", "analog", 3, hardware=from_preset(
+        "softbounds-tau1"), tiles=4, programming_error_std=1e-4),))
+    lim = ModeLimits(max_micro_batches=4, micro_batch_sizes=(1,), replica_micro_batches=(1, 2),
+                     periods=(1, 2))
+    result = plan_modes(model, hw, eps=2.0, limits=lim)
+    pipes = [p for p in result.plans if p.mode in ("sync", "async")]
+    estimates = [replace(p, seconds=min(q.seconds for q in pipes) / 10)
+                 for p in result.plans if p.mode in ("dp", "hybrid")]
+    assert pipes and estimates
+    fast = ModeComparison(model="m", eps=2.0, hardware=hw, plans=(*pipes, *estimates),
+                          ruled_out=())
+    assert fast.best_guarantee.mode in ("sync", "async")
+    assert fast.best_guarantee.seconds == min(p.seconds for p in pipes)
+    assert fast.best_estimate.seconds < fast.best_guarantee.seconds
+    data = fast.to_dict()
+    assert data["best_guarantee"] == fast.best_guarantee.mode
+    assert data["best_estimate"] == fast.best_estimate.mode
+    with pytest.raises(ParameterError, match="^basis='proved' is unknown"):
+        replace(pipes[0], basis="proved")
 
 
 def test_mode_comparison_runs_when_the_single_kind_plan_cannot(tmp_path, capsys):

@@ -35,6 +35,7 @@ from bounds.planning import (
 )
 from simulate import build_timeline
 from theory import REACHABLE, cycles_after, evaluate_guarantee, local_sgd, theorems
+from theory.mixed import Block, digital_block, mixed_constants
 from theory.symbols import K, alpha, n
 
 ANALOG = from_preset("reram-softbounds")
@@ -128,7 +129,26 @@ def _local_sgd_k(v, step, eps, replicas, batch, period, nu):
     return math.ceil(k) if k < 2.0**62 else math.inf
 
 
-def _brute_modes(model, hw, problem, eps, lim):
+def _theorem_2m_values(kinds, stage_w, problem):
+    """Theorem 2M's constants of a layout, from the primitives (theory.mixed, the kind's A3
+    constants, shares = the stages' weight shares), and the algorithm of its rows."""
+    blocks = []
+    for kind, w in zip(kinds, stage_w, strict=True):
+        share = w / sum(stage_w)
+        if kind.analog:
+            dc = kind.hardware.device_constants()
+            blocks.append(Block(float(dc.q_min), float(dc.q_max), float(dc.G_inf), share))
+        else:
+            blocks.append(digital_block(share))
+    base = guarantee_values(kinds, problem)
+    if len({(x.q_min, x.q_max, x.G_inf) for x in blocks}) == 1:
+        return base, "analog"
+    return base | mixed_constants(blocks).values(), "mixed"
+
+
+def _brute_modes(model, hw, problem, eps, lim, block_wise=False):
+    """The best time of every mode over every choice; ``block_wise``: the pipelines' guarantee
+    of each layout is Theorem 2M's at its weight shares (else the all-coordinate constants)."""
     chain_n = len(model.chain)
     counts = hw.counts
     weights = [layer.rows * layer.cols for layer in model.chain]
@@ -144,20 +164,23 @@ def _brute_modes(model, hw, problem, eps, lim):
                 usage = [assign.count(t) for t in range(len(hw.kinds))]
                 kinds = [hw.kinds[t] for t in assign]
                 v = guarantee_values(kinds, problem)
+                stage_w = [sum(weights[s:e]) for s, e in zip(starts, ends, strict=False)]
+                pv, algo = (_theorem_2m_values(kinds, stage_w, problem) if block_wise
+                            else (v, "analog"))
                 cyc = max(times)
                 if all(u <= c for u, c in zip(usage, counts, strict=False)):
                     for count in range(1, lim.max_micro_batches + 1):
-                        r = evaluate_guarantee("sync", eps, on_unreachable="status", **v,
-                                               B=count, b=b_, M=stages)
+                        r = evaluate_guarantee("sync", eps, algorithm=algo,
+                                               on_unreachable="status", **pv, B=count, b=b_,
+                                               M=stages)
                         if r.status == REACHABLE:
                             t = float(cycles_after("sync", r.iterations_int, stages, count)) * cyc
                             best["sync"] = min(best["sync"], t)
-                    r = evaluate_guarantee("async", eps, on_unreachable="status", **v, b=b_,
-                                           M=stages)
+                    r = evaluate_guarantee("async", eps, algorithm=algo, on_unreachable="status",
+                                           **pv, b=b_, M=stages)
                     if r.status == REACHABLE:
                         t = float(cycles_after("async", r.iterations_int, stages)) * cyc
                         best["async"] = min(best["async"], t)
-                stage_w = [sum(weights[s:e]) for s, e in zip(starts, ends, strict=False)]
                 for replicas in range(2, hw.accelerators + 1):
                     if not all(replicas * u <= c for u, c in zip(usage, counts, strict=False)):
                         continue
@@ -201,6 +224,11 @@ def _brute_modes(model, hw, problem, eps, lim):
     (2, 2e4, 1e-4, 1.0, True),  # mixed layouts
 ])
 def test_mode_planner_matches_brute_force(digital, memory, std, eps, every_mode):
+    """dp, hybrid and single-kind pipelines: exactly the brute force. Pipelines of mixed stages
+    (Theorem 2M at the layout's weight shares): between the brute force over every layout with
+    Theorem 2M (the true optimum of the block-wise guarantee) and the brute force with the
+    all-coordinate constants (the previous planner's answer), and the plan's time is its own
+    Theorem 2M guarantee."""
     model = _model([(100, 100), (200, 100), (100, 50)], [4, 2, 8], digital_last=bool(digital))
     hw = _hardware(analog=4, digital=digital, memory=memory, std=std)
     lim = ModeLimits(max_micro_batches=3, micro_batch_sizes=(1, 2), replica_micro_batches=(1, 2),
@@ -208,14 +236,30 @@ def test_mode_planner_matches_brute_force(digital, memory, std, eps, every_mode)
     problem = ProblemParams()
     got = plan_modes(model, hw, problem, eps, lim)
     want = _brute_modes(model, hw, problem, eps, lim)
+    block_wise = _brute_modes(model, hw, problem, eps, lim, block_wise=True)
     for mode, value in want.items():
         plan = got.get(mode)
-        if math.isinf(value):
-            assert plan is None and mode in dict(got.ruled_out)
-        else:
-            assert plan is not None, mode
+        exact = mode in ("dp", "hybrid") or not digital  # no stages on different kinds
+        if exact:
+            assert block_wise[mode] == pytest.approx(value, rel=1e-12), mode
+        if plan is None:  # (the block-wise optimum may reach eps on a layout not searched)
+            assert math.isinf(value) and mode in dict(got.ruled_out), mode
+            continue
+        assert plan.accelerators <= hw.accelerators
+        if exact:
             assert plan.seconds == pytest.approx(value, rel=1e-12), mode
-            assert plan.accelerators <= hw.accelerators
+            continue
+        assert block_wise[mode] * (1 - 1e-12) <= plan.seconds <= value * (1 + 1e-12), mode
+        kinds = [hw.kinds[t] for t in plan.partition.kinds]
+        sizes = [layer.rows * layer.cols for layer in model.chain]
+        ends = (*plan.partition.starts[1:], plan.partition.layers)
+        stage_w = [sum(sizes[s:e]) for s, e in zip(plan.partition.starts, ends, strict=True)]
+        pv, algo = _theorem_2m_values(kinds, stage_w, problem)
+        grid = {"b": plan.micro_batch_size, "M": plan.stages} | (
+            {"B": plan.micro_batches} if mode == "sync" else {})
+        r = evaluate_guarantee(mode, eps, algorithm=algo, **pv, **grid)
+        assert int(r.iterations_int) == plan.iterations, mode
+        assert plan.bound.split(" (")[0] == str(r.algorithm), mode
     assert set(want) == {p.mode for p in got.plans} | {m for m, _ in got.ruled_out}
     if every_mode:  # the brute force covers the choices of R, P and the kinds of every mode
         assert {p.mode for p in got.plans} == set(want)
@@ -363,3 +407,38 @@ def test_kind_dp_in_chunks_of_states_is_the_same(monkeypatch):
     for stages in range(1, 9):
         assert whole.best(stages) == chunked.best(stages)
         assert whole.best(stages)[0] == _brute_layout(seg, (3, 2, 3), stages, (3, 2, 3))
+
+
+# -- Theorem 2M for stages on different kinds ------------------------------------------------------
+
+@settings(max_examples=40, deadline=None)
+@given(pattern=st.lists(st.booleans(), min_size=1, max_size=6),
+       weights=st.lists(st.floats(1.0, 1e6), min_size=6, max_size=6),
+       mode=st.sampled_from(["sync", "async"]), eps=st.floats(0.2, 4.0))
+def test_theorem_2m_never_needs_more_iterations_than_the_all_coordinate_constants(
+        pattern, weights, mode, eps):
+    """stage_guarantee with the stages' weights (Theorem 2M when the stages' constants differ)
+    needs at most the iterations of the all-coordinate constants, and is Theorem 2 / Corollary 3 /
+    Theorem 4' exactly when every stage is on one kind."""
+    from bounds.planning import stage_guarantee, stage_values
+
+    analog = AcceleratorKind("aimc", "analog", 8, hardware=ANALOG, tiles=10)
+    gpu = AcceleratorKind("gpu", "digital", 8)
+    kinds = [analog if a else gpu for a in pattern]
+    w = weights[:len(kinds)]
+    grid = {"b": 2, "M": len(kinds)} | ({"B": 4} if mode == "sync" else {})
+    problem = ProblemParams()
+    block = stage_guarantee(mode, eps, kinds, problem, weights=w, **grid)
+    whole = stage_guarantee(mode, eps, kinds, problem, **grid)
+    values, algorithm = stage_values(kinds, problem, w)
+    assert algorithm == ("mixed" if len(set(pattern)) > 1 else "analog")
+    if algorithm == "analog":
+        assert str(block.algorithm) == str(whole.algorithm)
+        assert block.status == whole.status and block.iterations_int == whole.iterations_int
+    else:
+        assert str(block.algorithm) in theorems.MIXED_ENTRIES
+        share = sum(x for x, a in zip(w, pattern, strict=True) if a) / sum(w)
+        assert values["G2_bar"] == pytest.approx(share * values["G_inf"] ** 2, rel=1e-12)
+    if whole.status == REACHABLE:
+        assert block.status == REACHABLE
+        assert int(block.iterations_int) <= int(whole.iterations_int)

@@ -79,7 +79,8 @@ c_nn = sp.Symbol("c", nonnegative=True)
 THETA01 = {theta: s / (1 + s)}
 k_root = sp.Symbol("k_root", positive=True)  # stands for sqrt(8 kappa/(1 - theta)) of Theorem 4'
 DERIVED_ANALOG = ("analog_sgd", "analog_sgd_sp", "analog_sgd_ap", "analog_sgd_ap_b",
-                  "analog_sgd_per_sample", "analog_sgd_sp_per_sample", "analog_sgd_biased")
+                  "analog_sgd_per_sample", "analog_sgd_sp_per_sample", "analog_sgd_biased",
+                  "analog_sgd_biased_sharp")
 ASYNC_ANALOG = ("analog_sgd_ap", "analog_sgd_ap_b")
 FIELDS = ("expr", "inv_step_cap", "rate_a", "rate_c", "floor", "best_step", "noise_step")
 
@@ -120,8 +121,8 @@ def test_registry_names_and_order():
         "analog_sgd_ap_b", "analog_sgd_per_sample", "analog_sgd_sp_per_sample",
         "tiki_taka_companion", "tiki_taka_sp", "tiki_taka_reset", "tiki_taka_reset_sp",
         "tiki_taka_reset_ap", "tiki_taka_reset_ap_b", "analog_sgd_mixed", "analog_sgd_sp_mixed",
-        "analog_sgd_ap_mixed", "analog_sgd_biased", "literature_sgd", "literature_delay_fixed",
-        "literature_delay_arbitrary", "literature_async_sgd", "local_sgd",
+        "analog_sgd_ap_mixed", "analog_sgd_biased", "analog_sgd_biased_sharp", "literature_sgd",
+        "literature_delay_fixed", "literature_delay_arbitrary", "literature_async_sgd", "local_sgd",
     ]
     for name, bound in REGISTRY.items():
         assert bound.name == name
@@ -136,6 +137,7 @@ def test_batches_and_modes():
         "analog_sgd": (n, "none"), "analog_sgd_sp": (B * b, "sync"), "analog_sgd_ap": (b, "async"),
         "analog_sgd_ap_b": (b, "async"), "analog_sgd_per_sample": (n, "none"),
         "analog_sgd_sp_per_sample": (B * b, "sync"), "analog_sgd_biased": (n, "none"),
+        "analog_sgd_biased_sharp": (n, "none"),
     }
     for name, (batch, mode) in expected.items():
         assert is_zero(REGISTRY[name].batch - batch)
@@ -201,7 +203,8 @@ def test_bound_for_maps_every_schedule_to_its_theorem():
             assert bound in bounds_for(bound.mode, bound.algorithm, bound.write, bound.gradient)
     # the biased-gradient entry is no guarantee of the planner (it needs a measured beta)
     assert [bd.name for bd in bounds_for("none")] == ["analog_sgd"]
-    assert [bd.name for bd in bounds_for("none", gradient="biased")] == ["analog_sgd_biased"]
+    assert [bd.name for bd in bounds_for("none", gradient="biased")] == [
+        "analog_sgd_biased", "analog_sgd_biased_sharp"]
     with pytest.raises(ParameterError, match="^no derived bound for gradient='biased'"):
         bounds_for("sync", gradient="biased")
     with pytest.raises(ParameterError, match="^gradient='skewed' is unknown"):
@@ -445,6 +448,8 @@ INCREASING = {
     "analog_sgd_sp_mixed": (sigma2, L, Delta, p2_bar),
     "analog_sgd_ap_mixed": (sigma2, L, Delta, p2_bar, D, L_s),
     "analog_sgd_biased": (sigma2, L, Delta, G_inf, beta),
+    # beta: 4 kappa beta, zero at beta = 0 (no cross term); tests/test_biased_sharp.py
+    "analog_sgd_biased_sharp": (sigma2, L, Delta, G_inf),
     "literature_sgd": (sigma2, L, Delta),
     "literature_delay_fixed": (sigma2, L, Delta, D),
     "literature_delay_arbitrary": (sigma2, L, Delta, D),

@@ -31,7 +31,9 @@ P)`. At ``R = 1``, ``P = 1``, ``nu = 0`` the row is Theorem 2's expression.
 
 Because the noise term grows as the step shrinks, the row has no rate form at the best step; at a
 fixed step it is :math:`c(\alpha)/K + F(\alpha)` and inverts exactly (:func:`iterations_at_step`);
-the planner minimises over a grid of admissible steps, each a valid bound. :func:`parts` gives
+the planner minimises over a grid of steps below the row's cap. The row is an order with analog
+constants attached, not proved for analog replicas, so what it gives at any step is an
+**estimate**, not a bound (:attr:`bounds.planning.kinds.ModePlan.basis`). :func:`parts` gives
 the fixed-step rate form at the step cap (``rate_a = 0``), the shape a registry entry needs.
 
 **Timing of one averaging** (the one rule, shared by :mod:`bounds.modes` in seconds and

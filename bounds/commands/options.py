@@ -46,7 +46,8 @@ def add_problem_flags(parser: argparse.ArgumentParser) -> None:
          f"Young split theta of the analog bounds, in (0, 1); default {problem.theta:g}"),
         ("--beta", "beta", float, None,
          "norm bound beta of the gradient's bias (e.g. measured by bench/io_gradient_error.py), "
-         f"for analog_sgd_biased (Proposition IO); default {problem.beta:g}"),
+         "for analog_sgd_biased and analog_sgd_biased_sharp (Propositions IO, IO'); "
+         f"default {problem.beta:g}"),
     ))
 
 

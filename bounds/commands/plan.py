@@ -19,9 +19,12 @@ line saying to pass ``--calibration``. A calibration of another algorithm is ref
 
 ``--hardware FILE.toml`` (accelerator kinds, :mod:`bounds.planning.hardware`),
 ``--digital-accelerators N`` or ``--compare-modes`` also print the best plan of each mode (sync,
-async, dp, hybrid) on the same accelerators with its predicted time, dominant cost and
-layer-to-kind assignment (:func:`bounds.plan_modes`); JSON then has a ``modes`` object (and
-``--out`` writes ``modes.json``). With ``--hardware`` today's plan is made for its first analog
+async, dp, hybrid) on the same accelerators with its time, dominant cost and layer-to-kind
+assignment (:func:`bounds.plan_modes`): sync and async times are guarantees, dp and hybrid times
+estimates (the unproved ``local_sgd`` row), in their own columns, the best guarantee chosen among
+the proved plans only; JSON then has a ``modes`` object (``basis``, ``guaranteed_seconds`` or
+``estimated_seconds`` per plan, ``best_guarantee``, ``best_estimate``; ``--out`` writes
+``modes.json``). With ``--hardware`` today's plan is made for its first analog
 kind; when that plan cannot be made (say the model needs the digital kinds too), the reason is
 printed (JSON ``plan_error``, with ``plan`` null) and the comparison still runs.
 """

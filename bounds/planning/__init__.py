@@ -31,15 +31,15 @@ _EXPORTS = {
         "single_kind", "with_digital",
     ),
     ".kinds": (
-        "COSTS", "STEP_GRID", "ModeComparison", "ModeLimits", "ModePlan", "layer_arrays",
+        "BASES", "COSTS", "STEP_GRID", "ModeComparison", "ModeLimits", "ModePlan", "layer_arrays",
         "plan_modes", "segment_times",
     ),
     ".models": (
         "HOSTS", "Layer", "Model", "list_models", "load_model", "model_from_table",
     ),
     ".modes": (
-        "CONSERVATIVE_NOTE", "MODES", "averaging_time_s", "guarantee_values", "programming_noise",
-        "stage_averaging_time_s", "stage_guarantee",
+        "CONSERVATIVE_NOTE", "MIXED_NOTE", "MODES", "averaging_time_s", "guarantee_values",
+        "programming_noise", "stage_averaging_time_s", "stage_guarantee", "stage_values",
     ),
     ".partition": (
         "KindPartition", "KindTable", "Partition", "best_partition", "kind_partitions",

@@ -12,17 +12,26 @@ most the same accelerators of each kind:
   per replica); its clock cycle is the slowest stage's time
   (:meth:`~bounds.AcceleratorKind.stage_time_s`);
 - ``sync`` / ``async``: :math:`T = C(K)\,t_\mathrm{cycle}` with :math:`K` from
-  :func:`bounds.planning.modes.stage_guarantee` (the hook of the mixed-stage guarantee; today
-  conservative for mixed stages) and :math:`C` from
+  :func:`bounds.planning.modes.stage_guarantee` (the hook of the mixed-stage guarantee: Theorem
+  2M for stages on different kinds, noise shares from the stages' weights) and :math:`C` from
   :func:`theory.schedules.cycles_after`; ``b`` over :attr:`ModeLimits.micro_batch_sizes`,
   ``B`` over ``1..max_micro_batches``;
 - ``dp`` (``M`` the fewest stages a replica needs, schedule ``none``) and ``hybrid`` (``R >= 2``
   replicas of an ``M``-stage sync pipeline, ``M >= 2``):
   :math:`T = K\,t_\mathrm{step} + \lfloor K/P\rfloor t_\mathrm{avg}` with :math:`K` from the
   ``literature`` local-SGD row of :mod:`theory.local_sgd` at the best step of a geometric grid
-  (each a valid step), :math:`t_\mathrm{avg}` and the programming noise from
+  of steps below the row's cap, :math:`t_\mathrm{avg}` and the programming noise from
   :mod:`bounds.planning.modes`; ``B`` over :attr:`ModeLimits.replica_micro_batches` and ``P``
   over :attr:`ModeLimits.periods`; both have ``R >= 2``.
+
+**Guarantees and estimates** (:attr:`ModePlan.basis`). The ``sync`` and ``async`` times come from
+``derived`` registry rows (Corollary 3, Theorem 4'; Theorem 2M for mixed stages): they are
+**guarantees** under their conditions. The ``dp`` and ``hybrid`` times come from the ``local_sgd``
+row, a published order with its unknown constants set to 1 and analog constants attached, not
+proved for analog replicas: they are **estimates**, whatever the step of the grid. The report keeps
+them apart: its own column, :attr:`ModeComparison.best_guarantee` among the proved plans only and
+:attr:`ModeComparison.best_estimate` separately, and in JSON ``basis`` with ``guaranteed_seconds``
+or ``estimated_seconds``.
 
 Each plan names its **dominant cost**, the largest of four factors by which its time exceeds an
 ideal run (:data:`COSTS`): ``bubbles`` (cycles per step over the busy ``2B``), ``staleness``
@@ -46,27 +55,32 @@ from theory.errors import ParameterError, check_range
 from theory.limits import MAX_ARRAY_BYTES, check_size
 from theory.schedules import cycles_after
 from theory.tables import text_table
+from theory.vocabulary import MIXED_ENTRIES
 
 from ..params import ProblemParams, check_type
 from .hardware import KindsHardware
 from .models import Model
 from .modes import (
     CONSERVATIVE_NOTE,
+    MIXED_NOTE,
     MODES,
     averaging_time_s,
     guarantee_values,
     programming_noise,
     stage_guarantee,
+    stage_values,
 )
 from .partition import KindPartition, KindTable, kind_partitions
 
 __all__ = [
-    "COSTS", "ModeComparison", "ModeLimits", "ModePlan", "STEP_GRID", "layer_arrays",
+    "BASES", "COSTS", "ModeComparison", "ModeLimits", "ModePlan", "STEP_GRID", "layer_arrays",
     "plan_modes", "segment_times",
 ]
 
 #: the cost factors a plan's time is split into (the largest is its dominant cost)
 COSTS = ("bubbles", "staleness", "floor", "averaging")
+#: what a plan's time is: a proved guarantee (a ``derived`` row) or an estimate (``local_sgd``)
+BASES = ("guarantee", "estimate")
 _POWERS = tuple(2**i for i in range(10))
 #: the steps of the local-SGD row searched, as fractions of the step cap: 2^(-j/4), 1 to 1e-6
 STEP_GRID = 2.0 ** (-np.arange(0, 81) / 4)
@@ -118,7 +132,7 @@ class ModePlan:
     ----------
     mode : str
     seconds : float
-        Predicted time to eps.
+        Time to eps: a guarantee or an estimate, as :attr:`basis` says.
     stages : int
         ``M`` (per replica for dp and hybrid).
     replicas : int
@@ -144,7 +158,11 @@ class ModePlan:
     costs : dict
         The factors of :data:`COSTS`.
     conservative : bool
-        Whether the guarantee used the conservative constants of mixed stages.
+        Whether an estimate (dp, hybrid) of mixed analog/digital stages used the all-coordinate
+        constants (the pipelines' guarantees of mixed stages are Theorem 2M's).
+    basis : str
+        ``"guarantee"`` (``sync``, ``async``: a ``derived`` row) or ``"estimate"`` (``dp``,
+        ``hybrid``: the order-only ``local_sgd`` row, not proved for analog replicas).
     """
 
     mode: str
@@ -163,6 +181,16 @@ class ModePlan:
     bound: str
     costs: dict = field(compare=False)
     conservative: bool = False
+    basis: str = "guarantee"
+
+    def __post_init__(self):
+        if self.basis not in BASES:
+            raise ParameterError(f"basis={self.basis!r} is unknown; valid: {', '.join(BASES)}")
+
+    @property
+    def guaranteed(self) -> bool:
+        """Whether :attr:`seconds` is a proved guarantee (not an estimate)."""
+        return self.basis == "guarantee"
 
     @property
     def accelerators(self) -> int:
@@ -195,9 +223,13 @@ class ModePlan:
         )
 
     def to_dict(self) -> dict:
-        """JSON-ready fields (the layout as stage sizes and kind names)."""
+        """JSON-ready fields (the layout as stage sizes and kind names); the time is
+        ``guaranteed_seconds`` or ``estimated_seconds`` (the other None), as ``basis`` says."""
         return {
-            "mode": self.mode, "seconds": self.seconds, "stages": self.stages,
+            "mode": self.mode, "basis": self.basis,
+            "guaranteed_seconds": self.seconds if self.guaranteed else None,
+            "estimated_seconds": None if self.guaranteed else self.seconds,
+            "stages": self.stages,
             "replicas": self.replicas, "period": self.period, "accelerators": self.accelerators,
             "micro_batches": self.micro_batches, "micro_batch_size": self.micro_batch_size,
             "iterations": self.iterations, "cycle_time_s": self.cycle_time_s,
@@ -205,7 +237,7 @@ class ModePlan:
             "partition": list(self.partition.sizes), "stage_kinds": list(self.kind_names),
             "stage_times_s": list(self.partition.stage_times), "assignment": self.assignment(),
             "costs": dict(self.costs), "dominant": self.dominant,
-            "conservative_guarantee": self.conservative,
+            "all_coordinate_constants": self.conservative,
         }
 
 
@@ -238,10 +270,20 @@ class ModeComparison:
         """The plan of ``mode``, or None."""
         return next((p for p in self.plans if p.mode == mode), None)
 
+    def _fastest(self, basis: str) -> ModePlan | None:
+        found = [p for p in self.plans if p.basis == basis]
+        return min(found, key=lambda p: p.seconds) if found else None
+
     @property
-    def best(self) -> ModePlan:
-        """The fastest plan of all modes."""
-        return min(self.plans, key=lambda p: p.seconds)
+    def best_guarantee(self) -> ModePlan | None:
+        """The fastest plan whose time is proved (``basis == "guarantee"``), or None; an
+        estimate is never chosen here, however much faster it is."""
+        return self._fastest("guarantee")
+
+    @property
+    def best_estimate(self) -> ModePlan | None:
+        """The fastest plan whose time is an estimate (dp, hybrid), or None."""
+        return self._fastest("estimate")
 
     def best_of(self, modes) -> ModePlan | None:
         """The fastest plan among ``modes``, or None."""
@@ -250,7 +292,8 @@ class ModeComparison:
 
     def ratio(self) -> float:
         """Time of the best pipeline (sync or async) over the best data-parallel plan (dp or
-        hybrid); ``nan`` when either is missing. Below 1: the pipeline is faster."""
+        hybrid); ``nan`` when either is missing. A guarantee over an estimate: below 1 the
+        pipeline's proved time beats the data-parallel estimate, above 1 nothing is proved."""
         pipe, data = self.best_of(("sync", "async")), self.best_of(("dp", "hybrid"))
         return pipe.seconds / data.seconds if pipe and data else math.nan
 
@@ -261,22 +304,26 @@ class ModeComparison:
         if self.unplanned:
             notes.append(f"digital-only layers {', '.join(self.unplanned)} are not planned: the "
                          "hardware has no digital kind (they run on digital hardware outside)")
+        if any(p.bound in MIXED_ENTRIES for p in self.plans):
+            notes.append(MIXED_NOTE)
         if any(p.conservative for p in self.plans):
             notes.append("* " + CONSERVATIVE_NOTE)
-        if any(p.mode in ("dp", "hybrid") for p in self.plans):
-            notes.append("dp/hybrid iterations: the literature local-SGD row of "
-                         "theory.local_sgd (Wang and Joshi 2021, order only; programming-noise "
-                         "term L nu/(alpha q_min P))")
+        if any(not p.guaranteed for p in self.plans):
+            notes.append("estimates (dp/hybrid): the literature local-SGD row of "
+                         "theory.local_sgd (Wang and Joshi 2021, order only, unknown constants "
+                         "set to 1; programming-noise term L nu/(alpha q_min P)), not proved for "
+                         "analog replicas: not a guarantee, never chosen as the best guarantee")
         if any(p.mode == "async" for p in self.plans):
             notes.append("async iterations assume A4 (see the plan's note)")
         return tuple(notes)
 
     def table(self) -> str:
         """The human report: one row per mode, the layouts, the ratio, the notes."""
-        header = ["mode", "seconds", "R", "M", "P", "B", "b", "iterations", "dominant",
-                  "bound"]
-        rows = [[p.mode, f"{p.seconds:.4g}", p.replicas, p.stages, p.period, p.micro_batches,
-                 p.micro_batch_size, f"{p.iterations:,d}", p.dominant,
+        header = ["mode", "basis", "guaranteed s", "estimated s", "R", "M", "P", "B", "b",
+                  "iterations", "dominant", "bound"]
+        rows = [[p.mode, p.basis, f"{p.seconds:.4g}" if p.guaranteed else "-",
+                 "-" if p.guaranteed else f"{p.seconds:.4g}", p.replicas, p.stages, p.period,
+                 p.micro_batches, p.micro_batch_size, f"{p.iterations:,d}", p.dominant,
                  p.bound + ("*" if p.conservative else "")]
                 for p in self.plans]
         lines = [f"best plan per mode for model {self.model!r} at eps = {self.eps:g} on "
@@ -286,11 +333,16 @@ class ModeComparison:
             avg = f", averaging {p.averaging_s:.3g} s" if p.replicas > 1 else ""
             lines.append(f"  {p.mode:<6} layout {p.assignment()}; cycle {p.cycle_time_s:.4g} s"
                          f"{avg}; costs x: {costs}")
+        for label, best in (("best guarantee", self.best_guarantee),
+                            ("best estimate (unproved)", self.best_estimate)):
+            if best is not None:
+                lines.append(f"{label}: {best.mode}, {best.seconds:.4g} s")
         ratio = self.ratio()
         if math.isfinite(ratio):
             pipe, data = self.best_of(("sync", "async")), self.best_of(("dp", "hybrid"))
-            lines.append(f"best pipeline ({pipe.mode}, {pipe.seconds:.4g} s) / best data-parallel "
-                         f"({data.mode}, {data.seconds:.4g} s) = {ratio:.3g}")
+            lines.append(f"best pipeline guarantee ({pipe.mode}, {pipe.seconds:.4g} s) / best "
+                         f"data-parallel estimate ({data.mode}, {data.seconds:.4g} s) = "
+                         f"{ratio:.3g}")
         for mode, reason in self.ruled_out:
             lines.append(f"ruled out: {mode}: {reason}")
         lines += [f"note: {n}" for n in self.notes]
@@ -299,9 +351,12 @@ class ModeComparison:
     def to_dict(self) -> dict:
         """JSON-ready fields."""
         ratio = self.ratio()
+        guarantee, estimate = self.best_guarantee, self.best_estimate
         return {
             "model": self.model, "eps": self.eps, "hardware": self.hardware.to_dict(),
             "plans": [p.to_dict() for p in self.plans],
+            "best_guarantee": None if guarantee is None else guarantee.mode,
+            "best_estimate": None if estimate is None else estimate.mode,
             "ruled_out": [{"mode": m, "reason": r} for m, r in self.ruled_out],
             "pipeline_over_data_parallel": ratio if math.isfinite(ratio) else None,
             "unplanned": list(self.unplanned),
@@ -396,8 +451,13 @@ class _KindSearch:
         return self.kind_tables[key]
 
     def layouts(self, b, stages, available):
-        """The fewest-bottleneck layout of every subset of the kinds (its guarantee constants
-        only improve with fewer kinds, so the best time is among these)."""
+        """The fewest-bottleneck layout of every subset of the kinds.
+
+        With the all-coordinate constants a layout's guarantee depends only on its kinds (and
+        improves with fewer), so the best time was among these. Theorem 2M's also depends on the
+        stages' weight shares: among these layouts it is exact, but a layout with a slower
+        bottleneck and less analog weight could be faster (not searched; every plan's time is
+        still its own proved guarantee, never above the all-coordinate one)."""
         out = []
         for subset in self.subsets:
             table = self.kind_table(b, subset)
@@ -433,7 +493,8 @@ class _KindSearch:
                                  for p in self.layouts(b, m, self.hw.counts)):
                 kinds = self.kinds_of(part)
                 grid = {"b": b, "M": stages} | ({"B": counts} if mode == "sync" else {})
-                r = stage_guarantee(mode, self.eps, kinds, self.problem, **grid)
+                r = stage_guarantee(mode, self.eps, kinds, self.problem,
+                                    weights=self.stage_weights(part), **grid)
                 iters = np.where(np.asarray(r.status) == REACHABLE,
                                  np.asarray(r.iterations_int, dtype=float), np.inf)
                 iters = np.broadcast_to(iters, counts.shape)
@@ -450,8 +511,10 @@ class _KindSearch:
             return None
         seconds, b, stages, count, iters, part = best
         point = {"b": b, "M": stages} | ({"B": count} if mode == "sync" else {})
-        r = stage_guarantee(mode, self.eps, self.kinds_of(part), self.problem, "raise", **point)
-        values = guarantee_values(self.kinds_of(part), self.problem)
+        weights = self.stage_weights(part)
+        r = stage_guarantee(mode, self.eps, self.kinds_of(part), self.problem, "raise",
+                            weights=weights, **point)
+        values, _ = stage_values(self.kinds_of(part), self.problem, weights)
         bound = str(r.algorithm)
         costs = dict.fromkeys(COSTS, 1.0)
         costs["floor"] = iters / _no_floor(r)
@@ -462,7 +525,6 @@ class _KindSearch:
             fresh = evaluate_complexity(bound, self.eps, on_unreachable="status", **values,
                                         **point, D=0)
             costs["staleness"] = iters / float(fresh.iterations_int)
-        mixed = len({k.analog for k in self.kinds_of(part)}) > 1
         if not any(k.analog for k in self.kinds_of(part)):
             bound += " (q = 1, G = 0)"
         return ModePlan(
@@ -470,7 +532,6 @@ class _KindSearch:
             micro_batches=count, micro_batch_size=b, iterations=iters,
             cycle_time_s=part.bottleneck, averaging_s=0.0, step=None, partition=part,
             kind_names=tuple(k.name for k in self.kinds_of(part)), bound=bound, costs=costs,
-            conservative=mixed,
         )
 
     # -- data parallel ---------------------------------------------------------------------
@@ -555,7 +616,7 @@ class _KindSearch:
                 micro_batches=count, micro_batch_size=b, iterations=k_iter,
                 cycle_time_s=part.bottleneck, averaging_s=t_avg, step=step, partition=part,
                 kind_names=tuple(k.name for k in kinds), bound="local_sgd (literature)",
-                costs=costs, conservative=len({k.analog for k in kinds}) > 1,
+                costs=costs, conservative=len({k.analog for k in kinds}) > 1, basis="estimate",
             )
 
         return value, build

@@ -32,16 +32,26 @@ least :math:`2L^2\nu/q_{\min}` whatever the period: a floor that grows with the 
 averaged (in the problem's weight units, like ``W_max``).
 
 **Mixed stages** (:func:`stage_guarantee`, the one hook of the guarantee of a pipeline with
-analog and digital stages; the kinds planner calls nothing else for it). Until the block-wise
-theorem lands it evaluates today's theorems (:func:`theory.complexity.evaluate_guarantee`) at
-the constants of :func:`guarantee_values`, those of A3 over *all* coordinates:
-:math:`q_{\min} = \min(1, \min_\text{analog} q_{\min})`,
-:math:`q_{\max} = \max(1, \max_\text{analog} q_{\max})`, :math:`G_\infty = \max G_\infty`.
-A digital coordinate has :math:`q_\pm = 1`, :math:`G = 0`, inside these ranges, so Theorem 2,
-Corollary 3 and Theorem 4' apply unchanged; the iterations grow as :math:`q_{\min}` falls and
-:math:`q_{\max}`, :math:`G_\infty` rise (a property test), so constants of the worst analog stage
-widened to contain the digital response are the conservative choice. A pipeline of digital
-stages only gets :math:`q = 1`, :math:`G = 0`.
+stages on different kinds; the kinds planner calls nothing else for it). Stages whose constants
+differ (analog and digital, or two analog kinds) get **Theorem 2M** (the registry's
+``analog_sgd_sp_mixed``, ``analog_sgd_ap_mixed``, :func:`theory.complexity.evaluate_guarantee`
+with ``algorithm="mixed"``) at the per-stage constants of :func:`stage_values`: each analog
+stage its kind's :math:`(q_{\min,m}, q_{\max,m}, G_{\infty,m})`, each digital stage
+:math:`(1, 1, 0)`, and the noise shares :math:`s_m = N_m/N`, the stage's share of the weights
+(A2M under isotropic gradient noise: exact for the oracle problems, an **assumption** for
+networks, stated in :data:`MIXED_NOTE`), aggregated by :func:`theory.mixed.mixed_constants`:
+:math:`q = \min_m q_{\min,m}`, :math:`p = \max_m q_{\max,m}`, :math:`\overline{p^2} = \sum_m
+s_m q_{\max,m}^2`, :math:`\overline{G^2} = \sum_m s_m G_{\infty,m}^2`. Stages on one kind get
+Theorem 2 / Corollary 3 / Theorem 4' at that kind's constants (Theorem 2M reduces to them
+exactly), and digital stages only :math:`q = 1`, :math:`G = 0`.
+
+Without the stage weights (or for the local-SGD estimates of ``dp`` and ``hybrid``, whose row
+has no block-wise form) the constants are :func:`guarantee_values`, those of A3 over *all*
+coordinates: :math:`q_{\min} = \min(1, \min_\text{analog} q_{\min})`,
+:math:`q_{\max} = \max(1, \max_\text{analog} q_{\max})`, :math:`G_\infty = \max G_\infty`
+(:data:`CONSERVATIVE_NOTE`). That is Theorem 2M at the worst shares (:math:`\overline{p^2} \le
+p^2`, :math:`\overline{G^2} \le G_\infty^2` for any shares), so Theorem 2M's iterations are never
+more (a property test).
 """
 
 from __future__ import annotations
@@ -51,6 +61,7 @@ import numpy as np
 from theory.complexity import ComplexityResult, evaluate_guarantee
 from theory.errors import ParameterError
 from theory.local_sgd import averaging_phases, full_range_pulses
+from theory.mixed import Block, digital_block, mixed_constants
 
 from ..evaluation import theory_values
 from ..params import ProblemParams
@@ -59,26 +70,34 @@ from .hardware import AcceleratorKind
 
 __all__ = [
     "CONSERVATIVE_NOTE",
+    "MIXED_NOTE",
     "MODES",
     "averaging_time_s",
     "guarantee_values",
     "programming_noise",
     "stage_averaging_time_s",
     "stage_guarantee",
+    "stage_values",
 ]
 
 #: the modes the kinds planner compares
 MODES = ("sync", "async", "dp", "hybrid")
-#: what a guarantee with digital and analog stages relies on until the block-wise theorem lands
+#: what the dp / hybrid estimates of mixed analog/digital stages use (no block-wise local SGD)
 CONSERVATIVE_NOTE = (
-    "mixed analog/digital stages: the guarantee uses the A3 constants over all coordinates "
-    "(q_min = min(1, analog q_min), q_max = max(1, analog q_max), G_inf = analog G_inf), an "
-    "upper bound of a block-wise theorem (bounds.modes.guarantee_values)"
+    "mixed analog/digital stages of an estimate: the local-SGD row at the A3 constants over all "
+    "coordinates (q_min = min(1, analog q_min), q_max = max(1, analog q_max), G_inf = analog "
+    "G_inf; bounds.modes.guarantee_values)"
+)
+#: what the guarantee of a pipeline with stages on different kinds relies on (Theorem 2M)
+MIXED_NOTE = (
+    "stages on different kinds: Theorem 2M (analog_sgd_sp_mixed, analog_sgd_ap_mixed) with each "
+    "stage's own constants and noise shares s_m = the stage's share of the weights (A2M with "
+    "isotropic gradient noise: exact for the oracle problems, an assumption for networks)"
 )
 
 
 def guarantee_values(kinds: list[AcceleratorKind], problem: ProblemParams) -> dict[str, float]:
-    """The constants a guarantee for stages on ``kinds`` uses (the block-wise hook).
+    """The A3 constants over all coordinates of stages on ``kinds`` (share-free).
 
     Parameters
     ----------
@@ -90,7 +109,8 @@ def guarantee_values(kinds: list[AcceleratorKind], problem: ProblemParams) -> di
     -------
     dict
         ``theory_values``-style constants ``L, L_s, Delta, sigma2, theta, q_min, q_max, G_inf``
-        (module docstring: conservative for mixed stages).
+        (module docstring: Theorem 2M at the worst noise shares for mixed stages; the
+        dp / hybrid estimates use them, :func:`stage_values` starts from them).
     """
     analog = [k for k in kinds if k.analog]
     digital = any(not k.analog for k in kinds)
@@ -111,12 +131,52 @@ def guarantee_values(kinds: list[AcceleratorKind], problem: ProblemParams) -> di
     return out
 
 
+def stage_values(kinds: list[AcceleratorKind], problem: ProblemParams,
+                 weights=None) -> tuple[dict[str, float], str]:
+    r"""The constants and the algorithm of the guarantee of stages on ``kinds`` (module docstring).
+
+    Parameters
+    ----------
+    kinds : list of AcceleratorKind
+        Kind of every stage, stage 1 first.
+    problem : ProblemParams
+    weights : sequence of float, optional
+        Weights of every stage (the noise shares :math:`s_m = N_m/N` of Theorem 2M). None: the
+        all-coordinate constants of :func:`guarantee_values`.
+
+    Returns
+    -------
+    (dict, str)
+        The values by symbol name and ``"mixed"`` (Theorem 2M: stages whose constants differ,
+        with ``weights``; adds ``p2_bar``, ``G2_bar``) or ``"analog"`` (one kind's constants,
+        digital stages only :math:`q = 1`, :math:`G = 0`, or no ``weights``).
+    """
+    values = guarantee_values(kinds, problem)
+    if weights is None:
+        return values, "analog"
+    weights = [float(w) for w in weights]
+    if len(weights) != len(kinds) or min(weights, default=0) < 0 or sum(weights) <= 0:
+        raise ParameterError(f"weights={weights!r}: one non-negative count per stage, not all 0")
+    blocks = []
+    for kind, share in zip(kinds, (w / sum(weights) for w in weights), strict=True):
+        if kind.analog:
+            v = theory_values(kind.hardware, problem)
+            blocks.append(Block(v["q_min"], v["q_max"], v["G_inf"], share))
+        else:
+            blocks.append(digital_block(share))
+    if len({(x.q_min, x.q_max, x.G_inf) for x in blocks}) == 1:
+        return values, "analog"
+    mixed = mixed_constants(blocks)
+    return values | mixed.values(), "mixed"
+
+
 def stage_guarantee(mode: str, eps: float, kinds: list[AcceleratorKind], problem: ProblemParams,
-                    on_unreachable: str = "status", **grid) -> ComplexityResult:
+                    on_unreachable: str = "status", weights=None, **grid) -> ComplexityResult:
     """The proved iterations of a ``mode`` pipeline whose stages run on ``kinds`` (the hook).
 
-    Today: :func:`theory.complexity.evaluate_guarantee` at :func:`guarantee_values` (module
-    docstring; conservative for mixed stages). The block-wise theorem replaces this body.
+    :func:`theory.complexity.evaluate_guarantee` at :func:`stage_values`: Theorem 2M for stages
+    on different kinds with their ``weights``, else Theorem 2 / Corollary 3 / Theorem 4' (module
+    docstring).
 
     Parameters
     ----------
@@ -127,11 +187,14 @@ def stage_guarantee(mode: str, eps: float, kinds: list[AcceleratorKind], problem
     problem : ProblemParams
     on_unreachable : str
         As for :func:`theory.complexity.evaluate_complexity`.
+    weights : sequence of float, optional
+        Weights of every stage (Theorem 2M's noise shares); None: the all-coordinate constants.
     **grid
         ``b``, ``M`` and (sync) ``B``, arrays broadcast.
     """
-    values = guarantee_values(kinds, problem)
-    return evaluate_guarantee(mode, eps, on_unreachable=on_unreachable, **values, **grid)
+    values, algorithm = stage_values(kinds, problem, weights)
+    return evaluate_guarantee(mode, eps, algorithm=algorithm, on_unreachable=on_unreachable,
+                              **values, **grid)
 
 
 def programming_noise(kind: AcceleratorKind, weights) -> np.ndarray:

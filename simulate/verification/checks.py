@@ -35,8 +35,9 @@ device constants are C's, on the region C visited (the effective weight is C at 
 
 **Gradient bias.** A run with ``grad_bias`` :math:`= \beta > 0` (the oracle signal plus a fixed
 bias of norm :math:`\beta`, :func:`simulate.problems.oracle_run.gradient_bias`) is checked against
-the biased-gradient entry ``analog_sgd_biased`` (Proposition IO, ``Bound.gradient = "biased"``)
-with ``beta`` the injected norm; the unbiased entries refuse it (A2 does not hold).
+the biased-gradient entries ``analog_sgd_biased`` and ``analog_sgd_biased_sharp`` (Propositions IO
+and IO', ``Bound.gradient = "biased"``) with ``beta`` the injected norm; the unbiased entries refuse
+it (A2 does not hold).
 
 **Choice of theta.** The theorems hold for every :math:`\theta \in (0, 1)` whose step cap admits
 the step; the check uses the tightest admissible bound, :func:`theory.admissible.tightest_theta`

@@ -85,7 +85,7 @@ class Bound:
         per sample, Corollary 3PS).
     gradient : str
         The gradient signal the bound assumes (:data:`GRADIENT_SIGNALS`): ``"unbiased"`` (A2, the
-        default) or ``"biased"`` (A2_beta: a bias of norm at most ``beta``, Proposition IO).
+        default) or ``"biased"`` (A2_beta: a bias of norm at most ``beta``, Propositions IO, IO').
     """
 
     name: str

@@ -19,6 +19,7 @@ from .. import local_sgd
 from ..errors import ParameterError
 from ..symbols import B, D, M, b, n
 from ..vocabulary import ALGORITHMS, GRADIENT_SIGNALS, MODES, WRITE_SEMANTICS
+from .biased import analog_biased_parts, analog_biased_sharp_parts
 from .bound import Bound
 from .delayed import (
     analog_ap_b_parts,
@@ -27,7 +28,6 @@ from .delayed import (
     tiki_taka_reset_ap_parts,
 )
 from .formulas import (
-    analog_biased_parts,
     analog_mixed_parts,
     analog_parts,
     analog_per_sample_parts,
@@ -306,7 +306,7 @@ _MIXED_ROWS = (
     ),
 )
 
-#: Proposition IO: analog SGD with a biased gradient
+#: Propositions IO and IO': analog SGD with a biased gradient
 _BIASED_ROWS = (
     _Row(
         "analog_sgd_biased", provenance="derived", proof="Proposition IO",
@@ -316,6 +316,17 @@ _BIASED_ROWS = (
         conditions=[_A1, _A2_BETA, _A3, _THETA,
                     "alpha <= (1 - theta) q_min/(2 L q_max^2) (half Theorem 2's cap)"],
         parts=partial(analog_biased_parts, n),
+    ),
+    _Row(
+        "analog_sgd_biased_sharp", provenance="derived", proof="Proposition IO'",
+        reference="Proposition IO' of docs/theory.md (Proposition IO with the bias paid by "
+        "Lemma A of Theorem 4': floor Theorem 2's plus 2 kappa beta^2)",
+        mode="none", algorithm="analog", gradient="biased",
+        conditions=[_A1, _A2_BETA, _A3, _THETA,
+                    "kappa = (1 + theta^2)/(2 (1 - theta)) + (q_max/q_min - 1)/4 (Lemma A of "
+                    "Theorem 4' at kappa_2 = (1 - theta)/4)",
+                    "alpha <= (1 - theta) q_min/(2 L q_max^2) (half Theorem 2's cap)"],
+        parts=partial(analog_biased_sharp_parts, n),
     ),
 )
 
@@ -440,8 +451,8 @@ def bounds_for(mode: str, algorithm: str = "analog",
     ``write`` semantics and the ``gradient`` signal, in order.
 
     The default ``gradient="unbiased"`` (A2) gives the guarantees of the planner; ``"biased"``
-    the entries for a gradient with a bias of norm at most ``beta`` (Proposition IO), which need
-    a measured ``beta`` and are not planned with.
+    the entries for a gradient with a bias of norm at most ``beta`` (Propositions IO, IO'), which
+    need a measured ``beta`` and are not planned with.
 
     These are the guarantees the package turns into iterations, cycles and plans; the first one is
     :func:`bound_for`'s answer. A digital update is linear in its increment, so per-sample digital

@@ -4,11 +4,11 @@ Every function returns the keyword parts of a :class:`~theory.theorems.Bound` (`
 ``inv_step_cap``, ``rate_a``, ``rate_c``, ``floor``, ``noise_step``, ``batch`` and, where a
 theorem needs it, ``min_iterations``) for one theorem of ``docs/theory.md`` or one published
 order: Theorem 1 (:func:`digital_parts`), Theorem 2 and Corollary 3 (:func:`analog_parts`),
-Corollary 3PS (:func:`analog_per_sample_parts`), Proposition IO (:func:`analog_biased_parts`),
-the companion theorems (:func:`companion_parts`, :func:`tiki_taka_parts`), Corollary TT0
-(:func:`tiki_taka_reset_parts`), Theorem 2M (a), (b) (:func:`analog_mixed_parts`) and the
-literature rows (:func:`literature_parts`). The asynchronous pipeline's are in
-:mod:`theory.theorems.delayed`.
+Corollary 3PS (:func:`analog_per_sample_parts`), the companion theorems (:func:`companion_parts`,
+:func:`tiki_taka_parts`), Corollary TT0 (:func:`tiki_taka_reset_parts`), Theorem 2M (a), (b)
+(:func:`analog_mixed_parts`) and the literature rows (:func:`literature_parts`). The
+asynchronous pipeline's are in :mod:`theory.theorems.delayed`, the biased-gradient rows
+(Propositions IO and IO') in :mod:`theory.theorems.biased`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from ..symbols import (
     T,
     W_max,
     alpha,
-    beta,
     n,
     p2_bar,
     q_max,
@@ -36,7 +35,6 @@ from ..symbols import (
 )
 
 __all__ = [
-    "analog_biased_parts",
     "analog_mixed_parts",
     "analog_parts",
     "analog_per_sample_parts",
@@ -88,36 +86,6 @@ def analog_per_sample_parts(batch: sp.Expr) -> dict[str, sp.Expr]:
         \qquad \alpha \le \frac{(1-\theta) q_{\min}}{L q_{\max}^2}.
     """
     return dict(analog_parts(sp.Integer(1)), batch=batch)
-
-
-def analog_biased_parts(batch: sp.Expr) -> dict[str, sp.Expr]:
-    r"""Proposition IO of docs/theory.md: analog SGD with a gradient bias of norm at most ``beta``.
-
-    Steps 1-5 there with the signal's variance :math:`\sigma_n^2 = \sigma^2/n` (``batch`` =
-    ``n``); rate form by Proposition 5 (a) with :math:`P = 2\Delta/q_{\min}`,
-    :math:`Q = L q_{\max}^2(\sigma^2/n + 2\beta^2)/q_{\min}`, :math:`R = 0`:
-
-    .. math::
-
-        \frac{2\Delta}{\alpha q_{\min} K}
-        + \frac{L\alpha q_{\max}^2(\sigma^2/n + 2\beta^2)}{q_{\min}}
-        + \frac{(q_{\max}\beta + G_\infty\sqrt{\sigma^2/n})^2}{\theta q_{\min}^2},
-        \qquad \alpha \le \frac{(1-\theta) q_{\min}}{2 L q_{\max}^2}.
-
-    At ``beta = 0`` it is Theorem 2's expression with half its step cap.
-    """
-    variance = sigma2 / batch + 2 * beta**2  # Step 4: sigma_n^2 + 2 beta^2
-    inv_cap = 2 * L * q_max**2 / ((1 - theta) * q_min)
-    floor = (q_max * beta + G_inf * sp.sqrt(sigma2 / batch)) ** 2 / (theta * q_min**2)
-    return dict(
-        expr=2 * Delta / (alpha * q_min * K) + L * alpha * q_max**2 * variance / q_min + floor,
-        inv_step_cap=inv_cap,
-        rate_a=2 * q_max * sp.sqrt(2 * Delta * L * variance) / q_min,
-        rate_c=2 * Delta * inv_cap / q_min,
-        floor=floor,
-        noise_step=sp.sqrt(2 * Delta / (K * L * q_max**2 * variance)),
-        batch=batch,
-    )
 
 
 def digital_parts() -> dict[str, sp.Expr]:
