@@ -26,9 +26,8 @@ from pathlib import Path
 from theory.devices import Device
 from theory.errors import ParameterError, show_value
 from theory.limits import MAX_ARRAY_BYTES, MAX_COUNT, MAX_UPDATES, check_size
-from theory.schedules import TRANSFER_SLICES
-from theory.theorems import ALGORITHMS, WRITE_SEMANTICS
 from theory.userfiles import in_file, load_toml
+from theory.vocabulary import ALGORITHMS, TRANSFER_SLICES, WRITE_SEMANTICS
 
 from .device import (
     DEFAULT_DW_MIN,

@@ -1,6 +1,6 @@
 r"""Cycle models of the data-parallel and hybrid modes, and the guarantee constants of mixed stages.
 
-**Modes** (:data:`MODES`): ``sync`` and ``async`` are the pipelines of
+**Modes** (:data:`~bounds.planning.mode_limits.MODES`): ``sync`` and ``async`` are the pipelines of
 :mod:`bounds.planning.planner`; ``dp`` runs ``R`` replicas of the whole model, each on as few
 accelerators as its tiles need (its stages run one after the other: schedule ``none``,
 :math:`2MB` cycles per step of ``B`` micro-batches), averaged every ``P`` steps; ``hybrid`` runs
@@ -59,7 +59,6 @@ from .hardware import AcceleratorKind
 
 __all__ = [
     "CONSERVATIVE_NOTE",
-    "MODES",
     "averaging_time_s",
     "guarantee_values",
     "programming_noise",
@@ -67,8 +66,6 @@ __all__ = [
     "stage_guarantee",
 ]
 
-#: the modes the kinds planner compares
-MODES = ("sync", "async", "dp", "hybrid")
 #: what a guarantee with digital and analog stages relies on until the block-wise theorem lands
 CONSERVATIVE_NOTE = (
     "mixed analog/digital stages: the guarantee uses the A3 constants over all coordinates "
