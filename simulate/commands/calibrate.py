@@ -28,7 +28,8 @@ from theory.fileio import check_output_dir, check_output_file, output_errors
 from theory.tables import text_table
 from theory.vocabulary import CALIBRATED_ALGORITHMS, TRANSFER_SLICES
 
-from ..config import ORACLE_PROBLEMS, check_rules
+from ..config import check_rules
+from ..problems import ORACLE_PROBLEMS
 from ..verification.calibration_settings import (
     ASYNC_DESIGN,
     CALIBRATION_QUICK,

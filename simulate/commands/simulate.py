@@ -19,8 +19,8 @@ from theory.commands import add_config_flags, command_main, config_from_args, pr
 from theory.errors import ParameterError
 from theory.fileio import check_output_dir, output_errors
 
-from ..config import DEFAULT_TAU, NotApplicableError, SimConfig, check_device_tau
-from ..device import PinnedWarning
+from ..config import NotApplicableError, SimConfig
+from ..device import DEFAULT_TAU, PinnedWarning, check_device_tau
 from ..execution import progress_bar
 from ..trace import Trace
 from .options import add_output_arguments

@@ -27,10 +27,10 @@ from theory.errors import ParameterError, check_range
 from theory.schedules import transfer_event_cycles
 from theory.vocabulary import CALIBRATED_ALGORITHMS
 
-from ..config import ORACLE_PROBLEMS, SimConfig, device_from_config
+from ..config import SimConfig, device_from_config
 from ..device import oracle_tiles
 from ..engine import run
-from ..problems import make_problem
+from ..problems import ORACLE_PROBLEMS, make_problem
 from .calibration_settings import (
     ASYNC_DESIGN,
     CALIBRATION_STANDARD,
