@@ -297,7 +297,7 @@ def run(args: argparse.Namespace) -> int:
         result, failure = None, str(error)
     if result is not None:
         _warn_forecast(result)
-    from ..planning.kinds import plan_modes
+    from ..planning.kinds import plan_modes  # sympy: not for --help
 
     modes = plan_modes(model, kinds, problem, args.eps, mode_limits)
     _write(args, result, modes)

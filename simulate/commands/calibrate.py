@@ -30,7 +30,7 @@ from theory.vocabulary import CALIBRATED_ALGORITHMS, TRANSFER_SLICES
 
 from ..config import check_rules
 from ..problems import ORACLE_PROBLEMS
-from ..verification.calibration_settings import (
+from ..verification import (  # calibration_settings only: no simulation for --help
     ASYNC_DESIGN,
     CALIBRATION_QUICK,
     CALIBRATION_STANDARD,

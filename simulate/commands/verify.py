@@ -31,7 +31,7 @@ from theory.fileio import atomic_write, check_output_dir, output_errors, strict_
 from theory.tables import markdown_table as md_table
 from theory.tables import text_table
 
-from ..verification.suite_names import SUITE_NAMES
+from ..verification import SUITE_NAMES
 from .options import add_sweep_arguments, sweep_options
 
 if TYPE_CHECKING:
