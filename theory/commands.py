@@ -60,8 +60,6 @@ _ALIASES_TYPED = "_aliases_typed"
 
 #: argparse's type-error wording -> the package's (what the value must be)
 _TYPE_WORDS = {"invalid int value": "not an integer", "invalid float value": "not a number"}
-#: how argparse starts the message of missing required flags
-_REQUIRED = gettext("the following arguments are required: %s").split("%s")[0]
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -83,7 +81,8 @@ class _OneLineParser(argparse.ArgumentParser):
             self._argv = None
 
     def error(self, message: str):
-        if self._argv is not None and message.startswith(_REQUIRED):
+        required = gettext("the following arguments are required: %s").split("%s")[0]  # argparse's
+        if self._argv is not None and message.startswith(required):
             extras = self._unrecognized(self._argv)
             if extras:
                 message = f"unrecognized arguments: {' '.join(extras)}"
