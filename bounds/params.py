@@ -60,8 +60,8 @@ from theory.limits import (
     MAX_PULSES_PER_UPDATE,
     check_size,
 )
-from theory.schedules import TRANSFER_SLICES, max_delay
 from theory.userfiles import STRING, in_file, integer, load_toml, number, read_user_text, table
+from theory.vocabulary import TRANSFER_SLICES
 
 from .timing import TimingModel
 
@@ -322,6 +322,8 @@ class PipelineConfig:
     def max_delay(self) -> int:
         """Largest staleness of the asynchronous pipeline, :math:`D = M - 1`
         (:func:`theory.schedules.max_delay`)."""
+        from theory.schedules import max_delay  # sympy: on first use, not at import
+
         return int(max_delay(self.stages))
 
 

@@ -98,7 +98,7 @@ class Workload:
     ----------
     label : str
     problem : str
-        A network problem of :data:`simulate.config.NETWORK_PROBLEMS`.
+        A network problem of :data:`simulate.problems.sizes.NETWORK_PROBLEMS`.
     data : str
         A data set with validation images (``digits-holdout``, ``digits-augmented``).
     """

@@ -17,97 +17,50 @@ The package is five rooms (``docs/architecture.md``) and the run record that tie
   for every mode, algorithm and problem.
 
 Import from here or from a room (``from simulate.device import Updater``): module paths inside a
-room may move.
+room may move. Names are imported on first use (:func:`theory.lazy.attach`): ``import simulate``
+loads neither numba's kernels nor sympy, and ``aimc-pipeline simulate --help`` neither.
 """
 
-from .config import RULES, ConfigParts, NotApplicableError, SimConfig, device_from_config
-from .device import PinnedWarning, Updater, digital_update, expected_update, pulsed_update
-from .engine import run
-from .execution import CorruptEntryError, ResultCache, SweepError, SweepResult, run_sweep
-from .pipeline import Event, StaleVersions, Timeline, build_timeline, cycles_after, forward_delays
-from .problems import (
-    DigitsData,
-    LeastSquares,
-    NetworkRun,
-    NetworkSpec,
-    OracleProblem,
-    Quadratic,
-    load_digits_split,
-    make_problem,
-    run_network,
-    train_network,
-)
-from .specs import (
-    IOSpec,
-    MixedSpec,
-    PipelineSpec,
-    ProblemSpec,
-    ReplicaSpec,
-    TikiTakaSpec,
-    TrainingSpec,
-    UpdateSpec,
-)
-from .trace import RunConstants, Trace
-from .verification import (
-    Check,
-    Prediction,
-    RankingAgreement,
-    check_bound,
-    cycles_to_eps,
-    empirical_floor,
-    ranking_agreement,
-    run_suite,
+from theory.lazy import attach
+
+#: module -> the names it gives
+_EXPORTS = {
+    ".config": (
+        "RULES", "ConfigParts", "NotApplicableError", "SimConfig", "device_from_config",
+    ),
+    ".device": (
+        "PinnedWarning", "Updater", "digital_update", "expected_update", "pulsed_update",
+    ),
+    ".engine": (
+        "run",
+    ),
+    ".execution": (
+        "CorruptEntryError", "ResultCache", "SweepError", "SweepResult", "run_sweep",
+    ),
+    ".pipeline": (
+        "Event", "StaleVersions", "Timeline", "build_timeline", "cycles_after", "forward_delays",
+    ),
+    ".problems": (
+        "DigitsData", "LeastSquares", "NetworkRun", "NetworkSpec", "OracleProblem", "Quadratic",
+        "load_digits_split", "make_problem", "run_network", "train_network",
+    ),
+    ".specs": (
+        "IOSpec", "MixedSpec", "PipelineSpec", "ProblemSpec", "ReplicaSpec", "TikiTakaSpec",
+        "TrainingSpec", "UpdateSpec",
+    ),
+    ".trace": (
+        "RunConstants", "Trace",
+    ),
+    ".verification": (
+        "Check", "Prediction", "RankingAgreement", "check_bound", "cycles_to_eps",
+        "empirical_floor", "ranking_agreement", "run_suite",
+    ),
+}
+
+#: the rooms and modules reachable as ``simulate.NAME`` before anything imported them
+_SUBMODULES = (
+    "commands", "config", "device", "engine", "execution", "pipeline", "problems", "rng", "specs",
+    "trace", "verification",
 )
 
-__all__ = [
-    "Check",
-    "ConfigParts",
-    "CorruptEntryError",
-    "DigitsData",
-    "Event",
-    "IOSpec",
-    "LeastSquares",
-    "MixedSpec",
-    "NetworkRun",
-    "NetworkSpec",
-    "NotApplicableError",
-    "OracleProblem",
-    "PinnedWarning",
-    "PipelineSpec",
-    "Prediction",
-    "ProblemSpec",
-    "Quadratic",
-    "RULES",
-    "RankingAgreement",
-    "ReplicaSpec",
-    "ResultCache",
-    "RunConstants",
-    "SimConfig",
-    "StaleVersions",
-    "SweepError",
-    "SweepResult",
-    "TikiTakaSpec",
-    "Timeline",
-    "Trace",
-    "TrainingSpec",
-    "UpdateSpec",
-    "Updater",
-    "build_timeline",
-    "check_bound",
-    "cycles_after",
-    "cycles_to_eps",
-    "device_from_config",
-    "digital_update",
-    "empirical_floor",
-    "expected_update",
-    "forward_delays",
-    "load_digits_split",
-    "make_problem",
-    "pulsed_update",
-    "ranking_agreement",
-    "run",
-    "run_network",
-    "run_suite",
-    "run_sweep",
-    "train_network",
-]
+__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS, _SUBMODULES)

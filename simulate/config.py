@@ -5,9 +5,10 @@ update, IO, Tiki-Taka, mixed stages, replicas), each of which validates its own 
 only what is between the parts: :data:`RULES`, the one table of which field applies to which run,
 and the checks that need several parts (stages against the quadratic's ``dim``, the mixed stages
 against the stages, the fast array's device against the range ``tau``, the run's counts and
-memory). Its flat fields (with their help texts and short flags in the field metadata, written once
-in the specs) are also the flags of ``aimc-pipeline simulate``; :meth:`SimConfig.to_dict` is flat
-(cache keys and trace JSON). :func:`device_from_config` resolves its ``device`` and ``tau`` to a
+memory). Its flat fields are generated from the specs' fields (type, default, help text and short
+flags, each written once, in its spec; :data:`FIELD_ORDER` only orders them) and are also the
+flags of ``aimc-pipeline simulate``; :meth:`SimConfig.to_dict` is flat (cache keys and trace
+JSON). :func:`device_from_config` resolves its ``device`` and ``tau`` to a
 :class:`theory.devices.Device`.
 
 **Given, and where it applies.** A field is *given* when its value differs from its default
@@ -26,22 +27,10 @@ from pathlib import Path
 from theory.devices import Device
 from theory.errors import ParameterError, show_value
 from theory.limits import MAX_ARRAY_BYTES, MAX_COUNT, MAX_UPDATES, check_size
-from theory.schedules import TRANSFER_SLICES
-from theory.theorems import ALGORITHMS, WRITE_SEMANTICS
 from theory.userfiles import in_file, load_toml
 
-from .device import (
-    DEFAULT_DW_MIN,
-    DEFAULT_TAU,
-    DIGITAL_FAST,
-    PULSE_METHODS,
-    PULSE_TYPES,
-    check_device_tau,
-    device_named,
-    fast_device_named,
-)
+from .device import device_named, fast_device_named
 from .problems import (
-    DATA_SETS,
     DIGITS_FEATURES,
     DRAW_CHUNK,
     LEAST_SQUARES_DIM,
@@ -51,13 +40,8 @@ from .problems import (
     train_rows,
 )
 from .specs import (
-    IO_CHOICES,
-    MAX_REPLICAS,
-    MAX_STAGES,
-    PROBLEMS,
     SPECS,
     TRAIN_PULSE_TYPES,
-    UPDATES,
     IOSpec,
     MixedSpec,
     PipelineSpec,
@@ -70,12 +54,8 @@ from .specs import (
 )
 
 __all__ = [
-    "ALGORITHMS", "AtLeast", "ConfigParts", "DATA_SETS", "DEFAULT_DW_MIN", "DEFAULT_TAU",
-    "DIGITAL_FAST", "IO_CHOICES", "MAX_REPLICAS", "MAX_STAGES", "NETWORK_PROBLEMS",
-    "NotApplicableError", "ORACLE_PROBLEMS", "OneOf", "PROBLEMS", "PULSE_METHODS", "PULSE_TYPES",
-    "RULES", "Rule", "SimConfig", "TRANSFER_SLICES", "UPDATES", "WRITE_SEMANTICS",
-    "check_device_tau", "check_rules", "device_from_config", "device_named",
-    "fast_device_from_config", "network_bytes_per_member",
+    "AtLeast", "ConfigParts", "FIELD_ORDER", "NotApplicableError", "OneOf", "RULES", "Rule",
+    "SimConfig", "check_rules", "device_from_config", "fast_device_from_config",
 ]
 
 
@@ -260,11 +240,34 @@ def check_rules(values: Mapping, defaults: Mapping | None = None, *, flags: bool
 # ------------------------------------------------------------------------------------------------
 # the run record
 
-def _flat(name: str):
-    """The :class:`SimConfig` field ``name``: the default and metadata of its spec's field (its
-    part under ``metadata["part"]``)."""
-    part, spec_field = spec_of(name)
-    return field(default=spec_field.default, metadata={**spec_field.metadata, "part": part})
+#: the flat fields in the order of :meth:`SimConfig.to_dict` (the record's order when it was split
+#: into parts: trace JSON and the order of the flags depend on it); a spec field not listed here
+#: follows, in the order of :data:`~simulate.specs.SPECS`
+FIELD_ORDER = (
+    "problem", "mode", "algorithm", "stages", "micro_batches", "micro_batch_size", "device", "tau",
+    "update", "pulse_type", "write", "pulse_method", "update_management", "bl_management", "lr",
+    "steps", "seeds", "log_every", "dim", "sigma2", "seed", "forward_io", "backward_io",
+    "transfer_every", "transfer_lr", "tt_gamma", "transfer_slice", "fast_device", "transfer_reset",
+    "digital_stages", "data", "grad_bias", "replicas", "average_every", "programming_error",
+)
+
+
+def _flat_fields(cls: type) -> type:
+    """Give ``cls`` (before :func:`~dataclasses.dataclass`) one field per field of the specs, in
+    the order of :data:`FIELD_ORDER`: its spec field's annotation, default and metadata (its help,
+    the flag's; its part under ``metadata["part"]``). Each field is described once, in its spec."""
+    names = [f.name for spec in SPECS.values() for f in fields(spec)]
+    unknown = sorted(set(FIELD_ORDER) - set(names))
+    if unknown:
+        raise TypeError(f"FIELD_ORDER names {unknown}, which no spec has")
+    annotations = {}
+    for name in (*FIELD_ORDER, *(name for name in names if name not in FIELD_ORDER)):
+        part, spec_field = spec_of(name)
+        annotations[name] = spec_field.type  # as the spec writes it (a string: "float | None")
+        setattr(cls, name, field(default=spec_field.default,
+                                 metadata={**spec_field.metadata, "part": part}))
+    cls.__annotations__ = {**annotations, **cls.__dict__.get("__annotations__", {})}
+    return cls
 
 
 @dataclass(frozen=True)
@@ -282,6 +285,7 @@ class ConfigParts:
 
 
 @dataclass(frozen=True)
+@_flat_fields
 class SimConfig:
     """One simulated training run: the parts of :mod:`simulate.specs` and the rules between them.
 
@@ -320,43 +324,6 @@ class SimConfig:
     Hessian, network batches) at most ``MAX_ARRAY_BYTES``. Every refusal is a one-line
     :class:`~theory.errors.ParameterError` starting with the field's name.
     """
-
-    # the flat fields, in the order of to_dict() (cache keys and trace JSON depend on it)
-    problem: str = _flat("problem")
-    mode: str = _flat("mode")
-    algorithm: str = _flat("algorithm")
-    stages: int = _flat("stages")
-    micro_batches: int = _flat("micro_batches")
-    micro_batch_size: int = _flat("micro_batch_size")
-    device: str = _flat("device")
-    tau: float | None = _flat("tau")
-    update: str = _flat("update")
-    pulse_type: str = _flat("pulse_type")
-    write: str = _flat("write")
-    pulse_method: str = _flat("pulse_method")
-    update_management: bool = _flat("update_management")
-    bl_management: bool = _flat("bl_management")
-    lr: float = _flat("lr")
-    steps: int = _flat("steps")
-    seeds: int = _flat("seeds")
-    log_every: int = _flat("log_every")
-    dim: int = _flat("dim")
-    sigma2: float = _flat("sigma2")
-    seed: int = _flat("seed")
-    forward_io: str = _flat("forward_io")
-    backward_io: str = _flat("backward_io")
-    transfer_every: int = _flat("transfer_every")
-    transfer_lr: float = _flat("transfer_lr")
-    tt_gamma: float = _flat("tt_gamma")
-    transfer_slice: str = _flat("transfer_slice")
-    fast_device: str | None = _flat("fast_device")
-    transfer_reset: bool = _flat("transfer_reset")
-    digital_stages: str = _flat("digital_stages")
-    data: str = _flat("data")
-    grad_bias: float = _flat("grad_bias")
-    replicas: int = _flat("replicas")
-    average_every: int = _flat("average_every")
-    programming_error: float = _flat("programming_error")
 
     def __post_init__(self):
         parts = {}
@@ -622,11 +589,12 @@ def device_from_config(config: SimConfig) -> Device:
     """The :class:`theory.devices.Device` a :class:`SimConfig` names.
 
     ``config.device`` is a preset name (:func:`theory.devices.list_presets`) or a family of
-    :func:`theory.devices.make_device` (then built with ``dw_min =`` :data:`DEFAULT_DW_MIN` and no
-    pulse noise). ``config.tau`` (when not ``None``) sets the range ``tau`` of a family that has one
-    (soft bounds, power, exponential), also overriding a preset's; devices whose range is given by
-    ``w_min``/``w_max`` have no ``tau`` (:class:`SimConfig` records ``tau=None`` for them and
-    refuses another value, :func:`check_device_tau`).
+    :func:`theory.devices.make_device` (then built with ``dw_min =``
+    :data:`~simulate.device.DEFAULT_DW_MIN` and no pulse noise). ``config.tau`` (when not
+    ``None``) sets the range ``tau`` of a family that has one (soft bounds, power, exponential),
+    also overriding a preset's; devices whose range is given by ``w_min``/``w_max`` have no
+    ``tau`` (:class:`SimConfig` records ``tau=None`` for them and refuses another value,
+    :func:`~simulate.device.check_device_tau`).
     """
     return device_named(config.device, config.tau)
 

@@ -64,9 +64,16 @@ from dataclasses import replace
 
 from theory.errors import ParameterError
 
-from .config import NETWORK_PROBLEMS, SimConfig, device_from_config
+from .config import SimConfig, device_from_config
 from .device import Updater
-from .problems import Progress, VersionHook, make_problem, run_network, run_oracle
+from .problems import (
+    NETWORK_PROBLEMS,
+    Progress,
+    VersionHook,
+    make_problem,
+    run_network,
+    run_oracle,
+)
 from .trace import Trace
 
 __all__ = [

@@ -34,8 +34,7 @@ import typing
 from dataclasses import dataclass, field
 
 from theory.errors import ParameterError, check_range, show_value
-from theory.schedules import MODES, TRANSFER_SLICES  # what a transfer event moves
-from theory.theorems import ALGORITHMS, WRITE_SEMANTICS  # write semantics: Corollary 3PS
+from theory.vocabulary import ALGORITHMS, MODES, TRANSFER_SLICES, WRITE_SEMANTICS
 
 from .device import (
     DEFAULT_TAU,

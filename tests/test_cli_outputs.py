@@ -71,9 +71,9 @@ def test_every_json_is_one_object_with_schema_and_version(command, argv, key, ca
 
 
 def test_verify_json_has_the_envelope(monkeypatch, capsys):
-    from simulate.commands import verify as verify_cli
+    import simulate.verification as verification  # where verify looks run_suite up
 
-    monkeypatch.setattr(verify_cli, "run_suite", lambda *a, **k: [])
+    monkeypatch.setattr(verification, "run_suite", lambda *a, **k: [])
     status, out, _ = _run(capsys, "verify", "--no-cache", "--json")
     assert status == 0
     assert json.loads(out) == {"schema": "aimc-pipeline/verify/1", "version": package_version(),

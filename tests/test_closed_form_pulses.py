@@ -257,7 +257,7 @@ def test_pulse_method_is_a_config_field_and_the_loop_reproduces_it():
 def test_an_ensemble_updated_a_few_members_at_a_time_has_the_same_bits(kind, pulse_type, preset):
     """Updater splits a large ensemble into blocks of members (cache-sized): the result equals
     one call on the whole ensemble, bit for bit, spreads included."""
-    from simulate.config import device_named
+    from simulate.device import device_named
     if preset == "exponential":
         device = make_device("exponential", tau=1.0, gamma=2.0, dw_min=1e-3, dw_min_std=0.3,
                              dw_min_dtod=0.2)

@@ -127,3 +127,31 @@ def test_each_field_is_described_once_in_its_spec():
     for f in dataclasses.fields(SimConfig):
         assert f.metadata["help"] and f.metadata["part"]
     assert "transfer_every" in SimConfig.__doc__ and "RULES" in SimConfig.__doc__
+
+
+def test_the_flat_fields_are_the_specs_fields_in_field_order():
+    from simulate.config import FIELD_ORDER
+    from simulate.specs import SPECS
+
+    specs = {f.name: (part, f) for part, spec in SPECS.items() for f in dataclasses.fields(spec)}
+    flat = dataclasses.fields(SimConfig)
+    assert [f.name for f in flat] == list(FIELD_ORDER) and set(FIELD_ORDER) == set(specs)
+    assert list(SimConfig().to_dict()) == list(FIELD_ORDER)
+    for f in flat:  # type, default and description: the spec's field, nothing restated
+        part, spec_field = specs[f.name]
+        assert (f.type, f.default) == (spec_field.type, spec_field.default)
+        assert dict(f.metadata) == {**spec_field.metadata, "part": part}
+
+
+@pytest.mark.parametrize(("argv", "flag"), [
+    (["--algorithm", "analog", "--transfer-every", "5"], "--transfer-every=5"),
+    (["--update", "expected", "--pulse-type", "deterministic"], "--pulse-type=deterministic"),
+    (["--mode", "async", "--micro-batches", "4"], "--micro-batches=4"),
+])
+def test_the_issue_examples_exit_2_with_one_line_naming_the_flag(argv, flag, capsys):
+    from paper_figures.cli import main
+
+    assert main(["simulate", *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
+    assert captured.err.startswith(f"aimc-pipeline simulate: error: {flag} applies to ")

@@ -7,7 +7,10 @@ import importlib
 
 import pytest
 
-MODULES = ("theory.compiled", "theory.errors", "theory.limits", "theory.tables")
+MODULES = ("theory.compiled", "theory.errors", "theory.limits", "theory.tables",
+           # the light modules a parser reads (tests/test_fast_start.py)
+           "bounds.planning.mode_limits", "simulate.problems.sizes",
+           "simulate.verification.calibration_settings", "simulate.verification.suite_names")
 
 
 @pytest.mark.parametrize("name", MODULES)

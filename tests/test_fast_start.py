@@ -47,24 +47,9 @@ def _main(argv: list[str]) -> dict:
     return _probe(f"main({argv!r})", setup="from paper_figures.cli import main")
 
 
-_SIMULATE_SIDE = pytest.mark.xfail(strict=False, reason="simulate side pending")
-_BOUNDS_SIDE = pytest.mark.xfail(
-    strict=False, reason="bounds side pending: bounds/__init__ imports the planner (cvxpy) and "
-    "bounds.params imports theory.schedules (sympy)")
-#: command -> its mark while a package it imports is not lazy yet
-COMMANDS = {
-    "bounds": _BOUNDS_SIDE,
-    "plan": _BOUNDS_SIDE,
-    # the figure flags come from simulate.commands.options (and report's defaults from
-    # bounds.params), so these wait for both
-    "figures": _SIMULATE_SIDE,
-    "report": _SIMULATE_SIDE,
-    "simulate": _SIMULATE_SIDE,
-    "verify": _SIMULATE_SIDE,
-    "schedule": _SIMULATE_SIDE,
-    "pulse-response": _SIMULATE_SIDE,
-    "calibrate": _SIMULATE_SIDE,
-}
+#: every command of the dispatcher (each checked in a fresh interpreter)
+COMMANDS = ("bounds", "plan", "figures", "report", "simulate", "verify", "schedule",
+            "pulse-response", "calibrate")
 
 
 def test_every_command_has_a_case():
@@ -81,14 +66,14 @@ def test_the_dispatcher_imports_no_heavy_module(argv):
     assert "usage: aimc-pipeline COMMAND" in found["output"] or "unknown command" in found["output"]
 
 
-@pytest.mark.parametrize("command", [pytest.param(c, marks=m) for c, m in COMMANDS.items()])
+@pytest.mark.parametrize("command", COMMANDS)
 def test_command_help_imports_no_heavy_module(command):
     found = _main([command, "--help"])
     assert found["status"] == 0 and f"usage: aimc-pipeline {command}" in found["output"]
     assert found["heavy"] == []
 
 
-@pytest.mark.parametrize("command", [pytest.param(c, marks=m) for c, m in COMMANDS.items()])
+@pytest.mark.parametrize("command", COMMANDS)
 def test_a_bad_flag_exits_2_without_a_heavy_module(command):
     found = _main([command, "--no-such-flag"])
     assert found["status"] == 2 and "--no-such-flag" in found["output"]

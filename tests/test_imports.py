@@ -204,3 +204,25 @@ def test_simulate_has_few_top_modules_and_its_rooms():
                    if (p / "__init__.py").exists() and p.name != "commands")
     assert len(top) <= 10, top
     assert len(rooms) >= 4, rooms
+
+
+#: the packages whose ``__init__`` re-exports lazily (:func:`theory.lazy.attach`)
+LAZY_PACKAGES = sorted(name for name, path in _modules().items()
+                       if path.name == "__init__.py" and "attach(__name__" in path.read_text())
+
+
+def test_the_lazy_packages_were_found():
+    assert {"theory", "bounds", "simulate", "simulate.verification"} <= set(LAZY_PACKAGES)
+
+
+@pytest.mark.parametrize("package", LAZY_PACKAGES)
+def test_no_lazy_name_is_also_a_submodule(package):
+    """A lazily re-exported name must not be a submodule's name too: once anything imports that
+    submodule, Python binds the module to the package attribute and the name's lazy lookup never
+    runs (``from simulate.verification import calibrate`` would give the module)."""
+    import importlib
+    import pkgutil
+
+    loaded = importlib.import_module(package)
+    submodules = {info.name for info in pkgutil.iter_modules(loaded.__path__)}
+    assert not set(loaded.__all__) & submodules

@@ -32,7 +32,6 @@ from bounds import (
 )
 from paper_figures.cli import main
 from simulate import SimConfig
-from simulate.config import TRANSFER_SLICES
 from simulate.device import TikiTaka, Tile, TransferRule
 from simulate.verification import CalibrationProblem
 from theory import (
@@ -62,6 +61,7 @@ from theory.calibration import (
     read_calibration,
     write_calibration,
 )
+from theory.vocabulary import TRANSFER_SLICES
 
 SMALL = ["--max-micro-batches", "16", "--max-micro-batch-size", "16"]
 MLP = load_model("digits-mlp")

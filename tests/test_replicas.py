@@ -11,7 +11,6 @@ import sympy as sp
 
 from bounds import TimingModel
 from simulate import SimConfig, cycles_after, device_from_config, make_problem, run
-from simulate.config import MAX_REPLICAS
 from simulate.pipeline import (
     PULSE_CYCLES,
     averaging_cycles,
@@ -20,6 +19,7 @@ from simulate.pipeline import (
     replica_mean,
 )
 from simulate.rng import member_generators
+from simulate.specs import MAX_REPLICAS
 from theory import REGISTRY, ParameterError, local_sgd
 from theory.admissible import tightest_theta
 

@@ -84,6 +84,21 @@ def test_unknown_mode_names_the_choices(capsys):
     assert "--mode" in err and "'none', 'sync', 'async'" in err
 
 
+@pytest.mark.parametrize(("argv", "message"), [
+    # an unknown flag is named before the required flags that are missing
+    (["--no-such-flag"], "unrecognized arguments: --no-such-flag;"),
+    (["--stages", "4", "--bogus", "1"], "unrecognized arguments: --bogus 1;"),
+    # without one, the missing required flags are listed as argparse does
+    ([], "the following arguments are required: --stages, --micro-batches, --mode;"),
+    (["--stages", "4"], "the following arguments are required: --micro-batches, --mode;"),
+])
+def test_a_bad_or_missing_flag_is_one_line_naming_it(capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["schedule", *argv])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1 and message in err
+
+
 def test_help_explains_the_unit(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["schedule", "--help"])

@@ -64,12 +64,12 @@ def test_python_m_simulate_help_shows_units():
 
 def _no_run(monkeypatch):
     """Make the simulation itself fail: a refusal must come before any compute."""
-    import simulate.commands.simulate as command
+    import simulate.engine as engine  # where the command looks the run up, when it runs
 
     def refuse(*args, **kwargs):
         pytest.fail("the run started before the input was refused")
 
-    monkeypatch.setattr(command, "run_simulation", refuse)
+    monkeypatch.setattr(engine, "run", refuse)
 
 
 @pytest.mark.parametrize(("out", "files", "message"), [

@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+import simulate.verification as verification  # where verify looks run_suite up
 from paper_figures.cli import main
 from simulate import (
     Check,
@@ -194,7 +195,7 @@ def test_cli_exits_1_and_names_a_failed_check(monkeypatch, capsys):
     bad = Check(bound_name="analog_sgd", config=config, empirical=2.0, stderr=0.1, bound=1.0,
                 ratio=0.5, margin_z=4.0, passed=False, constants={})
     good = replace(bad, empirical=0.5, ratio=2.0, passed=True)
-    monkeypatch.setattr(verify_cli, "run_suite", lambda *a, **k: [good, bad])
+    monkeypatch.setattr(verification, "run_suite", lambda *a, **k: [good, bad])
     assert main(["verify", "--no-cache"]) == 1
     captured = capsys.readouterr()
     assert "FAILED analog_sgd" in captured.err and "empirical 2 > bound 1" in captured.err
@@ -205,7 +206,7 @@ def test_cli_json_is_strict_when_a_ratio_is_infinite(monkeypatch, capsys):
     config = config_for("analog_sgd", lr=0.01, **SMALL)
     exact = Check(bound_name="analog_sgd", config=config, empirical=0.0, stderr=0.0, bound=1.0,
                   ratio=math.inf, margin_z=4.0, passed=True, constants={"theta": math.nan})
-    monkeypatch.setattr(verify_cli, "run_suite", lambda *a, **k: [exact])
+    monkeypatch.setattr(verification, "run_suite", lambda *a, **k: [exact])
     assert main(["verify", "--no-cache", "--json"]) == 0
     out = capsys.readouterr().out
     (data,) = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))[
@@ -271,7 +272,7 @@ def test_out_and_cache_dir_are_checked_before_any_check_runs(tmp_path, monkeypat
     def fail(*args, **kwargs):
         raise AssertionError("a check ran")
 
-    monkeypatch.setattr(verify_cli, "run_suite", fail)
+    monkeypatch.setattr(verification, "run_suite", fail)
     (tmp_path / "f").write_text("x")
     (tmp_path / "d" / "verify.csv").mkdir(parents=True)
     for argv, flag in [

@@ -27,11 +27,11 @@ from simulate import (
     run,
     train_network,
 )
-from simulate.config import WRITE_SEMANTICS
 from simulate.execution import canonical_json
 from simulate.problems import Network, sample_indices
 from simulate.rng import member_generators
 from theory import ParameterError
+from theory.vocabulary import WRITE_SEMANTICS
 
 FIELDS = ("loss", "grad_norm2", "test_accuracy", "max_abs_w", "w_min_visited", "w_max_visited",
           "avg_grad_norm2")

@@ -31,6 +31,7 @@ import types
 import typing
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from gettext import gettext
 
 from .errors import DivergenceError, ParameterError, UnreachableTargetError
 
@@ -63,12 +64,44 @@ _TYPE_WORDS = {"invalid int value": "not an integer", "invalid float value": "no
 
 class _OneLineParser(argparse.ArgumentParser):
     """An argument parser whose errors are one line (no usage block), ending with a pointer to
-    ``--help`` where the valid values and units are explained."""
+    ``--help`` where the valid values and units are explained.
+
+    A flag the command does not have is named before a required flag that is missing (argparse
+    checks the required ones first, so ``schedule --no-such-flag`` would only list ``--stages,
+    --micro-batches, --mode``).
+    """
+
+    _argv: list[str] | None = None  # what parse_args was given, while it parses
+
+    def parse_args(self, args=None, namespace=None):
+        self._argv = list(sys.argv[1:] if args is None else args)
+        try:
+            return super().parse_args(args, namespace)
+        finally:
+            self._argv = None
 
     def error(self, message: str):
+        required = gettext("the following arguments are required: %s").split("%s")[0]  # argparse's
+        if self._argv is not None and message.startswith(required):
+            extras = self._unrecognized(self._argv)
+            if extras:
+                message = f"unrecognized arguments: {' '.join(extras)}"
         for theirs, ours in _TYPE_WORDS.items():
             message = message.replace(theirs, ours)
         self.exit(2, f"{self.prog}: error: {message}; see {self.prog} --help\n")
+
+    def _unrecognized(self, argv: list[str]) -> list[str]:
+        """The arguments of ``argv`` no flag takes, parsed with no flag required (every value
+        was read before the missing ones were found, so this parse raises nothing)."""
+        required = [action for action in self._actions if action.required]
+        self._argv = None
+        try:
+            for action in required:
+                action.required = False
+            return self.parse_known_args(argv)[1]
+        finally:
+            for action in required:
+                action.required = True
 
 
 def _flags_by_dest(parser: argparse.ArgumentParser) -> dict[str, str]:

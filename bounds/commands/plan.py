@@ -40,11 +40,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from theory.calibration import read_calibration
 from theory.commands import add_alias, command_main, print_json
 from theory.errors import ParameterError, check_range
 from theory.fileio import atomic_write, check_output_dir, output_errors
-from theory.schedules import TRANSFER_SLICES
+from theory.vocabulary import TRANSFER_SLICES
 
 from ..params import (
     DEFAULT_EPS,
@@ -56,11 +55,12 @@ from ..params import (
     from_preset,
 )
 from ..planning.hardware import KindsHardware, load_hardware, single_kind, with_digital
-from ..planning.kinds import ModeComparison, ModeLimits, plan_modes
+from ..planning.mode_limits import ModeLimits
 from ..planning.models import list_models, load_model
 from .options import add_problem_flags, add_weight_bound_flag, problem_from_args
 
 if TYPE_CHECKING:
+    from ..planning.kinds import ModeComparison
     from ..planning.results import Plan
 
 __all__ = ["DESCRIPTION", "PLAN_ALGORITHMS", "build_parser", "main", "run"]
@@ -262,6 +262,8 @@ def run(args: argparse.Namespace) -> int:
     problem = problem_from_args(args)
     calibration = None
     if getattr(args, "calibration", None) is not None:
+        from theory.calibration import read_calibration  # sympy: not for --help
+
         calibration = read_calibration(args.calibration)
     if "out" in args:
         check_output_dir(args.out, "--out", _OUT_FILES)
@@ -298,6 +300,8 @@ def run(args: argparse.Namespace) -> int:
         result, failure = None, str(error)
     if result is not None:
         _warn_forecast(result)
+    from ..planning.kinds import plan_modes  # sympy: not for --help
+
     modes = plan_modes(model, kinds, problem, args.eps, mode_limits)
     _write(args, result, modes)
     if args.json:

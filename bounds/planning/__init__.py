@@ -31,14 +31,17 @@ _EXPORTS = {
         "single_kind", "with_digital",
     ),
     ".kinds": (
-        "BASES", "COSTS", "STEP_GRID", "ModeComparison", "ModeLimits", "ModePlan", "layer_arrays",
-        "plan_modes", "segment_times",
+        "BASES", "COSTS", "STEP_GRID", "ModeComparison", "ModePlan", "layer_arrays", "plan_modes",
+        "segment_times",
+    ),
+    ".mode_limits": (
+        "MODES", "ModeLimits",
     ),
     ".models": (
         "HOSTS", "Layer", "Model", "list_models", "load_model", "model_from_table",
     ),
     ".modes": (
-        "CONSERVATIVE_NOTE", "MIXED_NOTE", "MODES", "averaging_time_s", "guarantee_values",
+        "CONSERVATIVE_NOTE", "MIXED_NOTE", "averaging_time_s", "guarantee_values",
         "programming_noise", "stage_averaging_time_s", "stage_guarantee", "stage_values",
     ),
     ".partition": (

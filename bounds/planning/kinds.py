@@ -51,7 +51,7 @@ import numpy as np
 from theory import local_sgd
 from theory.compiled import compile_expr
 from theory.complexity import REACHABLE, evaluate_complexity
-from theory.errors import ParameterError, check_range
+from theory.errors import check_range
 from theory.limits import MAX_ARRAY_BYTES, check_size
 from theory.schedules import cycles_after
 from theory.tables import text_table
@@ -59,11 +59,11 @@ from theory.vocabulary import MIXED_ENTRIES
 
 from ..params import ProblemParams, check_type
 from .hardware import KindsHardware
+from .mode_limits import ModeLimits
 from .models import Model
 from .modes import (
     CONSERVATIVE_NOTE,
     MIXED_NOTE,
-    MODES,
     averaging_time_s,
     guarantee_values,
     programming_noise,
@@ -73,55 +73,16 @@ from .modes import (
 from .partition import KindPartition, KindTable, kind_partitions
 
 __all__ = [
-    "BASES", "COSTS", "ModeComparison", "ModeLimits", "ModePlan", "STEP_GRID", "layer_arrays",
-    "plan_modes", "segment_times",
+    "BASES", "COSTS", "ModeComparison", "ModePlan", "STEP_GRID", "layer_arrays", "plan_modes",
+    "segment_times",
 ]
 
 #: the cost factors a plan's time is split into (the largest is its dominant cost)
 COSTS = ("bubbles", "staleness", "floor", "averaging")
 #: what a plan's time is: a proved guarantee (a ``derived`` row) or an estimate (``local_sgd``)
 BASES = ("guarantee", "estimate")
-_POWERS = tuple(2**i for i in range(10))
 #: the steps of the local-SGD row searched, as fractions of the step cap: 2^(-j/4), 1 to 1e-6
 STEP_GRID = 2.0 ** (-np.arange(0, 81) / 4)
-
-
-@dataclass(frozen=True)
-class ModeLimits:
-    """The range the kinds planner searches.
-
-    Parameters
-    ----------
-    max_micro_batches : int
-        Largest ``B`` of ``sync`` (default 512).
-    micro_batch_sizes : tuple of int
-        Values of ``b`` (default powers of two 1..512).
-    replica_micro_batches : tuple of int
-        Values of ``B`` of ``dp`` and ``hybrid`` (default powers of two 1..512).
-    periods : tuple of int
-        Averaging periods ``P`` (default powers of two 1..65536).
-    modes : tuple of str
-        Modes to compare, a subset of :data:`bounds.MODES`.
-    """
-
-    max_micro_batches: int = 512
-    micro_batch_sizes: tuple[int, ...] = _POWERS
-    replica_micro_batches: tuple[int, ...] = _POWERS
-    periods: tuple[int, ...] = tuple(2**i for i in range(17))
-    modes: tuple[str, ...] = MODES
-
-    def __post_init__(self):
-        check_range("max_micro_batches", self.max_micro_batches, 1, 10**6, integer=True)
-        for key in ("micro_batch_sizes", "replica_micro_batches", "periods"):
-            values = tuple(check_range(key, v, 1, 10**9, integer=True) for v in getattr(self, key))
-            if not values:
-                raise ParameterError(f"{key}=() is empty; valid: at least one value")
-            object.__setattr__(self, key, tuple(sorted(set(values))))
-        modes = tuple(dict.fromkeys(self.modes))
-        if not modes or any(m not in MODES for m in modes):
-            raise ParameterError(f"modes={modes!r} is invalid; valid: a non-empty subset of "
-                                 f"{', '.join(MODES)}")
-        object.__setattr__(self, "modes", modes)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 r"""Cycle models of the data-parallel and hybrid modes, and the guarantee constants of mixed stages.
 
-**Modes** (:data:`MODES`): ``sync`` and ``async`` are the pipelines of
+**Modes** (:data:`~bounds.planning.mode_limits.MODES`): ``sync`` and ``async`` are the pipelines of
 :mod:`bounds.planning.planner`; ``dp`` runs ``R`` replicas of the whole model, each on as few
 accelerators as its tiles need (its stages run one after the other: schedule ``none``,
 :math:`2MB` cycles per step of ``B`` micro-batches), averaged every ``P`` steps; ``hybrid`` runs
@@ -71,7 +71,6 @@ from .hardware import AcceleratorKind
 __all__ = [
     "CONSERVATIVE_NOTE",
     "MIXED_NOTE",
-    "MODES",
     "averaging_time_s",
     "guarantee_values",
     "programming_noise",
@@ -80,8 +79,6 @@ __all__ = [
     "stage_values",
 ]
 
-#: the modes the kinds planner compares
-MODES = ("sync", "async", "dp", "hybrid")
 #: what the dp / hybrid estimates of mixed analog/digital stages use (no block-wise local SGD)
 CONSERVATIVE_NOTE = (
     "mixed analog/digital stages of an estimate: the local-SGD row at the A3 constants over all "

@@ -1,15 +1,15 @@
 """``aimc-pipeline calibrate``: fit the theorems' complexity form to simulated ensembles.
 
-Runs the design of :mod:`simulate.verification.calibrate` (synchronous and asynchronous pipelines at
-a few stage counts, micro-batches and steps, as one cached sweep with progress on stderr), fits per
-mode the coefficients of :mod:`theory.calibration` with bootstrap intervals over seeds, writes the
-calibration file (``--out DIR``: ``DIR/calibration.json``, strict JSON; a path ending in ``.json``
-that is not a directory is still read as the file itself for one release, with a ``warning:``
-line) and prints a table of the coefficients with their intervals (``--json``: ``{"schema":
-"aimc-pipeline/calibrate/1", "version": ..., "calibration": {...}}``, the file's content under
-``calibration``), the problem's constants and its fingerprint (what ``aimc-pipeline plan
---calibration`` checks the plan's constants against). ``--algorithm tiki-taka [--transfer-every T]
-[--transfer-slice column|all]`` runs the same design with Tiki-Taka
+Runs the design of :mod:`simulate.verification.calibration_fit` (synchronous and asynchronous
+pipelines at a few stage counts, micro-batches and steps, as one cached sweep with progress on
+stderr), fits per mode the coefficients of :mod:`theory.calibration` with bootstrap intervals over
+seeds, writes the calibration file (``--out DIR``: ``DIR/calibration.json``, strict JSON; a path
+ending in ``.json`` that is not a directory is still read as the file itself for one release, with a
+``warning:`` line) and prints a table of the coefficients with their intervals (``--json``:
+``{"schema": "aimc-pipeline/calibrate/1", "version": ..., "calibration": {...}}``, the file's
+content under ``calibration``), the problem's constants and its fingerprint (what ``aimc-pipeline
+plan --calibration`` checks the plan's constants against). ``--algorithm tiki-taka [--transfer-every
+T] [--transfer-slice column|all]`` runs the same design with Tiki-Taka
 (:mod:`simulate.device.tiki_taka`) and records the algorithm and the transfers in the file (``plan
 --algorithm tiki-taka`` needs such a file and refuses one of another algorithm).
 """
@@ -20,33 +20,28 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from theory.calibration import (
-    CALIBRATED_ALGORITHMS,
-    COEFFICIENTS,
-    FINGERPRINT_KEYS,
-    Calibration,
-    theory_coefficients,
-    write_calibration,
-)
 from theory.commands import command_main, print_json
 from theory.errors import check_range
 from theory.fileio import check_output_dir, check_output_file, output_errors
-from theory.schedules import TRANSFER_SLICES
 from theory.tables import text_table
+from theory.vocabulary import CALIBRATED_ALGORITHMS, TRANSFER_SLICES
 
-from ..config import ORACLE_PROBLEMS, check_rules
-from ..verification import (
+from ..config import check_rules
+from ..problems import ORACLE_PROBLEMS
+from ..verification import (  # calibration_settings only: no simulation for --help
     ASYNC_DESIGN,
     CALIBRATION_QUICK,
     CALIBRATION_STANDARD,
     FRACTIONS,
     SYNC_DESIGN,
-    CalibrationProblem,
-    calibrate,
-    design,
+    ProblemFields,
 )
 from .options import add_sweep_arguments, sweep_options
+
+if TYPE_CHECKING:
+    from theory.calibration import Calibration
 
 __all__ = ["CALIBRATION_FILE", "DESCRIPTION", "build_parser", "calibration_path",
            "coefficient_table", "main", "run"]
@@ -75,7 +70,7 @@ _MEANING = {
 
 def build_parser(parser: argparse.ArgumentParser) -> None:
     """Add the ``calibrate`` options to ``parser`` (units and defaults in each help text)."""
-    spec = CalibrationProblem()
+    spec = ProblemFields()  # the defaults only: nothing is validated or built for --help
     problem = parser.add_argument_group("the problem (an oracle problem with known constants)")
     problem.add_argument("--problem", choices=ORACLE_PROBLEMS, default=spec.problem,
                          help="oracle problem")
@@ -136,6 +131,8 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
 
 def coefficient_table(cal: Calibration) -> str:
     """The fitted coefficients with their bootstrap intervals, one row per (mode, coefficient)."""
+    from theory.calibration import COEFFICIENTS, FINGERPRINT_KEYS, theory_coefficients
+
     rows = []
     level = f"{100 * cal.ci_level:g}%"
     for mode, fit in cal.fits.items():
@@ -161,6 +158,11 @@ def coefficient_table(cal: Calibration) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``calibrate`` command; returns the exit status."""
+    # sympy, the registry and the engine: not for --help
+    from theory.calibration import write_calibration
+
+    from ..verification import CalibrationProblem, calibrate, design
+
     settings = dict(CALIBRATION_QUICK if args.quick else CALIBRATION_STANDARD)
     for name in ("steps", "seeds", "resamples"):
         if getattr(args, name, None) is not None:

@@ -23,7 +23,7 @@ import numpy as np
 from theory.commands import command_main, print_json
 from theory.errors import ParameterError, check_range
 from theory.limits import MAX_COUNT, MAX_GANTT_CELLS, check_size
-from theory.schedules import MODES, evaluate_schedule
+from theory.vocabulary import MODES
 
 from ..pipeline import Timeline, build_timeline, timeline_cells
 from .options import add_output_arguments
@@ -138,6 +138,8 @@ def closed_form_summary(mode: str, stages: int, micro_batches: int) -> dict:
     check_size(count_name, micro_batches, need=max(cycles, unpipelined) if
                max(cycles, unpipelined) < 10**300 else math.inf, limit=MAX_COUNT,
                what="cycles (more than an int64 holds)")
+    from theory.schedules import evaluate_schedule  # sympy: not for --help
+
     kw = {"stages": stages, "micro_batches": micro_batches}
     cycles = int(evaluate_schedule(mode, "total_cycles", **kw))
     busy = int(evaluate_schedule(mode, "busy_cycles", **kw))

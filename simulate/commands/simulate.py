@@ -19,9 +19,8 @@ from theory.commands import add_config_flags, command_main, config_from_args, pr
 from theory.errors import ParameterError
 from theory.fileio import check_output_dir, output_errors
 
-from ..config import DEFAULT_TAU, NotApplicableError, SimConfig, check_device_tau
-from ..device import PinnedWarning
-from ..engine import run as run_simulation
+from ..config import NotApplicableError, SimConfig
+from ..device import DEFAULT_TAU, PinnedWarning, check_device_tau
 from ..execution import progress_bar
 from ..trace import Trace
 from .options import add_output_arguments
@@ -96,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
         config = config_from_args(SimConfig, args, tau=tau)
     except NotApplicableError as error:  # named as flags: --transfer-every=5 ... --algorithm ...
         raise ParameterError(error.flag_message) from None
+    from ..engine import run as run_simulation  # numba and sympy: not for --help
+
     bar = progress_bar(config.steps, unit="update")
     try:
         with warnings.catch_warnings(record=True) as caught:

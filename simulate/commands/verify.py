@@ -22,6 +22,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,8 +31,11 @@ from theory.fileio import atomic_write, check_output_dir, output_errors, strict_
 from theory.tables import markdown_table as md_table
 from theory.tables import text_table
 
-from ..verification import SUITES, Check, RankingAgreement, ranking_agreement, run_suite
+from ..verification import SUITE_NAMES
 from .options import add_sweep_arguments, sweep_options
+
+if TYPE_CHECKING:
+    from ..verification import Check, RankingAgreement
 
 __all__ = [
     "CSV_COLUMNS",
@@ -71,7 +75,7 @@ CSV_COLUMNS = (
 
 def build_parser(parser: argparse.ArgumentParser) -> None:
     """Add the ``verify`` options (and the sweep options) to ``parser``."""
-    parser.add_argument("--suite", choices=tuple(SUITES), default="quick",
+    parser.add_argument("--suite", choices=SUITE_NAMES, default="quick",
                         help="quick (seconds), standard (~40 checks, 1-3 min), thorough (hundreds)")
     parser.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="write verify.csv and verify.json (the checks) into DIR")
@@ -262,6 +266,8 @@ def _predictions(checks: list[Check]) -> tuple[list[tuple[str, ...]], str] | Non
     with_prediction = [c for c in checks if c.prediction is not None]
     if not with_prediction:
         return None
+    from ..verification import ranking_agreement  # the registry (sympy): not for --help
+
     ranking = ranking_agreement(with_prediction)
     return _prediction_rows(with_prediction, ranking), _ranking_line(ranking)
 
@@ -307,6 +313,8 @@ def run(args: argparse.Namespace) -> int:
     """
     if args.out is not None:
         check_output_dir(args.out, "--out", ("verify.csv", "verify.json"))
+    from ..verification import run_suite  # the registry and the engine: not for --help
+
     options = sweep_options(args)
     sweeps = []
     checks = run_suite(args.suite, z=args.z, on_sweep=sweeps.append, **options)

@@ -3,184 +3,59 @@ the compiled kernels beside their numpy references, the IO non-idealities of its
 Tiki-Taka's two arrays and the pulse-response library.
 
 The room imports :mod:`theory` only: it knows no run record, no problem and no schedule.
+
+Names are imported on first use (:func:`theory.lazy.attach`): importing one module of the
+room does not import the others.
 """
 
-from .catalog import (
-    DEFAULT_DW_MIN,
-    DEFAULT_TAU,
-    DIGITAL_FAST,
-    PULSE_METHODS,
-    PULSE_TYPES,
-    check_device_tau,
-    device_named,
-    fast_device_named,
-)
-from .draws import (
-    NOISE_BLOCK,
-    DeviceSpread,
-    Rng,
-    draw_bound_scale,
-    draw_dw_min_scale,
-    per_member,
-    pulse_noise,
-    uniforms,
-)
-from .mvm import (
-    BOUND_MANAGEMENT,
-    IO_PRESETS,
-    NOISE_MANAGEMENT,
-    W_NOISE_TYPES,
-    AnalogPass,
-    IOParameters,
-    analog_matmul,
-    bits_to_res,
-    io_preset,
-    resolution_step,
-)
-from .pinned import (
-    PINNED_FRACTION,
-    PinnedMonitor,
-    PinnedWarning,
-)
-from .pulse_kernels import (
-    affine_apply,
-    affine_split,
-    binomial_inversion,
-    stochastic_affine_update,
-    stochastic_rounding,
-)
-from .pulses import (
-    MEMBER_BLOCK,
-    apply_pulses,
-    check_pulses,
-    member_blocks,
-    pulsed_update,
-    stochastic_write,
-)
-from .response import (
-    MAX_CASES,
-    PulseResponse,
-    PulseResponseConfig,
-    pulse_response,
-)
-from .tiki_taka import (
-    CYCLES_PER_COLUMN,
-    TikiTaka,
-    Tile,
-    TransferRule,
-    layer_tiles,
-    oracle_tiles,
-    transfer_cycles,
-    wrap,
-)
-from .trains import (
-    INVERSION_MEAN,
-    TrainScales,
-    affine_constants,
-    binomial_counts,
-    binomial_from_values,
-    check_bit_length,
-    coincidence_counts,
-    pulse_counts,
-    train_scale,
-    train_scales,
-)
-from .update_kernels import (
-    add_bias,
-    add_bias_numpy,
-    dense_backward,
-    dense_backward_numpy,
-    expected_step,
-    expected_step_numpy,
-    expected_step_ratio,
-    expected_step_ratio_numpy,
-    softmax_delta,
-    softmax_delta_numpy,
-)
-from .updates import (
-    UPDATE_KINDS,
-    Updater,
-    digital_blocks,
-    digital_update,
-    expected_update,
-)
+from theory.lazy import attach
 
-__all__ = [
-    "AnalogPass",
-    "BOUND_MANAGEMENT",
-    "CYCLES_PER_COLUMN",
-    "DEFAULT_DW_MIN",
-    "DEFAULT_TAU",
-    "DIGITAL_FAST",
-    "DeviceSpread",
-    "INVERSION_MEAN",
-    "IOParameters",
-    "IO_PRESETS",
-    "MAX_CASES",
-    "MEMBER_BLOCK",
-    "NOISE_BLOCK",
-    "NOISE_MANAGEMENT",
-    "PINNED_FRACTION",
-    "PULSE_METHODS",
-    "PULSE_TYPES",
-    "PinnedMonitor",
-    "PinnedWarning",
-    "PulseResponse",
-    "PulseResponseConfig",
-    "Rng",
-    "TikiTaka",
-    "Tile",
-    "TrainScales",
-    "TransferRule",
-    "UPDATE_KINDS",
-    "Updater",
-    "W_NOISE_TYPES",
-    "add_bias",
-    "add_bias_numpy",
-    "affine_apply",
-    "affine_constants",
-    "affine_split",
-    "analog_matmul",
-    "apply_pulses",
-    "binomial_counts",
-    "binomial_from_values",
-    "binomial_inversion",
-    "bits_to_res",
-    "check_bit_length",
-    "check_device_tau",
-    "check_pulses",
-    "coincidence_counts",
-    "dense_backward",
-    "dense_backward_numpy",
-    "device_named",
-    "digital_blocks",
-    "digital_update",
-    "draw_bound_scale",
-    "draw_dw_min_scale",
-    "expected_step",
-    "expected_step_numpy",
-    "expected_step_ratio",
-    "expected_step_ratio_numpy",
-    "expected_update",
-    "fast_device_named",
-    "io_preset",
-    "layer_tiles",
-    "member_blocks",
-    "oracle_tiles",
-    "per_member",
-    "pulse_counts",
-    "pulse_noise",
-    "pulse_response",
-    "pulsed_update",
-    "resolution_step",
-    "softmax_delta",
-    "softmax_delta_numpy",
-    "stochastic_affine_update",
-    "stochastic_rounding",
-    "stochastic_write",
-    "train_scale",
-    "train_scales",
-    "transfer_cycles",
-    "uniforms",
-    "wrap",
-]
+#: module -> the names it gives
+_EXPORTS = {
+    ".catalog": (
+        "DEFAULT_DW_MIN", "DEFAULT_TAU", "DIGITAL_FAST", "PULSE_METHODS", "PULSE_TYPES",
+        "check_device_tau", "device_named", "fast_device_named",
+    ),
+    ".draws": (
+        "NOISE_BLOCK", "DeviceSpread", "Rng", "draw_bound_scale", "draw_dw_min_scale", "per_member",
+        "pulse_noise", "uniforms",
+    ),
+    ".mvm": (
+        "BOUND_MANAGEMENT", "IO_PRESETS", "NOISE_MANAGEMENT", "W_NOISE_TYPES", "AnalogPass",
+        "IOParameters", "analog_matmul", "bits_to_res", "io_preset", "resolution_step",
+    ),
+    ".pinned": (
+        "PINNED_FRACTION", "PinnedMonitor", "PinnedWarning",
+    ),
+    ".pulse_kernels": (
+        "affine_apply", "affine_split", "binomial_inversion", "stochastic_affine_update",
+        "stochastic_rounding",
+    ),
+    ".pulses": (
+        "MEMBER_BLOCK", "apply_pulses", "check_pulses", "member_blocks", "pulsed_update",
+        "stochastic_write",
+    ),
+    ".response": (
+        "MAX_CASES", "PulseResponse", "PulseResponseConfig", "pulse_response",
+    ),
+    ".tiki_taka": (
+        "CYCLES_PER_COLUMN", "TikiTaka", "Tile", "TransferRule", "layer_tiles", "oracle_tiles",
+        "transfer_cycles", "wrap",
+    ),
+    ".trains": (
+        "INVERSION_MEAN", "TrainScales", "affine_constants", "binomial_counts",
+        "binomial_from_values", "check_bit_length", "coincidence_counts", "pulse_counts",
+        "train_scale", "train_scales",
+    ),
+    ".update_kernels": (
+        "add_bias", "add_bias_numpy", "dense_backward", "dense_backward_numpy", "expected_step",
+        "expected_step_numpy", "expected_step_ratio", "expected_step_ratio_numpy", "softmax_delta",
+        "softmax_delta_numpy",
+    ),
+    ".updates": (
+        "UPDATE_KINDS", "Updater", "digital_blocks", "digital_update", "expected_update",
+    ),
+}
+
+#: every module of the room is also an attribute before anything imported it
+__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS, (m[1:] for m in _EXPORTS))

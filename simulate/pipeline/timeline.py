@@ -52,7 +52,7 @@ import numpy as np
 
 from theory.errors import ParameterError, check_range
 from theory.limits import MAX_TIMELINE_CELLS, check_size
-from theory.schedules import MODES
+from theory.vocabulary import MODES
 
 __all__ = ["Event", "Timeline", "build_timeline", "timeline_cells"]
 

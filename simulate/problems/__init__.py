@@ -1,109 +1,38 @@
 """What is trained: the oracle problems (every constant known) and the digits networks, each with
 its run (setup, the update loop, the measurements). The run record is read, never imported.
+
+Names are imported on first use (:func:`theory.lazy.attach`): importing one module of the
+room does not import the others.
 """
 
-from .digits import (
-    AUGMENT_COPIES,
-    AUGMENT_SEED,
-    DATA_SETS,
-    VALIDATION_SIZE,
-    DigitsData,
-    augment,
-    load_digits_data,
-    load_digits_split,
-    sample_indices,
-    train_rows,
-    transform_image,
-)
-from .network import (
-    ACTIVATIONS,
-    DIGITS_CLASSES,
-    DIGITS_FEATURES,
-    DIGITS_TRAIN,
-    DRAW_CHUNK,
-    NETWORK_LAYERS,
-    NETWORK_PROBLEMS,
-    NETWORK_WIDTH,
-    Buffers,
-    DenseLayer,
-    Network,
-    NetworkSpec,
-    StageView,
-    contiguous_slices,
-    network_bytes_per_member,
-    softmax_cross_entropy,
-)
-from .network_run import (
-    NetworkRun,
-    NetworkTraining,
-    io_passes,
-    run_network,
-    train_network,
-)
-from .oracle import (
-    LEAST_SQUARES_DIM,
-    ORACLE_PROBLEMS,
-    LeastSquares,
-    OracleProblem,
-    Quadratic,
-    row_dot,
-    stage_blocks,
-)
-from .oracle_run import (
-    W_STAR_SCALE,
-    OracleTraining,
-    Progress,
-    VersionHook,
-    gradient_bias,
-    make_problem,
-    run_oracle,
-)
+from theory.lazy import attach
 
-__all__ = [
-    "ACTIVATIONS",
-    "AUGMENT_COPIES",
-    "AUGMENT_SEED",
-    "Buffers",
-    "DATA_SETS",
-    "DIGITS_CLASSES",
-    "DIGITS_FEATURES",
-    "DIGITS_TRAIN",
-    "DRAW_CHUNK",
-    "DenseLayer",
-    "DigitsData",
-    "LEAST_SQUARES_DIM",
-    "LeastSquares",
-    "NETWORK_LAYERS",
-    "NETWORK_PROBLEMS",
-    "NETWORK_WIDTH",
-    "Network",
-    "NetworkRun",
-    "NetworkSpec",
-    "NetworkTraining",
-    "ORACLE_PROBLEMS",
-    "OracleProblem",
-    "OracleTraining",
-    "Progress",
-    "Quadratic",
-    "StageView",
-    "VALIDATION_SIZE",
-    "VersionHook",
-    "W_STAR_SCALE",
-    "augment",
-    "contiguous_slices",
-    "gradient_bias",
-    "io_passes",
-    "load_digits_data",
-    "load_digits_split",
-    "make_problem",
-    "network_bytes_per_member",
-    "row_dot",
-    "run_network",
-    "run_oracle",
-    "sample_indices",
-    "softmax_cross_entropy",
-    "stage_blocks",
-    "train_network",
-    "train_rows",
-    "transform_image",
-]
+#: module -> the names it gives
+_EXPORTS = {
+    ".digits": (
+        "AUGMENT_COPIES", "AUGMENT_SEED", "DATA_SETS", "VALIDATION_SIZE", "DigitsData", "augment",
+        "load_digits_data", "load_digits_split", "sample_indices", "train_rows", "transform_image",
+    ),
+    ".network": (
+        "ACTIVATIONS", "Buffers", "DenseLayer", "Network", "NetworkSpec", "StageView",
+        "contiguous_slices", "softmax_cross_entropy",
+    ),
+    ".network_run": (
+        "NetworkRun", "NetworkTraining", "io_passes", "run_network", "train_network",
+    ),
+    ".oracle": (
+        "LEAST_SQUARES_DIM", "ORACLE_PROBLEMS", "LeastSquares", "OracleProblem", "Quadratic",
+        "row_dot", "stage_blocks",
+    ),
+    ".oracle_run": (
+        "W_STAR_SCALE", "OracleTraining", "Progress", "VersionHook", "gradient_bias",
+        "make_problem", "run_oracle",
+    ),
+    ".sizes": (
+        "DIGITS_CLASSES", "DIGITS_FEATURES", "DIGITS_TRAIN", "DRAW_CHUNK", "NETWORK_LAYERS",
+        "NETWORK_PROBLEMS", "NETWORK_WIDTH", "network_bytes_per_member",
+    ),
+}
+
+#: every module of the room is also an attribute before anything imported it
+__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS, (m[1:] for m in _EXPORTS))

@@ -109,36 +109,20 @@ from ..device import (
     dense_backward,
     softmax_delta,
 )
+from .sizes import NETWORK_LAYERS, NETWORK_PROBLEMS, NETWORK_WIDTH
 
 __all__ = [
     "ACTIVATIONS",
     "Buffers",
-    "DIGITS_CLASSES",
-    "DIGITS_FEATURES",
-    "DIGITS_TRAIN",
-    "DRAW_CHUNK",
     "DenseLayer",
-    "NETWORK_LAYERS",
-    "NETWORK_PROBLEMS",
-    "NETWORK_WIDTH",
     "Network",
     "NetworkSpec",
     "StageView",
     "contiguous_slices",
-    "network_bytes_per_member",
     "softmax_cross_entropy",
 ]
 
-#: updates whose gradient noise (oracle) or batches (networks) are drawn at once (see the runs)
-DRAW_CHUNK = 256
-#: the digits training split (images, features, classes) and the default network (layers, width),
-#: for the memory estimates of the network runs (:func:`network_bytes_per_member`)
-DIGITS_TRAIN, DIGITS_FEATURES, DIGITS_CLASSES = 1437, 64, 10
-NETWORK_LAYERS, NETWORK_WIDTH = 16, 32
-#: digits networks trained stage by stage
-NETWORK_PROBLEMS = ("digits-mlp", "digits-resmlp")
 ACTIVATIONS = ("tanh", "relu")
-#: batches are drawn this many updates at a time (the bits do not depend on it)
 
 
 @dataclass(frozen=True)
@@ -159,8 +143,8 @@ class NetworkSpec:
         backward pass over the 1437 training images); ``nan`` otherwise.
     """
 
-    layers: int = 16
-    width: int = 32
+    layers: int = NETWORK_LAYERS
+    width: int = NETWORK_WIDTH
     activation: str = "tanh"
     init_fraction: float = 0.5
     grad_norm: bool = True
@@ -560,15 +544,3 @@ def contiguous_slices(sizes: Sequence[int]) -> tuple[slice, ...]:
     ends = np.cumsum(sizes)
     return tuple(slice(int(end - size), int(end)) for size, end in zip(sizes, ends, strict=True))
 
-
-def network_bytes_per_member(samples: int, steps: int, layers: int = NETWORK_LAYERS,
-                             width: int = NETWORK_WIDTH) -> int:
-    """Bytes of the largest array one ensemble member of a digits network run allocates.
-
-    The largest of: its weights, a layer's activations over the whole training split (the
-    measurements), a layer's activations of one batch of ``samples``, and the indices of the
-    batches drawn at once (``min(256, steps)`` batches of int64).
-    """
-    wide = max(width, DIGITS_FEATURES, DIGITS_CLASSES)
-    weights = DIGITS_FEATURES * width + (layers - 2) * width * width + width * DIGITS_CLASSES
-    return 8 * max(weights, DIGITS_TRAIN * wide, samples * wide, min(DRAW_CHUNK, steps) * samples)

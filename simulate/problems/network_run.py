@@ -37,16 +37,9 @@ from ..pipeline import (
 from ..rng import member_generators
 from ..trace import Trace, log_steps
 from .digits import DigitsData, load_digits_data, sample_indices
-from .network import (
-    DRAW_CHUNK,
-    Buffers,
-    Network,
-    NetworkSpec,
-    StageView,
-    network_bytes_per_member,
-    softmax_cross_entropy,
-)
+from .network import Buffers, Network, NetworkSpec, StageView, softmax_cross_entropy
 from .oracle import row_dot
+from .sizes import DRAW_CHUNK, network_bytes_per_member
 
 __all__ = [
     "NetworkRun",

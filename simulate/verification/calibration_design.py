@@ -8,7 +8,7 @@ root seed). Each step is a fraction of the mode's proved step cap on the weight 
 ``analog_sgd_ap``), so the design covers the steps a plan can run at. Every point is one ensemble of
 ``R`` seeds, run through the cached sweep runner (:func:`simulate.execution.sweep.run_sweep`: local
 processes or Dask, with progress; function :func:`calibration_run`, points
-:func:`design_sweep_points`). The fit is :mod:`simulate.verification.calibrate`.
+:func:`design_sweep_points`). The fit is :mod:`simulate.verification.calibration_fit`.
 
 **Tiki-Taka.** With :attr:`CalibrationProblem.algorithm` ``"tiki-taka"`` the same design (and
 the same steps, fractions of the analog cap) runs Tiki-Taka with the problem's transfer settings;
@@ -23,26 +23,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from theory.calibration import CALIBRATED_ALGORITHMS
 from theory.errors import ParameterError, check_range
 from theory.schedules import transfer_event_cycles
+from theory.vocabulary import CALIBRATED_ALGORITHMS
 
-from ..config import ORACLE_PROBLEMS, SimConfig, device_from_config
+from ..config import SimConfig, device_from_config
 from ..device import oracle_tiles
 from ..engine import run
-from ..problems import make_problem
+from ..problems import ORACLE_PROBLEMS, make_problem
+from .calibration_settings import (
+    ASYNC_DESIGN,
+    CALIBRATION_STANDARD,
+    FRACTIONS,
+    SYNC_DESIGN,
+    ProblemFields,
+)
 from .checks import config_for, region_step_cap
 from .prediction import running_average
 
 __all__ = [
-    "ASYNC_DESIGN",
     "CALIBRATE_FORMAT",
-    "CALIBRATION_QUICK",
-    "CALIBRATION_STANDARD",
     "CalibrationProblem",
     "DesignPoint",
-    "FRACTIONS",
-    "SYNC_DESIGN",
     "calibration_run",
     "design",
     "design_sweep_points",
@@ -52,23 +54,12 @@ __all__ = [
 CALIBRATE_FORMAT = 1
 #: the registry entry whose step cap sets the design's steps, per mode
 _CAP_BOUND = {"sync": "analog_sgd_sp", "async": "analog_sgd_ap"}
-#: (M, B, b) of the synchronous design points
-SYNC_DESIGN = ((1, 1, 1), (2, 4, 1), (4, 2, 2), (8, 8, 1))
-#: (M, B, b) of the asynchronous design points (B = 1: one update per micro-batch)
-ASYNC_DESIGN = ((2, 1, 1), (4, 1, 2), (8, 1, 1), (16, 1, 1))
-#: the steps of the design as fractions of the mode's step cap
-FRACTIONS = (0.1, 0.3, 0.9)
-#: the settings of the standard and the quick design (``steps`` K, ensemble ``seeds`` R,
-#: bootstrap ``resamples``)
-CALIBRATION_STANDARD = {"steps": 3000, "seeds": 32, "resamples": 200}
-CALIBRATION_QUICK = {"steps": 1500, "seeds": 12, "resamples": 50,
-         "sync": ((2, 4, 1), (8, 1, 1)), "async": ((2, 1, 1), (8, 1, 1)), "fractions": (0.2, 0.8)}
 #: the :class:`CalibrationProblem` fields of Tiki-Taka runs (recorded only for tiki-taka)
 _TRANSFER_FIELDS = ("algorithm", "transfer_every", "transfer_slice")
 
 
 @dataclass(frozen=True)
-class CalibrationProblem:
+class CalibrationProblem(ProblemFields):
     """The oracle problem a calibration describes (the :class:`SimConfig` fields that fix it).
 
     Attributes
@@ -99,18 +90,6 @@ class CalibrationProblem:
         Tiki-Taka's period ``T`` and slice (:class:`SimConfig`; unused for analog). Recorded in
         :meth:`to_dict` only for ``tiki-taka`` (an analog calibration's file is unchanged).
     """
-
-    problem: str = "quadratic"
-    dim: int = 16
-    sigma2: float = 1.0
-    device: str = "softbounds"
-    tau: float | None = 1.0
-    weight_bound: float = 0.6
-    theta: float = 0.5
-    seed: int = 0
-    algorithm: str = "analog"
-    transfer_every: int = 1
-    transfer_slice: str = "column"
 
     def __post_init__(self):
         if self.problem not in ORACLE_PROBLEMS:

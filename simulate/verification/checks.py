@@ -71,10 +71,10 @@ from theory.mixed import digital_block, mixed_constants, shares_from_sizes
 from theory.schedules import write_delay
 from theory.theorems import REGISTRY, bound_for, get_bound
 
-from ..config import ORACLE_PROBLEMS, SimConfig, device_from_config
+from ..config import SimConfig, device_from_config
 from ..engine import run
 from ..pipeline import cycles_after, forward_delays
-from ..problems import W_STAR_SCALE, make_problem, stage_blocks
+from ..problems import ORACLE_PROBLEMS, W_STAR_SCALE, make_problem, stage_blocks
 from ..trace import Trace
 from .prediction import Prediction, predict
 from .stats import one_sided_pass, standard_error

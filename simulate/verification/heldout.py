@@ -3,9 +3,9 @@ and the calibration read on a verification suite.
 
 **Held-out check** (:func:`heldout_check`). A random instance (:func:`draw_instance`: a problem,
 a grid of pipelines and a calibration design with no grid point in it) is calibrated
-(:func:`simulate.verification.calibrate.calibrate`); the calibrated and the theory-only planner
-each pick the grid point of fewest forecast / guaranteed cycles to a target (:func:`grid_target`),
-and the simulation of every grid point (:func:`simulate_grid`, sweep function
+(:func:`simulate.verification.calibration_fit.calibrate`); the calibrated and the theory-only
+planner each pick the grid point of fewest forecast / guaranteed cycles to a target
+(:func:`grid_target`), and the simulation of every grid point (:func:`simulate_grid`, sweep function
 :func:`hitting_run`) says whether the pick reaches it within :data:`HELDOUT_TOLERANCE` of the
 best (:class:`HeldOut`).
 
@@ -30,8 +30,9 @@ from ..engine import run
 from ..execution import run_sweep
 from ..pipeline import cycles_after
 from ..problems import make_problem
-from .calibrate import calibrate
-from .calibration_design import CALIBRATE_FORMAT, CALIBRATION_STANDARD, CalibrationProblem, design
+from .calibration_design import CALIBRATE_FORMAT, CalibrationProblem, design
+from .calibration_fit import calibrate
+from .calibration_settings import CALIBRATION_STANDARD
 from .prediction import first_hit, running_average
 
 __all__ = [

@@ -38,6 +38,7 @@ from ..pipeline import cycles_after
 from .checks import CHECKABLE, Check, check_bound, config_for, region_step_cap
 from .prediction import Prediction, bound_floor, first_hit, predicted_iterations, target
 from .stats import one_sided_pass
+from .suite_names import SUITE_NAMES
 
 __all__ = [
     "Case",
@@ -322,7 +323,8 @@ THOROUGH: tuple[Case, ...] = tuple(
 )
 
 #: suite name -> its case table
-SUITES: dict[str, tuple[Case, ...]] = {"quick": QUICK, "standard": STANDARD, "thorough": THOROUGH}
+SUITES: dict[str, tuple[Case, ...]] = dict(zip(SUITE_NAMES, (QUICK, STANDARD, THOROUGH),
+                                               strict=True))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -40,13 +40,13 @@ from theory.errors import ParameterError, check_range
 from ..execution import package_version, run_sweep
 from ..rng import bootstrap_generator
 from .calibration_design import (
-    CALIBRATION_STANDARD,
     CalibrationProblem,
     DesignPoint,
     calibration_run,
     design,
     design_sweep_points,
 )
+from .calibration_settings import CALIBRATION_STANDARD
 from .prediction import first_hit
 from .stats import bootstrap_means, percentile_interval
 

@@ -1,0 +1,45 @@
+"""The names and sizes of the digits networks, without their kernels: what a run record needs.
+
+:class:`simulate.SimConfig` checks a run's memory before anything is allocated and names the
+network problems; both come from here, so that reading a configuration (and ``aimc-pipeline
+simulate --help``) loads neither :mod:`simulate.problems.network` nor its compiled kernels.
+
+>>> network_bytes_per_member(1, 1000) == 8 * DIGITS_TRAIN * max(NETWORK_WIDTH, DIGITS_FEATURES)
+True
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DIGITS_CLASSES",
+    "DIGITS_FEATURES",
+    "DIGITS_TRAIN",
+    "DRAW_CHUNK",
+    "NETWORK_LAYERS",
+    "NETWORK_PROBLEMS",
+    "NETWORK_WIDTH",
+    "network_bytes_per_member",
+]
+
+#: updates whose gradient noise (oracle) or batches (networks) are drawn at once (the bits do not
+#: depend on it; see the runs)
+DRAW_CHUNK = 256
+#: the digits training split (images, features, classes) and the default network (layers, width),
+#: for the memory estimates of the network runs (:func:`network_bytes_per_member`)
+DIGITS_TRAIN, DIGITS_FEATURES, DIGITS_CLASSES = 1437, 64, 10
+NETWORK_LAYERS, NETWORK_WIDTH = 16, 32
+#: digits networks trained stage by stage (:mod:`simulate.problems.network`)
+NETWORK_PROBLEMS = ("digits-mlp", "digits-resmlp")
+
+
+def network_bytes_per_member(samples: int, steps: int, layers: int = NETWORK_LAYERS,
+                             width: int = NETWORK_WIDTH) -> int:
+    """Bytes of the largest array one ensemble member of a digits network run allocates.
+
+    The largest of: its weights, a layer's activations over the whole training split (the
+    measurements), a layer's activations of one batch of ``samples``, and the indices of the
+    batches drawn at once (``min(256, steps)`` batches of int64).
+    """
+    wide = max(width, DIGITS_FEATURES, DIGITS_CLASSES)
+    weights = DIGITS_FEATURES * width + (layers - 2) * width * width + width * DIGITS_CLASSES
+    return 8 * max(weights, DIGITS_TRAIN * wide, samples * wide, min(DRAW_CHUNK, steps) * samples)
