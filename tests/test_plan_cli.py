@@ -159,3 +159,40 @@ def test_huge_eps_plans_one_iteration(capsys):
                  "--json"]) == 0
     data = _strict_json(capsys.readouterr().out)["plan"]
     assert data["iterations"] == 1 and data["eps"] == 1e300 and data["seconds"] > 0
+
+
+def test_write_per_sample_plans_with_the_per_sample_guarantees(capsys):
+    """--write per-sample: Corollary 3PS for sync and Theorem 4'PS for async (library = CLI)."""
+    argv = ["plan", "--model", "digits-mlp", "--accelerators", "4", "--eps", "2.5", *SMALL,
+            "--write", "per-sample", "--json"]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)["plan"]
+    hardware = PlanHardware(from_preset("softbounds-tau1"), accelerators=4)
+    for modes, name in ((("async",), "analog_sgd_ap_per_sample"),
+                        (("sync",), "analog_sgd_sp_per_sample")):
+        limits = PlanLimits(32, 32, modes=modes, write="per-sample")
+        result = plan(load_model("digits-mlp"), hardware, ProblemParams(), 2.5, limits,
+                      relax=False)
+        assert result.best.bound == name
+    expected = plan(load_model("digits-mlp"), hardware, ProblemParams(), 2.5,
+                    PlanLimits(32, 32, write="per-sample"), relax=False)
+    assert (data["mode"], data["iterations"]) == (expected.mode, expected.iterations)
+    # the relaxation has no GP for Theorem 4'PS (its c is no monomial in b): said, not faked
+    assert "not a monomial in b" in data["relaxed"]["message"]
+    # batch-mean (the default) is unchanged
+    default = plan(load_model("digits-mlp"), hardware, ProblemParams(), 2.5, PlanLimits(32, 32),
+                   relax=False)
+    assert default.best.bound in ("analog_sgd_sp", "analog_sgd_ap", "analog_sgd_ap_b")
+
+
+def test_write_errors_are_one_line(capsys):
+    with pytest.raises(SystemExit) as exit_info:  # argparse's own choice check
+        main(["plan", "--model", "digits-mlp", "--write", "rows"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --write: invalid choice: 'rows'" in err and err.count("\n") == 1
+    assert main(["plan", "--model", "digits-mlp", "--algorithm", "tiki-taka",
+                 "--write", "per-sample"]) == 2
+    err = capsys.readouterr().err
+    assert "--write per-sample: no Tiki-Taka guarantee is registered" in err
+    assert err.count("\n") == 1

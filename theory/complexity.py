@@ -461,7 +461,8 @@ def conditions_met(bound: Bound, settings) -> bool:
                for key, value in needed.items())
 
 
-def guarantee_entries(mode: str, algorithm: str = "analog", settings=None) -> tuple[Bound, ...]:
+def guarantee_entries(mode: str, algorithm: str = "analog", settings=None,
+                      write: str = "batch-mean") -> tuple[Bound, ...]:
     """The ``derived`` entries :func:`evaluate_guarantee` would use (possibly none).
 
     :func:`theory.theorems.bounds_for` ``(mode, algorithm)`` (empty where it has none), kept
@@ -469,7 +470,7 @@ def guarantee_entries(mode: str, algorithm: str = "analog", settings=None) -> tu
     ``settings=None`` keeps them all, today's analog and digital guarantees).
     """
     try:
-        entries = bounds_for(mode, algorithm)
+        entries = bounds_for(mode, algorithm, write)
     except ParameterError:
         if mode not in MODES:
             raise
@@ -481,7 +482,7 @@ def guarantee_entries(mode: str, algorithm: str = "analog", settings=None) -> tu
 
 def evaluate_guarantee(mode: str, eps, *, algorithm: str = "analog",
                        on_unreachable: str = "raise", settings=None, transfer=None,
-                       **values) -> ComplexityResult:
+                       write: str = "batch-mean", **values) -> ComplexityResult:
     r"""The proved complexity of ``algorithm`` under ``mode``: the smallest K(eps) of its theorems.
 
     Every ``derived`` entry of :func:`theory.theorems.bounds_for` ``(mode, algorithm)`` is a valid
@@ -517,8 +518,8 @@ def evaluate_guarantee(mode: str, eps, *, algorithm: str = "analog",
     if algorithm == "tiki-taka" and transfer is None:
         raise ParameterError("transfer=None: tiki-taka cycles need (transfer_every, "
                              "event_cycles), the transfers counted on top of the schedule")
-    entries = guarantee_entries(mode, algorithm, settings) if settings is not None \
-        else bounds_for(mode, algorithm)
+    entries = guarantee_entries(mode, algorithm, settings, write) if settings is not None \
+        else bounds_for(mode, algorithm, write)
     if not entries:
         raise ParameterError(
             f"algorithm={algorithm!r}: no derived bound for mode={mode!r} meets the settings "

@@ -323,8 +323,16 @@ def solve_relaxation(
     failures: list[tuple[str, str]] = []
     # every proved bound of a mode is a guarantee; the relaxation of their minimum is the
     # minimum of their relaxations, so each is solved and the smallest value kept
-    for mode, bound in ((m, b.name) for m in modes for b in bounds_for(m)):
-        mono = rate_monomials(bound, values, stage_range.stop - 1)
+    pairs = [(m, b.name) for m in modes for b in bounds_for(m, "analog", limits.write)]
+    try:
+        monomials = {bound: rate_monomials(bound, values, stage_range.stop - 1)
+                     for _, bound in pairs}
+    except ParameterError as error:  # Theorem 4'PS: its c is no monomial in b (no GP); the
+        # other modes' relaxations alone would be no lower bound of the plan
+        return Relaxed.empty(INFEASIBLE, f"no relaxation: {error}",
+                             solve_time_s=time.perf_counter() - start)
+    for mode, bound in pairs:
+        mono = monomials[bound]
         exps = tuple(
             (mono[t][1], mono[t][2], mono[t][3]) if mono[t][0] > 0 else None for t in _TERMS
         )
