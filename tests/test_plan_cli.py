@@ -218,3 +218,15 @@ def test_relaxation_minorant_of_the_per_sample_async_c():
         assert float(low(values)) <= float(full({**values, "b": batch}))
     assert float(full({**values, "b": 10**12})) == pytest.approx(float(low(values)), rel=1e-5)
     assert sp.simplify(minorant - REGISTRY[name].rate_c.subs(b, sp.oo)) == 0
+
+
+def test_write_per_sample_with_kinds_warns_in_one_line(capsys):
+    argv = ["plan", "--model", "digits-mlp", "--digital-accelerators", "2", "--accelerators", "4",
+            "--eps", "2.5", "--write", "per-sample", *SMALL]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    warnings = [x for x in captured.err.splitlines() if x.startswith("warning:")]
+    assert warnings == ["warning: --write per-sample: the mode comparison (accelerator kinds) "
+                        "uses the batch-mean guarantees; only the single-kind plan uses the "
+                        "per-sample ones"]
+    assert "analog_sgd_ap_per_sample" in captured.out or "analog_sgd_sp_per_sample" in captured.out

@@ -300,6 +300,10 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(result.table())
         return 0
+    if args.write != "batch-mean":
+        print(f"warning: --write {args.write}: the mode comparison (accelerator kinds) uses the "
+              "batch-mean guarantees; only the single-kind plan uses the per-sample ones",
+              file=sys.stderr)
     # with kinds, a single-kind plan that cannot be made does not stop the mode comparison
     try:
         result, failure = plan(model, hardware, problem, args.eps, limits,
