@@ -463,7 +463,7 @@ def bounds_for(mode: str, algorithm: str = "analog",
     ------
     ParameterError
         For an unknown mode, algorithm or write semantics, or a combination without a derived
-        bound (e.g. analog per-sample writes under ``async``).
+        bound (e.g. mixed analog and digital stages with per-sample writes).
     """
     for name, value, valid in (("mode", mode, MODES), ("algorithm", algorithm, ALGORITHMS),
                                ("write", write, WRITE_SEMANTICS),
@@ -481,6 +481,7 @@ def bound_for(mode: str, algorithm: str = "analog", write: str = "batch-mean") -
 
     ``("digital", "none")`` is Theorem 1, ``("analog", "none")`` Theorem 2, ``("analog", "sync")``
     Corollary 3 and ``("analog", "async")`` Theorem 4' (``bounds_for`` adds Theorem 4'B); with
-    ``write="per-sample"``, ``("analog", "none")`` and ``("analog", "sync")`` are Corollary 3PS.
+    ``write="per-sample"``, ``("analog", "none")`` and ``("analog", "sync")`` are Corollary 3PS and
+    ``("analog", "async")`` is Theorem 4'PS.
     """
     return bounds_for(mode, algorithm, write)[0]
