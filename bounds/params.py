@@ -61,7 +61,7 @@ from theory.limits import (
     check_size,
 )
 from theory.userfiles import STRING, in_file, integer, load_toml, number, read_user_text, table
-from theory.vocabulary import TRANSFER_SLICES
+from theory.vocabulary import TRANSFER_SLICES, WRITE_SEMANTICS
 
 from .timing import TimingModel
 
@@ -443,11 +443,15 @@ class PlanLimits:
         :data:`theory.limits.MAX_GRID_POINTS` points.
     modes : tuple of str
         Modes to consider, a non-empty subset of :data:`PLAN_MODES` (``("sync", "async")``).
+    write : {"batch-mean", "per-sample"}
+        The write semantics the guarantees are taken for (:func:`theory.theorems.bounds_for`):
+        ``per-sample`` plans with Corollary 3PS (sync) and Theorem 4'PS (async).
     """
 
     max_micro_batches: int = 512
     max_micro_batch_size: int = 512
     modes: tuple[str, ...] = PLAN_MODES
+    write: str = "batch-mean"
 
     def __post_init__(self):
         for key in ("max_micro_batches", "max_micro_batch_size"):
@@ -465,6 +469,9 @@ class PlanLimits:
             raise ParameterError(f"modes={modes!r} is invalid; valid: a non-empty subset of "
                                  f"{', '.join(PLAN_MODES)}")
         object.__setattr__(self, "modes", tuple(dict.fromkeys(modes)))
+        if self.write not in WRITE_SEMANTICS:
+            raise ParameterError(f"write={self.write!r} is unknown; valid: "
+                                 f"{', '.join(WRITE_SEMANTICS)}")
 
 
 @dataclass(frozen=True)

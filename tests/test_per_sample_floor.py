@@ -24,6 +24,8 @@ from theory.symbols import B, Delta, G_inf, K, L, alpha, b, n, q_max, q_min, sig
 
 PER_SAMPLE = {"analog_sgd_per_sample": ("analog_sgd", n), "analog_sgd_sp_per_sample":
               ("analog_sgd_sp", B * b)}
+#: Theorem 4'PS (tests/test_theorem4ps.py): the asynchronous pipeline's per-sample entry
+PER_SAMPLE_AP = "analog_sgd_ap_per_sample"
 
 
 # ---- the registry -----------------------------------------------------------------------------
@@ -31,15 +33,17 @@ PER_SAMPLE = {"analog_sgd_per_sample": ("analog_sgd", n), "analog_sgd_sp_per_sam
 def test_entries_are_per_sample_and_the_rest_batch_mean():
     assert WRITE_SEMANTICS == ("batch-mean", "per-sample")
     for name, bound in REGISTRY.items():
-        assert bound.write == ("per-sample" if name in PER_SAMPLE else "batch-mean"), name
+        assert bound.write == ("per-sample" if name in (*PER_SAMPLE, PER_SAMPLE_AP)
+                               else "batch-mean"), name
     assert bound_for("none", "analog", "per-sample").name == "analog_sgd_per_sample"
     assert bound_for("sync", "analog", "per-sample").name == "analog_sgd_sp_per_sample"
     # existing callers are unchanged; digital writes are linear (per-sample = batch mean)
     assert bound_for("none").name == "analog_sgd" and bound_for("sync").name == "analog_sgd_sp"
     assert bound_for("none", "digital", "per-sample").name == "digital_sgd"
     assert [x.name for x in bounds_for("async")] == ["analog_sgd_ap", "analog_sgd_ap_b"]
+    assert [x.name for x in bounds_for("async", "analog", "per-sample")] == [PER_SAMPLE_AP]
     with pytest.raises(ParameterError, match="^no derived bound .*write='per-sample'"):
-        bounds_for("async", "analog", "per-sample")
+        bounds_for("async", "mixed", "per-sample")
     with pytest.raises(ParameterError, match="^write='rows' is unknown"):
         bounds_for("none", "analog", "rows")
 

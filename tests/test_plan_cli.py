@@ -159,3 +159,74 @@ def test_huge_eps_plans_one_iteration(capsys):
                  "--json"]) == 0
     data = _strict_json(capsys.readouterr().out)["plan"]
     assert data["iterations"] == 1 and data["eps"] == 1e300 and data["seconds"] > 0
+
+
+def test_write_per_sample_plans_with_the_per_sample_guarantees(capsys):
+    """--write per-sample: Corollary 3PS for sync and Theorem 4'PS for async (library = CLI)."""
+    argv = ["plan", "--model", "digits-mlp", "--accelerators", "4", "--eps", "2.5", *SMALL,
+            "--write", "per-sample", "--json"]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)["plan"]
+    hardware = PlanHardware(from_preset("softbounds-tau1"), accelerators=4)
+    for modes, name in ((("async",), "analog_sgd_ap_per_sample"),
+                        (("sync",), "analog_sgd_sp_per_sample")):
+        limits = PlanLimits(32, 32, modes=modes, write="per-sample")
+        result = plan(load_model("digits-mlp"), hardware, ProblemParams(), 2.5, limits,
+                      relax=False)
+        assert result.best.bound == name
+    expected = plan(load_model("digits-mlp"), hardware, ProblemParams(), 2.5,
+                    PlanLimits(32, 32, write="per-sample"), relax=False)
+    assert (data["mode"], data["iterations"]) == (expected.mode, expected.iterations)
+    # the relaxation uses a minorant of Theorem 4'PS's c (no monomial in b): still a lower bound
+    assert data["relaxed"]["value"] <= data["seconds"] * (1 + 1e-6)
+    # batch-mean (the default) is unchanged
+    default = plan(load_model("digits-mlp"), hardware, ProblemParams(), 2.5, PlanLimits(32, 32),
+                   relax=False)
+    assert default.best.bound in ("analog_sgd_sp", "analog_sgd_ap", "analog_sgd_ap_b")
+
+
+def test_write_errors_are_one_line(capsys):
+    with pytest.raises(SystemExit) as exit_info:  # argparse's own choice check
+        main(["plan", "--model", "digits-mlp", "--write", "rows"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --write: invalid choice: 'rows'" in err and err.count("\n") == 1
+    assert main(["plan", "--model", "digits-mlp", "--algorithm", "tiki-taka",
+                 "--write", "per-sample"]) == 2
+    err = capsys.readouterr().err
+    assert "--write per-sample: no Tiki-Taka guarantee is registered" in err
+    assert err.count("\n") == 1
+
+
+def test_relaxation_minorant_of_the_per_sample_async_c():
+    """Theorem 4'PS's c decreases in b; the relaxation drops its sqrt(D/b) part (b-free, below c
+    at every b) and keeps every other term as it is."""
+    import sympy as sp
+
+    from bounds.planning.relaxation import _relaxed_term
+    from theory import REGISTRY, compile_expr
+    from theory.symbols import b
+
+    name = "analog_sgd_ap_per_sample"
+    minorant = _relaxed_term(name, "rate_c")
+    assert b not in minorant.free_symbols
+    assert _relaxed_term(name, "rate_a") == REGISTRY[name].rate_a
+    assert _relaxed_term("analog_sgd_ap", "rate_c") == REGISTRY["analog_sgd_ap"].rate_c
+    full, low = compile_expr(REGISTRY[name].rate_c), compile_expr(minorant)
+    values = dict(L=1.0, L_s=1.0, Delta=1.0, q_min=0.5, q_max=1.5, G_inf=0.4, theta=0.5, D=7)
+    for batch in (1, 4, 64, 10**6):
+        assert float(low(values)) <= float(full({**values, "b": batch}))
+    assert float(full({**values, "b": 10**12})) == pytest.approx(float(low(values)), rel=1e-5)
+    assert sp.simplify(minorant - REGISTRY[name].rate_c.subs(b, sp.oo)) == 0
+
+
+def test_write_per_sample_with_kinds_warns_in_one_line(capsys):
+    argv = ["plan", "--model", "digits-mlp", "--digital-accelerators", "2", "--accelerators", "4",
+            "--eps", "2.5", "--write", "per-sample", *SMALL]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    warnings = [x for x in captured.err.splitlines() if x.startswith("warning:")]
+    assert warnings == ["warning: --write per-sample: the mode comparison (accelerator kinds) "
+                        "uses the batch-mean guarantees; only the single-kind plan uses the "
+                        "per-sample ones"]
+    assert "analog_sgd_ap_per_sample" in captured.out or "analog_sgd_sp_per_sample" in captured.out

@@ -79,8 +79,8 @@ c_nn = sp.Symbol("c", nonnegative=True)
 THETA01 = {theta: s / (1 + s)}
 k_root = sp.Symbol("k_root", positive=True)  # stands for sqrt(8 kappa/(1 - theta)) of Theorem 4'
 DERIVED_ANALOG = ("analog_sgd", "analog_sgd_sp", "analog_sgd_ap", "analog_sgd_ap_b",
-                  "analog_sgd_per_sample", "analog_sgd_sp_per_sample", "analog_sgd_biased",
-                  "analog_sgd_biased_sharp")
+                  "analog_sgd_per_sample", "analog_sgd_sp_per_sample", "analog_sgd_ap_per_sample",
+                  "analog_sgd_biased", "analog_sgd_biased_sharp")
 ASYNC_ANALOG = ("analog_sgd_ap", "analog_sgd_ap_b")
 FIELDS = ("expr", "inv_step_cap", "rate_a", "rate_c", "floor", "best_step", "noise_step")
 
@@ -119,7 +119,7 @@ def test_registry_names_and_order():
     assert list(REGISTRY) == [
         "digital_sgd", "analog_sgd_companion", "analog_sgd", "analog_sgd_sp", "analog_sgd_ap",
         "analog_sgd_ap_b", "analog_sgd_per_sample", "analog_sgd_sp_per_sample",
-        "tiki_taka_companion", "tiki_taka_sp", "tiki_taka_reset", "tiki_taka_reset_sp",
+        "analog_sgd_ap_per_sample", "tiki_taka_companion", "tiki_taka_sp", "tiki_taka_reset", "tiki_taka_reset_sp",
         "tiki_taka_reset_ap", "tiki_taka_reset_ap_b", "analog_sgd_mixed", "analog_sgd_sp_mixed",
         "analog_sgd_ap_mixed", "analog_sgd_biased", "analog_sgd_biased_sharp", "literature_sgd",
         "literature_delay_fixed", "literature_delay_arbitrary", "literature_async_sgd", "local_sgd",
@@ -136,8 +136,8 @@ def test_batches_and_modes():
         "digital_sgd": (n, "none"), "analog_sgd_companion": (n, "none"),
         "analog_sgd": (n, "none"), "analog_sgd_sp": (B * b, "sync"), "analog_sgd_ap": (b, "async"),
         "analog_sgd_ap_b": (b, "async"), "analog_sgd_per_sample": (n, "none"),
-        "analog_sgd_sp_per_sample": (B * b, "sync"), "analog_sgd_biased": (n, "none"),
-        "analog_sgd_biased_sharp": (n, "none"),
+        "analog_sgd_sp_per_sample": (B * b, "sync"), "analog_sgd_ap_per_sample": (b, "async"),
+        "analog_sgd_biased": (n, "none"), "analog_sgd_biased_sharp": (n, "none"),
     }
     for name, (batch, mode) in expected.items():
         assert is_zero(REGISTRY[name].batch - batch)
@@ -438,6 +438,7 @@ INCREASING = {
     "analog_sgd_ap_b": (sigma2, L, Delta, G_inf, D, L_s),
     "analog_sgd_per_sample": (sigma2, L, Delta, G_inf),
     "analog_sgd_sp_per_sample": (sigma2, L, Delta, G_inf),
+    "analog_sgd_ap_per_sample": (sigma2, L, Delta, G_inf, D, L_s),
     "tiki_taka_companion": (sigma2, L, Delta),
     "tiki_taka_sp": (sigma2, L, Delta),
     "tiki_taka_reset": (sigma2, L, Delta, G_inf),
@@ -504,7 +505,8 @@ def test_iterations_decreasing_in_eps(name):
 
 
 @pytest.mark.parametrize(
-    "name", [*ASYNC_ANALOG, "literature_delay_fixed", "literature_delay_arbitrary"]
+    "name", [*ASYNC_ANALOG, "analog_sgd_ap_per_sample", "literature_delay_fixed",
+             "literature_delay_arbitrary"]
 )
 def test_iterations_increasing_in_delay(name):
     bound = REGISTRY[name]

@@ -461,15 +461,16 @@ def conditions_met(bound: Bound, settings) -> bool:
                for key, value in needed.items())
 
 
-def guarantee_entries(mode: str, algorithm: str = "analog", settings=None) -> tuple[Bound, ...]:
+def guarantee_entries(mode: str, algorithm: str = "analog", settings=None,
+                      write: str = "batch-mean") -> tuple[Bound, ...]:
     """The ``derived`` entries :func:`evaluate_guarantee` would use (possibly none).
 
-    :func:`theory.theorems.bounds_for` ``(mode, algorithm)`` (empty where it has none), kept
+    :func:`theory.theorems.bounds_for` ``(mode, algorithm, write)`` (empty where it has none), kept
     only where ``settings`` meet their ``setting`` conditions (:func:`conditions_met`;
     ``settings=None`` keeps them all, today's analog and digital guarantees).
     """
     try:
-        entries = bounds_for(mode, algorithm)
+        entries = bounds_for(mode, algorithm, write)
     except ParameterError:
         if mode not in MODES:
             raise
@@ -481,11 +482,12 @@ def guarantee_entries(mode: str, algorithm: str = "analog", settings=None) -> tu
 
 def evaluate_guarantee(mode: str, eps, *, algorithm: str = "analog",
                        on_unreachable: str = "raise", settings=None, transfer=None,
-                       **values) -> ComplexityResult:
+                       write: str = "batch-mean", **values) -> ComplexityResult:
     r"""The proved complexity of ``algorithm`` under ``mode``: the smallest K(eps) of its theorems.
 
-    Every ``derived`` entry of :func:`theory.theorems.bounds_for` ``(mode, algorithm)`` is a valid
-    guarantee (for ``async``: Theorem 4' and its floor-charged variant 4'B), so the smallest
+    Every ``derived`` entry of :func:`theory.theorems.bounds_for` ``(mode, algorithm, write)`` is a
+    valid guarantee (for ``async``: Theorem 4' and its floor-charged variant 4'B; with
+    ``write="per-sample"``: Theorem 4'PS), so the smallest
     iteration count among them is one too. Per point, the result holds the fields of the entry
     that gives the fewest whole iterations, and ``algorithm`` names it (a string, or an array of
     names for array inputs); where no entry reaches ``eps`` the first entry's values (floor,
@@ -505,6 +507,8 @@ def evaluate_guarantee(mode: str, eps, *, algorithm: str = "analog",
         (:func:`theory.schedules.transfer_event_cycles`); required for ``algorithm="tiki-taka"``,
         whose cycles are the schedule's plus :math:`\lfloor K/T \rfloor c_T`
         (:func:`theory.schedules.transfer_cycles`, the one timing rule).
+    write : {"batch-mean", "per-sample"}
+        The write semantics of the entries (:func:`theory.theorems.bounds_for`).
 
     Raises
     ------
@@ -517,8 +521,8 @@ def evaluate_guarantee(mode: str, eps, *, algorithm: str = "analog",
     if algorithm == "tiki-taka" and transfer is None:
         raise ParameterError("transfer=None: tiki-taka cycles need (transfer_every, "
                              "event_cycles), the transfers counted on top of the schedule")
-    entries = guarantee_entries(mode, algorithm, settings) if settings is not None \
-        else bounds_for(mode, algorithm)
+    entries = guarantee_entries(mode, algorithm, settings, write) if settings is not None \
+        else bounds_for(mode, algorithm, write)
     if not entries:
         raise ParameterError(
             f"algorithm={algorithm!r}: no derived bound for mode={mode!r} meets the settings "

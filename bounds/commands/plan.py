@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 from theory.commands import add_alias, command_main, print_json
 from theory.errors import ParameterError, check_range
 from theory.fileio import atomic_write, check_output_dir, output_errors
-from theory.vocabulary import TRANSFER_SLICES
+from theory.vocabulary import TRANSFER_SLICES, WRITE_SEMANTICS
 
 from ..params import (
     DEFAULT_EPS,
@@ -144,6 +144,12 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
         "--modes", nargs="+", choices=PLAN_MODES, default=list(limits.modes),
         help="pipeline modes to consider",
     )
+    parser.add_argument(
+        "--write", choices=WRITE_SEMANTICS, default="batch-mean",
+        help="write semantics of an update: batch-mean (one analog write of the mean gradient) "
+        "or per-sample (one rank-1 write per sample, as a crossbar does; guarantees Corollary "
+        "3PS for sync, Theorem 4'PS for async); default batch-mean",
+    )
     parser.add_argument("--no-relax", action="store_true",
                         help="skip the geometric-programming relaxation")
     parser.add_argument("--json", action="store_true",
@@ -241,7 +247,8 @@ def run(args: argparse.Namespace) -> int:
     # the flags first (cheap, and each names itself), then the model file
     check_range("eps", args.eps, 0, low_open=True)
     limits = PlanLimits(max_micro_batches=args.max_micro_batches,
-                        max_micro_batch_size=args.max_micro_batch_size, modes=tuple(args.modes))
+                        max_micro_batch_size=args.max_micro_batch_size, modes=tuple(args.modes),
+                        write=args.write)
     extra = {"weight_bound": args.weight_bound} if "weight_bound" in args else {}
     hardware = PlanHardware(
         from_preset(args.preset, **extra), accelerators=args.accelerators,
@@ -259,6 +266,11 @@ def run(args: argparse.Namespace) -> int:
     sizes = tuple(check_range("mode-micro-batch-sizes", b, 1, 10**9, integer=True)
                   for b in args.mode_micro_batch_sizes)
     mode_limits = ModeLimits(micro_batch_sizes=sizes) if kinds is not None else None
+    if args.write != "batch-mean" and args.algorithm == "tiki-taka":
+        raise ParameterError(
+            f"--write {args.write}: no Tiki-Taka guarantee is registered for per-sample writes "
+            "(docs/theory.md, Theorem 4'PS, Tiki-Taka under per-sample writes); valid: "
+            "--write batch-mean")
     problem = problem_from_args(args)
     calibration = None
     if getattr(args, "calibration", None) is not None:
@@ -292,6 +304,10 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(result.table())
         return 0
+    if args.write != "batch-mean":
+        print(f"warning: --write {args.write}: the mode comparison (accelerator kinds) uses the "
+              "batch-mean guarantees; only the single-kind plan uses the per-sample ones",
+              file=sys.stderr)
     # with kinds, a single-kind plan that cannot be made does not stop the mode comparison
     try:
         result, failure = plan(model, hardware, problem, args.eps, limits,

@@ -128,13 +128,14 @@ def plan(
     problem, limits = check_arguments(model, hardware, problem, limits)
     eps = check_range("eps", eps, 0, low_open=True)
     start = time.perf_counter()
-    bounds = AnalogBounds(eps, theory_values(hardware.hardware, problem))
+    bounds = AnalogBounds(eps, theory_values(hardware.hardware, problem), limits.write)
     search = GridSearch(model, hardware, limits, GuaranteeObjective(bounds), PlainCost())
     found, ruled_out, floors, _ = search.search(limits.modes)
     if not found:
         if floors and len(floors) == len(limits.modes):
             mode = min(floors, key=floors.get)
-            raise UnreachableTargetError(bound_for(mode).name, eps, floors[mode])
+            raise UnreachableTargetError(bound_for(mode, "analog", limits.write).name, eps,
+                                             floors[mode])
         raise ParameterError("; ".join(f"{m}: {r}" for m, r in ruled_out) or "no feasible plan")
     exact_time = time.perf_counter() - start
     best = found[0]
@@ -233,7 +234,7 @@ def time_grid(
     eps = check_range("eps", eps, 0, low_open=True)
     if mode not in PLAN_MODES:
         raise ParameterError(f"mode={mode!r} is unknown; valid: {', '.join(PLAN_MODES)}")
-    bounds = AnalogBounds(eps, theory_values(hardware.hardware, problem))
+    bounds = AnalogBounds(eps, theory_values(hardware.hardware, problem), limits.write)
     search = GridSearch(model, hardware, limits, GuaranteeObjective(bounds), PlainCost())
     out = {}
     for grid in search.grids(mode):
@@ -334,7 +335,7 @@ def forecast_plan(model: Model, hardware: PlanHardware, problem: ProblemParams, 
         tiki_taka.plan_tiki_taka` plans with a Tiki-Taka one).
     """
     check_calibration(calibration, "analog", source)
-    bounds = AnalogBounds(eps, theory_values(hardware.hardware, problem))
+    bounds = AnalogBounds(eps, theory_values(hardware.hardware, problem), limits.write)
     objective = ForecastObjective(bounds, calibration)
     search = GridSearch(model, hardware, limits, objective, PlainCost())
     found = forecast_choices(search, limits, calibration, source, "forecast (its floor is at or "

@@ -72,6 +72,9 @@ from theory.fileio import strict_json
 from theory.schedules import max_delay
 from theory.symbols import B as B_SYM
 from theory.symbols import b as b_SYM
+from theory.symbols import q_max as q_max_SYM
+from theory.symbols import q_min as q_min_SYM
+from theory.symbols import theta as theta_SYM
 from theory.theorems import bounds_for, get_bound
 
 from ..evaluation import theory_values
@@ -109,12 +112,36 @@ _K_POWER = {"rate_a": -0.5, "rate_c": -1.0, "floor": 0.0}
 
 
 @cache
+def _relaxed_term(name: str, term: str) -> sp.Expr:
+    r"""The rate-form term ``term`` of bound ``name`` the relaxation uses: the term itself, or, where
+    it is no monomial in ``b``, its limit as ``b`` grows when that is a minorant for every ``b``
+    (checked symbolically on :math:`\theta \in (0, 1)`, :math:`q_{\max} \ge q_{\min}`).
+
+    Theorem 4'PS's ``c`` is :math:`2\Delta/(\alpha_{AP} q_{\min}) + 8\kappa (L_s^2\Delta/L)
+    (\sqrt{D/b} + (G_\infty/q_{\max}) D)^2`, which decreases in ``b``: its minorant drops the
+    :math:`\sqrt{D/b}` part (a lower bound stays a lower bound, only less tight).
+    """
+    expr = getattr(get_bound(name), term)
+    if b_SYM not in expr.free_symbols or sp.sympify(
+            sp.simplify(b_SYM * sp.diff(expr, b_SYM) / expr)).is_number:
+        return expr
+    limit = expr.subs(b_SYM, sp.oo)
+    s, v = sp.symbols("s v", nonnegative=True)
+    gap = (expr - limit).subs({theta_SYM: s / (1 + s), q_max_SYM: q_min_SYM * (1 + v)})
+    if (b_SYM in limit.free_symbols or limit.has(sp.oo, -sp.oo, sp.zoo, sp.nan)
+            or sp.factor(sp.together(gap)).is_nonnegative is not True):
+        raise ParameterError(
+            f"{name}.{term} is not a monomial in {b_SYM} and has no monomial minorant: the "
+            "relaxation needs one")
+    return limit
+
+
+@cache
 def _exponents(name: str) -> dict[str, tuple[float, float]]:
     """Exponents of ``B`` and ``b`` in each rate-form term of bound ``name`` (symbolic check)."""
-    bound = get_bound(name)
     out = {}
     for term in _TERMS:
-        expr = getattr(bound, term)
+        expr = _relaxed_term(name, term)
         powers = []
         for x in (B_SYM, b_SYM):
             e = sp.simplify(x * sp.diff(expr, x) / expr) if x in expr.free_symbols else 0
@@ -131,7 +158,7 @@ def _exponents(name: str) -> dict[str, tuple[float, float]]:
 def _term_values(name: str, term: str, values: dict, stages: np.ndarray) -> np.ndarray:
     """The term at ``B = b = 1`` for each ``M`` in ``stages`` (``D`` the schedule's ``M - 1``)."""
     env = {**values, "B": 1, "b": 1, "M": stages, "D": max_delay(stages)}
-    term_at = compile_expr(getattr(get_bound(name), term))
+    term_at = compile_expr(_relaxed_term(name, term))
     return np.broadcast_to(np.asarray(term_at(env), float), stages.shape)
 
 
@@ -323,8 +350,16 @@ def solve_relaxation(
     failures: list[tuple[str, str]] = []
     # every proved bound of a mode is a guarantee; the relaxation of their minimum is the
     # minimum of their relaxations, so each is solved and the smallest value kept
-    for mode, bound in ((m, b.name) for m in modes for b in bounds_for(m)):
-        mono = rate_monomials(bound, values, stage_range.stop - 1)
+    pairs = [(m, b.name) for m in modes for b in bounds_for(m, "analog", limits.write)]
+    try:
+        monomials = {bound: rate_monomials(bound, values, stage_range.stop - 1)
+                     for _, bound in pairs}
+    except ParameterError as error:  # Theorem 4'PS: its c is no monomial in b (no GP); the
+        # other modes' relaxations alone would be no lower bound of the plan
+        return Relaxed.empty(INFEASIBLE, f"no relaxation: {error}",
+                             solve_time_s=time.perf_counter() - start)
+    for mode, bound in pairs:
+        mono = monomials[bound]
         exps = tuple(
             (mono[t][1], mono[t][2], mono[t][3]) if mono[t][0] > 0 else None for t in _TERMS
         )

@@ -96,19 +96,23 @@ class AnalogBounds:
         The target, > 0.
     values : dict
         The constants of the bounds by symbol name (:func:`bounds.theory_values`).
+    write : {"batch-mean", "per-sample"}
+        The write semantics of the entries (``per-sample``: ``analog_sgd_sp_per_sample`` for
+        sync, ``analog_sgd_ap_per_sample`` for async).
     """
 
     eps: float
     values: dict
+    write: str = "batch-mean"
 
     def guarantee(self, mode: str, grid: dict, on_unreachable: str = "status") -> ComplexityResult:
         """The proved complexity of ``mode`` on ``grid``: the fewest iterations over its bounds."""
-        return evaluate_guarantee(mode, self.eps, on_unreachable=on_unreachable, **self.values,
-                                  **grid)
+        return evaluate_guarantee(mode, self.eps, on_unreachable=on_unreachable,
+                                  write=self.write, **self.values, **grid)
 
     def bound_name(self, mode: str) -> str:
         """The mode's registry entry (:func:`theory.theorems.bound_for`)."""
-        return bound_for(mode).name
+        return bound_for(mode, "analog", self.write).name
 
     def label(self, mode: str, point: dict) -> str:
         """The entry that gives the fewest iterations at ``point`` (it must reach ``eps``)."""
@@ -121,7 +125,7 @@ class AnalogBounds:
 
     def step_cap(self, mode: str, grid: dict) -> np.ndarray:
         """The mode's step cap (:func:`theory.admissible.step_cap` of its entry) on ``grid``."""
-        name = bound_for(mode).name
+        name = bound_for(mode, "analog", self.write).name
         stages = np.asarray(grid["M"])
         shape = np.broadcast_shapes(*(np.shape(v) for v in grid.values()))
         caps = {int(m): step_cap(name, {**self.values, "M": int(m), "D": int(m) - 1})

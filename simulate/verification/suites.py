@@ -13,7 +13,8 @@ of the device range), rounded to :data:`STEP_DIGITS` significant digits. The tab
 
 - :data:`QUICK`: one row per entry (seconds; ``aimc-pipeline verify`` and the report);
 - :data:`STANDARD`: ~100 rows over noise, devices, stages, micro-batches and step fractions
-  (write semantics: the per-sample rows of Corollary 3PS; every other row writes the batch mean);
+  (write semantics: the per-sample rows of Corollary 3PS and Theorem 4'PS; every other row
+  writes the batch mean);
 - :data:`THOROUGH`: a grid of 270 rows over three root seeds.
 
 :func:`run_suite` runs a table as one cached sweep of :func:`check_point` (each row is
@@ -184,6 +185,8 @@ QUICK: tuple[Case, ...] = (
     Case("analog_sgd", 0.5, problem="least-squares", **_QUICK),
     Case("analog_sgd_per_sample", 0.5, micro_batches=4, **_QUICK),
     Case("analog_sgd_sp_per_sample", 0.5, stages=4, micro_batches=4, **_QUICK),
+    # Theorem 4'PS: the asynchronous pipeline, b = 4 samples written one by one per update
+    Case("analog_sgd_ap_per_sample", 0.5, stages=4, micro_batch_size=4, **_QUICK),
     # Theorem 2M: half of the M = 4 stages digital
     Case("analog_sgd_mixed", 0.5, stages=4, digital_stages="1,2", **_QUICK),
     Case("analog_sgd_sp_mixed", 0.5, stages=4, micro_batches=4, digital_stages="1,2", **_QUICK),
@@ -237,6 +240,14 @@ STANDARD: tuple[Case, ...] = tuple(dict.fromkeys((
            tau=tau, sigma2=sigma2, **_STANDARD)
       for stages, mb, b, tau, sigma2 in ((2, 16, 1, 1.0, 1.0), (4, 4, 1, 1.0, 1.0),
                                          (4, 4, 1, 0.5, 1.0), (8, 8, 2, 1.0, 4.0))),
+    # Theorem 4'PS (per-sample writes through the asynchronous pipeline): b = 1 (Theorem 4' at
+    # one sample), 4, 8; M up to 16; the cap's fractions; small noise; a linear-step preset
+    *(Case("analog_sgd_ap_per_sample", fraction, stages=stages, micro_batch_size=b,
+           sigma2=sigma2, **_STANDARD)
+      for fraction, stages, b, sigma2 in ((0.5, 2, 1, 1.0), (0.5, 4, 4, 1.0), (0.999, 8, 8, 1.0),
+                                          (0.9, 16, 4, 1.0), (0.5, 4, 4, 0.1))),
+    Case("analog_sgd_ap_per_sample", 0.2, stages=8, micro_batch_size=4,
+         device="ecram-linearstep", tau=None, **_STANDARD),
     # Proposition IO (a fixed gradient bias of norm beta, against the descent): beta 0.2 and 0.5,
     # small noise (the bias dominates the floor), near the cap, least squares (beta = 0 is Theorem 2
     # at half its cap, checked symbolically; the Theorem 2 rows check that)

@@ -31,7 +31,7 @@ dictionary), not at import. The package's rooms:
 - :mod:`theory.theorems.formulas`: the formulas without a pipeline delay (Theorems 1, 2, 2M (a),
   (b), Corollaries 3, 3PS, TT0, the companion and literature rows);
 - :mod:`theory.theorems.biased`: the biased-gradient formulas (Propositions IO and IO');
-- :mod:`theory.theorems.delayed`: the asynchronous pipeline's (Theorems 4', 4'B, 2M (c),
+- :mod:`theory.theorems.delayed`: the asynchronous pipeline's (Theorems 4', 4'B, 4'PS, 2M (c),
   Corollary TT0-AP) and their constants (:func:`ap_kappa`, :func:`ap_inv_step_cap`, ...);
 - :mod:`theory.theorems.entries`: the table of rows, :func:`registry`, :func:`get_bound`,
   :func:`bounds_for`, :func:`bound_for`.

@@ -2,7 +2,8 @@ r"""The formulas of the asynchronous pipeline (maximal delay ``D``): Theorem 4' 
 
 Theorem 4' (:func:`analog_ap_parts`) and its constants (:func:`ap_kappa`, :func:`ap_root`,
 :func:`ap_inv_step_cap`; the exact Lemma A constant :func:`ap_kappa_3` and the general form
-:func:`ap_general_parts`), Theorem 4'B (:func:`analog_ap_b_parts`, :func:`ap_b_floor_factor`),
+:func:`ap_general_parts`), Theorem 4'B (:func:`analog_ap_b_parts`, :func:`ap_b_floor_factor`), Theorem 4'PS (per-sample
+writes, :func:`analog_ap_per_sample_parts`),
 Theorem 2M (c) (:func:`analog_ap_mixed_parts`) and Corollary TT0-AP
 (:func:`tiki_taka_reset_ap_parts`). Each returns the keyword parts of a
 :class:`~theory.theorems.Bound` or one sympy constant, as in :mod:`theory.theorems.formulas`.
@@ -32,12 +33,13 @@ from ..symbols import (
     sigma2,
     theta,
 )
-from .formulas import analog_mixed_parts, analog_parts
+from .formulas import analog_mixed_parts, analog_parts, analog_per_sample_parts
 
 __all__ = [
     "analog_ap_b_parts",
     "analog_ap_mixed_parts",
     "analog_ap_parts",
+    "analog_ap_per_sample_parts",
     "ap_b_floor_factor",
     "ap_general_parts",
     "ap_inv_step_cap",
@@ -226,6 +228,33 @@ def analog_ap_b_parts() -> dict[str, sp.Expr]:
     )
 
 
+def analog_ap_per_sample_parts() -> dict[str, sp.Expr]:
+    r"""Theorem 4'PS of docs/theory.md: the asynchronous pipeline with one write per sample.
+
+    The ``b`` samples of an update are read at the stale point and written one after the other
+    (Corollary 3PS's writes). ``D = 0`` is Corollary 3PS with ``n = b``; ``D >= 1`` is Steps 0-6
+    there: Theorem 4''s cap, the floor and the ``O(alpha)`` term of one sample (Corollary 3PS),
+    and the staleness term (Step 4 in the filtration of the writes, Step 6)
+
+    .. math:: 4\kappa L_s^2\alpha^2 (q_{\max}\sqrt{D/b} + G_\infty D)^2 \sigma^2 ,
+
+    whose noise part keeps the ``1/b`` (the writes' martingale differences add up) and whose
+    bias part does not. At ``b = 1`` it is :func:`analog_ap_parts` at ``b = 1``. Rate form by
+    Proposition 5 (a) with :math:`P = 2\Delta/q_{\min}`, :math:`Q = L q_{\max}^2\sigma^2/q_{\min}`:
+    ``c = 2 Delta/(alpha_AP q_min) + 8 kappa (L_s^2 Delta/L)(sqrt(D/b) + (G_inf/q_max) D)^2``.
+    """
+    base = analog_per_sample_parts(b)
+    inv_cap = ap_inv_step_cap()
+    kappa = ap_kappa()
+    window = (q_max * sp.sqrt(D / b) + G_inf * D) ** 2  # Step 6 with Y = D p^2/b, X = D^2 G^2
+    stale = 4 * kappa * L_s**2 * alpha**2 * window * sigma2
+    stale_c = 8 * kappa * L_s**2 * Delta * window / (L * q_max**2)  # R P/Q
+    return dict(
+        base,
+        expr=base["expr"] + stale,
+        inv_step_cap=inv_cap,
+        rate_c=2 * Delta * inv_cap / q_min + stale_c,
+    )
 
 
 def analog_ap_mixed_parts() -> dict[str, sp.Expr]:

@@ -25,6 +25,7 @@ from .delayed import (
     analog_ap_b_parts,
     analog_ap_mixed_parts,
     analog_ap_parts,
+    analog_ap_per_sample_parts,
     tiki_taka_reset_ap_parts,
 )
 from .formulas import (
@@ -230,6 +231,17 @@ _PER_SAMPLE_ROWS = (
     _through_sync(_COROLLARY_3PS, "analog_sgd_sp_per_sample",
                   "Corollary 3PS of docs/theory.md (Corollary 3 with per-sample writes)",
                   conditions=[*_COROLLARY_3PS.conditions[:-1], _PER_SAMPLE + " (n = B b)"]),
+    _Row(
+        "analog_sgd_ap_per_sample", provenance="derived", proof="Theorem 4'PS",
+        reference="Theorem 4'PS of docs/theory.md (Theorem 4' with per-sample writes)",
+        mode="async", algorithm="analog", write="per-sample",
+        conditions=[
+            _A1, _A2_PS, _A3_PS, _A4, _THETA, *_AP_CONDITIONS[5:], _AP_CAP,
+            "per-sample writes: b updates of -(alpha/b) g_i, all g_i read at the stale point "
+            "W_hat_k (A4 per sample: the same F_k-measurable error e_k in every g_i)",
+        ],
+        parts=analog_ap_per_sample_parts,
+    ),
 )
 
 #: Tiki-Taka: the companion statement (Proposition TT), Corollaries TT0 and TT0-AP
@@ -462,7 +474,7 @@ def bounds_for(mode: str, algorithm: str = "analog",
     ------
     ParameterError
         For an unknown mode, algorithm or write semantics, or a combination without a derived
-        bound (e.g. analog per-sample writes under ``async``).
+        bound (e.g. mixed analog and digital stages with per-sample writes).
     """
     for name, value, valid in (("mode", mode, MODES), ("algorithm", algorithm, ALGORITHMS),
                                ("write", write, WRITE_SEMANTICS),
@@ -480,6 +492,7 @@ def bound_for(mode: str, algorithm: str = "analog", write: str = "batch-mean") -
 
     ``("digital", "none")`` is Theorem 1, ``("analog", "none")`` Theorem 2, ``("analog", "sync")``
     Corollary 3 and ``("analog", "async")`` Theorem 4' (``bounds_for`` adds Theorem 4'B); with
-    ``write="per-sample"``, ``("analog", "none")`` and ``("analog", "sync")`` are Corollary 3PS.
+    ``write="per-sample"``, ``("analog", "none")`` and ``("analog", "sync")`` are Corollary 3PS and
+    ``("analog", "async")`` is Theorem 4'PS.
     """
     return bounds_for(mode, algorithm, write)[0]
