@@ -38,6 +38,9 @@ from theory.calibration import (
     read_calibration,
     write_calibration,
 )
+from theory.fileio import content_checksum
+
+from tests._calibration_files import complete_problem, file_calibration
 
 #: the start ||grad f(W_0)||^2 of the synthetic curves
 START = 0.2
@@ -45,42 +48,111 @@ START = 0.2
 TRUE = {"sync": (0.15, 0.04, 0.002), "async": (0.13, 0.035, 0.003, 0.05)}
 
 
-def _calibration(values=TRUE, draws=()) -> Calibration:
-    fits = {mode: ModeFit(mode=mode, values=v, low=tuple(0.9 * x for x in v),
-                          high=tuple(1.1 * x for x in v), draws=draws or (v,),
-                          residual_rms=0.01, observations=10)
-            for mode, v in values.items()}
-    problem = {"L": 1.0, "L_s": 1.0, "Delta": 0.1, "sigma2": 0.1, "theta": 0.5, "q_min": 0.8,
-               "q_max": 1.2, "G_inf": 0.2}
-    return Calibration(fits=fits, problem=problem, fingerprint=problem_fingerprint(problem),
-                       design=({"mode": "sync", "M": 1, "B": 1, "b": 1, "lr": 0.1},),
-                       seeds={"root": 0, "R": [8], "resamples": 1}, version="test")
+def _calibration(values=TRUE, draws=(), start=None) -> Calibration:
+    """A calibration of ``values`` (``draws`` for every mode); with a ``start`` S it is complete
+    (its file reads back), without one its transient is the unsaturated c_K/(lr K)."""
+    problem = complete_problem() if start is None else complete_problem(start=start)
+    if start is None:
+        problem.pop("start")
+    return file_calibration(values, problem,
+                            draws={mode: draws for mode in values} if draws else None)
+
+
+def _file_calibration() -> Calibration:
+    return _calibration(start=START)
 
 
 def test_file_round_trip(tmp_path):
-    cal = _calibration()
+    cal = _file_calibration()
     path = write_calibration(tmp_path / "cal.json", cal)
     again = read_calibration(path)
-    assert again == cal
-    assert json.loads(path.read_text())["format"] == 1
+    assert again == cal and not again.edited
+    data = json.loads(path.read_text())
+    assert data["format"] == 2
+    assert data["checksum"] == content_checksum(data)  # over everything but itself
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda d: d.update(format=7), "format=7 is not supported"),
-    (lambda d: d.pop("fits"), "missing key(s) fits"),
-    (lambda d: d["fits"]["sync"].update(values=[0.1, None, 0.2]), "None is not a finite number"),
-    (lambda d: d["problem"].update(L=2.0), "does not match the problem constants"),
-    (lambda d: d["fits"]["sync"].update(values=[0.1, 0.2]), "sync has 3 coefficients"),
-])
-def test_bad_files_are_refused_in_one_line(tmp_path, edit, message):
-    data = _calibration().to_dict()
+def _scale(fit: dict, factor: float) -> None:
+    for key in ("values", "low", "high"):
+        fit[key] = [factor * x for x in fit[key]]
+    fit["draws"] = [[factor * x for x in row] for row in fit["draws"]]
+
+
+def _refit(d: dict) -> None:
+    d["fingerprint"] = problem_fingerprint(d["problem"])
+
+
+#: edits of a calibration file and what the reader says (each one line, naming the key)
+EDITS = [
+    ("format", lambda d: d.update(format=7), "format = 7 is not valid; valid: 2"),
+    ("format 1", lambda d: d.update(format=1), "format = 1 is the format of an earlier release"),
+    ("no fits", lambda d: d.pop("fits"), "missing key 'fits'"),
+    ("null", lambda d: d["fits"]["sync"].update(values=[0.1, None, 0.2]),
+     "fits.sync.values[1] = None"),
+    ("negated", lambda d: d["fits"]["sync"].update(
+        values=[-x for x in d["fits"]["sync"]["values"]]),
+     "fits.sync.values[0] = -0.15 is out of range; valid: number > 0"),
+    ("zeroed", lambda d: d["fits"]["async"]["values"].__setitem__(3, 0),
+     "fits.async.values[3] = 0 is out of range; valid: number > 0"),
+    ("negated draw", lambda d: d["fits"]["sync"]["draws"][0].__setitem__(2, -0.002),
+     "fits.sync.draws[0][2] = -0.002 is out of range"),
+    ("x1000 estimate", lambda d: d["fits"]["sync"].update(
+        values=[1000 * x for x in d["fits"]["sync"]["values"]]),
+     "fits.sync.values[0] = 150.0 (c_K) lies outside its interval"),
+    ("x1000 all", lambda d: _scale(d["fits"]["sync"], 1000), "checksum = sha256:"),
+    ("no draws", lambda d: d["fits"]["async"].update(draws=[]),
+     "fits.async.draws = [] has 0 entries; valid: an array of at least 1 entries"),
+    ("interval not the draws'", lambda d: d["fits"]["sync"]["low"].__setitem__(0, 0.01),
+     "fits.sync.low[0] = 0.01, high = 0.15 (c_K) is not the interval its 1 draws give"),
+    ("more draws than resamples", lambda d: d["seeds"].update(resamples=0),
+     "seeds.resamples = 0 is out of range"),
+    ("problem {}", lambda d: (d.update(problem={}), _refit(d)), "problem: missing key 'problem'"),
+    ("NaN-free constants", lambda d: d["problem"].pop("G_inf"), "problem: missing key 'G_inf'"),
+    ("q_min > q_max", lambda d: (d["problem"].update(q_min=1.3), _refit(d)),
+     "problem.q_min = 1.3 is above problem.q_max = 1.2"),
+    ("edited constant", lambda d: d["problem"].update(L=2.0),
+     "fingerprint = '"),
+    ("edited constant, recomputed fingerprint", lambda d: (d["problem"].update(L=2.0), _refit(d)),
+     "checksum = sha256:"),
+    ("bad checksum", lambda d: d.update(checksum="sha256:" + "0" * 64),
+     "was edited after aimc-pipeline calibrate wrote it"),
+    ("no checksum", lambda d: d.pop("checksum"), "missing key 'checksum'"),
+    ("3 coefficients", lambda d: d["fits"]["sync"].update(values=[0.1, 0.2]),
+     "fits.sync.values = [0.1, 0.2] has 2 entries"),
+    ("unknown mode", lambda d: d["design"][0].update(mode="async") or d["fits"].pop("async"),
+     "design[0].mode = 'async' has no fit"),
+]
+
+
+@pytest.mark.parametrize("edit, message", [e[1:] for e in EDITS], ids=[e[0] for e in EDITS])
+def test_edited_files_are_refused_in_one_line(tmp_path, edit, message):
+    """Negated, zeroed or scaled coefficients, empty draws, an emptied problem with a recomputed
+    fingerprint, a changed constant: each is refused with one line naming the key (or the
+    checksum, when the edit keeps the file consistent)."""
+    data = _file_calibration().to_dict()
     edit(data)
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(data))
     with pytest.raises(ParameterError) as info:
         read_calibration(path)
     text = str(info.value)
-    assert message in text and "\n" not in text and text.startswith("calibration=")
+    assert message in text and "\n" not in text and text.startswith(f"calibration={str(path)!r}: ")
+
+
+def test_an_edited_file_is_read_when_accepted(tmp_path):
+    """--accept-edited-calibration: a consistent edit is read, marked edited; an inconsistent
+    one (negated coefficients) is still refused."""
+    data = _file_calibration().to_dict()
+    _scale(data["fits"]["sync"], 1000)
+    path = tmp_path / "x1000.json"
+    path.write_text(json.dumps(data))
+    cal = read_calibration(path, accept_edited=True)
+    assert cal.edited and cal.fit("sync").values[0] == pytest.approx(150.0)
+    assert not read_calibration(write_calibration(tmp_path / "again.json", cal)).edited
+    data["fits"]["sync"]["values"][0] *= -1
+    path.write_text(json.dumps(data))
+    with pytest.raises(ParameterError, match="out of range"):
+        read_calibration(path, accept_edited=True)
 
 
 @pytest.mark.parametrize(("name", "content", "message"), [

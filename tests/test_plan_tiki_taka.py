@@ -63,6 +63,8 @@ from theory.calibration import (
     write_calibration,
 )
 
+from tests._calibration_files import complete_problem, file_calibration
+
 SMALL = ["--max-micro-batches", "16", "--max-micro-batch-size", "16"]
 MLP = load_model("digits-mlp")
 HW = PlanHardware(from_preset("softbounds-tau1"), accelerators=8)
@@ -78,14 +80,10 @@ def _fake_row(monkeypatch, *settings: str, name: str = "tt_test_sp"):
 
 
 def _tt_calibration(every=2, slice_="column", problem=None) -> Calibration:
-    fits = {"sync": ModeFit("sync", (0.5, 0.3, 1e-12), (0.45, 0.25, 1e-12), (0.55, 0.35, 1e-3),
-                            ((0.45, 0.25, 1e-12), (0.55, 0.35, 1e-3)), 0.1, 20),
-            "async": ModeFit("async", (0.4, 0.3, 1e-3, 0.2), (0.4, 0.3, 1e-3, 0.2),
-                             (0.4, 0.3, 1e-3, 0.2), (), 0.1, 20)}
-    problem = dict(problem or {"L": 1.0, "Delta": 0.5, "start": 2.0})
+    problem = complete_problem(**(problem or {"L": 1.0, "Delta": 0.5, "start": 2.0}))
     problem |= {"algorithm": "tiki-taka", "transfer_every": every, "transfer_slice": slice_}
-    return Calibration(fits=fits, problem=problem, fingerprint=problem_fingerprint(problem),
-                       design=(), seeds={"root": 0}, version="test")
+    return file_calibration({"sync": (0.5, 0.3, 1e-12), "async": (0.4, 0.3, 1e-3, 0.2)}, problem,
+                            draws={"sync": ((0.45, 0.25, 1e-12), (0.55, 0.35, 1e-3))})
 
 
 # -- the one transfer timing rule -----------------------------------------------------------------
@@ -244,9 +242,7 @@ def test_predicted_cycles_add_the_transfers():
 
 def test_mismatched_calibrations_are_refused(tmp_path, capsys):
     tt = write_calibration(tmp_path / "tt.json", _tt_calibration())
-    analog_cal = Calibration(fits={"sync": _tt_calibration().fits["sync"]},
-                             problem={"L": 1.0}, fingerprint=problem_fingerprint({"L": 1.0}),
-                             design=(), seeds={}, version="t")
+    analog_cal = file_calibration({"sync": (0.5, 0.3, 1e-12)})
     analog = write_calibration(tmp_path / "analog.json", analog_cal)
     base = ["plan", "--model", "digits-mlp", "--accelerators", "4", "--no-relax", *SMALL]
     assert main([*base, "--calibration", str(tt)]) == 2

@@ -40,9 +40,10 @@ unreachable when :math:`\epsilon \le F`. Cycles come from the one timing rule,
 plan --calibration``) holds per mode the fitted coefficients, their bootstrap intervals and the
 bootstrap draws themselves (so a forecast's interval is that of the joint fit), the design, the
 seeds, the problem's constants and their fingerprint, the package version and the configuration
-that created it. :func:`write_calibration` writes strict JSON atomically
-(:func:`theory.fileio.atomic_write`); :func:`read_calibration` validates and refuses a bad file
-with one line naming what is wrong. No pickle.
+that created it, and a checksum of all of it. :func:`write_calibration` writes strict JSON
+atomically (:func:`theory.fileio.atomic_write`); :func:`read_calibration` checks the file
+(:mod:`theory.calibration_file`: schema, integrity, checksum) and refuses a bad or edited file
+with one line naming the key. No pickle.
 
 Units: ``eps`` and :math:`\hat g` in squared-gradient units, :math:`\alpha` in weight^2/loss,
 ``K`` in updates; :math:`c_K` in loss units, :math:`c_{\mathrm{noise}}` per step unit,
@@ -65,7 +66,7 @@ import sympy as sp
 
 from .compiled import compile_expr
 from .errors import ParameterError, check_range
-from .fileio import atomic_write, strict_json
+from .fileio import atomic_write, content_checksum, strict_json
 from .schedules import cycles_after, transfer_cycles
 from .symbols import B as B_sym
 from .symbols import D as D_sym
@@ -97,7 +98,7 @@ __all__ = [
 ]
 
 #: version of the calibration file format (bumped when a field's meaning changes)
-CALIBRATION_FORMAT = 1
+CALIBRATION_FORMAT = 2
 #: the free coefficients of each mode, in order
 COEFFICIENTS: dict[str, tuple[str, ...]] = {
     "sync": ("c_K", "c_noise", "c_floor"),
@@ -109,9 +110,6 @@ MODEL_TERMS = ("transient", "noise", "floor", "staleness")
 FINGERPRINT_KEYS = ("L", "L_s", "Delta", "sigma2", "theta", "q_min", "q_max", "G_inf")
 #: significant digits of each constant in the fingerprint (printing and re-reading keeps it)
 _FINGERPRINT_DIGITS = 6
-#: the keys of the file's top-level object
-_FILE_KEYS = ("format", "problem", "fingerprint", "fits", "design", "seeds", "version",
-              "created_by", "ci_level")
 
 
 #: the registry entry whose form each mode's model takes (its coefficients are the proved ones)
@@ -226,9 +224,11 @@ class ModeFit:
     mode : str
         ``"sync"`` or ``"async"``.
     values : tuple of float
-        The least-squares coefficients, in the order of :data:`COEFFICIENTS` ``[mode]`` (>= 0).
+        The least-squares coefficients, in the order of :data:`COEFFICIENTS` ``[mode]`` (finite,
+        > 0: the fit's lower bound is 1e-12).
     low, high : tuple of float
-        Their percentile bootstrap interval (level :attr:`Calibration.ci_level`).
+        Their percentile bootstrap interval (level :attr:`Calibration.ci_level`), which holds
+        ``values``.
     draws : tuple of tuple of float
         The bootstrap fits, one tuple of coefficients per resample (their joint spread gives a
         forecast's interval).
@@ -254,14 +254,19 @@ class ModeFit:
             if len(seq) != width:
                 raise ParameterError(f"{name}: {self.mode} has {width} coefficients "
                                      f"({', '.join(COEFFICIENTS[self.mode])}), got {len(seq)}")
-            _finite(f"{self.mode}.{name}", seq)
+            _positive(f"{self.mode}.{name}", seq)
             object.__setattr__(self, name, seq)
+        for i, (value, low, high) in enumerate(zip(self.values, self.low, self.high,
+                                                  strict=True)):
+            if not low <= value <= high:
+                raise ParameterError(f"{self.mode}.values[{i}]={value!r} lies outside its "
+                                     f"interval [{low!r}, {high!r}]")
         draws = tuple(tuple(float(v) for v in row) for row in self.draws)
         if any(len(row) != width for row in draws):
             raise ParameterError(f"draws: every bootstrap draw of {self.mode} has {width} "
                                  "coefficients")
         for row in draws:
-            _finite(f"{self.mode}.draws", row)
+            _positive(f"{self.mode}.draws", row)
         object.__setattr__(self, "draws", draws)
         _finite(f"{self.mode}.residual_rms", (self.residual_rms,))
 
@@ -289,6 +294,14 @@ def _finite(name: str, values) -> None:
             raise ParameterError(f"{name}={value!r} is not a finite number")
 
 
+def _positive(name: str, values) -> None:
+    _finite(name, values)
+    for value in values:
+        if not value > 0:
+            raise ParameterError(f"{name}={value!r} is not positive (a fitted coefficient is at "
+                                 "least 1e-12)")
+
+
 @dataclass(frozen=True)
 class Calibration:
     """A fitted complexity model of one problem (see the module docstring).
@@ -314,6 +327,9 @@ class Calibration:
         Central coverage of the intervals (e.g. 0.95).
     format : int
         :data:`CALIBRATION_FORMAT`.
+    edited : bool
+        Read from a file whose checksum does not match its content, accepted by the caller
+        (``plan --accept-edited-calibration``; :mod:`theory.calibration_file`). Not written.
     """
 
     fits: dict
@@ -325,6 +341,7 @@ class Calibration:
     created_by: dict = field(default_factory=dict)
     ci_level: float = 0.95
     format: int = CALIBRATION_FORMAT
+    edited: bool = field(default=False, compare=False)
 
     def __post_init__(self):
         if self.format != CALIBRATION_FORMAT:
@@ -380,96 +397,57 @@ class Calibration:
         return problem_fingerprint(values) == self.fingerprint
 
     def to_dict(self) -> dict:
-        """Strict-JSON-ready fields."""
-        return strict_json({
+        """Strict-JSON-ready fields: the file's content, with ``checksum`` the
+        :func:`theory.fileio.content_checksum` of the others (:mod:`theory.calibration_file`)."""
+        out = strict_json({
             "format": self.format, "problem": dict(self.problem), "fingerprint": self.fingerprint,
             "fits": {mode: fit.to_dict() for mode, fit in self.fits.items()},
             "design": [dict(p) for p in self.design], "seeds": dict(self.seeds),
             "version": self.version, "created_by": dict(self.created_by),
             "ci_level": self.ci_level,
         })
+        return {"format": out["format"], "checksum": content_checksum(out), **out}
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> Calibration:
-        """Inverse of :meth:`to_dict`, validated (one-line :class:`ParameterError`)."""
-        if not isinstance(data, Mapping):
-            raise ParameterError("calibration: the file does not hold a JSON object")
-        if data.get("format") != CALIBRATION_FORMAT:
-            raise ParameterError(f"format={data.get('format')!r} is not supported; valid: "
-                                 f"{CALIBRATION_FORMAT} (refit with aimc-pipeline calibrate)")
-        missing = [key for key in _FILE_KEYS if key not in data]
-        if missing:
-            raise ParameterError(f"calibration: missing key(s) {', '.join(missing)}")
-        fits = {}
-        if not isinstance(data["fits"], Mapping):
-            raise ParameterError("fits: not an object of modes")
-        for mode, raw in data["fits"].items():
-            _check_mode(mode)
-            need = ("values", "low", "high", "draws", "residual_rms", "observations")
-            lost = [key for key in need if not isinstance(raw, Mapping) or key not in raw]
-            if lost:
-                raise ParameterError(f"fits.{mode}: missing key(s) {', '.join(lost)}")
-            if list(raw.get("names", COEFFICIENTS[mode])) != list(COEFFICIENTS[mode]):
-                raise ParameterError(f"fits.{mode}.names={raw['names']!r}; valid: "
-                                     f"{list(COEFFICIENTS[mode])}")
-            fits[mode] = ModeFit(mode=mode, values=tuple(_number_list(raw["values"])),
-                                 low=tuple(_number_list(raw["low"])),
-                                 high=tuple(_number_list(raw["high"])),
-                                 draws=tuple(tuple(_number_list(row)) for row in raw["draws"]),
-                                 residual_rms=_number(raw["residual_rms"]),
-                                 observations=int(_number(raw["observations"])))
-        problem = dict(data["problem"])
-        fingerprint = str(data["fingerprint"])
-        if problem_fingerprint(problem) != fingerprint:
-            raise ParameterError(f"fingerprint={fingerprint!r} does not match the problem "
-                                 "constants of the file (edited by hand?)")
-        return cls(fits=fits, problem=problem, fingerprint=fingerprint,
-                   design=tuple(data["design"]), seeds=dict(data["seeds"]),
-                   version=str(data["version"]), created_by=dict(data["created_by"]),
-                   ci_level=_number(data["ci_level"]))
+    def from_dict(cls, data: Mapping, *, accept_edited: bool = False,
+                  source: str = "given") -> Calibration:
+        """Inverse of :meth:`to_dict`, checked as a file is (schema, integrity, checksum:
+        :func:`theory.calibration_file.calibration_of`; one-line :class:`ParameterError`)."""
+        from .calibration_file import calibration_of
 
-
-def _number(value) -> float:
-    if value is None or isinstance(value, bool) or not isinstance(value, int | float) \
-            or not math.isfinite(value):
-        raise ParameterError(f"calibration: {value!r} is not a finite number")
-    return float(value)
-
-
-def _number_list(values) -> list[float]:
-    if not isinstance(values, list | tuple):
-        raise ParameterError(f"calibration: {values!r} is not a list of numbers")
-    return [_number(v) for v in values]
+        return calibration_of(data, source, accept_edited=accept_edited)
 
 
 def write_calibration(path: str | os.PathLike, cal: Calibration) -> Path:
-    """Write ``cal`` to ``path`` as strict JSON (atomically); returns the path."""
-    text = json.dumps(cal.to_dict(), indent=1, allow_nan=False) + "\n"
+    """Write ``cal`` to ``path`` as strict JSON with its checksum (atomically); returns the path.
+
+    The content is checked as :func:`read_calibration` checks a file before anything is written
+    (no file is written that ``plan`` would refuse: e.g. a fit of ``resamples=0`` has no draws).
+    """
+    from .calibration_file import calibration_of
+
+    data = cal.to_dict()
+    calibration_of(data, path)
+    text = json.dumps(data, indent=1, allow_nan=False) + "\n"
     return atomic_write(path, text.encode())
 
 
-def read_calibration(path: str | os.PathLike) -> Calibration:
-    """Read and validate a calibration file (JSON, as :func:`write_calibration` writes it).
+def read_calibration(path: str | os.PathLike, *, accept_edited: bool = False) -> Calibration:
+    """Read and check a calibration file (JSON, as :func:`write_calibration` writes it).
+
+    The steps and what each refuses are :mod:`theory.calibration_file`'s: the limits of user
+    files, the format, the schema (finite positive coefficients, non-empty draws, a complete
+    problem), integrity (intervals hold the estimates and are the draws'; the fingerprint) and the
+    checksum; ``accept_edited`` reads a file whose checksum does not match (``edited=True``).
 
     Raises
     ------
     ParameterError
-        One line starting ``calibration=PATH``: the file is missing or unreadable, larger than
-        :data:`theory.limits.MAX_FILE_BYTES`, not UTF-8, not JSON, nested too deep, holds an
-        integer of more than :data:`theory.limits.MAX_INTEGER_DIGITS` digits or a non-finite
-        number (:func:`theory.userfiles.load_json`), is of another format version or lacks a key.
+        One line ``calibration='PATH': key.path ...`` naming what is wrong.
     """
-    from .userfiles import load_json  # the size, UTF-8, depth and integer limits of user files
+    from .calibration_file import read_file
 
-    try:
-        data = load_json(path, "calibration")
-    except FileNotFoundError as error:
-        raise ParameterError(f"calibration={str(path)!r} cannot be read: {error.strerror}") \
-            from None
-    try:
-        return Calibration.from_dict(data)
-    except (ParameterError, TypeError, ValueError) as error:
-        raise ParameterError(f"calibration={str(path)!r}: {error}") from None
+    return read_file(path, accept_edited=accept_edited)
 
 
 def check_algorithm(cal: Calibration, algorithm: str, source: str = "given") -> Calibration:

@@ -17,6 +17,11 @@ JSON); with ``--calibration FILE`` (of ``aimc-pipeline calibrate --algorithm tik
 forecast chooses; every cycle count includes the transfers. Without either it exits 2 with one
 line saying to pass ``--calibration``. A calibration of another algorithm is refused.
 
+A calibration file is checked as :mod:`theory.calibration_file` says; one whose checksum does not
+match (edited after ``calibrate`` wrote it) is refused unless ``--accept-edited-calibration`` is
+given, and then a ``warning:`` line, the report (``calibration ... edited``) and the JSON
+(``forecast.calibration_edited``, ``calibration.edited`` for Tiki-Taka) say so.
+
 ``--hardware FILE.toml`` (accelerator kinds, :mod:`bounds.planning.hardware`),
 ``--digital-accelerators N`` or ``--compare-modes`` also print the best plan of each mode (sync,
 async, dp, hybrid) on the same accelerators with its predicted time, dominant cost and
@@ -184,6 +189,11 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
         "(calibrated) time to eps, in seconds with its 95%% interval, and report the guaranteed "
         "(proved, worst-case) time beside it",
     )
+    parser.add_argument(
+        "--accept-edited-calibration", action="store_true",
+        help="use a --calibration file whose checksum does not match its content (edited after "
+        "calibrate wrote it; every other check still applies); the plan's text and JSON say so",
+    )
     kinds = parser.add_argument_group("accelerator kinds and modes (bounds.mode_planner)")
     kinds.add_argument(
         "--hardware", metavar="FILE.toml", default=argparse.SUPPRESS,
@@ -259,7 +269,14 @@ def run(args: argparse.Namespace) -> int:
     problem = problem_from_args(args)
     calibration = None
     if getattr(args, "calibration", None) is not None:
-        calibration = read_calibration(args.calibration)
+        calibration = read_calibration(args.calibration,
+                                       accept_edited=args.accept_edited_calibration)
+        if calibration.edited:
+            print(f"warning: --calibration={args.calibration!r} was edited after aimc-pipeline "
+                  "calibrate wrote it (its checksum does not match); used because of "
+                  "--accept-edited-calibration", file=sys.stderr)
+    elif args.accept_edited_calibration:
+        raise ParameterError("--accept-edited-calibration applies to --calibration FILE only")
     if "out" in args:
         check_output_dir(args.out, "--out", _OUT_FILES)
     if not getattr(args, "model", None):

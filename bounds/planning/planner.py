@@ -356,4 +356,4 @@ def forecast_plan(model: Model, hardware: PlanHardware, problem: ProblemParams, 
         own = _row(objective, guaranteed)
     return PlanForecast(source=source, fingerprint=calibration.fingerprint, matches=matches,
                         chosen=rows[0], alternatives=tuple(rows[1:]), guaranteed_choice=own,
-                        eps=float(eps), warning=warning)
+                        eps=float(eps), warning=warning, edited=calibration.edited)

@@ -218,5 +218,5 @@ def _forecast(search: GridSearch, limits: PlanLimits, transfer: TransferSettings
             f"{transfer.slice}")
     info = {"source": source, "fingerprint": calibration.fingerprint,
             "matches": calibration.matches(bounds.values), "transfer": dict(trained),
-            "warning": warning}
+            "warning": warning, "edited": calibration.edited}
     return tuple(rows), info

@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
             settings[name] = getattr(args, name)
     check_range("--steps", settings["steps"], 10, None, integer=True)
     check_range("--seeds", settings["seeds"], 2, None, integer=True)
-    check_range("--resamples", settings["resamples"], 0, None, integer=True)
+    check_range("--resamples", settings["resamples"], 1, None, integer=True)
     out = calibration_path(args.out) if "out" in args else None
     # --transfer-every / --transfer-slice apply to tiki-taka only (simulate.config.RULES)
     check_rules({"algorithm": args.algorithm, "transfer_every": args.transfer_every,

@@ -147,10 +147,14 @@ def fit_calibration(spec: CalibrationProblem, points: Sequence[DesignPoint],
     for mode in modes:
         values = np.exp(best[mode][0])
         sample = np.asarray(draws[mode]).reshape(-1, values.size)
+        if resamples and not sample.shape[0]:  # a file needs draws (theory.calibration_file)
+            raise ParameterError(
+                f"design: no bootstrap resample of mode {mode!r} reached {len(values)} targets, "
+                "so its coefficients have no interval; valid: more seeds or steps")
         if sample.shape[0]:  # (widened to hold the fit: at the bound 1e-12 the two may differ)
             low, high = percentile_interval(sample, ci_level, axis=0)
             low, high = np.minimum(low, values), np.maximum(high, values)
-        else:
+        else:  # resamples=0 (point forecasts in memory, e.g. the held-out check): no interval
             low = high = values
         fits[mode] = ModeFit(mode=mode, values=tuple(values), low=tuple(low), high=tuple(high),
                              draws=tuple(tuple(row) for row in sample),
@@ -174,6 +178,7 @@ def calibrate(spec: CalibrationProblem, points: Sequence[DesignPoint] | None = N
     ``points`` defaults to :func:`design` of ``spec``; ``jobs``, ``scheduler``, ``cache`` and
     ``progress`` are those of :func:`simulate.execution.sweep.run_sweep`.
     """
+    check_range("resamples", resamples, 0, None, integer=True)  # before the sweep's work
     points = design(spec) if points is None else tuple(points)
     sweep = run_sweep(calibration_run, design_sweep_points(spec, points), jobs=jobs,
                       scheduler=scheduler, cache=cache, progress=progress, desc="calibrate")
