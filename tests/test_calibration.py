@@ -124,6 +124,18 @@ EDITS = [
 ]
 
 
+EDITS += [
+    ("edited write", lambda d: d["problem"].update(write="per-sample"), "fingerprint = '"),
+    ("edited write, recomputed fingerprint",
+     lambda d: (d["problem"].update(write="per-sample"), _refit(d)), "checksum = sha256:"),
+    ("unknown write", lambda d: d["problem"].update(write="rank-1"),
+     "problem.write = 'rank-1' is not valid; valid: one of 'batch-mean', 'per-sample'"),
+    ("pulse type of the expected update", lambda d: d["problem"].update(pulse_type="stochastic"),
+     "problem.pulse_type = 'stochastic' is not valid; valid: None"),
+    ("no update", lambda d: d["problem"].pop("update"), "problem: missing key 'update'"),
+]
+
+
 @pytest.mark.parametrize("edit, message", [e[1:] for e in EDITS], ids=[e[0] for e in EDITS])
 def test_edited_files_are_refused_in_one_line(tmp_path, edit, message):
     """Negated, zeroed or scaled coefficients, empty draws, an emptied problem with a recomputed
@@ -153,6 +165,27 @@ def test_an_edited_file_is_read_when_accepted(tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(ParameterError, match="out of range"):
         read_calibration(path, accept_edited=True)
+
+
+@pytest.mark.parametrize("key, value", [
+    ("problem", "least-squares"), ("dim", 8), ("seed", 1), ("device", "capacitor-linearstep"),
+    ("tau", 4.0), ("weight_bound", 0.35), ("algorithm", "tiki-taka"), ("update", "pulsed"),
+    ("pulse_type", "deterministic"), ("write", "per-sample"), ("L", 2.0), ("G_inf", 0.3),
+])
+def test_the_fingerprint_covers_problem_device_update_pulses_write_and_algorithm(key, value):
+    base = complete_problem()
+    assert problem_fingerprint({**base, key: value}) != problem_fingerprint(base)
+    # the order of the keys and digits beyond the 6th do not count
+    shuffled = dict(reversed(list(base.items()))) | {"L": 1.0000001}
+    assert problem_fingerprint(shuffled) == problem_fingerprint(base)
+
+
+def test_a_plan_matches_when_its_constants_are_the_calibrations():
+    cal = _file_calibration()
+    constants = {k: cal.problem[k] for k in ("L", "L_s", "Delta", "sigma2", "theta", "q_min",
+                                                "q_max", "G_inf")}
+    assert cal.matches(constants) and not cal.matches({**constants, "q_min": 0.5})
+    assert (cal.write, cal.update, cal.pulse_type) == ("batch-mean", "expected", None)
 
 
 @pytest.mark.parametrize(("name", "content", "message"), [
@@ -272,7 +305,8 @@ def test_fit_recovers_known_coefficients():
                                               fit.low, fit.high, strict=True):
             assert got == pytest.approx(want, rel=0.1), (mode, name)
             assert low <= got <= high
-    assert cal.fingerprint == problem_fingerprint(spec.constants())
+    assert cal.fingerprint == problem_fingerprint(cal.problem)
+    assert cal.problem["write"] == "batch-mean" and cal.problem["update"] == "expected"
 
 
 def test_design_steps_are_fractions_of_the_cap():

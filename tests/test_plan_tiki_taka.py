@@ -217,7 +217,8 @@ def test_calibration_records_the_algorithm(tmp_path):
 
 def test_calibration_problem_runs_tiki_taka_and_keeps_analog_files():
     analog = CalibrationProblem()
-    assert "algorithm" not in analog.to_dict()  # an analog calibration's file is as it was
+    assert analog.to_dict()["algorithm"] == "analog"  # recorded: the fingerprint covers it
+    assert "transfer_every" not in analog.to_dict()
     assert analog.config("sync", 2, 2, 1, 0.1, 10, 2).algorithm == "analog"
     assert analog.event_cycles(4) == 0
     tt = CalibrationProblem(algorithm="tiki-taka", transfer_every=3, transfer_slice="all")

@@ -83,6 +83,7 @@ __all__ = [
     "COEFFICIENTS",
     "Calibration",
     "FINGERPRINT_KEYS",
+    "FINGERPRINT_SETTINGS",
     "Forecast",
     "MODEL_TERMS",
     "ModeFit",
@@ -108,6 +109,13 @@ COEFFICIENTS: dict[str, tuple[str, ...]] = {
 MODEL_TERMS = ("transient", "noise", "floor", "staleness")
 #: the problem constants (symbol names of :mod:`theory.symbols`) a fingerprint covers
 FINGERPRINT_KEYS = ("L", "L_s", "Delta", "sigma2", "theta", "q_min", "q_max", "G_inf")
+#: the description of the runs a fingerprint covers beside the constants (the fields of
+#: :class:`simulate.verification.CalibrationProblem`), with what a problem without the key means
+FINGERPRINT_SETTINGS = {
+    "problem": None, "dim": None, "device": None, "tau": None, "weight_bound": None,
+    "seed": None, "algorithm": "analog", "transfer_every": None, "transfer_slice": None,
+    "update": "expected", "pulse_type": None, "write": "batch-mean",
+}
 #: significant digits of each constant in the fingerprint (printing and re-reading keeps it)
 _FINGERPRINT_DIGITS = 6
 
@@ -152,16 +160,29 @@ def theory_coefficients(mode: str, values: Mapping[str, float]) -> dict[str, flo
             zip(COEFFICIENTS[mode], _proved_coefficients(mode), strict=True)}
 
 
-def problem_fingerprint(values: Mapping[str, float]) -> str:
-    """A short hash of the problem constants :data:`FINGERPRINT_KEYS` (6 significant digits each).
+def problem_fingerprint(values: Mapping) -> str:
+    """A short hash of a calibration's problem: its constants and the description of its runs.
 
-    Two sets of constants that print the same to 6 digits have the same fingerprint; a missing
-    constant is part of the hash as ``None``.
+    It covers the constants :data:`FINGERPRINT_KEYS` (6 significant digits each: two sets that
+    print the same to 6 digits have the same fingerprint; a missing constant is hashed as
+    ``None``) and the settings :data:`FINGERPRINT_SETTINGS`: the problem (name, dimension,
+    seed), the device (name, ``tau``, the region ``weight_bound``), the algorithm (and Tiki-Taka's
+    transfers), the update kind, the pulse type and the write semantics (a missing setting is
+    hashed as its :data:`FINGERPRINT_SETTINGS` value, so constants alone hash as an analog,
+    expected-update, batch-mean problem). A calibration of per-sample writes and one of
+    batch-mean writes of the same problem therefore differ.
     """
+    def digits(value):
+        if isinstance(value, float):
+            return f"{value:.{_FINGERPRINT_DIGITS}g}"
+        return value
+
     canon = {}
     for key in FINGERPRINT_KEYS:
         value = values.get(key)
         canon[key] = None if value is None else f"{float(value):.{_FINGERPRINT_DIGITS}g}"
+    for key, default in FINGERPRINT_SETTINGS.items():
+        canon[f"run.{key}"] = digits(values.get(key, default))
     text = json.dumps(canon, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -311,10 +332,11 @@ class Calibration:
     fits : dict
         ``{mode: ModeFit}`` for the modes of the design.
     problem : dict
-        The problem's constants (at least :data:`FINGERPRINT_KEYS` where known) and its
-        description (problem name, device, ...).
+        The problem's constants (at least :data:`FINGERPRINT_KEYS` where known) and the
+        description of its runs (:data:`FINGERPRINT_SETTINGS`: problem name, device, algorithm,
+        update kind, pulse type, write semantics, ...).
     fingerprint : str
-        :func:`problem_fingerprint` of ``problem``.
+        :func:`problem_fingerprint` of ``problem`` (constants and settings).
     design : tuple of dict
         The design points ``{"mode", "M", "B", "b", "lr", "steps"}``.
     seeds : dict
@@ -392,9 +414,29 @@ class Calibration:
         return {key: self.problem[key] for key in ("transfer_every", "transfer_slice")
                 if key in self.problem}
 
+    @property
+    def update(self) -> str:
+        """The update kind of the runs, ``problem["update"]`` (``"expected"`` or ``"pulsed"``)."""
+        return str(self.problem.get("update", FINGERPRINT_SETTINGS["update"]))
+
+    @property
+    def pulse_type(self) -> str | None:
+        """The pulse type of pulsed runs, ``problem["pulse_type"]`` (``None`` for expected)."""
+        return self.problem.get("pulse_type")
+
+    @property
+    def write(self) -> str:
+        """The write semantics of the runs, ``problem["write"]`` (:data:`theory.vocabulary.
+        WRITE_SEMANTICS`): the form of the model (:func:`model_terms`)."""
+        return str(self.problem.get("write", FINGERPRINT_SETTINGS["write"]))
+
     def matches(self, values: Mapping[str, float]) -> bool:
-        """Whether ``values`` (problem constants) have this calibration's fingerprint."""
-        return problem_fingerprint(values) == self.fingerprint
+        """Whether the problem constants ``values`` (a plan's) are this calibration's: the
+        fingerprint of its problem with these constants in place of its own is its fingerprint
+        (the settings of the runs are the calibration's; :func:`check_algorithm` and
+        :func:`check_write` compare those a plan has)."""
+        given = {key: values[key] for key in FINGERPRINT_KEYS if key in values}
+        return problem_fingerprint({**self.problem, **given}) == self.fingerprint
 
     def to_dict(self) -> dict:
         """Strict-JSON-ready fields: the file's content, with ``checksum`` the

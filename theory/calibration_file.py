@@ -16,7 +16,8 @@ the first that fails is one :class:`~theory.errors.ParameterError` line
    number ``> 0`` (the fit's coefficients are at least ``1e-12``: a zero or negative coefficient
    is an edit); at least one draw per mode and ``resamples >= 1``; the problem complete (its
    eight constants, the start ``S > 0``, the description of the runs: problem, dimension,
-   device, region, seed).
+   device, region, seed, algorithm (and Tiki-Taka's transfers), update kind, pulse type (``null``
+   for the expected update) and write semantics).
 4. **Integrity** (:func:`check_integrity`): each interval holds its estimate, ``low <= value <=
    high``; each interval is the one its draws give (the ``ci_level`` central percentile interval,
    inverted CDF, widened to hold the fit: what :func:`simulate.verification.calibrate.
@@ -101,10 +102,14 @@ _RUNS = {
 }
 _PROBLEM_SCHEMA = {
     **table({**_RUNS, **_CONSTANTS},
-            ("problem", "dim", "device", "tau", "weight_bound", "seed", *_CONSTANTS)),
+            ("problem", "dim", "device", "tau", "weight_bound", "seed", "algorithm", "update",
+             "pulse_type", "write", *_CONSTANTS)),
     "allOf": [{"if": {"properties": {"algorithm": {"const": "tiki-taka"}},
                       "required": ["algorithm"]},
-               "then": {"required": ["transfer_every", "transfer_slice"]}}],
+               "then": {"required": ["transfer_every", "transfer_slice"]}},
+              {"if": {"properties": {"update": {"const": "pulsed"}}, "required": ["update"]},
+               "then": {"properties": {"pulse_type": {"enum": list(_PULSE_TYPES)}}},
+               "else": {"properties": {"pulse_type": {"const": None}}}}],
 }
 _POINT_SCHEMA = table({"mode": {"enum": list(CALIBRATED_MODES)}, "M": integer(1),
                        "B": integer(1), "b": integer(1), "lr": number(above=0),

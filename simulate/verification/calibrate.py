@@ -159,10 +159,9 @@ def fit_calibration(spec: CalibrationProblem, points: Sequence[DesignPoint],
         fits[mode] = ModeFit(mode=mode, values=tuple(values), low=tuple(low), high=tuple(high),
                              draws=tuple(tuple(row) for row in sample),
                              residual_rms=best[mode][1], observations=int(obs[mode].shape[0]))
-    constants = spec.constants()
-    problem = {**spec.to_dict(), **constants, "start": start}
+    problem = {**spec.to_dict(), **spec.constants(), "start": start}
     return Calibration(
-        fits=fits, problem=problem, fingerprint=problem_fingerprint(constants),
+        fits=fits, problem=problem, fingerprint=problem_fingerprint(problem),
         design=tuple(p.to_dict() for p in points),
         seeds={"root": spec.seed, "R": sorted({p.seeds for p in points}), "resamples": resamples},
         version=package_version(), created_by=dict(created_by or {}), ci_level=ci_level,
