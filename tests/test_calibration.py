@@ -36,6 +36,7 @@ from theory.calibration import (
     predicted_cycles,
     problem_fingerprint,
     read_calibration,
+    theory_coefficients,
     write_calibration,
 )
 from theory.fileio import content_checksum
@@ -395,3 +396,104 @@ def test_plan_refuses_a_bad_calibration_file(tmp_path, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "calibration=" in err and err.count("\n") == 1
+
+
+# -- per-sample writes: the form, the fit, the file, the plan ---------------------------------------
+
+def test_the_per_sample_form_is_corollary_3ps_with_free_coefficients():
+    """At the proof's coefficients the per-sample sync model is the registry's Corollary 3PS
+    entry exactly (its products are Corollary 3's, no term but the transient divided by n); at
+    n = 1 the two forms agree, at n = B b the per-sample floor and noise are n times larger."""
+    from theory.compiled import compile_expr
+    from theory.theorems import get_bound
+
+    values = {k: v for k, v in complete_problem().items() if isinstance(v, float)}
+    proved = theory_coefficients("sync", values)
+    entry = compile_expr(get_bound("analog_sgd_sp_per_sample").expr)
+    for k, lr, big_b, b in ((10, 0.1, 4, 2), (1000, 0.02, 8, 1), (37, 0.3, 1, 1)):
+        model = sum(model_terms("sync", proved, k, lr=lr, M=4, B=big_b, b=b,
+                                write="per-sample").values())
+        assert model == pytest.approx(float(entry({**values, "K": k, "alpha": lr})), rel=1e-12)
+    for mode, big_b, b in (("sync", 4, 2), ("async", 1, 8)):
+        mean = model_terms(mode, TRUE[mode], 100, lr=0.1, M=4, B=big_b, b=b)
+        each = model_terms(mode, TRUE[mode], 100, lr=0.1, M=4, B=big_b, b=b, write="per-sample")
+        n = big_b * b
+        assert each["transient"] == mean["transient"]
+        for term in ("noise", "floor", "staleness"):
+            assert each[term] == pytest.approx(mean[term] * (n if term != "staleness" else b))
+        one = model_terms(mode, TRUE[mode], 100, lr=0.1, M=4, write="per-sample")
+        assert one == model_terms(mode, TRUE[mode], 100, lr=0.1, M=4)
+    with pytest.raises(ParameterError, match="write='rank-1' is not valid"):
+        model_terms("sync", TRUE["sync"], 10, lr=0.1, M=2, write="rank-1")
+
+
+def test_fit_recovers_the_per_sample_form():
+    """Curves of the per-sample model: a per-sample calibration recovers every coefficient within
+    10 %; the batch-mean form fitted to the same curves leaves log residuals over 5x larger (the
+    write semantics is part of what a calibration measures)."""
+    rows = [("sync", m, big_b, b) for m, big_b, b in ((1, 1, 1), (2, 4, 1), (4, 2, 2))]
+    rows += [("async", m, 1, b) for m, b in ((2, 1), (4, 2), (8, 1))]
+    points = [DesignPoint(mode=mode, stages=m, micro_batches=big_b, micro_batch_size=b, lr=lr,
+                          steps=4000, seeds=8)
+              for mode, m, big_b, b in rows for lr in (0.02, 0.08, 0.3)]
+    curves = []
+    rng = np.random.default_rng(2)
+    for p in points:
+        k = np.arange(1, p.steps + 1)
+        curve = sum(model_terms(p.mode, TRUE[p.mode], k, lr=p.lr, M=p.stages, B=p.micro_batches,
+                                b=p.micro_batch_size, start=START, write="per-sample").values())
+        curve[0] = START
+        curves.append(curve * (1 + 0.02 * rng.standard_normal((p.seeds, 1))))
+    each = fit_calibration(CalibrationProblem(write="per-sample"), points, curves, resamples=10)
+    assert each.write == "per-sample" and each.problem["write"] == "per-sample"
+    for mode, fit in each.fits.items():
+        for name, got, want in zip(COEFFICIENTS[mode], fit.values, TRUE[mode], strict=True):
+            assert got == pytest.approx(want, rel=0.1), (mode, name)
+    mean = fit_calibration(CalibrationProblem(), points, curves, resamples=1)
+    assert mean.fingerprint != each.fingerprint
+    for mode in each.fits:  # 2 % seed noise: the right form's rms ~0.02, the wrong one's 0.14-0.25
+        assert mean.fit(mode).residual_rms > 5 * each.fit(mode).residual_rms, mode
+
+
+def test_a_per_sample_forecast_uses_the_per_sample_form():
+    problem = complete_problem(write="per-sample")
+    cal = file_calibration(TRUE, problem)
+    f = predicted_cycles(cal, "sync", 0.02, 4, 8, 1, lr=0.05)
+    model = sum(model_terms("sync", TRUE["sync"], f.iterations, lr=0.05, M=4, B=8, b=1,
+                            start=START, write="per-sample").values())
+    assert model <= 0.02
+    assert f.terms["floor"] == pytest.approx(TRUE["sync"][2])  # not divided by n = 8
+    with pytest.raises(ParameterError, match="was made with write 'per-sample', the plan is for "
+                                             "write 'batch-mean'"):
+        plan(load_model("digits-mlp"), PlanHardware(from_preset("softbounds-tau1"),
+                                                    accelerators=4), ProblemParams(), 0.1,
+             PlanLimits(), relax=False, calibration=cal)
+
+
+def test_calibrate_per_sample_writes_a_file_plan_refuses_for_batch_mean(tmp_path, capsys):
+    """A per-sample calibration small enough for seconds: the file records the write (and the
+    fingerprint tells it from the batch-mean one); plan, whose writes are batch-mean, refuses it
+    in one line."""
+    argv = ["calibrate", "--quick", "--steps", "200", "--seeds", "3", "--resamples", "2",
+            "--dim", "8", "--write", "per-sample", "--out", str(tmp_path / "ps"), "--jobs", "1",
+            "--no-cache"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "write per-sample" in captured.out and "c_floor; proof" in captured.out
+    path = tmp_path / "ps" / "calibration.json"
+    cal = read_calibration(path)
+    assert (cal.write, cal.update, cal.pulse_type) == ("per-sample", "expected", None)
+    assert cal.created_by["write"] == "per-sample"
+    assert cal.fingerprint != problem_fingerprint({**cal.problem, "write": "batch-mean"})
+    assert main(["plan", "--model", "digits-mlp", "--accelerators", "4", "--no-relax",
+                 "--calibration", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "was made with write 'per-sample'" in err
+    assert "calibrate --write batch-mean" in err
+
+
+def test_calibrate_refuses_a_pulse_type_without_pulses_in_one_line(capsys):
+    assert main(["calibrate", "--quick", "--no-cache", "--pulse-type", "deterministic"]) == 2
+    err = capsys.readouterr().err
+    assert "--pulse-type=deterministic applies to --update pulsed only" in err
+    assert err.count("\n") == 1

@@ -33,7 +33,25 @@ best step of the bound this is the registry's rate form :math:`a/\sqrt K + c/K +
     F = \frac{c_{\mathrm{noise}}\alpha + c_{\mathrm{floor}}}{n}
         + \frac{c_{\mathrm{stale}}\alpha^2 D}{b},
 
-unreachable when :math:`\epsilon \le F`. Cycles come from the one timing rule,
+unreachable when :math:`\epsilon \le F`.
+
+**Per-sample writes.** A calibration of runs that write every sample (``problem["write"] =
+"per-sample"``, :data:`theory.vocabulary.WRITE_SEMANTICS`; a crossbar, aihwkit) fits the
+per-sample form: Corollary 3PS (``sync``) and Theorem 4'PS (``async``, 4'B at ``b = 1``) keep the
+noise and the floor of one sample and the staleness of one write, so no term but the transient is
+divided by the batch,
+
+.. math::
+
+    \hat g_{\mathrm{PS}}(K) = \frac{c_K}{\alpha K + c_K/S} + c_{\mathrm{noise}}\alpha
+        + c_{\mathrm{floor}} + c_{\mathrm{stale}}\alpha^2 D ,
+
+with the same coefficients' meaning (Corollary 3PS's products are Corollary 3's; 4'PS's
+staleness also has a part in :math:`D^2 G_\infty^2`, which the form has no coefficient for). :func:`model_terms` takes ``write``; the forecast uses the
+calibration's own (:attr:`Calibration.write`), and a plan of other writes is refused
+(:func:`check_write`).
+
+Cycles come from the one timing rule,
 :func:`theory.schedules.cycles_after` (``sync`` :math:`2(B+M-1)K`, ``async`` :math:`2(K+M-1)`).
 
 **The file.** :class:`Calibration` (written by ``aimc-pipeline calibrate``, read by ``aimc-pipeline
@@ -74,7 +92,7 @@ from .symbols import K as K_sym
 from .symbols import alpha, n
 from .symbols import b as b_sym
 from .theorems import get_bound
-from .vocabulary import CALIBRATED_ALGORITHMS, CALIBRATED_MODES
+from .vocabulary import CALIBRATED_ALGORITHMS, CALIBRATED_MODES, WRITE_SEMANTICS
 
 __all__ = [
     "CALIBRATED_ALGORITHMS",
@@ -88,6 +106,7 @@ __all__ = [
     "MODEL_TERMS",
     "ModeFit",
     "check_algorithm",
+    "check_write",
     "forecast_iterations",
     "model_floor",
     "model_terms",
@@ -208,31 +227,43 @@ def _samples(mode: str, B, b):
     return np.asarray(b, dtype=float) * (np.asarray(B, dtype=float) if mode == "sync" else 1.0)
 
 
-def model_terms(mode: str, coefficients, K, *, lr, M, B=1, b=1, start=None
-                ) -> dict[str, np.ndarray]:
+def _check_write(write: str) -> str:
+    if write not in WRITE_SEMANTICS:
+        raise ParameterError(f"write={write!r} is not valid; valid: {', '.join(WRITE_SEMANTICS)}")
+    return write
+
+
+def model_terms(mode: str, coefficients, K, *, lr, M, B=1, b=1, start=None,
+                write: str = "batch-mean") -> dict[str, np.ndarray]:
     r"""The four terms of :math:`\hat g(K)` (module docstring) by :data:`MODEL_TERMS` name.
 
     ``coefficients`` is a mapping by :data:`COEFFICIENTS` name or a sequence in that order
     (arrays broadcast with ``K``, ``lr``, ``M``, ``B``, ``b``); ``staleness`` is 0 for ``sync``;
     ``start`` is :math:`S` (``None``: the unsaturated transient :math:`c_K/(\alpha K)`).
+    ``write="per-sample"`` is the per-sample form (module docstring): noise
+    :math:`c_{\mathrm{noise}}\alpha`, floor :math:`c_{\mathrm{floor}}` and staleness
+    :math:`c_{\mathrm{stale}}\alpha^2 D`, none divided by the batch.
     """
     _check_mode(mode)
     c_k, c_noise, c_floor, c_stale = _coefficient_arrays(mode, coefficients)
     lr = np.asarray(lr, dtype=float)
-    n = _samples(mode, B, b)
+    per_sample = _check_write(write) == "per-sample"
+    n = 1.0 if per_sample else _samples(mode, B, b)
+    batch = 1.0 if per_sample else np.asarray(b, dtype=float)
     delay = np.maximum(np.asarray(M, dtype=float) - 1.0, 0.0) if mode == "async" else 0.0
     return {
         "transient": c_k / (lr * np.asarray(K, dtype=float)
                             + (0.0 if start is None else c_k / float(start))),
         "noise": c_noise * lr / n,
         "floor": c_floor / n,
-        "staleness": c_stale * lr**2 * delay / np.asarray(b, dtype=float),
+        "staleness": c_stale * lr**2 * delay / batch,
     }
 
 
-def model_floor(mode: str, coefficients, *, lr, M, B=1, b=1) -> np.ndarray:
+def model_floor(mode: str, coefficients, *, lr, M, B=1, b=1, write: str = "batch-mean"
+                ) -> np.ndarray:
     """:math:`F`, the model's limit ``K -> inf`` at step ``lr`` (squared-gradient units)."""
-    terms = model_terms(mode, coefficients, np.inf, lr=lr, M=M, B=B, b=b)
+    terms = model_terms(mode, coefficients, np.inf, lr=lr, M=M, B=B, b=b, write=write)
     return terms["noise"] + terms["floor"] + terms["staleness"]
 
 
@@ -504,6 +535,20 @@ def check_algorithm(cal: Calibration, algorithm: str, source: str = "given") -> 
     return cal
 
 
+def check_write(cal: Calibration, write: str, source: str = "given") -> Calibration:
+    """``cal`` if its runs wrote as ``write`` (:data:`theory.vocabulary.WRITE_SEMANTICS`), else
+    a one-line :class:`ParameterError` naming both: the forecast of one write semantics is off
+    by up to a factor ``n`` on the floor for the other (Corollary 3PS)."""
+    _check_write(write)
+    if cal.write != write:
+        raise ParameterError(
+            f"calibration={source!r} was made with write {cal.write!r}, the plan is for write "
+            f"{write!r} (the per-sample floor does not fall with the batch); calibrate with "
+            f"aimc-pipeline calibrate --write {write}"
+        )
+    return cal
+
+
 def forecast_iterations(cal: Calibration, mode: str, eps, *, lr, M, B=1, b=1
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Calibrated iterations to ``eps`` at step ``lr``: the fit and its bootstrap interval.
@@ -525,7 +570,7 @@ def forecast_iterations(cal: Calibration, mode: str, eps, *, lr, M, B=1, b=1
 
     def solve(coeffs):
         coeffs = [np.asarray(c, dtype=float) for c in coeffs]
-        floor = model_floor(mode, coeffs, lr=lr, M=M, B=B, b=b)
+        floor = model_floor(mode, coeffs, lr=lr, M=M, B=B, b=b, write=cal.write)
         gap = eps - floor
         with np.errstate(divide="ignore", invalid="ignore"):
             k = (coeffs[0] / gap - (0.0 if start is None else coeffs[0] / start)) / np.asarray(
@@ -625,7 +670,8 @@ def predicted_cycles(cal: Calibration, mode: str, eps: float, M: int, B: int = 1
         cycles, c_low, c_high = (c + float(transfer_cycles(float(x), every, event_cycles))
                                  for c, x in ((cycles, k), (c_low, low), (c_high, high)))
     terms = {name: float(v) for name, v in model_terms(
-        mode, cal.fit(mode).values, k, lr=lr, M=M, B=B, b=b, start=cal.start).items()}
+        mode, cal.fit(mode).values, k, lr=lr, M=M, B=B, b=b, start=cal.start,
+        write=cal.write).items()}
     if mode == "sync":
         terms.pop("staleness")
     return Forecast(mode=mode, stages=M, micro_batches=B, micro_batch_size=b, eps=float(eps),

@@ -12,8 +12,9 @@ and half of its start :math:`S = \bar g(1)`, the first ``K_j`` with :math:`\bar 
 \epsilon_j` (:func:`simulate.verification.prediction.first_hit`, the measure of cycles to eps of
 :mod:`simulate.verification.prediction`).
 
-**Fit.** Per mode, the coefficients :math:`c \ge 0` of :mod:`theory.calibration` minimise the sum
-of squared log residuals :math:`\log\hat g(K_j; c) - \log\epsilon_j` (``scipy.optimize.
+**Fit.** Per mode, the coefficients :math:`c \ge 0` of :mod:`theory.calibration` (of its
+per-sample form when the problem's runs write per sample, :attr:`~simulate.verification.
+CalibrationProblem.write`) minimise the sum of squared log residuals :math:`\log\hat g(K_j; c) - \log\epsilon_j` (``scipy.optimize.
 least_squares``, trust region reflective, on :math:`\log c`).
 
 **Intervals.** A bootstrap over seeds: each of ``resamples`` replicates resamples the ``R`` seeds
@@ -83,17 +84,19 @@ def observations(points: Sequence[DesignPoint], means: Sequence[np.ndarray],
     return {mode: np.asarray(r, dtype=float).reshape(-1, 6) for mode, r in rows.items()}
 
 
-def _residuals(x: np.ndarray, mode: str, obs: np.ndarray, start: float) -> np.ndarray:
+def _residuals(x: np.ndarray, mode: str, obs: np.ndarray, start: float, write: str
+               ) -> np.ndarray:
     m, big_b, b, lr, k, eps = obs.T
-    terms = model_terms(mode, np.exp(x), k, lr=lr, M=m, B=big_b, b=b, start=start)
+    terms = model_terms(mode, np.exp(x), k, lr=lr, M=m, B=big_b, b=b, start=start, write=write)
     return np.log(sum(terms.values())) - np.log(eps)
 
 
-def _start(mode: str, obs: np.ndarray) -> np.ndarray:
+def _start(mode: str, obs: np.ndarray, write: str) -> np.ndarray:
     """Initial coefficients: the transient alone explains the median observation, each other
-    term a tenth of the smallest target."""
+    term a tenth of the smallest target (of the per-sample form under per-sample writes)."""
     m, big_b, b, lr, k, eps = obs.T
-    n = b * (big_b if mode == "sync" else 1.0)
+    per_sample = write == "per-sample"
+    n = np.ones_like(b) if per_sample else b * (big_b if mode == "sync" else 1.0)
     low = float(np.min(eps))
     c_k = float(np.median(lr * k * eps))
     c_noise = 0.1 * low * float(np.median(n / lr))
@@ -101,11 +104,12 @@ def _start(mode: str, obs: np.ndarray) -> np.ndarray:
     start = [c_k, c_noise, c_floor]
     if mode == "async":
         delay = np.maximum(m - 1, 1.0)
-        start.append(0.1 * low * float(np.median(b / (lr**2 * delay))))
+        batch = np.ones_like(b) if per_sample else b
+        start.append(0.1 * low * float(np.median(batch / (lr**2 * delay))))
     return np.log(np.maximum(start, 10 * _TINY))
 
 
-def _fit(mode: str, obs: np.ndarray, start: float, x0: np.ndarray | None = None
+def _fit(mode: str, obs: np.ndarray, start: float, write: str, x0: np.ndarray | None = None
          ) -> tuple[np.ndarray, float]:
     """Least squares in log space; returns ``(log coefficients, rms of the log residuals)``."""
     width = len(COEFFICIENTS[mode])
@@ -114,8 +118,8 @@ def _fit(mode: str, obs: np.ndarray, start: float, x0: np.ndarray | None = None
             f"design: {obs.shape[0]} reached targets for mode {mode!r}, fewer than its {width} "
             "coefficients; valid: more design points or steps"
         )
-    x0 = _start(mode, obs) if x0 is None else np.clip(x0, math.log(_TINY), None)
-    result = least_squares(_residuals, x0, args=(mode, obs, start), method="trf",
+    x0 = _start(mode, obs, write) if x0 is None else np.clip(x0, math.log(_TINY), None)
+    result = least_squares(_residuals, x0, args=(mode, obs, start, write), method="trf",
                            bounds=(math.log(_TINY), np.inf), x_scale=1.0)
     rms = float(np.sqrt(np.mean(result.fun**2)))
     return result.x, rms
@@ -134,7 +138,7 @@ def fit_calibration(spec: CalibrationProblem, points: Sequence[DesignPoint],
     obs = observations(points, means, targets)
     start = float(np.median([mean[0] for mean in means]))  # every run starts at W_0
     modes = [mode for mode in ("sync", "async") if any(p.mode == mode for p in points)]
-    best = {mode: _fit(mode, obs[mode], start) for mode in modes}
+    best = {mode: _fit(mode, obs[mode], start, spec.write) for mode in modes}
     draws: dict[str, list] = {mode: [] for mode in modes}
     rng = bootstrap_generator(spec.seed)
     for _ in range(resamples):
@@ -142,7 +146,8 @@ def fit_calibration(spec: CalibrationProblem, points: Sequence[DesignPoint],
         again = observations(points, resampled, targets)
         for mode in modes:
             if again[mode].shape[0] >= len(COEFFICIENTS[mode]):
-                draws[mode].append(np.exp(_fit(mode, again[mode], start, best[mode][0])[0]))
+                draws[mode].append(np.exp(_fit(mode, again[mode], start, spec.write,
+                                               best[mode][0])[0]))
     fits = {}
     for mode in modes:
         values = np.exp(best[mode][0])
