@@ -110,8 +110,7 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
     writes.add_argument("--update", choices=meta["update"]["choices"], default=spec.update,
                         help=meta["update"]["help"] + " (recorded in the file)")
     writes.add_argument("--pulse-type", choices=meta["pulse_type"]["choices"], default=None,
-                        help=meta["pulse_type"]["help"] + " (default with --update pulsed: "
-                        f"{SimConfig().pulse_type})")
+                        help=meta["pulse_type"]["help"] + " (recorded in the file)")
     writes.add_argument("--write", choices=meta["write"]["choices"], default=spec.write,
                         help=meta["write"]["help"] + "; per-sample fits the per-sample form (noise "
                         "and floor not divided by n, Corollary 3PS); plan refuses a file of other "
