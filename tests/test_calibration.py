@@ -26,11 +26,11 @@ from simulate.verification import (
     design,
     fit_calibration,
 )
+from tests._calibration_files import complete_problem, file_calibration
 from theory import ParameterError, cycles_after
 from theory.calibration import (
     COEFFICIENTS,
     Calibration,
-    ModeFit,
     forecast_iterations,
     model_terms,
     predicted_cycles,
@@ -40,8 +40,6 @@ from theory.calibration import (
     write_calibration,
 )
 from theory.fileio import content_checksum
-
-from tests._calibration_files import complete_problem, file_calibration
 
 #: the start ||grad f(W_0)||^2 of the synthetic curves
 START = 0.2
@@ -398,7 +396,7 @@ def test_plan_refuses_a_bad_calibration_file(tmp_path, capsys):
     assert "calibration=" in err and err.count("\n") == 1
 
 
-# -- per-sample writes: the form, the fit, the file, the plan ---------------------------------------
+# -- per-sample writes: the form, the fit, the file, the plan -------------------------------------
 
 def test_the_per_sample_form_is_corollary_3ps_with_free_coefficients():
     """At the proof's coefficients the per-sample sync model is the registry's Corollary 3PS

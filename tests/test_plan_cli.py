@@ -164,9 +164,8 @@ def test_huge_eps_plans_one_iteration(capsys):
 # -- calibration files: edited files are refused, or reported when accepted ------------------------
 
 def _calibration_file(tmp_path, edit=None):
-    from theory.calibration import write_calibration
-
     from tests._calibration_files import file_calibration
+    from theory.calibration import write_calibration
 
     cal = file_calibration({"sync": (0.15, 0.04, 0.002), "async": (0.13, 0.035, 0.003, 0.05)})
     path = write_calibration(tmp_path / "calibration.json", cal)

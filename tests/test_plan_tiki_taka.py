@@ -35,6 +35,7 @@ from simulate import SimConfig
 from simulate.config import TRANSFER_SLICES
 from simulate.device import TikiTaka, Tile, TransferRule
 from simulate.verification import CalibrationProblem
+from tests._calibration_files import complete_problem, file_calibration
 from theory import (
     CYCLES_PER_COLUMN,
     REACHABLE,
@@ -54,16 +55,12 @@ from theory import (
 from theory.admissible import step_cap
 from theory.calibration import (
     Calibration,
-    ModeFit,
     check_algorithm,
     forecast_iterations,
     predicted_cycles,
-    problem_fingerprint,
     read_calibration,
     write_calibration,
 )
-
-from tests._calibration_files import complete_problem, file_calibration
 
 SMALL = ["--max-micro-batches", "16", "--max-micro-batch-size", "16"]
 MLP = load_model("digits-mlp")

@@ -47,9 +47,9 @@ divided by the batch,
         + c_{\mathrm{floor}} + c_{\mathrm{stale}}\alpha^2 D ,
 
 with the same coefficients' meaning (Corollary 3PS's products are Corollary 3's; 4'PS's
-staleness also has a part in :math:`D^2 G_\infty^2`, which the form has no coefficient for). :func:`model_terms` takes ``write``; the forecast uses the
-calibration's own (:attr:`Calibration.write`), and a plan of other writes is refused
-(:func:`check_write`).
+staleness also has a part in :math:`D^2 G_\infty^2`, which the form has no coefficient for).
+:func:`model_terms` takes ``write``; the forecast uses the calibration's own
+(:attr:`Calibration.write`), and a plan of other writes is refused (:func:`check_write`).
 
 Cycles come from the one timing rule,
 :func:`theory.schedules.cycles_after` (``sync`` :math:`2(B+M-1)K`, ``async`` :math:`2(K+M-1)`).

@@ -183,17 +183,7 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
         help="tiki-taka: A's device, e.g. digital for an ideal buffer (matched against the "
         "proved bounds' settings; default: the preset's device)",
     )
-    parser.add_argument(
-        "--calibration", metavar="FILE", default=argparse.SUPPRESS,
-        help="a calibration file of aimc-pipeline calibrate: choose by the predicted "
-        "(calibrated) time to eps, in seconds with its 95%% interval, and report the guaranteed "
-        "(proved, worst-case) time beside it",
-    )
-    parser.add_argument(
-        "--accept-edited-calibration", action="store_true",
-        help="use a --calibration file whose checksum does not match its content (edited after "
-        "calibrate wrote it; every other check still applies); the plan's text and JSON say so",
-    )
+    _add_calibration_flags(parser)
     kinds = parser.add_argument_group("accelerator kinds and modes (bounds.mode_planner)")
     kinds.add_argument(
         "--hardware", metavar="FILE.toml", default=argparse.SUPPRESS,
@@ -376,6 +366,21 @@ def _warn_forecast(result: Plan) -> None:
     """One stderr line when the calibration's problem is not the plan's (fingerprint)."""
     if result.forecast is not None and result.forecast.warning:
         print(f"warning: {result.forecast.warning}", file=sys.stderr)
+
+
+def _add_calibration_flags(parser: argparse.ArgumentParser) -> None:
+    """``--calibration FILE`` and ``--accept-edited-calibration``."""
+    parser.add_argument(
+        "--calibration", metavar="FILE", default=argparse.SUPPRESS,
+        help="a calibration file of aimc-pipeline calibrate: choose by the predicted "
+        "(calibrated) time to eps, in seconds with its 95%% interval, and report the guaranteed "
+        "(proved, worst-case) time beside it",
+    )
+    parser.add_argument(
+        "--accept-edited-calibration", action="store_true",
+        help="use a --calibration file whose checksum does not match its content (edited after "
+        "calibrate wrote it; every other check still applies); the plan's text and JSON say so",
+    )
 
 
 def _kinds(args: argparse.Namespace, hardware: PlanHardware) -> KindsHardware | None:

@@ -463,9 +463,9 @@ class PlanForecast:
         c = self.chosen
         lines = [
             f"chosen by predicted time (calibration {self.source}) at eps = {self.eps:g}",
-            *([f"  calibration          EDITED after calibrate wrote it (its checksum does not "
-               f"match), used because of --accept-edited-calibration: the forecast is the "
-               f"edited file's, not a fit's"] if self.edited else []),
+            *(["  calibration          EDITED after calibrate wrote it (its checksum does not "
+               "match), used because of --accept-edited-calibration: the forecast is the "
+               "edited file's, not a fit's"] if self.edited else []),
             f"  plan                 {c.label}, step {c.lr:.4g}",
             f"  predicted time       {format_seconds(c.predicted_seconds)}  (95% interval "
             f"{format_seconds(c.predicted_low_s)} - {format_seconds(c.predicted_high_s)}; "

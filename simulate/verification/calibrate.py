@@ -14,8 +14,8 @@ and half of its start :math:`S = \bar g(1)`, the first ``K_j`` with :math:`\bar 
 
 **Fit.** Per mode, the coefficients :math:`c \ge 0` of :mod:`theory.calibration` (of its
 per-sample form when the problem's runs write per sample, :attr:`~simulate.verification.
-CalibrationProblem.write`) minimise the sum of squared log residuals :math:`\log\hat g(K_j; c) - \log\epsilon_j` (``scipy.optimize.
-least_squares``, trust region reflective, on :math:`\log c`).
+CalibrationProblem.write`) minimise the sum of squared log residuals :math:`\log\hat g(K_j; c) -
+\log\epsilon_j` (``scipy.optimize.least_squares``, trust region reflective, on :math:`\log c`).
 
 **Intervals.** A bootstrap over seeds: each of ``resamples`` replicates resamples the ``R`` seeds
 of every point with replacement (:func:`simulate.verification.stats.bootstrap_means` with
