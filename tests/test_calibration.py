@@ -71,6 +71,14 @@ def test_file_round_trip(tmp_path):
     assert data["checksum"] == content_checksum(data)  # over everything but itself
 
 
+def test_the_checksum_is_of_the_content_not_its_layout():
+    data = _file_calibration().to_dict()
+    again = json.loads(json.dumps(dict(reversed(list(data.items()))), indent=4))
+    assert content_checksum(again) == content_checksum(data) == data["checksum"]
+    again["fits"]["sync"]["values"][0] = float(np.nextafter(again["fits"]["sync"]["values"][0], 1))
+    assert content_checksum(again) != data["checksum"]  # one ulp of one coefficient
+
+
 def _scale(fit: dict, factor: float) -> None:
     for key in ("values", "low", "high"):
         fit[key] = [factor * x for x in fit[key]]

@@ -58,6 +58,7 @@ from theory.calibration import (
     check_algorithm,
     forecast_iterations,
     predicted_cycles,
+    problem_fingerprint,
     read_calibration,
     write_calibration,
 )
@@ -318,6 +319,27 @@ def test_tiki_taka_plan_with_a_calibration(tmp_path, capsys):
     argv[argv.index("--transfer-every") + 1] = "5"
     assert main(argv) == 0
     assert "transferred every 2 updates" in capsys.readouterr().err
+
+
+def test_tiki_taka_plan_reports_an_accepted_edited_calibration(tmp_path, capsys):
+    """An edited Tiki-Taka calibration is refused in one line; accepted, the report and the
+    JSON's calibration.edited say so."""
+    path = write_calibration(tmp_path / "tt.json", _tt_calibration(every=2))
+    data = json.loads(path.read_text())
+    data["problem"]["Delta"] = 0.25  # with a recomputed fingerprint: only the checksum tells
+    data["fingerprint"] = problem_fingerprint(data["problem"])
+    path.write_text(json.dumps(data))
+    argv = ["plan", "--model", "digits-mlp", "--accelerators", "8", "--eps", "0.05",
+            "--algorithm", "tiki-taka", "--transfer-every", "2", "--calibration", str(path),
+            *SMALL]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "checksum = sha256:" in err
+    assert main([*argv, "--accept-edited-calibration"]) == 0
+    captured = capsys.readouterr()
+    assert "calibration          EDITED" in captured.out and "edited after" in captured.err
+    assert main([*argv, "--accept-edited-calibration", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["plan"]["calibration"]["edited"] is True
 
 
 # -- brute force: the exact search is the optimum of the grid under the same forecast -------------
