@@ -62,10 +62,10 @@ DESCRIPTION = (
     "Theorem 4'B with free coefficients, its transient saturating at the start) by least "
     "squares on log residuals, with bootstrap intervals over seeds, and write the calibration "
     "file that 'aimc-pipeline plan --calibration' forecasts with. --write per-sample (one "
-    "write per sample, as a crossbar) fits the per-sample form, c_K/(lr K + c_K/S) + c_noise lr + "
-    "c_floor [+ c_stale lr^2 (M - 1)] (Corollary 3PS: nothing but the transient divided by the "
-    "batch); --update and --pulse-type as simulate's. The file records the update, pulse type "
-    "and write, and its fingerprint covers them."
+    "write per sample, as a crossbar) fits the per-sample form, whose floor c_floor is not "
+    "divided by n (Corollary 3PS: the floor is one sample's); --update and --pulse-type as "
+    "simulate's. The file records the update, pulse type and write, and its fingerprint covers "
+    "them."
 )
 
 #: what a coefficient measures (for the table)
@@ -75,9 +75,8 @@ _MEANING = {
     "c_floor": "floor c_floor/n; proof: G_inf^2 sigma2/(theta q_min^2)",
     "c_stale": "staleness c_stale lr^2 D/b; proof: 8 kappa L_s^2 q_max^2 sigma2",
 }
-#: the terms of the per-sample form (nothing but the transient divided by the batch)
-_PER_SAMPLE_TERMS = {"c_noise": ("c_noise lr/n", "c_noise lr"),
-                     "c_floor": ("c_floor/n", "c_floor"), "c_stale": ("D/b", "D")}
+#: the term of the per-sample form that differs (its floor is not divided by the batch)
+_PER_SAMPLE_TERMS = {"c_floor": ("c_floor/n", "c_floor")}
 
 
 def build_parser(parser: argparse.ArgumentParser) -> None:
@@ -112,8 +111,8 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
     writes.add_argument("--pulse-type", choices=meta["pulse_type"]["choices"], default=None,
                         help=meta["pulse_type"]["help"] + " (recorded in the file)")
     writes.add_argument("--write", choices=meta["write"]["choices"], default=spec.write,
-                        help=meta["write"]["help"] + "; per-sample fits the per-sample form (noise "
-                        "and floor not divided by n, Corollary 3PS); plan refuses a file of other "
+                        help=meta["write"]["help"] + "; per-sample fits the per-sample form (its "
+                        "floor not divided by n, Corollary 3PS); plan refuses a file of other "
                         "writes than its own")
     algorithm = parser.add_argument_group("the algorithm of the runs")
     algorithm.add_argument("--algorithm", choices=CALIBRATED_ALGORITHMS, default=spec.algorithm,
@@ -175,9 +174,9 @@ def coefficient_table(cal: Calibration) -> str:
              f"problem constants: {constants} (fingerprint {cal.fingerprint}, covering the "
              f"constants, problem, device, algorithm, {runs}, write {cal.write})"]
     if cal.write == "per-sample":
-        lines.append("write per-sample: the per-sample form (no term but the transient divided "
-                     "by the batch); the proof column is Corollary 3PS's products for sync "
-                     "(Corollary 3's) and Theorem 4'B's for async")
+        lines.append("write per-sample: the per-sample form (its floor not divided by the "
+                     "batch); the proof column is Corollary 3's products for sync (3PS has the "
+                     "same floor and no 1/n on its noise) and Theorem 4'B's for async")
     if cal.algorithm != "analog":
         t = cal.transfer
         lines.append(f"algorithm {cal.algorithm} (transfer every {t['transfer_every']} updates, "

@@ -93,19 +93,17 @@ def _residuals(x: np.ndarray, mode: str, obs: np.ndarray, start: float, write: s
 
 def _start(mode: str, obs: np.ndarray, write: str) -> np.ndarray:
     """Initial coefficients: the transient alone explains the median observation, each other
-    term a tenth of the smallest target (of the per-sample form under per-sample writes)."""
+    term a tenth of the smallest target (the floor's not divided by n under per-sample writes)."""
     m, big_b, b, lr, k, eps = obs.T
-    per_sample = write == "per-sample"
-    n = np.ones_like(b) if per_sample else b * (big_b if mode == "sync" else 1.0)
+    n = b * (big_b if mode == "sync" else 1.0)
     low = float(np.min(eps))
     c_k = float(np.median(lr * k * eps))
     c_noise = 0.1 * low * float(np.median(n / lr))
-    c_floor = 0.1 * low * float(np.median(n))
+    c_floor = 0.1 * low * (1.0 if write == "per-sample" else float(np.median(n)))
     start = [c_k, c_noise, c_floor]
     if mode == "async":
         delay = np.maximum(m - 1, 1.0)
-        batch = np.ones_like(b) if per_sample else b
-        start.append(0.1 * low * float(np.median(batch / (lr**2 * delay))))
+        start.append(0.1 * low * float(np.median(b / (lr**2 * delay))))
     return np.log(np.maximum(start, 10 * _TINY))
 
 
