@@ -40,7 +40,7 @@ from theory.fileio import (
 SIM = ["--steps", "20", "--log-every", "10"]
 PLAN = ["--model", "digits-mlp", "--accelerators", "4", "--no-relax", "--max-micro-batches", "8",
         "--max-micro-batch-size", "8"]
-CAL = ["--quick", "--steps", "300", "--seeds", "2", "--resamples", "0", "--dim", "8",
+CAL = ["--quick", "--steps", "300", "--seeds", "2", "--resamples", "1", "--dim", "8",
        "--jobs", "1"]
 
 

@@ -230,3 +230,65 @@ def test_write_per_sample_with_kinds_warns_in_one_line(capsys):
                         "uses the batch-mean guarantees; only the single-kind plan uses the "
                         "per-sample ones"]
     assert "analog_sgd_ap_per_sample" in captured.out or "analog_sgd_sp_per_sample" in captured.out
+
+
+# -- calibration files: edited files are refused, or reported when accepted ------------------------
+
+def _calibration_file(tmp_path, edit=None):
+    from tests._calibration_files import file_calibration
+    from theory.calibration import write_calibration
+
+    cal = file_calibration({"sync": (0.15, 0.04, 0.002), "async": (0.13, 0.035, 0.003, 0.05)})
+    path = write_calibration(tmp_path / "calibration.json", cal)
+    if edit is not None:
+        data = json.loads(path.read_text())
+        edit(data)
+        path.write_text(json.dumps(data))
+    return path
+
+
+def _times_1000(data):
+    fit = data["fits"]["sync"]
+    for key in ("values", "low", "high"):
+        fit[key] = [1000 * x for x in fit[key]]
+    fit["draws"] = [[1000 * x for x in row] for row in fit["draws"]]
+
+
+PLAN = ["plan", "--model", "digits-mlp", "--accelerators", "4", "--no-relax", "--eps", "0.1",
+        *SMALL]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["fits"]["sync"].update(values=[-x for x in d["fits"]["sync"]["values"]]),
+     "fits.sync.values[0] = -0.15 is out of range"),
+    (lambda d: d["fits"]["sync"]["values"].__setitem__(1, 0.0),
+     "fits.sync.values[1] = 0.0 is out of range"),
+    (_times_1000, "checksum = sha256:"),
+    (lambda d: d["fits"]["async"].update(draws=[]), "fits.async.draws = [] has 0 entries"),
+    (lambda d: d.update(problem={}), "problem: missing key"),
+], ids=["negated", "zeroed", "x1000", "no draws", "problem {}"])
+def test_plan_refuses_an_edited_calibration_in_one_line(tmp_path, capsys, edit, message):
+    path = _calibration_file(tmp_path, edit)
+    assert main([*PLAN, "--calibration", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--calibration={str(path)!r}: " in err and message in err
+    assert "Traceback" not in err
+
+
+def test_plan_reports_an_accepted_edited_calibration(tmp_path, capsys):
+    """--accept-edited-calibration reads a consistently edited file (x1000) and says so in the
+    text, on stderr and in the JSON; an unedited file says it is not edited."""
+    clean = _calibration_file(tmp_path)
+    assert main([*PLAN, "--calibration", str(clean), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["plan"]["forecast"]["calibration_edited"] is False
+    (tmp_path / "edited").mkdir()
+    edited = _calibration_file(tmp_path / "edited", _times_1000)
+    argv = [*PLAN, "--calibration", str(edited), "--accept-edited-calibration"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "EDITED after calibrate wrote it" in captured.out
+    assert "warning: --calibration=" in captured.err and "edited" in captured.err
+    assert main([*argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["plan"]["forecast"]["calibration_edited"] is True
+    assert main([*PLAN, "--accept-edited-calibration"]) == 2
+    assert "applies to --calibration FILE only" in capsys.readouterr().err

@@ -34,6 +34,7 @@ from paper_figures.cli import main
 from simulate import SimConfig
 from simulate.device import TikiTaka, Tile, TransferRule
 from simulate.verification import CalibrationProblem
+from tests._calibration_files import complete_problem, file_calibration
 from theory import (
     CYCLES_PER_COLUMN,
     REACHABLE,
@@ -53,7 +54,6 @@ from theory import (
 from theory.admissible import step_cap
 from theory.calibration import (
     Calibration,
-    ModeFit,
     check_algorithm,
     forecast_iterations,
     predicted_cycles,
@@ -78,14 +78,10 @@ def _fake_row(monkeypatch, *settings: str, name: str = "tt_test_sp"):
 
 
 def _tt_calibration(every=2, slice_="column", problem=None) -> Calibration:
-    fits = {"sync": ModeFit("sync", (0.5, 0.3, 1e-12), (0.45, 0.25, 1e-12), (0.55, 0.35, 1e-3),
-                            ((0.45, 0.25, 1e-12), (0.55, 0.35, 1e-3)), 0.1, 20),
-            "async": ModeFit("async", (0.4, 0.3, 1e-3, 0.2), (0.4, 0.3, 1e-3, 0.2),
-                             (0.4, 0.3, 1e-3, 0.2), (), 0.1, 20)}
-    problem = dict(problem or {"L": 1.0, "Delta": 0.5, "start": 2.0})
+    problem = complete_problem(**(problem or {"L": 1.0, "Delta": 0.5, "start": 2.0}))
     problem |= {"algorithm": "tiki-taka", "transfer_every": every, "transfer_slice": slice_}
-    return Calibration(fits=fits, problem=problem, fingerprint=problem_fingerprint(problem),
-                       design=(), seeds={"root": 0}, version="test")
+    return file_calibration({"sync": (0.5, 0.3, 1e-12), "async": (0.4, 0.3, 1e-3, 0.2)}, problem,
+                            draws={"sync": ((0.45, 0.25, 1e-12), (0.55, 0.35, 1e-3))})
 
 
 # -- the one transfer timing rule -----------------------------------------------------------------
@@ -219,7 +215,8 @@ def test_calibration_records_the_algorithm(tmp_path):
 
 def test_calibration_problem_runs_tiki_taka_and_keeps_analog_files():
     analog = CalibrationProblem()
-    assert "algorithm" not in analog.to_dict()  # an analog calibration's file is as it was
+    assert analog.to_dict()["algorithm"] == "analog"  # recorded: the fingerprint covers it
+    assert "transfer_every" not in analog.to_dict()
     assert analog.config("sync", 2, 2, 1, 0.1, 10, 2).algorithm == "analog"
     assert analog.event_cycles(4) == 0
     tt = CalibrationProblem(algorithm="tiki-taka", transfer_every=3, transfer_slice="all")
@@ -244,9 +241,7 @@ def test_predicted_cycles_add_the_transfers():
 
 def test_mismatched_calibrations_are_refused(tmp_path, capsys):
     tt = write_calibration(tmp_path / "tt.json", _tt_calibration())
-    analog_cal = Calibration(fits={"sync": _tt_calibration().fits["sync"]},
-                             problem={"L": 1.0}, fingerprint=problem_fingerprint({"L": 1.0}),
-                             design=(), seeds={}, version="t")
+    analog_cal = file_calibration({"sync": (0.5, 0.3, 1e-12)})
     analog = write_calibration(tmp_path / "analog.json", analog_cal)
     base = ["plan", "--model", "digits-mlp", "--accelerators", "4", "--no-relax", *SMALL]
     assert main([*base, "--calibration", str(tt)]) == 2
@@ -324,6 +319,27 @@ def test_tiki_taka_plan_with_a_calibration(tmp_path, capsys):
     argv[argv.index("--transfer-every") + 1] = "5"
     assert main(argv) == 0
     assert "transferred every 2 updates" in capsys.readouterr().err
+
+
+def test_tiki_taka_plan_reports_an_accepted_edited_calibration(tmp_path, capsys):
+    """An edited Tiki-Taka calibration is refused in one line; accepted, the report and the
+    JSON's calibration.edited say so."""
+    path = write_calibration(tmp_path / "tt.json", _tt_calibration(every=2))
+    data = json.loads(path.read_text())
+    data["problem"]["Delta"] = 0.25  # with a recomputed fingerprint: only the checksum tells
+    data["fingerprint"] = problem_fingerprint(data["problem"])
+    path.write_text(json.dumps(data))
+    argv = ["plan", "--model", "digits-mlp", "--accelerators", "8", "--eps", "0.05",
+            "--algorithm", "tiki-taka", "--transfer-every", "2", "--calibration", str(path),
+            *SMALL]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "checksum = sha256:" in err
+    assert main([*argv, "--accept-edited-calibration"]) == 0
+    captured = capsys.readouterr()
+    assert "calibration          EDITED" in captured.out and "edited after" in captured.err
+    assert main([*argv, "--accept-edited-calibration", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["plan"]["calibration"]["edited"] is True
 
 
 # -- brute force: the exact search is the optimum of the grid under the same forecast -------------

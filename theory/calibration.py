@@ -33,16 +33,40 @@ best step of the bound this is the registry's rate form :math:`a/\sqrt K + c/K +
     F = \frac{c_{\mathrm{noise}}\alpha + c_{\mathrm{floor}}}{n}
         + \frac{c_{\mathrm{stale}}\alpha^2 D}{b},
 
-unreachable when :math:`\epsilon \le F`. Cycles come from the one timing rule,
+unreachable when :math:`\epsilon \le F`.
+
+**Per-sample writes.** A calibration of runs that write every sample (``problem["write"] =
+"per-sample"``, :data:`theory.vocabulary.WRITE_SEMANTICS`; a crossbar, aihwkit) fits the
+per-sample form, in which the floor is not divided by the batch:
+
+.. math::
+
+    \hat g_{\mathrm{PS}}(K) = \frac{c_K}{\alpha K + c_K/S} + \frac{c_{\mathrm{noise}}\alpha}{n}
+        + c_{\mathrm{floor}} + \frac{c_{\mathrm{stale}}\alpha^2 D}{b} .
+
+The floor is the bias of the asymmetric part :math:`G(V)\lvert h\rvert` of each write, of the
+order of one sample's noise, and it does not average over the ``n`` writes (Corollary 3PS and
+its remark; Theorem 4'PS). The noise ball and the staleness are variances of independent
+per-sample noise, and those do average over the writes: the ``1/n`` (``1/b``) stays.
+Corollary 3PS's bound drops that ``1/n`` from its noise term, because its Step 4 bounds
+:math:`\lVert\bar U\rVert^2` by convexity; measured, the form with the ``1/n`` fits simulated
+per-sample runs with 4x smaller log residuals (``bench/bench_per_sample_form.py``: rms 0.036
+against 0.155 on the default problem, n = 1, 4, 8). 4'PS's staleness also has a part in
+:math:`D^2 G_\infty^2` that the form has no coefficient for. :func:`model_terms` takes
+``write``; the forecast uses the calibration's own (:attr:`Calibration.write`), and a plan of
+other writes is refused (:func:`check_write`).
+
+Cycles come from the one timing rule,
 :func:`theory.schedules.cycles_after` (``sync`` :math:`2(B+M-1)K`, ``async`` :math:`2(K+M-1)`).
 
 **The file.** :class:`Calibration` (written by ``aimc-pipeline calibrate``, read by ``aimc-pipeline
 plan --calibration``) holds per mode the fitted coefficients, their bootstrap intervals and the
 bootstrap draws themselves (so a forecast's interval is that of the joint fit), the design, the
 seeds, the problem's constants and their fingerprint, the package version and the configuration
-that created it. :func:`write_calibration` writes strict JSON atomically
-(:func:`theory.fileio.atomic_write`); :func:`read_calibration` validates and refuses a bad file
-with one line naming what is wrong. No pickle.
+that created it, and a checksum of all of it. :func:`write_calibration` writes strict JSON
+atomically (:func:`theory.fileio.atomic_write`); :func:`read_calibration` checks the file
+(:mod:`theory.calibration_file`: schema, integrity, checksum) and refuses a bad or edited file
+with one line naming the key. No pickle.
 
 Units: ``eps`` and :math:`\hat g` in squared-gradient units, :math:`\alpha` in weight^2/loss,
 ``K`` in updates; :math:`c_K` in loss units, :math:`c_{\mathrm{noise}}` per step unit,
@@ -65,7 +89,7 @@ import sympy as sp
 
 from .compiled import compile_expr
 from .errors import ParameterError, check_range
-from .fileio import atomic_write, strict_json
+from .fileio import atomic_write, content_checksum, strict_json
 from .schedules import cycles_after, transfer_cycles
 from .symbols import B as B_sym
 from .symbols import D as D_sym
@@ -73,7 +97,7 @@ from .symbols import K as K_sym
 from .symbols import alpha, n
 from .symbols import b as b_sym
 from .theorems import get_bound
-from .vocabulary import CALIBRATED_ALGORITHMS, CALIBRATED_MODES
+from .vocabulary import CALIBRATED_ALGORITHMS, CALIBRATED_MODES, WRITE_SEMANTICS
 
 __all__ = [
     "CALIBRATED_ALGORITHMS",
@@ -82,10 +106,12 @@ __all__ = [
     "COEFFICIENTS",
     "Calibration",
     "FINGERPRINT_KEYS",
+    "FINGERPRINT_SETTINGS",
     "Forecast",
     "MODEL_TERMS",
     "ModeFit",
     "check_algorithm",
+    "check_write",
     "forecast_iterations",
     "model_floor",
     "model_terms",
@@ -97,7 +123,7 @@ __all__ = [
 ]
 
 #: version of the calibration file format (bumped when a field's meaning changes)
-CALIBRATION_FORMAT = 1
+CALIBRATION_FORMAT = 2
 #: the free coefficients of each mode, in order
 COEFFICIENTS: dict[str, tuple[str, ...]] = {
     "sync": ("c_K", "c_noise", "c_floor"),
@@ -107,11 +133,15 @@ COEFFICIENTS: dict[str, tuple[str, ...]] = {
 MODEL_TERMS = ("transient", "noise", "floor", "staleness")
 #: the problem constants (symbol names of :mod:`theory.symbols`) a fingerprint covers
 FINGERPRINT_KEYS = ("L", "L_s", "Delta", "sigma2", "theta", "q_min", "q_max", "G_inf")
+#: the description of the runs a fingerprint covers beside the constants (the fields of
+#: :class:`simulate.verification.CalibrationProblem`), with what a problem without the key means
+FINGERPRINT_SETTINGS = {
+    "problem": None, "dim": None, "device": None, "tau": None, "weight_bound": None,
+    "seed": None, "algorithm": "analog", "transfer_every": None, "transfer_slice": None,
+    "update": "expected", "pulse_type": None, "write": "batch-mean",
+}
 #: significant digits of each constant in the fingerprint (printing and re-reading keeps it)
 _FINGERPRINT_DIGITS = 6
-#: the keys of the file's top-level object
-_FILE_KEYS = ("format", "problem", "fingerprint", "fits", "design", "seeds", "version",
-              "created_by", "ci_level")
 
 
 #: the registry entry whose form each mode's model takes (its coefficients are the proved ones)
@@ -154,16 +184,29 @@ def theory_coefficients(mode: str, values: Mapping[str, float]) -> dict[str, flo
             zip(COEFFICIENTS[mode], _proved_coefficients(mode), strict=True)}
 
 
-def problem_fingerprint(values: Mapping[str, float]) -> str:
-    """A short hash of the problem constants :data:`FINGERPRINT_KEYS` (6 significant digits each).
+def problem_fingerprint(values: Mapping) -> str:
+    """A short hash of a calibration's problem: its constants and the description of its runs.
 
-    Two sets of constants that print the same to 6 digits have the same fingerprint; a missing
-    constant is part of the hash as ``None``.
+    It covers the constants :data:`FINGERPRINT_KEYS` (6 significant digits each: two sets that
+    print the same to 6 digits have the same fingerprint; a missing constant is hashed as
+    ``None``) and the settings :data:`FINGERPRINT_SETTINGS`: the problem (name, dimension,
+    seed), the device (name, ``tau``, the region ``weight_bound``), the algorithm (and Tiki-Taka's
+    transfers), the update kind, the pulse type and the write semantics (a missing setting is
+    hashed as its :data:`FINGERPRINT_SETTINGS` value, so constants alone hash as an analog,
+    expected-update, batch-mean problem). A calibration of per-sample writes and one of
+    batch-mean writes of the same problem therefore differ.
     """
+    def digits(value):
+        if isinstance(value, float):
+            return f"{value:.{_FINGERPRINT_DIGITS}g}"
+        return value
+
     canon = {}
     for key in FINGERPRINT_KEYS:
         value = values.get(key)
         canon[key] = None if value is None else f"{float(value):.{_FINGERPRINT_DIGITS}g}"
+    for key, default in FINGERPRINT_SETTINGS.items():
+        canon[f"run.{key}"] = digits(values.get(key, default))
     text = json.dumps(canon, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -189,13 +232,21 @@ def _samples(mode: str, B, b):
     return np.asarray(b, dtype=float) * (np.asarray(B, dtype=float) if mode == "sync" else 1.0)
 
 
-def model_terms(mode: str, coefficients, K, *, lr, M, B=1, b=1, start=None
-                ) -> dict[str, np.ndarray]:
+def _check_write(write: str) -> str:
+    if write not in WRITE_SEMANTICS:
+        raise ParameterError(f"write={write!r} is not valid; valid: {', '.join(WRITE_SEMANTICS)}")
+    return write
+
+
+def model_terms(mode: str, coefficients, K, *, lr, M, B=1, b=1, start=None,
+                write: str = "batch-mean") -> dict[str, np.ndarray]:
     r"""The four terms of :math:`\hat g(K)` (module docstring) by :data:`MODEL_TERMS` name.
 
     ``coefficients`` is a mapping by :data:`COEFFICIENTS` name or a sequence in that order
     (arrays broadcast with ``K``, ``lr``, ``M``, ``B``, ``b``); ``staleness`` is 0 for ``sync``;
     ``start`` is :math:`S` (``None``: the unsaturated transient :math:`c_K/(\alpha K)`).
+    ``write="per-sample"`` is the per-sample form (module docstring): the floor
+    :math:`c_{\mathrm{floor}}` is not divided by the batch.
     """
     _check_mode(mode)
     c_k, c_noise, c_floor, c_stale = _coefficient_arrays(mode, coefficients)
@@ -206,14 +257,15 @@ def model_terms(mode: str, coefficients, K, *, lr, M, B=1, b=1, start=None
         "transient": c_k / (lr * np.asarray(K, dtype=float)
                             + (0.0 if start is None else c_k / float(start))),
         "noise": c_noise * lr / n,
-        "floor": c_floor / n,
+        "floor": c_floor / (1.0 if _check_write(write) == "per-sample" else n),
         "staleness": c_stale * lr**2 * delay / np.asarray(b, dtype=float),
     }
 
 
-def model_floor(mode: str, coefficients, *, lr, M, B=1, b=1) -> np.ndarray:
+def model_floor(mode: str, coefficients, *, lr, M, B=1, b=1, write: str = "batch-mean"
+                ) -> np.ndarray:
     """:math:`F`, the model's limit ``K -> inf`` at step ``lr`` (squared-gradient units)."""
-    terms = model_terms(mode, coefficients, np.inf, lr=lr, M=M, B=B, b=b)
+    terms = model_terms(mode, coefficients, np.inf, lr=lr, M=M, B=B, b=b, write=write)
     return terms["noise"] + terms["floor"] + terms["staleness"]
 
 
@@ -226,9 +278,11 @@ class ModeFit:
     mode : str
         ``"sync"`` or ``"async"``.
     values : tuple of float
-        The least-squares coefficients, in the order of :data:`COEFFICIENTS` ``[mode]`` (>= 0).
+        The least-squares coefficients, in the order of :data:`COEFFICIENTS` ``[mode]`` (finite,
+        > 0: the fit's lower bound is 1e-12).
     low, high : tuple of float
-        Their percentile bootstrap interval (level :attr:`Calibration.ci_level`).
+        Their percentile bootstrap interval (level :attr:`Calibration.ci_level`), which holds
+        ``values``.
     draws : tuple of tuple of float
         The bootstrap fits, one tuple of coefficients per resample (their joint spread gives a
         forecast's interval).
@@ -254,14 +308,19 @@ class ModeFit:
             if len(seq) != width:
                 raise ParameterError(f"{name}: {self.mode} has {width} coefficients "
                                      f"({', '.join(COEFFICIENTS[self.mode])}), got {len(seq)}")
-            _finite(f"{self.mode}.{name}", seq)
+            _positive(f"{self.mode}.{name}", seq)
             object.__setattr__(self, name, seq)
+        for i, (value, low, high) in enumerate(zip(self.values, self.low, self.high,
+                                                  strict=True)):
+            if not low <= value <= high:
+                raise ParameterError(f"{self.mode}.values[{i}]={value!r} lies outside its "
+                                     f"interval [{low!r}, {high!r}]")
         draws = tuple(tuple(float(v) for v in row) for row in self.draws)
         if any(len(row) != width for row in draws):
             raise ParameterError(f"draws: every bootstrap draw of {self.mode} has {width} "
                                  "coefficients")
         for row in draws:
-            _finite(f"{self.mode}.draws", row)
+            _positive(f"{self.mode}.draws", row)
         object.__setattr__(self, "draws", draws)
         _finite(f"{self.mode}.residual_rms", (self.residual_rms,))
 
@@ -289,6 +348,14 @@ def _finite(name: str, values) -> None:
             raise ParameterError(f"{name}={value!r} is not a finite number")
 
 
+def _positive(name: str, values) -> None:
+    _finite(name, values)
+    for value in values:
+        if not value > 0:
+            raise ParameterError(f"{name}={value!r} is not positive (a fitted coefficient is at "
+                                 "least 1e-12)")
+
+
 @dataclass(frozen=True)
 class Calibration:
     """A fitted complexity model of one problem (see the module docstring).
@@ -298,10 +365,11 @@ class Calibration:
     fits : dict
         ``{mode: ModeFit}`` for the modes of the design.
     problem : dict
-        The problem's constants (at least :data:`FINGERPRINT_KEYS` where known) and its
-        description (problem name, device, ...).
+        The problem's constants (at least :data:`FINGERPRINT_KEYS` where known) and the
+        description of its runs (:data:`FINGERPRINT_SETTINGS`: problem name, device, algorithm,
+        update kind, pulse type, write semantics, ...).
     fingerprint : str
-        :func:`problem_fingerprint` of ``problem``.
+        :func:`problem_fingerprint` of ``problem`` (constants and settings).
     design : tuple of dict
         The design points ``{"mode", "M", "B", "b", "lr", "steps"}``.
     seeds : dict
@@ -314,6 +382,9 @@ class Calibration:
         Central coverage of the intervals (e.g. 0.95).
     format : int
         :data:`CALIBRATION_FORMAT`.
+    edited : bool
+        Read from a file whose checksum does not match its content, accepted by the caller
+        (``plan --accept-edited-calibration``; :mod:`theory.calibration_file`). Not written.
     """
 
     fits: dict
@@ -325,6 +396,7 @@ class Calibration:
     created_by: dict = field(default_factory=dict)
     ci_level: float = 0.95
     format: int = CALIBRATION_FORMAT
+    edited: bool = field(default=False, compare=False)
 
     def __post_init__(self):
         if self.format != CALIBRATION_FORMAT:
@@ -375,101 +447,82 @@ class Calibration:
         return {key: self.problem[key] for key in ("transfer_every", "transfer_slice")
                 if key in self.problem}
 
+    @property
+    def update(self) -> str:
+        """The update kind of the runs, ``problem["update"]`` (``"expected"`` or ``"pulsed"``)."""
+        return str(self.problem.get("update", FINGERPRINT_SETTINGS["update"]))
+
+    @property
+    def pulse_type(self) -> str | None:
+        """The pulse type of pulsed runs, ``problem["pulse_type"]`` (``None`` for expected)."""
+        return self.problem.get("pulse_type")
+
+    @property
+    def write(self) -> str:
+        """The write semantics of the runs, ``problem["write"]`` (:data:`theory.vocabulary.
+        WRITE_SEMANTICS`): the form of the model (:func:`model_terms`)."""
+        return str(self.problem.get("write", FINGERPRINT_SETTINGS["write"]))
+
     def matches(self, values: Mapping[str, float]) -> bool:
-        """Whether ``values`` (problem constants) have this calibration's fingerprint."""
-        return problem_fingerprint(values) == self.fingerprint
+        """Whether the problem constants ``values`` (a plan's) are this calibration's: the
+        fingerprint of its problem with these constants in place of its own is its fingerprint
+        (the settings of the runs are the calibration's; :func:`check_algorithm` and
+        :func:`check_write` compare those a plan has)."""
+        given = {key: values[key] for key in FINGERPRINT_KEYS if key in values}
+        return problem_fingerprint({**self.problem, **given}) == self.fingerprint
 
     def to_dict(self) -> dict:
-        """Strict-JSON-ready fields."""
-        return strict_json({
+        """Strict-JSON-ready fields: the file's content, with ``checksum`` the
+        :func:`theory.fileio.content_checksum` of the others (:mod:`theory.calibration_file`)."""
+        out = strict_json({
             "format": self.format, "problem": dict(self.problem), "fingerprint": self.fingerprint,
             "fits": {mode: fit.to_dict() for mode, fit in self.fits.items()},
             "design": [dict(p) for p in self.design], "seeds": dict(self.seeds),
             "version": self.version, "created_by": dict(self.created_by),
             "ci_level": self.ci_level,
         })
+        return {"format": out["format"], "checksum": content_checksum(out), **out}
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> Calibration:
-        """Inverse of :meth:`to_dict`, validated (one-line :class:`ParameterError`)."""
-        if not isinstance(data, Mapping):
-            raise ParameterError("calibration: the file does not hold a JSON object")
-        if data.get("format") != CALIBRATION_FORMAT:
-            raise ParameterError(f"format={data.get('format')!r} is not supported; valid: "
-                                 f"{CALIBRATION_FORMAT} (refit with aimc-pipeline calibrate)")
-        missing = [key for key in _FILE_KEYS if key not in data]
-        if missing:
-            raise ParameterError(f"calibration: missing key(s) {', '.join(missing)}")
-        fits = {}
-        if not isinstance(data["fits"], Mapping):
-            raise ParameterError("fits: not an object of modes")
-        for mode, raw in data["fits"].items():
-            _check_mode(mode)
-            need = ("values", "low", "high", "draws", "residual_rms", "observations")
-            lost = [key for key in need if not isinstance(raw, Mapping) or key not in raw]
-            if lost:
-                raise ParameterError(f"fits.{mode}: missing key(s) {', '.join(lost)}")
-            if list(raw.get("names", COEFFICIENTS[mode])) != list(COEFFICIENTS[mode]):
-                raise ParameterError(f"fits.{mode}.names={raw['names']!r}; valid: "
-                                     f"{list(COEFFICIENTS[mode])}")
-            fits[mode] = ModeFit(mode=mode, values=tuple(_number_list(raw["values"])),
-                                 low=tuple(_number_list(raw["low"])),
-                                 high=tuple(_number_list(raw["high"])),
-                                 draws=tuple(tuple(_number_list(row)) for row in raw["draws"]),
-                                 residual_rms=_number(raw["residual_rms"]),
-                                 observations=int(_number(raw["observations"])))
-        problem = dict(data["problem"])
-        fingerprint = str(data["fingerprint"])
-        if problem_fingerprint(problem) != fingerprint:
-            raise ParameterError(f"fingerprint={fingerprint!r} does not match the problem "
-                                 "constants of the file (edited by hand?)")
-        return cls(fits=fits, problem=problem, fingerprint=fingerprint,
-                   design=tuple(data["design"]), seeds=dict(data["seeds"]),
-                   version=str(data["version"]), created_by=dict(data["created_by"]),
-                   ci_level=_number(data["ci_level"]))
+    def from_dict(cls, data: Mapping, *, accept_edited: bool = False,
+                  source: str = "given") -> Calibration:
+        """Inverse of :meth:`to_dict`, checked as a file is (schema, integrity, checksum:
+        :func:`theory.calibration_file.calibration_of`; one-line :class:`ParameterError`)."""
+        from .calibration_file import calibration_of
 
-
-def _number(value) -> float:
-    if value is None or isinstance(value, bool) or not isinstance(value, int | float) \
-            or not math.isfinite(value):
-        raise ParameterError(f"calibration: {value!r} is not a finite number")
-    return float(value)
-
-
-def _number_list(values) -> list[float]:
-    if not isinstance(values, list | tuple):
-        raise ParameterError(f"calibration: {values!r} is not a list of numbers")
-    return [_number(v) for v in values]
+        return calibration_of(data, source, accept_edited=accept_edited)
 
 
 def write_calibration(path: str | os.PathLike, cal: Calibration) -> Path:
-    """Write ``cal`` to ``path`` as strict JSON (atomically); returns the path."""
-    text = json.dumps(cal.to_dict(), indent=1, allow_nan=False) + "\n"
+    """Write ``cal`` to ``path`` as strict JSON with its checksum (atomically); returns the path.
+
+    The content is checked as :func:`read_calibration` checks a file before anything is written
+    (no file is written that ``plan`` would refuse: e.g. a fit of ``resamples=0`` has no draws).
+    """
+    from .calibration_file import calibration_of
+
+    data = cal.to_dict()
+    calibration_of(data, path)
+    text = json.dumps(data, indent=1, allow_nan=False) + "\n"
     return atomic_write(path, text.encode())
 
 
-def read_calibration(path: str | os.PathLike) -> Calibration:
-    """Read and validate a calibration file (JSON, as :func:`write_calibration` writes it).
+def read_calibration(path: str | os.PathLike, *, accept_edited: bool = False) -> Calibration:
+    """Read and check a calibration file (JSON, as :func:`write_calibration` writes it).
+
+    The steps and what each refuses are :mod:`theory.calibration_file`'s: the limits of user
+    files, the format, the schema (finite positive coefficients, non-empty draws, a complete
+    problem), integrity (intervals hold the estimates and are the draws'; the fingerprint) and the
+    checksum; ``accept_edited`` reads a file whose checksum does not match (``edited=True``).
 
     Raises
     ------
     ParameterError
-        One line starting ``calibration=PATH``: the file is missing or unreadable, larger than
-        :data:`theory.limits.MAX_FILE_BYTES`, not UTF-8, not JSON, nested too deep, holds an
-        integer of more than :data:`theory.limits.MAX_INTEGER_DIGITS` digits or a non-finite
-        number (:func:`theory.userfiles.load_json`), is of another format version or lacks a key.
+        One line ``calibration='PATH': key.path ...`` naming what is wrong.
     """
-    from .userfiles import load_json  # the size, UTF-8, depth and integer limits of user files
+    from .calibration_file import read_file
 
-    try:
-        data = load_json(path, "calibration")
-    except FileNotFoundError as error:
-        raise ParameterError(f"calibration={str(path)!r} cannot be read: {error.strerror}") \
-            from None
-    try:
-        return Calibration.from_dict(data)
-    except (ParameterError, TypeError, ValueError) as error:
-        raise ParameterError(f"calibration={str(path)!r}: {error}") from None
+    return read_file(path, accept_edited=accept_edited)
 
 
 def check_algorithm(cal: Calibration, algorithm: str, source: str = "given") -> Calibration:
@@ -480,6 +533,20 @@ def check_algorithm(cal: Calibration, algorithm: str, source: str = "given") -> 
             f"calibration={source!r} was made with algorithm {cal.algorithm!r}, the plan is for "
             f"algorithm {algorithm!r}; calibrate with aimc-pipeline calibrate --algorithm "
             f"{algorithm}"
+        )
+    return cal
+
+
+def check_write(cal: Calibration, write: str, source: str = "given") -> Calibration:
+    """``cal`` if its runs wrote as ``write`` (:data:`theory.vocabulary.WRITE_SEMANTICS`), else
+    a one-line :class:`ParameterError` naming both: the forecast of one write semantics is off
+    by up to a factor ``n`` on the floor for the other (Corollary 3PS)."""
+    _check_write(write)
+    if cal.write != write:
+        raise ParameterError(
+            f"calibration={source!r} was made with write {cal.write!r}, the plan is for write "
+            f"{write!r} (the per-sample floor does not fall with the batch); calibrate with "
+            f"aimc-pipeline calibrate --write {write}"
         )
     return cal
 
@@ -505,7 +572,7 @@ def forecast_iterations(cal: Calibration, mode: str, eps, *, lr, M, B=1, b=1
 
     def solve(coeffs):
         coeffs = [np.asarray(c, dtype=float) for c in coeffs]
-        floor = model_floor(mode, coeffs, lr=lr, M=M, B=B, b=b)
+        floor = model_floor(mode, coeffs, lr=lr, M=M, B=B, b=b, write=cal.write)
         gap = eps - floor
         with np.errstate(divide="ignore", invalid="ignore"):
             k = (coeffs[0] / gap - (0.0 if start is None else coeffs[0] / start)) / np.asarray(
@@ -605,7 +672,8 @@ def predicted_cycles(cal: Calibration, mode: str, eps: float, M: int, B: int = 1
         cycles, c_low, c_high = (c + float(transfer_cycles(float(x), every, event_cycles))
                                  for c, x in ((cycles, k), (c_low, low), (c_high, high)))
     terms = {name: float(v) for name, v in model_terms(
-        mode, cal.fit(mode).values, k, lr=lr, M=M, B=B, b=b, start=cal.start).items()}
+        mode, cal.fit(mode).values, k, lr=lr, M=M, B=B, b=b, start=cal.start,
+        write=cal.write).items()}
     if mode == "sync":
         terms.pop("staleness")
     return Forecast(mode=mode, stages=M, micro_batches=B, micro_batch_size=b, eps=float(eps),

@@ -14,12 +14,17 @@ their exact built-in type. With ``strict=True`` (:func:`strict_json`) non-finite
 marks a quantity that was not computed, e.g. the test accuracy of an oracle problem); with
 ``strict=False`` they stay floats, which is what the result cache stores
 (:func:`simulate.execution.cache.normalize_result`).
+
+:func:`content_checksum` is the one checksum of a JSON document a file carries about itself (the
+calibration file's ``checksum``): SHA-256 of its canonical JSON without that key.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
+import json
 import math
 import os
 import stat
@@ -36,7 +41,7 @@ from .errors import ParameterError
 
 __all__ = [
     "atomic_write", "check_output_dir", "check_output_file", "check_writable_dir",
-    "output_errors", "package_version", "strict_json", "to_json_value",
+    "content_checksum", "output_errors", "package_version", "strict_json", "to_json_value",
 ]
 
 
@@ -73,6 +78,19 @@ def strict_json(value):
     ``null`` keeps the output strict JSON, which every parser reads.
     """
     return to_json_value(value, strict=True)
+
+
+def content_checksum(document, key: str = "checksum") -> str:
+    """``"sha256:<64 hex digits>"`` of the JSON object ``document`` without its key ``key``.
+
+    The hash is over the canonical JSON text: keys sorted, no whitespace, UTF-8, strict (no NaN),
+    so it is the same for the value written and the value read back (JSON keeps every float
+    exactly), and it changes with any edit of any other key's value.
+    """
+    body = {k: v for k, v in document.items() if k != key}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _umask() -> int:

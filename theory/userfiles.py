@@ -325,7 +325,7 @@ def _describe_error(error) -> str:
     if kind == "type":
         return f"= {shown} is {_type_word(value)}; valid: {_valid(schema)}"
     if kind in ("minItems", "maxItems"):
-        return f"= {shown} entries; valid: {_valid(schema)}"
+        return f"= {shown} has {len(value)} entries; valid: {_valid(schema)}"
     if kind == "minLength":
         return f"= {shown} is empty; valid: a non-empty string"
     return f"= {shown}: {error.message[:200]}"

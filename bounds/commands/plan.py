@@ -17,6 +17,11 @@ JSON); with ``--calibration FILE`` (of ``aimc-pipeline calibrate --algorithm tik
 forecast chooses; every cycle count includes the transfers. Without either it exits 2 with one
 line saying to pass ``--calibration``. A calibration of another algorithm is refused.
 
+A calibration file is checked as :mod:`theory.calibration_file` says; one whose checksum does not
+match (edited after ``calibrate`` wrote it) is refused unless ``--accept-edited-calibration`` is
+given, and then a ``warning:`` line, the report (``calibration ... edited``) and the JSON
+(``forecast.calibration_edited``, ``calibration.edited`` for Tiki-Taka) say so.
+
 ``--hardware FILE.toml`` (accelerator kinds, :mod:`bounds.planning.hardware`),
 ``--digital-accelerators N`` or ``--compare-modes`` also print the best plan of each mode (sync,
 async, dp, hybrid) on the same accelerators with its time, dominant cost and layer-to-kind
@@ -187,12 +192,7 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
         help="tiki-taka: A's device, e.g. digital for an ideal buffer (matched against the "
         "proved bounds' settings; default: the preset's device)",
     )
-    parser.add_argument(
-        "--calibration", metavar="FILE", default=argparse.SUPPRESS,
-        help="a calibration file of aimc-pipeline calibrate: choose by the predicted "
-        "(calibrated) time to eps, in seconds with its 95%% interval, and report the guaranteed "
-        "(proved, worst-case) time beside it",
-    )
+    _add_calibration_flags(parser)
     kinds = parser.add_argument_group("accelerator kinds and modes (bounds.mode_planner)")
     kinds.add_argument(
         "--hardware", metavar="FILE.toml", default=argparse.SUPPRESS,
@@ -276,7 +276,14 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "calibration", None) is not None:
         from theory.calibration import read_calibration  # sympy: not for --help
 
-        calibration = read_calibration(args.calibration)
+        calibration = read_calibration(args.calibration,
+                                       accept_edited=args.accept_edited_calibration)
+        if calibration.edited:
+            print(f"warning: --calibration={args.calibration!r} was edited after aimc-pipeline "
+                  "calibrate wrote it (its checksum does not match); used because of "
+                  "--accept-edited-calibration", file=sys.stderr)
+    elif args.accept_edited_calibration:
+        raise ParameterError("--accept-edited-calibration applies to --calibration FILE only")
     if "out" in args:
         check_output_dir(args.out, "--out", _OUT_FILES)
     if not getattr(args, "model", None):
@@ -382,6 +389,21 @@ def _warn_forecast(result: Plan) -> None:
     """One stderr line when the calibration's problem is not the plan's (fingerprint)."""
     if result.forecast is not None and result.forecast.warning:
         print(f"warning: {result.forecast.warning}", file=sys.stderr)
+
+
+def _add_calibration_flags(parser: argparse.ArgumentParser) -> None:
+    """``--calibration FILE`` and ``--accept-edited-calibration``."""
+    parser.add_argument(
+        "--calibration", metavar="FILE", default=argparse.SUPPRESS,
+        help="a calibration file of aimc-pipeline calibrate: choose by the predicted "
+        "(calibrated) time to eps, in seconds with its 95%% interval, and report the guaranteed "
+        "(proved, worst-case) time beside it",
+    )
+    parser.add_argument(
+        "--accept-edited-calibration", action="store_true",
+        help="use a --calibration file whose checksum does not match its content (edited after "
+        "calibrate wrote it; every other check still applies); the plan's text and JSON say so",
+    )
 
 
 def _kinds(args: argparse.Namespace, hardware: PlanHardware) -> KindsHardware | None:

@@ -48,7 +48,13 @@ import time
 
 import numpy as np
 
-from theory.calibration import CALIBRATED_MODES, Calibration, check_algorithm, model_terms
+from theory.calibration import (
+    CALIBRATED_MODES,
+    Calibration,
+    check_algorithm,
+    check_write,
+    model_terms,
+)
 from theory.complexity import evaluate_complexity
 from theory.errors import ParameterError, UnreachableTargetError, check_range
 from theory.schedules import cycles_after
@@ -72,7 +78,7 @@ from .search import Grid, GridSearch
 from .strategies import AnalogBounds, ForecastObjective, GuaranteeObjective, PlainCost
 
 __all__ = ["check_arguments", "check_calibration", "forecast_choices", "forecast_plan", "plan",
-           "time_grid"]
+           "plan_write", "time_grid"]
 
 
 def plan(
@@ -127,6 +133,8 @@ def plan(
     """
     problem, limits = check_arguments(model, hardware, problem, limits)
     eps = check_range("eps", eps, 0, low_open=True)
+    if calibration is not None:  # before any search: another algorithm or write is refused
+        check_calibration(calibration, "analog", calibration_source, plan_write(limits))
     start = time.perf_counter()
     bounds = AnalogBounds(eps, theory_values(hardware.hardware, problem), limits.write)
     search = GridSearch(model, hardware, limits, GuaranteeObjective(bounds), PlainCost())
@@ -181,18 +189,29 @@ def check_arguments(model, hardware, problem, limits) -> tuple[ProblemParams, Pl
     return problem, limits
 
 
-def check_calibration(calibration, algorithm: str, source: str) -> None:
-    """Refuse what is not a :class:`~theory.calibration.Calibration` of ``algorithm``.
+def plan_write(limits: PlanLimits) -> str:
+    """The write semantics a plan is made for: ``limits.write`` where the limits carry one, else
+    ``"batch-mean"`` (the guarantee's theorems are the batch-mean ones)."""
+    return str(getattr(limits, "write", "batch-mean"))
+
+
+def check_calibration(calibration, algorithm: str, source: str, write: str = "batch-mean"
+                      ) -> None:
+    """Refuse what is not a :class:`~theory.calibration.Calibration` of ``algorithm`` and
+    ``write`` (:func:`theory.calibration.check_algorithm`, :func:`theory.calibration.
+    check_write`).
 
     Raises
     ------
     ParameterError
-        Not a calibration, or one of another algorithm (one line naming both).
+        Not a calibration, or one of another algorithm or write semantics (one line naming
+        both).
     """
     if not isinstance(calibration, Calibration):
         raise ParameterError(f"calibration={calibration!r} is not a theory.calibration."
                              "Calibration; read one with theory.calibration.read_calibration")
     check_algorithm(calibration, algorithm, source)
+    check_write(calibration, write, source)
 
 
 def _terms(bounds: AnalogBounds, cand: Candidate) -> RateTerms:
@@ -305,7 +324,8 @@ def _row(objective: ForecastObjective, cand: Candidate) -> ForecastRow:
     if calibrated:
         terms = {name: float(np.asarray(v).ravel()[0]) for name, v in model_terms(
             cand.mode, calibration.fit(cand.mode).values, k, lr=lr, M=cand.stages,
-            B=cand.micro_batches, b=cand.micro_batch_size, start=calibration.start).items()}
+            B=cand.micro_batches, b=cand.micro_batch_size, start=calibration.start,
+            write=calibration.write).items()}
         if cand.mode != "async":
             terms.pop("staleness")
     return ForecastRow(
@@ -334,7 +354,7 @@ def forecast_plan(model: Model, hardware: PlanHardware, problem: ProblemParams, 
         the calibration is of another algorithm than analog SGD (:func:`~bounds.planning.
         tiki_taka.plan_tiki_taka` plans with a Tiki-Taka one).
     """
-    check_calibration(calibration, "analog", source)
+    check_calibration(calibration, "analog", source, plan_write(limits))
     bounds = AnalogBounds(eps, theory_values(hardware.hardware, problem), limits.write)
     objective = ForecastObjective(bounds, calibration)
     search = GridSearch(model, hardware, limits, objective, PlainCost())
@@ -357,4 +377,4 @@ def forecast_plan(model: Model, hardware: PlanHardware, problem: ProblemParams, 
         own = _row(objective, guaranteed)
     return PlanForecast(source=source, fingerprint=calibration.fingerprint, matches=matches,
                         chosen=rows[0], alternatives=tuple(rows[1:]), guaranteed_choice=own,
-                        eps=float(eps), warning=warning)
+                        eps=float(eps), warning=warning, edited=calibration.edited)

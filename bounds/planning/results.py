@@ -407,6 +407,10 @@ class PlanForecast:
     warning : str or None
         One line when the constants do not match the calibration (``aimc-pipeline plan``
         prints it on stderr; the JSON carries it).
+    edited : bool
+        The calibration file's checksum does not match its content and it was accepted
+        (:attr:`theory.calibration.Calibration.edited`; ``plan --accept-edited-calibration``):
+        the report says so, the JSON has ``calibration_edited``.
     """
 
     source: str
@@ -417,6 +421,7 @@ class PlanForecast:
     guaranteed_choice: ForecastRow
     eps: float
     warning: str | None = None
+    edited: bool = False
 
     @property
     def differ(self) -> bool:
@@ -458,6 +463,9 @@ class PlanForecast:
         c = self.chosen
         lines = [
             f"chosen by predicted time (calibration {self.source}) at eps = {self.eps:g}",
+            *(["  calibration          EDITED after calibrate wrote it (its checksum does not "
+               "match), used because of --accept-edited-calibration: the forecast is the "
+               "edited file's, not a fit's"] if self.edited else []),
             f"  plan                 {c.label}, step {c.lr:.4g}",
             f"  predicted time       {format_seconds(c.predicted_seconds)}  (95% interval "
             f"{format_seconds(c.predicted_low_s)} - {format_seconds(c.predicted_high_s)}; "
@@ -483,7 +491,8 @@ class PlanForecast:
                 "eps": self.eps, "chosen": self.chosen.to_dict(),
                 "alternatives": [r.to_dict() for r in self.alternatives],
                 "guaranteed_choice": self.guaranteed_choice.to_dict(), "differ": self.differ,
-                "reason": self.reason, "warning": self.warning}
+                "reason": self.reason, "warning": self.warning,
+                "calibration_edited": self.edited}
 
 
 def partition_summary(sizes) -> str:

@@ -26,7 +26,7 @@ from theory.theorems import REGISTRY
 from ..evaluation import theory_values
 from ..params import PlanHardware, PlanLimits, ProblemParams, TransferSettings, check_type
 from .models import Model
-from .planner import check_arguments, check_calibration, forecast_choices
+from .planner import check_arguments, check_calibration, forecast_choices, plan_write
 from .results import OPTIMAL
 from .search import GridSearch
 from .strategies import ForecastObjective, GuaranteeObjective, TikiTakaBounds, TransferCost
@@ -105,7 +105,7 @@ def plan_tiki_taka(
     transfer = TransferSettings() if transfer is None else transfer
     check_type("transfer", transfer, TransferSettings, "e.g. bounds.TransferSettings(every=4)")
     if calibration is not None:
-        check_calibration(calibration, "tiki-taka", calibration_source)
+        check_calibration(calibration, "tiki-taka", calibration_source, plan_write(limits))
     bounds = TikiTakaBounds(eps, theory_values(hardware.hardware, problem), transfer)
     cost = TransferCost(transfer, model)
     search = GridSearch(model, hardware, limits, GuaranteeObjective(bounds), cost)
@@ -218,5 +218,5 @@ def _forecast(search: GridSearch, limits: PlanLimits, transfer: TransferSettings
             f"{transfer.slice}")
     info = {"source": source, "fingerprint": calibration.fingerprint,
             "matches": calibration.matches(bounds.values), "transfer": dict(trained),
-            "warning": warning}
+            "warning": warning, "edited": calibration.edited}
     return tuple(rows), info

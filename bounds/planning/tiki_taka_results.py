@@ -139,8 +139,9 @@ class TikiTakaPlan:
         With a calibration: the choice of fewest predicted seconds first, then the best of the
         next (mode, M) pairs; empty without one.
     calibration : dict or None
-        ``source``, ``fingerprint``, ``matches`` and ``warning`` (a line when the plan's problem
-        constants are not the calibration's) of the calibration used.
+        ``source``, ``fingerprint``, ``matches``, ``warning`` (a line when the plan's problem
+        constants are not the calibration's) and ``edited`` (its file's checksum did not match,
+        accepted by ``--accept-edited-calibration``) of the calibration used.
     ruled_out : tuple of (str, str)
         Modes excluded from the guarantee's search, with the reason.
     status : str
@@ -195,6 +196,9 @@ class TikiTakaPlan:
             c, cal = self.forecast[0], self.calibration
             lines += [
                 f"chosen by predicted time (calibration {cal['source']})",
+                *(["  calibration          EDITED after calibrate wrote it (its checksum does "
+                   "not match), used because of --accept-edited-calibration"]
+                  if cal.get("edited") else []),
                 f"  plan                 {c.label}, step {c.lr:.4g}, "
                 f"{partition_summary(c.candidate.partition.sizes)}",
                 f"  predicted time       {format_seconds(c.candidate.seconds)}  (95% interval "

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from theory.commands import command_main, print_json
-from theory.errors import check_range
+from theory.errors import ParameterError, check_range
 from theory.fileio import check_output_dir, check_output_file, output_errors
 from theory.tables import text_table
 from theory.vocabulary import CALIBRATED_ALGORITHMS, TRANSFER_SLICES
 
-from ..config import check_rules
+from ..config import SimConfig, check_rules
 from ..problems import ORACLE_PROBLEMS
 from ..verification import (  # calibration_settings only: no simulation for --help
     ASYNC_DESIGN,
@@ -56,7 +56,11 @@ DESCRIPTION = (
     "[+ c_stale lr^2 (M - 1)/b for AP], S = ||grad f(W_0)||^2 (the form of Corollary 3 and "
     "Theorem 4'B with free coefficients, its transient saturating at the start) by least "
     "squares on log residuals, with bootstrap intervals over seeds, and write the calibration "
-    "file that 'aimc-pipeline plan --calibration' forecasts with."
+    "file that 'aimc-pipeline plan --calibration' forecasts with. --write per-sample (one "
+    "write per sample, as a crossbar) fits the per-sample form, whose floor c_floor is not "
+    "divided by n (Corollary 3PS: the floor is one sample's); --update and --pulse-type as "
+    "simulate's. The file records the update, pulse type and write, and its fingerprint covers "
+    "them."
 )
 
 #: what a coefficient measures (for the table)
@@ -66,6 +70,8 @@ _MEANING = {
     "c_floor": "floor c_floor/n; proof: G_inf^2 sigma2/(theta q_min^2)",
     "c_stale": "staleness c_stale lr^2 D/b; proof: 8 kappa L_s^2 q_max^2 sigma2",
 }
+#: the term of the per-sample form that differs (its floor is not divided by the batch)
+_PER_SAMPLE_TERMS = {"c_floor": ("c_floor/n", "c_floor")}
 
 
 def build_parser(parser: argparse.ArgumentParser) -> None:
@@ -92,6 +98,17 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
                          "plan's --theta)")
     problem.add_argument("--seed", type=int, default=spec.seed,
                          help="root seed of the problem and the ensembles")
+    meta = {name: SimConfig.__dataclass_fields__[name].metadata
+            for name in ("update", "pulse_type", "write")}
+    writes = parser.add_argument_group("the update and the writes of the runs (as simulate's)")
+    writes.add_argument("--update", choices=meta["update"]["choices"], default=spec.update,
+                        help=meta["update"]["help"] + " (recorded in the file)")
+    writes.add_argument("--pulse-type", choices=meta["pulse_type"]["choices"], default=None,
+                        help=meta["pulse_type"]["help"] + " (recorded in the file)")
+    writes.add_argument("--write", choices=meta["write"]["choices"], default=spec.write,
+                        help=meta["write"]["help"] + "; per-sample fits the per-sample form (its "
+                        "floor not divided by n, Corollary 3PS); plan refuses a file of other "
+                        "writes than its own")
     algorithm = parser.add_argument_group("the algorithm of the runs")
     algorithm.add_argument("--algorithm", choices=CALIBRATED_ALGORITHMS, default=spec.algorithm,
                            help="analog SGD, or tiki-taka (A and C on the device, the same "
@@ -139,15 +156,24 @@ def coefficient_table(cal: Calibration) -> str:
         proved = theory_coefficients(mode, cal.problem)
         for name, value, low, high in zip(COEFFICIENTS[mode], fit.values, fit.low, fit.high,
                                           strict=True):
+            meaning = _MEANING[name]
+            if cal.write == "per-sample" and name in _PER_SAMPLE_TERMS:
+                meaning = meaning.replace(*_PER_SAMPLE_TERMS[name])
             rows.append([mode, name, f"{value:.4g}", f"[{low:.4g}, {high:.4g}]",
-                         f"{proved[name]:.4g}", f"{value / proved[name]:.3g}", _MEANING[name]])
+                         f"{proved[name]:.4g}", f"{value / proved[name]:.3g}", meaning])
     table = text_table(["mode", "coefficient", "fit", f"{level} interval", "proof",
                         "fit/proof", "term"], rows)
     fits = ", ".join(f"{mode}: {fit.observations} hitting times, rms log residual "
                      f"{fit.residual_rms:.3g}" for mode, fit in cal.fits.items())
     constants = " ".join(f"{key}={cal.problem[key]:.6g}" for key in FINGERPRINT_KEYS)
+    runs = f"update {cal.update}" + (f", pulses {cal.pulse_type}" if cal.pulse_type else "")
     lines = [table, f"fit: {fits}",
-             f"problem constants: {constants} (fingerprint {cal.fingerprint})"]
+             f"problem constants: {constants} (fingerprint {cal.fingerprint}, covering the "
+             f"constants, problem, device, algorithm, {runs}, write {cal.write})"]
+    if cal.write == "per-sample":
+        lines.append("write per-sample: the per-sample form (its floor not divided by the "
+                     "batch); the proof column is Corollary 3's products for sync (3PS has the "
+                     "same floor and no 1/n on its noise) and Theorem 4'B's for async")
     if cal.algorithm != "analog":
         t = cal.transfer
         lines.append(f"algorithm {cal.algorithm} (transfer every {t['transfer_every']} updates, "
@@ -169,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
             settings[name] = getattr(args, name)
     check_range("--steps", settings["steps"], 10, None, integer=True)
     check_range("--seeds", settings["seeds"], 2, None, integer=True)
-    check_range("--resamples", settings["resamples"], 0, None, integer=True)
+    check_range("--resamples", settings["resamples"], 1, None, integer=True)
     out = calibration_path(args.out) if "out" in args else None
     # --transfer-every / --transfer-slice apply to tiki-taka only (simulate.config.RULES)
     check_rules({"algorithm": args.algorithm, "transfer_every": args.transfer_every,
@@ -179,9 +205,13 @@ def run(args: argparse.Namespace) -> int:
         check_range("--transfer-every", args.transfer_every, 1, None, integer=True)
         transfer = {"algorithm": args.algorithm, "transfer_every": args.transfer_every,
                     "transfer_slice": args.transfer_slice}
+    if args.pulse_type is not None and args.update != "pulsed":
+        raise ParameterError(f"--pulse-type={args.pulse_type} applies to --update pulsed only "
+                             "(the expected update fires no pulses)")
     spec = CalibrationProblem(problem=args.problem, dim=args.dim, sigma2=args.sigma2,
                               device=args.device, tau=args.tau, weight_bound=args.weight_bound,
-                              theta=args.theta, seed=args.seed, **transfer)
+                              theta=args.theta, seed=args.seed, update=args.update,
+                              pulse_type=args.pulse_type, write=args.write, **transfer)
     points = design(spec, sync=settings.get("sync", SYNC_DESIGN),
                     async_=settings.get("async", ASYNC_DESIGN),
                     fractions=settings.get("fractions", FRACTIONS), steps=settings["steps"],

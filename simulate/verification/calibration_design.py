@@ -55,7 +55,7 @@ CALIBRATE_FORMAT = 1
 #: the registry entry whose step cap sets the design's steps, per mode
 _CAP_BOUND = {"sync": "analog_sgd_sp", "async": "analog_sgd_ap"}
 #: the :class:`CalibrationProblem` fields of Tiki-Taka runs (recorded only for tiki-taka)
-_TRANSFER_FIELDS = ("algorithm", "transfer_every", "transfer_slice")
+_TRANSFER_FIELDS = ("transfer_every", "transfer_slice")
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,20 @@ class CalibrationProblem(ProblemFields):
         update).
     transfer_every, transfer_slice : int, str
         Tiki-Taka's period ``T`` and slice (:class:`SimConfig`; unused for analog). Recorded in
-        :meth:`to_dict` only for ``tiki-taka`` (an analog calibration's file is unchanged).
+        :meth:`to_dict` only for ``tiki-taka``.
+    update : {"expected", "pulsed"}
+        The analog update of the runs (:class:`SimConfig`; the theorems analyse the expected
+        one).
+    pulse_type : str or None
+        The pulse counts of ``pulsed`` runs (:data:`simulate.config.PULSE_TYPES`; ``None``:
+        :class:`SimConfig`'s default, ``stochastic``); ``None`` for ``expected``.
+    write : {"batch-mean", "per-sample"}
+        The write semantics of the runs (:class:`SimConfig`): one update of the batch-mean
+        gradient, or one write per sample (Corollary 3PS); it sets the fitted form
+        (:func:`theory.calibration.model_terms`).
+
+    The algorithm, update, pulse type and write are always recorded (:meth:`to_dict`), and the
+    calibration's fingerprint covers them (:func:`theory.calibration.problem_fingerprint`).
     """
 
     def __post_init__(self):
@@ -98,6 +111,11 @@ class CalibrationProblem(ProblemFields):
         if self.algorithm not in CALIBRATED_ALGORITHMS:
             raise ParameterError(f"algorithm={self.algorithm!r} cannot be calibrated; valid: "
                                  f"{', '.join(CALIBRATED_ALGORITHMS)}")
+        if self.update == "pulsed" and self.pulse_type is None:
+            object.__setattr__(self, "pulse_type", SimConfig().pulse_type)
+        if self.update != "pulsed" and self.pulse_type is not None:
+            raise ParameterError(f"pulse_type={self.pulse_type!r} applies to update='pulsed' "
+                                 "only (the expected update fires no pulses)")
         check_range("weight_bound", self.weight_bound, 0, None, low_open=True)
         check_range("theta", self.theta, 0, 1, low_open=True, high_open=True)
         self.config("sync", 1, 1, 1, 0.1, 10, 2)  # validates dim, sigma2, device, tau, seed
@@ -110,7 +128,8 @@ class CalibrationProblem(ProblemFields):
             _CAP_BOUND[mode], problem=self.problem, dim=self.dim, sigma2=self.sigma2,
             device=self.device, tau=self.tau, seed=self.seed, stages=stages,
             micro_batches=micro_batches, micro_batch_size=micro_batch_size, lr=lr, steps=steps,
-            seeds=seeds, log_every=1,
+            seeds=seeds, log_every=1, update=self.update, write=self.write,
+            **({} if self.pulse_type is None else {"pulse_type": self.pulse_type}),
         )
         if self.algorithm == "analog":
             return config
@@ -138,8 +157,7 @@ class CalibrationProblem(ProblemFields):
                 "q_min": float(dc.q_min), "q_max": float(dc.q_max), "G_inf": float(dc.G_inf)}
 
     def to_dict(self) -> dict:
-        """The fields as a JSON-ready dict (the algorithm and transfer fields only for
-        Tiki-Taka, so that an analog calibration's file is what it was)."""
+        """The fields as a JSON-ready dict (the transfer fields only for Tiki-Taka)."""
         out = {name: getattr(self, name) for name in self.__dataclass_fields__}
         if self.algorithm == "analog":
             for name in _TRANSFER_FIELDS:
@@ -196,8 +214,11 @@ def design(spec: CalibrationProblem, *, sync: Sequence = SYNC_DESIGN,
     """Every ``(mode, M, B, b)`` of ``sync`` and ``async_`` at every step ``fraction`` of its cap.
 
     The cap is :func:`simulate.verification.checks.region_step_cap` of the mode's bound on
-    :meth:`CalibrationProblem.region` (the supremum over theta; the analog cap for Tiki-Taka
-    runs too); a step is rounded to 4 significant digits.
+    :meth:`CalibrationProblem.region` (the supremum over theta; the cap of analog SGD with the
+    expected batch-mean update for Tiki-Taka, pulsed and per-sample runs too: Corollary 3PS has
+    Theorem 2's cap, so the synchronous per-sample steps are within their proved cap; the
+    asynchronous per-sample cap of Theorem 4'PS is smaller, by up to 0.58 at D = 1); a step is
+    rounded to 4 significant digits.
     """
     check_range("steps", steps, 10, None, integer=True)
     check_range("seeds", seeds, 2, None, integer=True)
@@ -206,8 +227,8 @@ def design(spec: CalibrationProblem, *, sync: Sequence = SYNC_DESIGN,
         for stages, count, b in rows:
             count = count if mode == "sync" else 1
             # the analog run's cap (Tiki-Taka's A takes analog SGD's update)
-            base = replace(spec, algorithm="analog").config(mode, stages, count, b, 0.1, steps,
-                                                            seeds)
+            base = replace(spec, algorithm="analog", update="expected", pulse_type=None,
+                           write="batch-mean").config(mode, stages, count, b, 0.1, steps, seeds)
             cap = region_step_cap(_CAP_BOUND[mode], base, *spec.region())
             for fraction in fractions:
                 check_range("fraction", fraction, 0, 1, low_open=True)

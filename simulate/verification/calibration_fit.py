@@ -12,9 +12,10 @@ and half of its start :math:`S = \bar g(1)`, the first ``K_j`` with :math:`\bar 
 \epsilon_j` (:func:`simulate.verification.prediction.first_hit`, the measure of cycles to eps of
 :mod:`simulate.verification.prediction`).
 
-**Fit.** Per mode, the coefficients :math:`c \ge 0` of :mod:`theory.calibration` minimise the sum
-of squared log residuals :math:`\log\hat g(K_j; c) - \log\epsilon_j` (``scipy.optimize.
-least_squares``, trust region reflective, on :math:`\log c`).
+**Fit.** Per mode, the coefficients :math:`c \ge 0` of :mod:`theory.calibration` (of its
+per-sample form when the problem's runs write per sample, :attr:`~simulate.verification.
+CalibrationProblem.write`) minimise the sum of squared log residuals :math:`\log\hat g(K_j; c) -
+\log\epsilon_j` (``scipy.optimize.least_squares``, trust region reflective, on :math:`\log c`).
 
 **Intervals.** A bootstrap over seeds: each of ``resamples`` replicates resamples the ``R`` seeds
 of every point with replacement (:func:`simulate.verification.stats.bootstrap_means` with
@@ -83,21 +84,22 @@ def observations(points: Sequence[DesignPoint], means: Sequence[np.ndarray],
     return {mode: np.asarray(r, dtype=float).reshape(-1, 6) for mode, r in rows.items()}
 
 
-def _residuals(x: np.ndarray, mode: str, obs: np.ndarray, start: float) -> np.ndarray:
+def _residuals(x: np.ndarray, mode: str, obs: np.ndarray, start: float, write: str
+               ) -> np.ndarray:
     m, big_b, b, lr, k, eps = obs.T
-    terms = model_terms(mode, np.exp(x), k, lr=lr, M=m, B=big_b, b=b, start=start)
+    terms = model_terms(mode, np.exp(x), k, lr=lr, M=m, B=big_b, b=b, start=start, write=write)
     return np.log(sum(terms.values())) - np.log(eps)
 
 
-def _start(mode: str, obs: np.ndarray) -> np.ndarray:
+def _start(mode: str, obs: np.ndarray, write: str) -> np.ndarray:
     """Initial coefficients: the transient alone explains the median observation, each other
-    term a tenth of the smallest target."""
+    term a tenth of the smallest target (the floor's not divided by n under per-sample writes)."""
     m, big_b, b, lr, k, eps = obs.T
     n = b * (big_b if mode == "sync" else 1.0)
     low = float(np.min(eps))
     c_k = float(np.median(lr * k * eps))
     c_noise = 0.1 * low * float(np.median(n / lr))
-    c_floor = 0.1 * low * float(np.median(n))
+    c_floor = 0.1 * low * (1.0 if write == "per-sample" else float(np.median(n)))
     start = [c_k, c_noise, c_floor]
     if mode == "async":
         delay = np.maximum(m - 1, 1.0)
@@ -105,7 +107,7 @@ def _start(mode: str, obs: np.ndarray) -> np.ndarray:
     return np.log(np.maximum(start, 10 * _TINY))
 
 
-def _fit(mode: str, obs: np.ndarray, start: float, x0: np.ndarray | None = None
+def _fit(mode: str, obs: np.ndarray, start: float, write: str, x0: np.ndarray | None = None
          ) -> tuple[np.ndarray, float]:
     """Least squares in log space; returns ``(log coefficients, rms of the log residuals)``."""
     width = len(COEFFICIENTS[mode])
@@ -114,8 +116,8 @@ def _fit(mode: str, obs: np.ndarray, start: float, x0: np.ndarray | None = None
             f"design: {obs.shape[0]} reached targets for mode {mode!r}, fewer than its {width} "
             "coefficients; valid: more design points or steps"
         )
-    x0 = _start(mode, obs) if x0 is None else np.clip(x0, math.log(_TINY), None)
-    result = least_squares(_residuals, x0, args=(mode, obs, start), method="trf",
+    x0 = _start(mode, obs, write) if x0 is None else np.clip(x0, math.log(_TINY), None)
+    result = least_squares(_residuals, x0, args=(mode, obs, start, write), method="trf",
                            bounds=(math.log(_TINY), np.inf), x_scale=1.0)
     rms = float(np.sqrt(np.mean(result.fun**2)))
     return result.x, rms
@@ -134,7 +136,7 @@ def fit_calibration(spec: CalibrationProblem, points: Sequence[DesignPoint],
     obs = observations(points, means, targets)
     start = float(np.median([mean[0] for mean in means]))  # every run starts at W_0
     modes = [mode for mode in ("sync", "async") if any(p.mode == mode for p in points)]
-    best = {mode: _fit(mode, obs[mode], start) for mode in modes}
+    best = {mode: _fit(mode, obs[mode], start, spec.write) for mode in modes}
     draws: dict[str, list] = {mode: [] for mode in modes}
     rng = bootstrap_generator(spec.seed)
     for _ in range(resamples):
@@ -142,23 +144,27 @@ def fit_calibration(spec: CalibrationProblem, points: Sequence[DesignPoint],
         again = observations(points, resampled, targets)
         for mode in modes:
             if again[mode].shape[0] >= len(COEFFICIENTS[mode]):
-                draws[mode].append(np.exp(_fit(mode, again[mode], start, best[mode][0])[0]))
+                draws[mode].append(np.exp(_fit(mode, again[mode], start, spec.write,
+                                               best[mode][0])[0]))
     fits = {}
     for mode in modes:
         values = np.exp(best[mode][0])
         sample = np.asarray(draws[mode]).reshape(-1, values.size)
+        if resamples and not sample.shape[0]:  # a file needs draws (theory.calibration_file)
+            raise ParameterError(
+                f"design: no bootstrap resample of mode {mode!r} reached {len(values)} targets, "
+                "so its coefficients have no interval; valid: more seeds or steps")
         if sample.shape[0]:  # (widened to hold the fit: at the bound 1e-12 the two may differ)
             low, high = percentile_interval(sample, ci_level, axis=0)
             low, high = np.minimum(low, values), np.maximum(high, values)
-        else:
+        else:  # resamples=0 (point forecasts in memory, e.g. the held-out check): no interval
             low = high = values
         fits[mode] = ModeFit(mode=mode, values=tuple(values), low=tuple(low), high=tuple(high),
                              draws=tuple(tuple(row) for row in sample),
                              residual_rms=best[mode][1], observations=int(obs[mode].shape[0]))
-    constants = spec.constants()
-    problem = {**spec.to_dict(), **constants, "start": start}
+    problem = {**spec.to_dict(), **spec.constants(), "start": start}
     return Calibration(
-        fits=fits, problem=problem, fingerprint=problem_fingerprint(constants),
+        fits=fits, problem=problem, fingerprint=problem_fingerprint(problem),
         design=tuple(p.to_dict() for p in points),
         seeds={"root": spec.seed, "R": sorted({p.seeds for p in points}), "resamples": resamples},
         version=package_version(), created_by=dict(created_by or {}), ci_level=ci_level,
@@ -174,6 +180,7 @@ def calibrate(spec: CalibrationProblem, points: Sequence[DesignPoint] | None = N
     ``points`` defaults to :func:`design` of ``spec``; ``jobs``, ``scheduler``, ``cache`` and
     ``progress`` are those of :func:`simulate.execution.sweep.run_sweep`.
     """
+    check_range("resamples", resamples, 0, None, integer=True)  # before the sweep's work
     points = design(spec) if points is None else tuple(points)
     sweep = run_sweep(calibration_run, design_sweep_points(spec, points), jobs=jobs,
                       scheduler=scheduler, cache=cache, progress=progress, desc="calibrate")

@@ -52,3 +52,6 @@ class ProblemFields:
     algorithm: str = "analog"
     transfer_every: int = 1
     transfer_slice: str = "column"
+    update: str = "expected"
+    pulse_type: str | None = None
+    write: str = "batch-mean"
