@@ -28,11 +28,11 @@ import math
 
 import numpy as np
 from scipy.optimize import least_squares
+from simulate.verification.calibrate import _targets, observations
 
 from simulate.execution import run_sweep
 from simulate.rng import bootstrap_generator
 from simulate.verification import SYNC_DESIGN, CalibrationProblem, design
-from simulate.verification.calibrate import _targets, observations
 from simulate.verification.calibration_design import calibration_run, design_sweep_points
 from simulate.verification.stats import bootstrap_means
 

@@ -35,10 +35,9 @@ from theory.calibration import (
     model_terms,
     predicted_cycles,
     problem_fingerprint,
-    read_calibration,
     theory_coefficients,
-    write_calibration,
 )
+from theory.calibration_file import read_calibration, write_calibration
 from theory.fileio import content_checksum
 
 #: the start ||grad f(W_0)||^2 of the synthetic curves

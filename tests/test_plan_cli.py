@@ -236,7 +236,7 @@ def test_write_per_sample_with_kinds_warns_in_one_line(capsys):
 
 def _calibration_file(tmp_path, edit=None):
     from tests._calibration_files import file_calibration
-    from theory.calibration import write_calibration
+    from theory.calibration_file import write_calibration
 
     cal = file_calibration({"sync": (0.15, 0.04, 0.002), "async": (0.13, 0.035, 0.003, 0.05)})
     path = write_calibration(tmp_path / "calibration.json", cal)

@@ -58,9 +58,8 @@ from theory.calibration import (
     forecast_iterations,
     predicted_cycles,
     problem_fingerprint,
-    read_calibration,
-    write_calibration,
 )
+from theory.calibration_file import read_calibration, write_calibration
 from theory.vocabulary import TRANSFER_SLICES
 
 SMALL = ["--max-micro-batches", "16", "--max-micro-batch-size", "16"]

@@ -1,4 +1,4 @@
-"""Machine checks of Theorem 4'PS (docs/theory.md): the asynchronous pipeline with per-sample writes.
+"""Machine checks of Theorem 4'PS (docs/theory.md): the asynchronous pipeline, per-sample writes.
 
 Symbolic (sympy; encodings as in ``tests/test_theorem4prime.py``: ``theta = s/(1 + s)``,
 ``q_max = q_min (1 + v)``, ``D = 1 + d``, ``b = 1 + k``): the registry entry is the bound rebuilt
@@ -257,7 +257,7 @@ def test_steps_0_2_3_exact_expectations(case):
         visited.append(vs)
         g_path, p_path = np.max(np.abs(vs)) / tau, 1 + np.max(np.abs(vs)) / tau
         # Step 0: mean of each write = slope o x + G o r; the split is exact; pathwise bounds
-        for vv, y, mean, ax, br, cond_eta2 in parts:
+        for vv, _y, mean, ax, br, cond_eta2 in parts:
             assert np.allclose(mean, ax + br, atol=1e-12)
             # E[||eta_i||^2 | F_{k,i-1}] <= q_max(V_{i-1})^2 sigma^2 (Lemma 0.3 at V_{i-1})
             p_here = 1 + np.max(np.abs(vv)) / tau

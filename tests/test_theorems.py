@@ -119,7 +119,8 @@ def test_registry_names_and_order():
     assert list(REGISTRY) == [
         "digital_sgd", "analog_sgd_companion", "analog_sgd", "analog_sgd_sp", "analog_sgd_ap",
         "analog_sgd_ap_b", "analog_sgd_per_sample", "analog_sgd_sp_per_sample",
-        "analog_sgd_ap_per_sample", "tiki_taka_companion", "tiki_taka_sp", "tiki_taka_reset", "tiki_taka_reset_sp",
+        "analog_sgd_ap_per_sample", "tiki_taka_companion", "tiki_taka_sp", "tiki_taka_reset",
+        "tiki_taka_reset_sp",
         "tiki_taka_reset_ap", "tiki_taka_reset_ap_b", "analog_sgd_mixed", "analog_sgd_sp_mixed",
         "analog_sgd_ap_mixed", "analog_sgd_biased", "analog_sgd_biased_sharp", "literature_sgd",
         "literature_delay_fixed", "literature_delay_arbitrary", "literature_async_sgd", "local_sgd",

@@ -63,10 +63,9 @@ Cycles come from the one timing rule,
 plan --calibration``) holds per mode the fitted coefficients, their bootstrap intervals and the
 bootstrap draws themselves (so a forecast's interval is that of the joint fit), the design, the
 seeds, the problem's constants and their fingerprint, the package version and the configuration
-that created it, and a checksum of all of it. :func:`write_calibration` writes strict JSON
-atomically (:func:`theory.fileio.atomic_write`); :func:`read_calibration` checks the file
-(:mod:`theory.calibration_file`: schema, integrity, checksum) and refuses a bad or edited file
-with one line naming the key. No pickle.
+that created it, and a checksum of all of it. :mod:`theory.calibration_file` writes it as strict
+JSON atomically (``write_calibration``) and reads it (``read_calibration``: schema, integrity,
+checksum), refusing a bad or edited file with one line naming the key. No pickle.
 
 Units: ``eps`` and :math:`\hat g` in squared-gradient units, :math:`\alpha` in weight^2/loss,
 ``K`` in updates; :math:`c_K` in loss units, :math:`c_{\mathrm{noise}}` per step unit,
@@ -78,18 +77,16 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 import sympy as sp
 
 from .compiled import compile_expr
 from .errors import ParameterError, check_range
-from .fileio import atomic_write, content_checksum, strict_json
+from .fileio import content_checksum, strict_json
 from .schedules import cycles_after, transfer_cycles
 from .symbols import B as B_sym
 from .symbols import D as D_sym
@@ -117,9 +114,7 @@ __all__ = [
     "model_terms",
     "predicted_cycles",
     "problem_fingerprint",
-    "read_calibration",
     "theory_coefficients",
-    "write_calibration",
 ]
 
 #: version of the calibration file format (bumped when a field's meaning changes)
@@ -482,47 +477,6 @@ class Calibration:
             "ci_level": self.ci_level,
         })
         return {"format": out["format"], "checksum": content_checksum(out), **out}
-
-    @classmethod
-    def from_dict(cls, data: Mapping, *, accept_edited: bool = False,
-                  source: str = "given") -> Calibration:
-        """Inverse of :meth:`to_dict`, checked as a file is (schema, integrity, checksum:
-        :func:`theory.calibration_file.calibration_of`; one-line :class:`ParameterError`)."""
-        from .calibration_file import calibration_of
-
-        return calibration_of(data, source, accept_edited=accept_edited)
-
-
-def write_calibration(path: str | os.PathLike, cal: Calibration) -> Path:
-    """Write ``cal`` to ``path`` as strict JSON with its checksum (atomically); returns the path.
-
-    The content is checked as :func:`read_calibration` checks a file before anything is written
-    (no file is written that ``plan`` would refuse: e.g. a fit of ``resamples=0`` has no draws).
-    """
-    from .calibration_file import calibration_of
-
-    data = cal.to_dict()
-    calibration_of(data, path)
-    text = json.dumps(data, indent=1, allow_nan=False) + "\n"
-    return atomic_write(path, text.encode())
-
-
-def read_calibration(path: str | os.PathLike, *, accept_edited: bool = False) -> Calibration:
-    """Read and check a calibration file (JSON, as :func:`write_calibration` writes it).
-
-    The steps and what each refuses are :mod:`theory.calibration_file`'s: the limits of user
-    files, the format, the schema (finite positive coefficients, non-empty draws, a complete
-    problem), integrity (intervals hold the estimates and are the draws'; the fingerprint) and the
-    checksum; ``accept_edited`` reads a file whose checksum does not match (``edited=True``).
-
-    Raises
-    ------
-    ParameterError
-        One line ``calibration='PATH': key.path ...`` naming what is wrong.
-    """
-    from .calibration_file import read_file
-
-    return read_file(path, accept_edited=accept_edited)
 
 
 def check_algorithm(cal: Calibration, algorithm: str, source: str = "given") -> Calibration:

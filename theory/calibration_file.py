@@ -2,9 +2,11 @@ r"""The calibration file: its schema, integrity checks, checksum and reader.
 
 A calibration file (written by ``aimc-pipeline calibrate --out DIR`` as ``DIR/calibration.json``,
 read by ``aimc-pipeline plan --calibration FILE``) is strict JSON of format
-:data:`~theory.calibration.CALIBRATION_FORMAT` (2). :func:`read_file` reads it in these steps, and
-the first that fails is one :class:`~theory.errors.ParameterError` line
-``calibration='FILE': key.path = value ...; valid: ...``:
+:data:`~theory.calibration.CALIBRATION_FORMAT` (2), written by :func:`write_calibration`.
+:func:`read_calibration` reads it in these steps, and the first that fails is one
+:class:`~theory.errors.ParameterError` line ``calibration='FILE': key.path = value ...; valid:
+...``:
+
 
 1. **The limits of every file users give** (:func:`theory.userfiles.load_json`): size, strict
    UTF-8, nesting depth, integer size, no ``NaN`` or infinity.
@@ -20,10 +22,12 @@ the first that fails is one :class:`~theory.errors.ParameterError` line
    for the expected update) and write semantics).
 4. **Integrity** (:func:`check_integrity`): each interval holds its estimate, ``low <= value <=
    high``; each interval is the one its draws give (the ``ci_level`` central percentile interval,
-   inverted CDF, widened to hold the fit: what :func:`simulate.verification.calibrate.
-   fit_calibration` computes), so draws, intervals and estimates cannot be edited apart; no
-   more draws than ``seeds.resamples``; ``q_min <= q_max``; every design point's mode is fitted;
-   the ``fingerprint`` is that of the problem (:func:`theory.calibration.problem_fingerprint`).
+   inverted CDF, widened to hold the fit: what
+   :func:`simulate.verification.calibration_fit.fit_calibration` computes), so draws, intervals and
+   estimates cannot be edited apart; no more draws than ``seeds.resamples``; ``q_min <= q_max``;
+   every design point's mode is fitted; the ``fingerprint`` is that of the problem
+   (:func:`theory.calibration.problem_fingerprint`).
+
 5. **The checksum** ``checksum`` = :func:`theory.fileio.content_checksum` of the file's content
    (SHA-256 of the canonical JSON of every other key). A mismatch means the file was changed
    after ``calibrate`` wrote it (a coefficient scaled together with its interval and draws, a
@@ -39,9 +43,11 @@ write a consistent file.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 
@@ -55,13 +61,13 @@ from .calibration import (
     problem_fingerprint,
 )
 from .errors import ParameterError
-from .fileio import content_checksum
+from .fileio import atomic_write, content_checksum
 from .schedules import TRANSFER_SLICES
 from .userfiles import STRING, array, file_error, integer, load_json, number, table, validate
 from .vocabulary import WRITE_SEMANTICS
 
 __all__ = ["CALIBRATION_SCHEMA", "PARAMETER", "calibration_of", "check_integrity", "from_file_dict",
-           "read_file"]
+           "read_calibration", "write_calibration"]
 
 #: the parameter every message names (the plan command shows it as ``--calibration``)
 PARAMETER = "calibration"
@@ -218,7 +224,7 @@ def calibration_of(data, path, *, accept_edited: bool = False) -> Calibration:
         raise file_error(PARAMETER, path, (), str(error)) from None
 
 
-def read_file(path: str | os.PathLike, *, accept_edited: bool = False) -> Calibration:
+def read_calibration(path: str | os.PathLike, *, accept_edited: bool = False) -> Calibration:
     """Read and check a calibration file (the module docstring's steps 1-5).
 
     Parameters
@@ -240,3 +246,15 @@ def read_file(path: str | os.PathLike, *, accept_edited: bool = False) -> Calibr
         raise ParameterError(f"{PARAMETER}={str(path)!r} cannot be read: {error.strerror}") \
             from None
     return calibration_of(data, path, accept_edited=accept_edited)
+
+
+def write_calibration(path: str | os.PathLike, cal: Calibration) -> Path:
+    """Write ``cal`` to ``path`` as strict JSON with its checksum (atomically); returns the path.
+
+    The content is checked as :func:`read_calibration` checks a file before anything is written
+    (no file is written that ``plan`` would refuse: e.g. a fit of ``resamples=0`` has no draws).
+    """
+    data = cal.to_dict()
+    calibration_of(data, path)
+    text = json.dumps(data, indent=1, allow_nan=False) + "\n"
+    return atomic_write(path, text.encode())

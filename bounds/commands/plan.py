@@ -274,7 +274,7 @@ def run(args: argparse.Namespace) -> int:
     problem = problem_from_args(args)
     calibration = None
     if getattr(args, "calibration", None) is not None:
-        from theory.calibration import read_calibration  # sympy: not for --help
+        from theory.calibration_file import read_calibration  # sympy: not for --help
 
         calibration = read_calibration(args.calibration,
                                        accept_edited=args.accept_edited_calibration)

@@ -51,7 +51,7 @@ import numpy as np
 from theory import local_sgd
 from theory.compiled import compile_expr
 from theory.complexity import REACHABLE, evaluate_complexity
-from theory.errors import check_range
+from theory.errors import ParameterError, check_range
 from theory.limits import MAX_ARRAY_BYTES, check_size
 from theory.schedules import cycles_after
 from theory.tables import text_table

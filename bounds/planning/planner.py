@@ -209,7 +209,7 @@ def check_calibration(calibration, algorithm: str, source: str, write: str = "ba
     """
     if not isinstance(calibration, Calibration):
         raise ParameterError(f"calibration={calibration!r} is not a theory.calibration."
-                             "Calibration; read one with theory.calibration.read_calibration")
+                             "Calibration; read one with theory.calibration_file.read_calibration")
     check_algorithm(calibration, algorithm, source)
     check_write(calibration, write, source)
 

@@ -113,9 +113,9 @@ _K_POWER = {"rate_a": -0.5, "rate_c": -1.0, "floor": 0.0}
 
 @cache
 def _relaxed_term(name: str, term: str) -> sp.Expr:
-    r"""The rate-form term ``term`` of bound ``name`` the relaxation uses: the term itself, or, where
-    it is no monomial in ``b``, its limit as ``b`` grows when that is a minorant for every ``b``
-    (checked symbolically on :math:`\theta \in (0, 1)`, :math:`q_{\max} \ge q_{\min}`).
+    r"""The rate-form term ``term`` of bound ``name`` the relaxation uses: the term itself, or,
+    where it is no monomial in ``b``, its limit as ``b`` grows when that is a minorant for every
+    ``b`` (checked symbolically on :math:`\theta \in (0, 1)`, :math:`q_{\max} \ge q_{\min}`).
 
     Theorem 4'PS's ``c`` is :math:`2\Delta/(\alpha_{AP} q_{\min}) + 8\kappa (L_s^2\Delta/L)
     (\sqrt{D/b} + (G_\infty/q_{\max}) D)^2`, which decreases in ``b``: its minorant drops the

@@ -185,7 +185,7 @@ def coefficient_table(cal: Calibration) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run the ``calibrate`` command; returns the exit status."""
     # sympy, the registry and the engine: not for --help
-    from theory.calibration import write_calibration
+    from theory.calibration_file import write_calibration
 
     from ..verification import CalibrationProblem, calibrate, design
 

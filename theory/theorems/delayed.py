@@ -2,11 +2,11 @@ r"""The formulas of the asynchronous pipeline (maximal delay ``D``): Theorem 4' 
 
 Theorem 4' (:func:`analog_ap_parts`) and its constants (:func:`ap_kappa`, :func:`ap_root`,
 :func:`ap_inv_step_cap`; the exact Lemma A constant :func:`ap_kappa_3` and the general form
-:func:`ap_general_parts`), Theorem 4'B (:func:`analog_ap_b_parts`, :func:`ap_b_floor_factor`), Theorem 4'PS (per-sample
-writes, :func:`analog_ap_per_sample_parts`),
-Theorem 2M (c) (:func:`analog_ap_mixed_parts`) and Corollary TT0-AP
-(:func:`tiki_taka_reset_ap_parts`). Each returns the keyword parts of a
-:class:`~theory.theorems.Bound` or one sympy constant, as in :mod:`theory.theorems.formulas`.
+:func:`ap_general_parts`), Theorem 4'B (:func:`analog_ap_b_parts`, :func:`ap_b_floor_factor`),
+Theorem 4'PS (per-sample writes, :func:`analog_ap_per_sample_parts`), Theorem 2M (c)
+(:func:`analog_ap_mixed_parts`) and Corollary TT0-AP (:func:`tiki_taka_reset_ap_parts`). Each
+returns the keyword parts of a :class:`~theory.theorems.Bound` or one sympy constant, as in
+:mod:`theory.theorems.formulas`.
 """
 
 from __future__ import annotations
