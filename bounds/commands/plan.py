@@ -41,6 +41,7 @@ from theory.calibration import read_calibration
 from theory.commands import add_alias, command_main, print_json
 from theory.errors import ParameterError, check_range
 from theory.fileio import atomic_write, check_output_dir, output_errors
+from theory.limits import MAX_COUNT
 from theory.schedules import TRANSFER_SLICES
 
 from ..params import (
@@ -53,7 +54,7 @@ from ..params import (
     from_preset,
 )
 from ..planning.hardware import KindsHardware, load_hardware, single_kind, with_digital
-from ..planning.kinds import ModeComparison, ModeLimits, plan_modes
+from ..planning.kinds import ModeComparison, ModeLimits, check_search, plan_modes
 from ..planning.models import list_models, load_model
 from .options import add_problem_flags, add_weight_bound_flag, problem_from_args
 
@@ -287,6 +288,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(result.table())
         return 0
+    # the mode search's size first (before the single-kind plan): refused before any work
+    check_search(model, kinds, mode_limits, _kinds_flag(args))
     # with kinds, a single-kind plan that cannot be made does not stop the mode comparison
     try:
         result, failure = plan(model, hardware, problem, args.eps, limits,
@@ -295,7 +298,8 @@ def run(args: argparse.Namespace) -> int:
         result, failure = None, str(error)
     if result is not None:
         _warn_forecast(result)
-    modes = plan_modes(model, kinds, problem, args.eps, mode_limits)
+    modes = plan_modes(model, kinds, problem, args.eps, mode_limits,
+                       parameter=_kinds_flag(args))
     _write(args, result, modes)
     if args.json:
         _print_json(None if result is None else result.to_dict(), failure, modes.to_dict())
@@ -371,9 +375,20 @@ def _kinds(args: argparse.Namespace, hardware: PlanHardware) -> KindsHardware | 
             )
         return load_hardware(args.hardware)
     if "digital_accelerators" in args:
-        check_range("digital-accelerators", args.digital_accelerators, 1, integer=True)
+        check_range("--digital-accelerators", args.digital_accelerators, 1, MAX_COUNT,
+                    integer=True)
         return with_digital(single_kind(hardware), args.digital_accelerators)
     return single_kind(hardware) if args.compare_modes else None
+
+
+def _kinds_flag(args: argparse.Namespace) -> tuple[str, object]:
+    """The flag (and its value) that asked for the mode search, for a refusal of its size."""
+    for dest, flag in (("hardware", "--hardware"),
+                       ("digital_accelerators", "--digital-accelerators")):
+        if dest in args:
+            value = getattr(args, dest)
+            return flag, str(value) if dest == "hardware" else value
+    return "--accelerators", args.accelerators
 
 
 def main(argv: Sequence[str] | None = None) -> int:
