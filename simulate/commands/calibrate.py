@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,10 +33,12 @@ from theory.calibration import (
 from theory.commands import command_main, print_json
 from theory.errors import check_range
 from theory.fileio import check_output_dir, check_output_file, output_errors
+from theory.limits import MAX_RESAMPLES, MAX_TRANSFER_PERIOD, check_size
 from theory.schedules import TRANSFER_SLICES
 from theory.tables import text_table
 
 from ..config import ORACLE_PROBLEMS, check_rules
+from ..device import PinnedWarning
 from ..verification import (
     ASYNC_DESIGN,
     CALIBRATION_QUICK,
@@ -168,13 +171,16 @@ def run(args: argparse.Namespace) -> int:
     check_range("--steps", settings["steps"], 10, None, integer=True)
     check_range("--seeds", settings["seeds"], 2, None, integer=True)
     check_range("--resamples", settings["resamples"], 0, None, integer=True)
+    check_size("--resamples", settings["resamples"], need=settings["resamples"],
+               limit=MAX_RESAMPLES, what="bootstrap refits of every mode")
     out = calibration_path(args.out) if "out" in args else None
     # --transfer-every / --transfer-slice apply to tiki-taka only (simulate.config.RULES)
     check_rules({"algorithm": args.algorithm, "transfer_every": args.transfer_every,
                  "transfer_slice": args.transfer_slice}, flags=True)
     transfer = {}
     if args.algorithm != "analog":
-        check_range("--transfer-every", args.transfer_every, 1, None, integer=True)
+        check_range("--transfer-every", args.transfer_every, 1, MAX_TRANSFER_PERIOD,
+                    integer=True)
         transfer = {"algorithm": args.algorithm, "transfer_every": args.transfer_every,
                     "transfer_slice": args.transfer_slice}
     spec = CalibrationProblem(problem=args.problem, dim=args.dim, sigma2=args.sigma2,
@@ -190,8 +196,16 @@ def run(args: argparse.Namespace) -> int:
                   "resamples": settings["resamples"]}
     print(f"calibrate: {len(points)} design points, {settings['seeds']} seeds x "
           f"{settings['steps']} updates each", file=sys.stderr)
-    cal = calibrate(spec, points, resamples=settings["resamples"], created_by=created_by,
-                    **options)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PinnedWarning)
+        cal = calibrate(spec, points, resamples=settings["resamples"], created_by=created_by,
+                        **options)
+    for warning in caught:
+        if issubclass(warning.category, PinnedWarning):  # one line, as simulate prints it
+            print(f"aimc-pipeline calibrate: warning: {warning.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(warning.message, warning.category, warning.filename,
+                                 warning.lineno)
     if out is not None:
         with output_errors("--out"):
             out.parent.mkdir(parents=True, exist_ok=True)
