@@ -289,7 +289,7 @@ def run(args: argparse.Namespace) -> int:
             print(result.table())
         return 0
     # the mode search's size first (before the single-kind plan): refused before any work
-    check_search(model, kinds, mode_limits, _kinds_flag(args))
+    check_search(model, kinds, mode_limits, _kinds_flag(args, kinds))
     # with kinds, a single-kind plan that cannot be made does not stop the mode comparison
     try:
         result, failure = plan(model, hardware, problem, args.eps, limits,
@@ -299,7 +299,7 @@ def run(args: argparse.Namespace) -> int:
     if result is not None:
         _warn_forecast(result)
     modes = plan_modes(model, kinds, problem, args.eps, mode_limits,
-                       parameter=_kinds_flag(args))
+                       parameter=_kinds_flag(args, kinds))
     _write(args, result, modes)
     if args.json:
         _print_json(None if result is None else result.to_dict(), failure, modes.to_dict())
@@ -381,13 +381,13 @@ def _kinds(args: argparse.Namespace, hardware: PlanHardware) -> KindsHardware | 
     return single_kind(hardware) if args.compare_modes else None
 
 
-def _kinds_flag(args: argparse.Namespace) -> tuple[str, object]:
-    """The flag (and its value) that asked for the mode search, for a refusal of its size."""
-    for dest, flag in (("hardware", "--hardware"),
-                       ("digital_accelerators", "--digital-accelerators")):
-        if dest in args:
-            value = getattr(args, dest)
-            return flag, str(value) if dest == "hardware" else value
+def _kinds_flag(args: argparse.Namespace, kinds: KindsHardware) -> tuple[str, object]:
+    """The flag (and its value) that asked for the mode search, for a refusal of its size: the
+    hardware file's ``kinds`` (their number), ``--digital-accelerators`` or ``--accelerators``."""
+    if "hardware" in args:
+        return f"--hardware={str(args.hardware)!r}: kinds", len(kinds.kinds)
+    if "digital_accelerators" in args:
+        return "--digital-accelerators", args.digital_accelerators
     return "--accelerators", args.accelerators
 
 

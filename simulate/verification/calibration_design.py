@@ -130,8 +130,9 @@ class CalibrationProblem:
                                  "proportional to sigma2)") from None
         check_range("theta", self.theta, 0, 1, low_open=True, high_open=True)
         config = self.config("sync", 1, 1, 1, 0.1, 10, 2)  # validates dim, device, tau, seed
+        device, region = device_from_config(config), self.region()
         try:  # the constants' region must lie inside the device (before any run)
-            device_from_config(config).constants(*self.region())
+            device.constants(*region)
         except ParameterError as error:
             raise ParameterError(f"weight_bound={self.weight_bound:g} does not fit device "
                                  f"{self.device!r}: {error}") from None
