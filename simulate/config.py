@@ -579,8 +579,8 @@ def _check_counts(config: SimConfig) -> None:
                big_b if config.mode != "async" else k,
                need=cycles, limit=MAX_COUNT, what="clock cycles", hint=hint)
     if config.update == "pulsed" and config.write == "per-sample":
-        # one pulsed write per sample, one after another (a Python-level loop in the engine)
-        n = config.samples_per_update * config.replicas
+        # one pulsed write per sample, one after another (seeds and replicas are vectorised)
+        n = config.samples_per_update
         name = "micro_batch_size" if b > 1 else "micro_batches" if n > 1 else "steps"
         _limit(name, getattr(config, name), need=k * n, limit=MAX_SEQUENTIAL_WRITES,
                what="sequential pulsed writes (steps x samples per update, write='per-sample')",

@@ -64,7 +64,8 @@ MAX_PLAN_DP_CELLS = 10**10
 #: bootstrap resamples of a calibration (each refits every mode: 15-50 ms here, so minutes)
 MAX_RESAMPLES = 10**4
 #: samples x updates of a pulsed run whose writes are sequential, one per sample
-#: (``--update pulsed --write per-sample``: about 0.2 ms per write here, so about half an hour)
+#: (``--update pulsed --write per-sample``; seeds and replicas are vectorised: about 40 us per
+#: write here, so minutes)
 MAX_SEQUENTIAL_WRITES = 10**7
 #: updates between two Tiki-Taka transfers (``--transfer-every``; beyond any run's updates)
 MAX_TRANSFER_PERIOD = 10**9
