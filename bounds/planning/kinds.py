@@ -402,10 +402,10 @@ def check_search(model: Model, hardware: KindsHardware, limits: ModeLimits | Non
     ------
     ParameterError
         ``"{name}={value} asks for N candidate layouts ..., more than the limit ..."``;
-        ``parameter`` is ``(name, value)``, default ``("hardware", hardware.describe())``.
+        ``parameter`` is ``(name, value)``, default ``("kinds", number of kinds)``.
     """
     limits = ModeLimits() if limits is None else limits
-    name, value = parameter if parameter is not None else ("hardware", hardware.describe())
+    name, value = parameter if parameter is not None else ("kinds", len(hardware.kinds))
     n, kinds = len(_planned(model, hardware)[0].chain), len(hardware.kinds)
     what = f"{kinds} kind{'s' * (kinds > 1)}, {hardware.accelerators} accelerators"
     check_size(name, value, need=8.0 * kinds * (n + 1) ** 2, limit=MAX_ARRAY_BYTES,
@@ -653,7 +653,7 @@ def plan_modes(model: Model, hardware: KindsHardware, problem: ProblemParams | N
     limits : ModeLimits, optional
     parameter : (str, object), optional
         The name and value a refusal of :func:`check_search` shows (a command passes the flag
-        the user typed, e.g. ``("--hardware", FILE)``); default ``("hardware", its description)``.
+        the user typed, e.g. ``("--accelerators", P)``); default ``("kinds", number of kinds)``.
 
     Returns
     -------
