@@ -420,3 +420,40 @@ def test_bad_input_fails_cleanly(case, tmp_path, capsys):
     assert len(lines[0]) < 400, f"message too long ({len(lines[0])} characters)"
     for name in case.names:
         assert name in lines[0], f"{name!r} not named in: {lines[0]}"
+
+
+def test_pinned_design_points_are_one_warning_for_the_design(monkeypatch):
+    """calibrate() reports the runs' PinnedWarnings (kept by calibration_run, in whichever process
+    ran it) once for the design, counting them; a failing fit says so in its one error line."""
+    import importlib
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from simulate.device import PinnedWarning
+    from simulate.verification import CalibrationProblem, design
+    from theory.errors import ParameterError
+
+    calibrate_module = importlib.import_module("simulate.verification.calibrate")
+
+    spec = CalibrationProblem()
+    points = design(spec, sync=((2, 4, 1),), async_=((2, 1, 1),), fractions=(0.5,), steps=10,
+                    seeds=2)
+    results = [{"running": np.ones((2, 10)), "pinned": "lr=0.1: pinned"}, {
+        "running": np.ones((2, 10)), "pinned": ""}]
+    monkeypatch.setattr(calibrate_module, "run_sweep",
+                        lambda *a, **k: SimpleNamespace(results=results))
+    monkeypatch.setattr(calibrate_module, "fit_calibration", lambda *a, **k: "fitted")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert calibrate_module.calibrate(spec, points) == "fitted"
+    (warning,) = caught
+    assert issubclass(warning.category, PinnedWarning)
+    assert str(warning.message).startswith("1 of 2 design points ran pinned at the device bounds")
+
+    def failing(*args, **kwargs):
+        raise ParameterError("design: 0 reached targets")
+
+    monkeypatch.setattr(calibrate_module, "fit_calibration", failing)
+    with pytest.raises(ParameterError, match=r"^design: 0 reached targets; 1 of 2 design points"):
+        calibrate_module.calibrate(spec, points)
