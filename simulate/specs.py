@@ -34,7 +34,7 @@ import typing
 from dataclasses import dataclass, field
 
 from theory.errors import ParameterError, check_range, show_value
-from theory.limits import MAX_TRANSFER_PERIOD
+from theory.limits import MAX_COUNT, MAX_TRANSFER_PERIOD
 from theory.schedules import MODES, TRANSFER_SLICES  # what a transfer event moves
 from theory.theorems import ALGORITHMS, WRITE_SEMANTICS  # write semantics: Corollary 3PS
 
@@ -390,7 +390,9 @@ class ReplicaSpec(_Spec):
     })
 
     def __post_init__(self):
-        _integers(self, {"replicas": 1, "average_every": 1}, {"replicas": MAX_REPLICAS})
+        # a period beyond the run's updates never averages; beyond int64 it cannot be counted
+        _integers(self, {"replicas": 1, "average_every": 1},
+                  {"replicas": MAX_REPLICAS, "average_every": MAX_COUNT})
         check_range("programming_error", self.programming_error, 0, None)
 
 

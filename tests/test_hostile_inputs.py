@@ -344,6 +344,32 @@ CASES += [
     Case("pulse-response-delta-nan", ("pulse-response", "--delta", "nan"), ("--delta=nan",)),
     Case("pulse-response-devices-zero", ("pulse-response", "--devices", "0"), ("--devices=0",)),
     Case("pulse-response-w0-outside", ("pulse-response", "--w0", "1e300"), ("--w0=1e+300",)),
+    # found beyond the examples
+    # (was an OverflowError in theory.local_sgd.averagings_after after the run)
+    Case("simulate-average-every-401-digits",
+         ("simulate", "--replicas", "2", "--average-every", BIG, "--steps", "10"),
+         ("--average-every", "401 digits", "9.22337e+18")),
+    Case("simulate-average-every-without-replicas",
+         ("simulate", "--average-every", BIG, "--steps", "10"), ("--average-every",)),
+    Case("simulate-programming-error-nan", ("simulate", "--replicas", "2",
+                                            "--programming-error", "nan"),
+         ("--programming-error=nan",)),
+    Case("hardware-link-zero", (*HW, "--no-relax"), ("h.toml", "link_bytes_per_s = 0"),
+         files={"h.toml": "link_bytes_per_s = 0\n" + _kind()}),
+    Case("hardware-bytes-per-weight-huge", (*HW, "--no-relax"), ("h.toml", "bytes_per_weight"),
+         files={"h.toml": "bytes_per_weight = 1e300\n" + _kind()}),
+    Case("hardware-read-time-huge", (*HW, "--no-relax"), ("h.toml", "kinds[0].read_time_s"),
+         files={"h.toml": _kind(read_time_s="1e300")}),
+    Case("hardware-digital-only", (*HW, "--no-relax"), ("h.toml", "no analog kind"),
+         files={"h.toml": '[[kinds]]\nname = "g"\ntype = "digital"\ncount = 2\n'}),
+    # a digital kind too slow to be used is answered: the plans use the analog kind
+    Case("hardware-digital-mac-time-huge", (*HW, "--no-relax"), (), status=0,
+         stdout=("best plan per mode", "layout a"),
+         files={"h.toml": _kind(name='"a"', count="2") + '[[kinds]]\nname = "g"\n'
+                'type = "digital"\ncount = 2\nmac_time_s = 1e300\n'}),
+    Case("plan-eps-inf", (*PLAN, "--eps", "inf"), ("--eps=inf", "finite")),
+    Case("calibrate-theta-nan", ("calibrate", "--quick", "--theta", "nan"), ("--theta=nan",)),
+    Case("figures-unknown", ("figures", "nosuch"), ("nosuch",)),
 ]
 
 
