@@ -31,7 +31,7 @@ from theory.calibration import (
     write_calibration,
 )
 from theory.commands import command_main, print_json
-from theory.errors import check_range
+from theory.errors import ParameterError, check_range
 from theory.fileio import check_output_dir, check_output_file, output_errors
 from theory.limits import MAX_RESAMPLES, MAX_TRANSFER_PERIOD, check_size
 from theory.schedules import TRANSFER_SLICES
@@ -223,10 +223,16 @@ def calibration_path(out: Path) -> Path:
 
     ``DIR`` gives ``DIR/calibration.json`` (:func:`~theory.fileio.check_output_dir`). A path
     ending in ``.json`` that is not an existing directory is the file itself, as before this
-    release, with one ``warning:`` line on stderr (deprecated; it goes in the next release).
+    release, with one ``warning:`` line on stderr (deprecated; it goes in the next release); its
+    folder must exist (a mistyped folder such as ``/nonexistent_dir`` is refused, not created).
     """
     out = Path(out)
     if out.suffix.lower() == ".json" and not out.is_dir():
+        if not out.parent.is_dir():  # a mistyped folder is not created for a deprecated form
+            raise ParameterError(
+                f"--out={str(out)!r} cannot be used: its folder {str(out.parent)!r} is not an "
+                f"existing directory; valid: a file in an existing folder, or --out DIR (DIR/"
+                f"{CALIBRATION_FILE}, DIR created)")
         print(f"aimc-pipeline calibrate: warning: --out={str(out)!r}: a file name is deprecated; "
               f"pass the folder (--out DIR writes DIR/{CALIBRATION_FILE})", file=sys.stderr)
         return check_output_file(out, "--out")
