@@ -38,8 +38,8 @@ from scipy.optimize import least_squares
 from theory.calibration import COEFFICIENTS, Calibration, ModeFit, model_terms, problem_fingerprint
 from theory.errors import ParameterError, check_range
 
-from ..execution import package_version, run_sweep
 from ..device import PinnedWarning
+from ..execution import package_version, run_sweep
 from ..rng import bootstrap_generator
 from .calibration_design import (
     CALIBRATION_STANDARD,
