@@ -273,6 +273,9 @@ CASES += [
     # PinnedWarning of the runs, whichever process ran them)
     Case("calibrate-sigma2-1e300", (*CAL_TINY, "--sigma2", "1e300"),
          ("design", "pinned at the device bounds"), progress=CAL_PROGRESS),
+    # the same with two worker processes, in a child whose whole stderr (the workers') is read
+    Case("calibrate-sigma2-1e300-workers", (*CAL_TINY, "--jobs", "2", "--sigma2", "1e300"),
+         ("design", "8 of 8 design points ran pinned"), progress=CAL_PROGRESS, subprocess=True),
     Case("calibrate-dim-one", ("calibrate", "--quick", "--dim", "1"),
          ("--dim=1", "8 stages")),
     Case("calibrate-dim-below-standard-design", ("calibrate", "--dim", "8"),
