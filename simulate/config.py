@@ -26,7 +26,13 @@ from pathlib import Path
 
 from theory.devices import Device
 from theory.errors import ParameterError, show_value
-from theory.limits import MAX_ARRAY_BYTES, MAX_COUNT, MAX_UPDATES, check_size
+from theory.limits import (
+    MAX_ARRAY_BYTES,
+    MAX_COUNT,
+    MAX_SEQUENTIAL_WRITES,
+    MAX_UPDATES,
+    check_size,
+)
 from theory.userfiles import in_file, load_toml
 
 from .device import device_named, fast_device_named
@@ -539,6 +545,13 @@ def _check_counts(config: SimConfig) -> None:
     _limit("micro_batches" if config.mode != "async" else "steps",
                big_b if config.mode != "async" else k,
                need=cycles, limit=MAX_COUNT, what="clock cycles", hint=hint)
+    if config.update == "pulsed" and config.write == "per-sample":
+        # one pulsed write per sample, one after another (seeds and replicas are vectorised)
+        n = config.samples_per_update
+        name = "micro_batch_size" if b > 1 else "micro_batches" if n > 1 else "steps"
+        _limit(name, getattr(config, name), need=k * n, limit=MAX_SEQUENTIAL_WRITES,
+               what="sequential pulsed writes (steps x samples per update, write='per-sample')",
+               hint="lower steps or the micro-batch, or write='batch-mean'")
 
 
 def _check_memory(config: SimConfig) -> None:

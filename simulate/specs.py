@@ -34,6 +34,7 @@ import typing
 from dataclasses import dataclass, field
 
 from theory.errors import ParameterError, check_range, show_value
+from theory.limits import MAX_COUNT, MAX_TRANSFER_PERIOD
 from theory.vocabulary import ALGORITHMS, MODES, TRANSFER_SLICES, WRITE_SEMANTICS
 
 from .device import (
@@ -301,7 +302,7 @@ class IOSpec(_Spec):
 @dataclass(frozen=True)
 class TikiTakaSpec(_Spec):
     transfer_every: int = field(default=1, metadata={
-        "help": "tiki-taka: a transfer from A to C after every T-th update (>= 1)",
+        "help": "tiki-taka: a transfer from A to C after every T-th update (1 to 1e9)",
         "flags": ("-T",),
     })
     transfer_lr: float = field(default=1.0, metadata={
@@ -328,7 +329,7 @@ class TikiTakaSpec(_Spec):
     })
 
     def __post_init__(self):
-        _integers(self, {"transfer_every": 1})
+        _integers(self, {"transfer_every": 1}, {"transfer_every": MAX_TRANSFER_PERIOD})
         check_range("transfer_lr", self.transfer_lr, 0, None)
         check_range("tt_gamma", self.tt_gamma, 0, None)
         _choice("transfer_slice", self.transfer_slice, TRANSFER_SLICES)
@@ -388,7 +389,9 @@ class ReplicaSpec(_Spec):
     })
 
     def __post_init__(self):
-        _integers(self, {"replicas": 1, "average_every": 1}, {"replicas": MAX_REPLICAS})
+        # a period beyond the run's updates never averages; beyond int64 it cannot be counted
+        _integers(self, {"replicas": 1, "average_every": 1},
+                  {"replicas": MAX_REPLICAS, "average_every": MAX_COUNT})
         check_range("programming_error", self.programming_error, 0, None)
 
 

@@ -384,7 +384,7 @@ def test_plan_forecast_matches_when_the_constants_do():
 
 @pytest.mark.parametrize("argv, pattern", [
     (["--seeds", "1"], "--seeds=1 is out of range"),
-    (["--dim", "4"], "stages=8 exceeds dim=4"),
+    (["--dim", "4"], "--dim=4 is out of range for this design: its largest pipeline has 8"),
     (["--theta", "1.5"], "theta=1.5"),
 ])
 def test_calibrate_refuses_bad_flags_in_one_line(argv, pattern, capsys, tmp_path):

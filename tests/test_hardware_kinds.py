@@ -272,3 +272,44 @@ def test_mode_comparison_runs_when_the_single_kind_plan_cannot(tmp_path, capsys)
                  "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert "tiles" in data["plan_error"] and data["modes"]["plans"] and data["plan"] is None
+
+
+@pytest.mark.parametrize("counts, sizes", [((3,), (1, 4)), ((3, 2), (1,)), ((2, 1, 2), (1, 2))])
+def test_search_cost_bounds_the_layouts_the_search_evaluates(counts, sizes, monkeypatch):
+    """search_cost's candidates (counted before the search) are an upper bound on the layouts
+    plan_modes evaluates (every subset's DP queried per (b, R, M)), and not a loose one."""
+    from bounds.planning import kinds as kinds_module
+    from bounds.planning.kinds import ModeLimits, plan_modes, search_cost
+
+    device = from_preset("softbounds-tau1")
+    hardware = KindsHardware(tuple(
+        AcceleratorKind(f"k{t}", "analog", c, hardware=device, tiles=10**6)
+        for t, c in enumerate(counts)))
+    model = load_model("digits-mlp")
+    limits = ModeLimits(micro_batch_sizes=sizes, replica_micro_batches=(1, 2), periods=(1, 4))
+    queried = []
+    original = kinds_module._KindSearch.layouts
+
+    def counting(self, b, stages, available):
+        queried.append(len(self.subsets))
+        return original(self, b, stages, available)
+
+    monkeypatch.setattr(kinds_module._KindSearch, "layouts", counting)
+    plan_modes(model, hardware, eps=1.0, limits=limits)
+    need = search_cost(len(model.chain), counts, limits)["candidates"]
+    assert sum(queried) <= need <= 4 * sum(queried), (sum(queried), need)
+
+
+def test_check_search_refuses_before_any_work_naming_the_parameter(monkeypatch):
+    from bounds.planning import kinds as kinds_module
+    from bounds.planning.kinds import check_search
+
+    hardware = KindsHardware(tuple(
+        AcceleratorKind(f"k{t}", "analog", 1, hardware=from_preset("softbounds-tau1"), tiles=64)
+        for t in range(16)))
+    model = load_model("digits-mlp")
+    monkeypatch.setattr(kinds_module, "kind_partitions", None)  # no DP may run
+    with pytest.raises(ParameterError, match=r"^kinds=16 asks for at least 2\.1e\+07 candidate"):
+        check_search(model, hardware, parameter=("kinds", 16))
+    with pytest.raises(ParameterError, match=r"^kinds=16 asks for"):
+        kinds_module.plan_modes(model, hardware)

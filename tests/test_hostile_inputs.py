@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,9 @@ class Case:
     files: dict = field(default_factory=dict)  # file name -> content, created in tmp_path
     #: must all appear on stdout (an input now answered: exit 0)
     stdout: tuple[str, ...] = ()
+    #: stderr lines starting with one of these are the command's progress notes, not the message
+    #: (``calibrate: N design points ...`` of a row whose refusal comes after the design)
+    progress: tuple[str, ...] = ()
 
 
 BIG = "1" + "0" * 400
@@ -177,6 +181,208 @@ CASES = [
 ]
 
 
+# issue 25, items 4-6: the second round (calibrate, plan --hardware / --compare-modes, limits)
+#: 16 analog kinds of one accelerator each: 2^16 kind subsets
+KINDS16 = "".join(f'[[kinds]]\nname = "a{i}"\ntype = "analog"\ncount = 1\ntiles = 16384\n\n'
+                  for i in range(16))
+
+
+def _kind(**keys) -> str:
+    """One ``[[kinds]]`` table of an analog kind with ``keys`` over the defaults."""
+    fields = {"name": '"aimc"', "type": '"analog"', "count": "4", "tiles": "16384"} | keys
+    return "[[kinds]]\n" + "".join(f"{k} = {v}\n" for k, v in fields.items())
+
+
+PLAN = ("plan", "--model", "digits-mlp")
+HW = (*PLAN, "--hardware", "{tmp}/h.toml")
+#: a calibration too small to fit but quick to run (two seeds, ten updates, one process)
+CAL_TINY = ("calibrate", "--quick", "--steps", "10", "--seeds", "2", "--jobs", "1", "--no-cache")
+CAL_PROGRESS = ("calibrate: ",)
+
+CASES += [
+    # 4. unbounded work: refused before any work, the limit in the message
+    Case("calibrate-resamples-huge", ("calibrate", "--quick", "--resamples", "1000000000"),
+         ("--resamples=1000000000", "bootstrap", "limit 1e+04"), subprocess=True),
+    Case("calibrate-resamples-negative", ("calibrate", "--quick", "--resamples", "-1"),
+         ("--resamples=-1",)),
+    Case("plan-hardware-16-kinds", HW, ("--hardware=", "h.toml': kinds=16", "limit 3e+04"),
+         subprocess=True, files={"h.toml": KINDS16}),
+    Case("plan-hardware-16-kinds-in-process", HW, ("--hardware=", "candidate layouts"),
+         files={"h.toml": KINDS16}),
+    Case("plan-hardware-huge-count", HW, ("--hardware=", "h.toml", "at least", "limit 3e+04"),
+         files={"h.toml": _kind(count="1000000000")}),
+    Case("plan-digital-accelerators-1e18",
+         (*PLAN, "--digital-accelerators", "1000000000000000000"),
+         ("--digital-accelerators=1000000000000000000", "limit 3e+04"), subprocess=True),
+    Case("plan-digital-accelerators-1e6", (*PLAN, "--digital-accelerators", "1000000"),
+         ("--digital-accelerators=1000000", "candidate layouts")),
+    Case("plan-compare-modes-1e6-accelerators",
+         (*PLAN, "--accelerators", "1000000", "--compare-modes"),
+         ("--accelerators=1000000", "candidate layouts", "limit 3e+04"), subprocess=True),
+    Case("plan-compare-modes-1e4-accelerators",
+         (*PLAN, "--accelerators", "10000", "--compare-modes"),
+         ("--accelerators=10000", "candidate layouts")),
+    Case("simulate-per-sample-pulsed-huge-batch",
+         ("simulate", "--update", "pulsed", "--write", "per-sample", "--micro-batch-size",
+          "100000"), ("--micro-batch-size=100000", "sequential pulsed writes", "limit 1e+07"),
+         subprocess=True),
+    Case("simulate-per-sample-pulsed-huge-steps",
+         ("simulate", "--update", "pulsed", "--write", "per-sample", "--steps", "100000000"),
+         ("--steps=100000000", "sequential pulsed writes")),
+    Case("simulate-tiki-taka-transfer-every-401-digits",
+         ("simulate", "--algorithm", "tiki-taka", "--transfer-every", BIG),
+         ("--transfer-every", "401 digits", "1e+09")),
+    Case("simulate-tiki-taka-transfer-every-1e12",
+         ("simulate", "--algorithm", "tiki-taka", "--transfer-every", "1000000000000"),
+         ("--transfer-every=1000000000000", "1e+09")),
+    Case("simulate-tiki-taka-transfer-every-0",
+         ("simulate", "--algorithm", "tiki-taka", "--transfer-every", "0"),
+         ("--transfer-every=0",)),
+    Case("calibrate-tiki-taka-transfer-every-huge",
+         ("calibrate", "--quick", "--algorithm", "tiki-taka", "--transfer-every", BIG),
+         ("--transfer-every", "401 digits")),
+    Case("calibrate-tiki-taka-transfer-every-0",
+         ("calibrate", "--quick", "--algorithm", "tiki-taka", "--transfer-every", "0"),
+         ("--transfer-every=0",)),
+    Case("plan-tiki-taka-transfer-every-huge",
+         (*PLAN, "--algorithm", "tiki-taka", "--transfer-every", BIG),
+         ("--transfer-every", "401 digits")),
+    Case("calibrate-steps-1e9", ("calibrate", "--quick", "--steps", "1000000000"),
+         ("--steps=1000000000", "trace")),
+    Case("calibrate-steps-too-few", ("calibrate", "--quick", "--steps", "5"), ("--steps=5",)),
+    Case("calibrate-seeds-huge", ("calibrate", "--quick", "--seeds", "100000000"),
+         ("--seeds=100000000", "bytes")),
+    Case("calibrate-seeds-one", ("calibrate", "--quick", "--seeds", "1"), ("--seeds=1",)),
+    Case("verify-jobs-401-digits", ("verify", "--suite", "quick", "--jobs", BIG,
+                                    "--cache-dir", "{tmp}/c"), ("--jobs", "401 digits", "1024")),
+    Case("verify-jobs-2000", ("verify", "--suite", "quick", "--jobs", "2000"),
+         ("--jobs=2000", "1024")),
+    Case("verify-jobs-0", ("verify", "--suite", "quick", "--jobs", "0"), ("--jobs=0",)),
+    Case("calibrate-jobs-401-digits", ("calibrate", "--quick", "--jobs", BIG,
+                                       "--cache-dir", "{tmp}/c"), ("--jobs", "401 digits")),
+    Case("figures-jobs-401-digits", ("figures", "--quick", "--jobs", BIG, "--out", "{tmp}/f"),
+         ("--jobs", "401 digits")),
+    # 5. every range check before any work; messages naming what the user typed
+    Case("calibrate-sigma2-zero", ("calibrate", "--quick", "--sigma2", "0"),
+         ("--sigma2=0", "(0, inf)")),
+    Case("calibrate-sigma2-negative", ("calibrate", "--quick", "--sigma2", "-1"),
+         ("--sigma2=-1",)),
+    Case("calibrate-sigma2-nan", ("calibrate", "--quick", "--sigma2", "nan"),
+         ("--sigma2=nan", "finite")),
+    # every run pinned at the device bounds: one line, the fit's error and the pinning (no
+    # PinnedWarning of the runs, whichever process ran them)
+    Case("calibrate-sigma2-1e300", (*CAL_TINY, "--sigma2", "1e300"),
+         ("design", "pinned at the device bounds"), progress=CAL_PROGRESS),
+    # the same with two worker processes, in a child whose whole stderr (the workers') is read
+    Case("calibrate-sigma2-1e300-workers", (*CAL_TINY, "--jobs", "2", "--sigma2", "1e300"),
+         ("design", "8 of 8 design points ran pinned"), progress=CAL_PROGRESS, subprocess=True),
+    Case("calibrate-dim-one", ("calibrate", "--quick", "--dim", "1"),
+         ("--dim=1", "8 stages")),
+    Case("calibrate-dim-below-standard-design", ("calibrate", "--dim", "8"),
+         ("--dim=8", "16 stages")),
+    Case("calibrate-dim-zero", ("calibrate", "--quick", "--dim", "0"), ("--dim=0",)),
+    Case("calibrate-weight-bound-outside-device", ("calibrate", "--quick", "--weight-bound", "5"),
+         ("--weight-bound=5", "device")),
+    Case("calibrate-weight-bound-preset", ("calibrate", "--quick", "--device", "reram-softbounds",
+                                           "--weight-bound", "0.9"), ("--weight-bound=0.9",)),
+    Case("calibrate-weight-bound-zero", ("calibrate", "--quick", "--weight-bound", "0"),
+         ("--weight-bound",)),
+    Case("calibrate-theta-one", ("calibrate", "--quick", "--theta", "1"), ("--theta",)),
+    Case("calibrate-tau-tiny", ("calibrate", "--quick", "--tau", "1e-300"), ("--tau=1e-300",)),
+    Case("calibrate-device-unknown", ("calibrate", "--quick", "--device", "nosuch"),
+         ("--device='nosuch'",)),
+    Case("calibrate-seed-negative", ("calibrate", "--quick", "--seed", "-1"), ("--seed=-1",)),
+    Case("calibrate-out-under-a-file", ("calibrate", "--quick", "--out", "{tmp}/f/c.json"),
+         ("--out=", "not an existing directory"), files={"f": "x"}),
+    # a deprecated file name in a missing folder: refused up front, the folder not created
+    # (as root, /nonexistent_dir would be); the issue's /nonexistent_dir/c.json, under tmp
+    Case("calibrate-out-missing-folder", ("calibrate", "--quick", "--out",
+                                          "{tmp}/nonexistent_dir/c.json"),
+         ("--out=", "nonexistent_dir", "not an existing directory")),
+    Case("calibrate-out-missing-folder-under-proc",
+         ("calibrate", "--quick", "--out", "/proc/nonexistent_dir/c.json"),
+         ("--out=", "/proc/nonexistent_dir")),
+    Case("calibrate-out-dir-under-proc", ("calibrate", "--quick", "--out", "/proc/sys/aimc"),
+         ("--out=", "/proc/sys")),
+    Case("calibrate-out-dir-is-a-file", ("calibrate", "--quick", "--out", "{tmp}/f"),
+         ("--out=",), files={"f": "x"}),
+    Case("calibrate-cache-dir-is-a-file", ("calibrate", "--quick", "--cache-dir", "{tmp}/f"),
+         ("--cache-dir=",), files={"f": "x"}),
+    Case("hardware-weight-bound-named-in-file", HW, ("h.toml", "kinds[0].weight_bound = 5"),
+         files={"h.toml": _kind(weight_bound="5")}),
+    Case("hardware-count-401-digits", HW, ("h.toml", "kinds[0].count"),
+         files={"h.toml": _kind(count="100000000000000000000")}),
+    Case("hardware-count-zero", HW, ("h.toml", "kinds[0].count = 0"),
+         files={"h.toml": _kind(count="0")}),
+    Case("hardware-second-kind-count", HW, ("h.toml", "kinds[1].count = -1"),
+         files={"h.toml": _kind() + _kind(name='"b"', count="-1")}),
+    Case("hardware-tiles-zero", HW, ("h.toml", "kinds[0].tiles"),
+         files={"h.toml": _kind(tiles="0")}),
+    Case("hardware-unknown-type", HW, ("h.toml", "kinds[0].type"),
+         files={"h.toml": _kind(type='"quantum"')}),
+    Case("hardware-unknown-key", HW, ("h.toml", "colour"),
+         files={"h.toml": _kind(colour="1")}),
+    Case("hardware-no-kinds", HW, ("h.toml", "kinds"),
+         files={"h.toml": "link_bytes_per_s = 64e9\n"}),
+    Case("hardware-dev-zero", (*PLAN, "--hardware", "/dev/zero"), ("--hardware", "16 MiB")),
+    Case("hardware-with-digital-accelerators",
+         (*HW, "--digital-accelerators", "2"), ("digital-accelerators=2", "--hardware"),
+         files={"h.toml": _kind()}),
+    Case("plan-digital-accelerators-401-digits", (*PLAN, "--digital-accelerators", BIG),
+         ("--digital-accelerators", "401 digits")),
+    Case("plan-digital-accelerators-zero", (*PLAN, "--digital-accelerators", "0"),
+         ("--digital-accelerators=0",)),
+    Case("plan-accelerators-zero", (*PLAN, "--accelerators", "0"), ("--accelerators=0",)),
+    Case("plan-mode-micro-batch-size-zero",
+         (*PLAN, "--compare-modes", "--mode-micro-batch-sizes", "0"),
+         ("--mode-micro-batch-sizes=0",)),
+    # 6. silently ignored: now refused, as simulate's applicability rules refuse them
+    Case("calibrate-transfer-every-analog", ("calibrate", "--quick", "--transfer-every", "0"),
+         ("--transfer-every=0", "tiki-taka")),
+    Case("calibrate-transfer-slice-analog", ("calibrate", "--quick", "--transfer-slice", "all"),
+         ("--transfer-slice=all", "tiki-taka")),
+    Case("simulate-transfer-every-analog", ("simulate", "--transfer-every", "5"),
+         ("--transfer-every=5", "tiki-taka")),
+    # pulse-response at the extremes: valid inputs that are answered (exit 0, nothing on stderr)
+    Case("pulse-response-tau-1e300", ("pulse-response", "--tau", "1e300"), (), status=0,
+         stdout=("softbounds",)),
+    Case("pulse-response-dw-min-1e-300", ("pulse-response", "--dw-min", "1e-300"), (), status=0,
+         stdout=("dw_min 1e-300",)),
+    Case("pulse-response-tau-tiny", ("pulse-response", "--tau", "1e-300"), ("--tau=1e-300",)),
+    Case("pulse-response-dw-min-huge", ("pulse-response", "--dw-min", "1e300"),
+         ("--dw-min=1e+300",)),
+    Case("pulse-response-delta-nan", ("pulse-response", "--delta", "nan"), ("--delta=nan",)),
+    Case("pulse-response-devices-zero", ("pulse-response", "--devices", "0"), ("--devices=0",)),
+    Case("pulse-response-w0-outside", ("pulse-response", "--w0", "1e300"), ("--w0=1e+300",)),
+    # found beyond the issue's examples
+    # (was an OverflowError in theory.local_sgd.averagings_after after the run)
+    Case("simulate-average-every-401-digits",
+         ("simulate", "--replicas", "2", "--average-every", BIG, "--steps", "10"),
+         ("--average-every", "401 digits", "9.22337e+18")),
+    Case("simulate-average-every-without-replicas",
+         ("simulate", "--average-every", BIG, "--steps", "10"), ("--average-every",)),
+    Case("simulate-programming-error-nan", ("simulate", "--replicas", "2",
+                                            "--programming-error", "nan"),
+         ("--programming-error=nan",)),
+    Case("hardware-link-zero", (*HW, "--no-relax"), ("h.toml", "link_bytes_per_s = 0"),
+         files={"h.toml": "link_bytes_per_s = 0\n" + _kind()}),
+    Case("hardware-bytes-per-weight-huge", (*HW, "--no-relax"), ("h.toml", "bytes_per_weight"),
+         files={"h.toml": "bytes_per_weight = 1e300\n" + _kind()}),
+    Case("hardware-read-time-huge", (*HW, "--no-relax"), ("h.toml", "kinds[0].read_time_s"),
+         files={"h.toml": _kind(read_time_s="1e300")}),
+    Case("hardware-digital-only", (*HW, "--no-relax"), ("h.toml", "no analog kind"),
+         files={"h.toml": '[[kinds]]\nname = "g"\ntype = "digital"\ncount = 2\n'}),
+    # a digital kind too slow to be used is answered: the plans use the analog kind
+    Case("hardware-digital-mac-time-huge", (*HW, "--no-relax"), (), status=0,
+         stdout=("best plan per mode", "layout a"),
+         files={"h.toml": _kind(name='"a"', count="2") + '[[kinds]]\nname = "g"\n'
+                'type = "digital"\ncount = 2\nmac_time_s = 1e300\n'}),
+    Case("plan-eps-inf", (*PLAN, "--eps", "inf"), ("--eps=inf", "finite")),
+    Case("calibrate-theta-nan", ("calibrate", "--quick", "--theta", "nan"), ("--theta=nan",)),
+    Case("figures-unknown", ("figures", "nosuch"), ("nosuch",)),
+]
+
+
 def _materialise(case: Case, tmp_path: Path) -> list[str]:
     for name, content in case.files.items():
         (tmp_path / name).write_text(content)
@@ -227,6 +433,7 @@ def test_bad_input_fails_cleanly(case, tmp_path, capsys):
         status, out, err, rss_mb = _run_child(argv)
         assert rss_mb < MAX_RSS_MB, f"peak RSS {rss_mb:.0f} MB: refuse before allocating"
     else:
+        start = time.monotonic()
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # a numerical warning is noise the user sees
             try:
@@ -234,9 +441,11 @@ def test_bad_input_fails_cleanly(case, tmp_path, capsys):
             except SystemExit as exit_:  # argparse
                 status = exit_.code
         out, err = capsys.readouterr()
+        assert time.monotonic() - start < HANG_S, f"no answer within {HANG_S} s (hang): {argv}"
     assert "Traceback" not in err, err
     assert status == case.status, (status, err[-2000:])
-    lines = [line for line in err.splitlines() if line.strip()]
+    lines = [line for line in err.splitlines()
+             if line.strip() and not line.startswith(case.progress or "\0")]
     for text in case.stdout:
         assert text in out, f"{text!r} not on stdout:\n{out[-3000:]}"
     if not case.names:  # an input answered without a word on stderr
@@ -247,3 +456,40 @@ def test_bad_input_fails_cleanly(case, tmp_path, capsys):
     assert len(lines[0]) < 400, f"message too long ({len(lines[0])} characters)"
     for name in case.names:
         assert name in lines[0], f"{name!r} not named in: {lines[0]}"
+
+
+def test_pinned_design_points_are_one_warning_for_the_design(monkeypatch):
+    """calibrate() reports the runs' PinnedWarnings (kept by calibration_run, in whichever process
+    ran it) once for the design, counting them; a failing fit says so in its one error line."""
+    import importlib
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from simulate.device import PinnedWarning
+    from simulate.verification import CalibrationProblem, design
+    from theory.errors import ParameterError
+
+    calibrate_module = importlib.import_module("simulate.verification.calibrate")
+
+    spec = CalibrationProblem()
+    points = design(spec, sync=((2, 4, 1),), async_=((2, 1, 1),), fractions=(0.5,), steps=10,
+                    seeds=2)
+    results = [{"running": np.ones((2, 10)), "pinned": "lr=0.1: pinned"}, {
+        "running": np.ones((2, 10)), "pinned": ""}]
+    monkeypatch.setattr(calibrate_module, "run_sweep",
+                        lambda *a, **k: SimpleNamespace(results=results))
+    monkeypatch.setattr(calibrate_module, "fit_calibration", lambda *a, **k: "fitted")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert calibrate_module.calibrate(spec, points) == "fitted"
+    (warning,) = caught
+    assert issubclass(warning.category, PinnedWarning)
+    assert str(warning.message).startswith("1 of 2 design points ran pinned at the device bounds")
+
+    def failing(*args, **kwargs):
+        raise ParameterError("design: 0 reached targets")
+
+    monkeypatch.setattr(calibrate_module, "fit_calibration", failing)
+    with pytest.raises(ParameterError, match=r"^design: 0 reached targets; 1 of 2 design points"):
+        calibrate_module.calibrate(spec, points)

@@ -276,14 +276,16 @@ def _set_result(point):
     ("call", "error", "match"),
     [
         (lambda: run_sweep(lambda p: p, [{}], jobs=1), TypeError, "not a top-level function"),
-        (lambda: run_sweep(_local_fn, [{}], jobs=0), ParameterError, r"jobs=0 .*\[1, inf\)"),
+        (lambda: run_sweep(_local_fn, [{}], jobs=0), ParameterError, r"jobs=0 .*\[1, 1024\]"),
+        (lambda: run_sweep(_local_fn, [{}], jobs=10**400), ParameterError, r"jobs=.*401 digits"),
         (lambda: run_sweep(_local_fn, [{}], jobs=1.5), ParameterError, "jobs=1.5 is not an int"),
         (lambda: run_sweep(_local_fn, [[1]], jobs=1), TypeError, "point 0 is a list"),
         (lambda: run_sweep(_local_fn, [{}], cache=3), TypeError, "cache=3"),
         (lambda: run_sweep(_local_fn, [{"x": {1}}]), TypeError, "point 0 is not JSON-ser"),
         (lambda: run_sweep(_set_result, [{}], jobs=1, cache=False), TypeError, r"\['x'\] .*set"),
     ],
-    ids=["lambda", "jobs0", "jobs-float", "point-list", "cache-int", "point-set", "result-set"],
+    ids=["lambda", "jobs0", "jobs-huge", "jobs-float", "point-list", "cache-int", "point-set",
+         "result-set"],
 )
 def test_bad_input_is_reported(call, error, match):
     with pytest.raises(error, match=match):

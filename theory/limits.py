@@ -28,10 +28,16 @@ __all__ = [
     "MAX_GRID_POINTS",
     "MAX_INTEGER_DIGITS",
     "MAX_LAYER_SIZE",
+    "MAX_JOBS",
     "MAX_MODEL_LAYERS",
+    "MAX_PLAN_CANDIDATES",
+    "MAX_PLAN_DP_CELLS",
     "MAX_PULSES_PER_UPDATE",
+    "MAX_RESAMPLES",
+    "MAX_SEQUENTIAL_WRITES",
     "MAX_TIMELINE_CELLS",
     "MAX_TOML_DEPTH",
+    "MAX_TRANSFER_PERIOD",
     "MAX_UPDATES",
     "check_size",
 ]
@@ -49,6 +55,22 @@ MAX_PULSES_PER_UPDATE = 10**5
 MAX_DEVICE_PULSES = 10**10
 #: points of a planner grid (micro-batch counts x micro-batch sizes x stage counts)
 MAX_GRID_POINTS = 5 * 10**7
+#: layouts the mode search of ``plan --compare-modes`` / ``--hardware`` evaluates (about 1.5 ms
+#: each here: under a minute), counted before it starts: kind subsets (2^kinds) x micro-batch sizes
+#: x stage counts, and x replica counts for dp and hybrid (``bounds.planning.kinds.search_cost``)
+MAX_PLAN_CANDIDATES = 3 * 10**4
+#: cells of the kinds DPs of that search (every subset of the kinds, every micro-batch size)
+MAX_PLAN_DP_CELLS = 10**10
+#: bootstrap resamples of a calibration (each refits every mode: 15-50 ms here, so minutes)
+MAX_RESAMPLES = 10**4
+#: samples x updates of a pulsed run whose writes are sequential, one per sample
+#: (``--update pulsed --write per-sample``; seeds and replicas are vectorised: about 40 us per
+#: write here, so minutes)
+MAX_SEQUENTIAL_WRITES = 10**7
+#: updates between two Tiki-Taka transfers (``--transfer-every``; beyond any run's updates)
+MAX_TRANSFER_PERIOD = 10**9
+#: local worker processes of a sweep (``--jobs``; each about 150 MB)
+MAX_JOBS = 1024
 #: layers of a model description after its blocks are repeated
 MAX_MODEL_LAYERS = 10**6
 #: nesting depth of a value in a user's file (TOML or JSON; :mod:`theory.userfiles`)
@@ -71,7 +93,7 @@ MAX_COUNT = 2**63 - 1
 
 
 def check_size(name: str, value, *, need: float, limit: float, what: str,
-               hint: str = "") -> None:
+               hint: str = "", at_least: bool = False) -> None:
     """Refuse ``value`` of parameter ``name`` if the work or memory it needs exceeds ``limit``.
 
     Parameters
@@ -88,6 +110,8 @@ def check_size(name: str, value, *, need: float, limit: float, what: str,
         The unit, e.g. ``"bytes of ensemble state"`` or ``"updates"``.
     hint : str, optional
         What to do instead (appended after a semicolon).
+    at_least : bool, optional
+        ``need`` is a lower bound (counted until it passed the limit): "asks for at least".
 
     Raises
     ------
@@ -97,7 +121,8 @@ def check_size(name: str, value, *, need: float, limit: float, what: str,
     if need > limit:
         tail = f"; {hint}" if hint else ""
         raise ParameterError(
-            f"{name}={show_value(value)} asks for {_amount(need)} {what}, more than the limit "
+            f"{name}={show_value(value)} asks for {'at least ' * at_least}{_amount(need)} {what}, "
+            f"more than the limit "
             f"{limit:.3g}{tail}"
         )
 

@@ -29,6 +29,7 @@ import sympy as sp
 
 from .compiled import compile_expr
 from .errors import ParameterError, check_array, check_range
+from .limits import MAX_TRANSFER_PERIOD
 from .symbols import B, K, M, N, m, mb
 from .vocabulary import MODES, TRANSFER_SLICES
 
@@ -369,7 +370,7 @@ def transfer_cycles(iterations, every, event_cycles) -> np.ndarray:
     event_cycles : int
         :math:`c_T` >= 0 (:func:`transfer_event_cycles`), cycles.
     """
-    every = check_range("transfer_every", every, 1, None, integer=True)
+    every = check_range("transfer_every", every, 1, MAX_TRANSFER_PERIOD, integer=True)
     event_cycles = check_range("event_cycles", event_cycles, 0, None, integer=True)
     k = np.asarray(iterations)
     if np.issubdtype(k.dtype, np.integer):

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING
 from theory.commands import add_alias, command_main, print_json
 from theory.errors import ParameterError, check_range
 from theory.fileio import atomic_write, check_output_dir, output_errors
+from theory.limits import MAX_COUNT
 from theory.vocabulary import TRANSFER_SLICES, WRITE_SEMANTICS
 
 from ..params import (
@@ -311,6 +312,10 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(result.table())
         return 0
+    from ..planning.kinds import check_search, plan_modes  # sympy: not for --help
+
+    # the mode search's size first (before the single-kind plan): refused before any work
+    check_search(model, kinds, mode_limits, _kinds_flag(args, kinds))
     if args.write != "batch-mean":
         print(f"warning: --write {args.write}: the mode comparison (accelerator kinds) uses the "
               "batch-mean guarantees; only the single-kind plan uses the per-sample ones",
@@ -323,9 +328,8 @@ def run(args: argparse.Namespace) -> int:
         result, failure = None, str(error)
     if result is not None:
         _warn_forecast(result)
-    from ..planning.kinds import plan_modes  # sympy: not for --help
-
-    modes = plan_modes(model, kinds, problem, args.eps, mode_limits)
+    modes = plan_modes(model, kinds, problem, args.eps, mode_limits,
+                       parameter=_kinds_flag(args, kinds))
     _write(args, result, modes)
     if args.json:
         _print_json(None if result is None else result.to_dict(), failure, modes.to_dict())
@@ -416,9 +420,20 @@ def _kinds(args: argparse.Namespace, hardware: PlanHardware) -> KindsHardware | 
             )
         return load_hardware(args.hardware)
     if "digital_accelerators" in args:
-        check_range("digital-accelerators", args.digital_accelerators, 1, integer=True)
+        check_range("--digital-accelerators", args.digital_accelerators, 1, MAX_COUNT,
+                    integer=True)
         return with_digital(single_kind(hardware), args.digital_accelerators)
     return single_kind(hardware) if args.compare_modes else None
+
+
+def _kinds_flag(args: argparse.Namespace, kinds: KindsHardware) -> tuple[str, object]:
+    """The flag (and its value) that asked for the mode search, for a refusal of its size: the
+    hardware file's ``kinds`` (their number), ``--digital-accelerators`` or ``--accelerators``."""
+    if "hardware" in args:
+        return f"--hardware={str(args.hardware)!r}: kinds", len(kinds.kinds)
+    if "digital_accelerators" in args:
+        return "--digital-accelerators", args.digital_accelerators
+    return "--accelerators", args.accelerators
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 from theory.commands import command_main, print_json
 from theory.errors import ParameterError, check_range
 from theory.fileio import check_output_dir, check_output_file, output_errors
+from theory.limits import MAX_RESAMPLES, MAX_TRANSFER_PERIOD, check_size
 from theory.tables import text_table
 from theory.vocabulary import CALIBRATED_ALGORITHMS, TRANSFER_SLICES
 
@@ -187,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
     # sympy, the registry and the engine: not for --help
     from theory.calibration_file import write_calibration
 
+    from ..device import PinnedWarning
     from ..verification import CalibrationProblem, calibrate, design
 
     settings = dict(CALIBRATION_QUICK if args.quick else CALIBRATION_STANDARD)
@@ -196,13 +199,16 @@ def run(args: argparse.Namespace) -> int:
     check_range("--steps", settings["steps"], 10, None, integer=True)
     check_range("--seeds", settings["seeds"], 2, None, integer=True)
     check_range("--resamples", settings["resamples"], 1, None, integer=True)
+    check_size("--resamples", settings["resamples"], need=settings["resamples"],
+               limit=MAX_RESAMPLES, what="bootstrap refits of every mode")
     out = calibration_path(args.out) if "out" in args else None
     # --transfer-every / --transfer-slice apply to tiki-taka only (simulate.config.RULES)
     check_rules({"algorithm": args.algorithm, "transfer_every": args.transfer_every,
                  "transfer_slice": args.transfer_slice}, flags=True)
     transfer = {}
     if args.algorithm != "analog":
-        check_range("--transfer-every", args.transfer_every, 1, None, integer=True)
+        check_range("--transfer-every", args.transfer_every, 1, MAX_TRANSFER_PERIOD,
+                    integer=True)
         transfer = {"algorithm": args.algorithm, "transfer_every": args.transfer_every,
                     "transfer_slice": args.transfer_slice}
     if args.pulse_type is not None and args.update != "pulsed":
@@ -222,8 +228,16 @@ def run(args: argparse.Namespace) -> int:
                   "resamples": settings["resamples"]}
     print(f"calibrate: {len(points)} design points, {settings['seeds']} seeds x "
           f"{settings['steps']} updates each", file=sys.stderr)
-    cal = calibrate(spec, points, resamples=settings["resamples"], created_by=created_by,
-                    **options)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PinnedWarning)
+        cal = calibrate(spec, points, resamples=settings["resamples"], created_by=created_by,
+                        **options)
+    for warning in caught:
+        if issubclass(warning.category, PinnedWarning):  # one line, as simulate prints it
+            print(f"aimc-pipeline calibrate: warning: {warning.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(warning.message, warning.category, warning.filename,
+                                 warning.lineno)
     if out is not None:
         with output_errors("--out"):
             out.parent.mkdir(parents=True, exist_ok=True)
@@ -241,10 +255,16 @@ def calibration_path(out: Path) -> Path:
 
     ``DIR`` gives ``DIR/calibration.json`` (:func:`~theory.fileio.check_output_dir`). A path
     ending in ``.json`` that is not an existing directory is the file itself, as before this
-    release, with one ``warning:`` line on stderr (deprecated; it goes in the next release).
+    release, with one ``warning:`` line on stderr (deprecated; it goes in the next release); its
+    folder must exist (a mistyped folder such as ``/nonexistent_dir`` is refused, not created).
     """
     out = Path(out)
     if out.suffix.lower() == ".json" and not out.is_dir():
+        if not out.parent.is_dir():  # a mistyped folder is not created for a deprecated form
+            raise ParameterError(
+                f"--out={str(out)!r} cannot be used: its folder {str(out.parent)!r} is not an "
+                f"existing directory; valid: a file in an existing folder, or --out DIR (DIR/"
+                f"{CALIBRATION_FILE}, DIR created)")
         print(f"aimc-pipeline calibrate: warning: --out={str(out)!r}: a file name is deprecated; "
               f"pass the folder (--out DIR writes DIR/{CALIBRATION_FILE})", file=sys.stderr)
         return check_output_file(out, "--out")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from theory.errors import check_range
 from theory.fileio import check_writable_dir
+from theory.limits import MAX_JOBS
 
 from ..execution import ResultCache, check_scheduler_address, default_cache_dir, default_jobs
 
@@ -52,7 +53,8 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
 def sweep_options(args: argparse.Namespace) -> dict:
     """The keywords ``jobs``, ``scheduler`` and ``cache`` of ``run_sweep`` from parsed args.
 
-    Checked before any point runs: ``--jobs`` must be >= 1, ``--scheduler`` an address of the
+    Checked before any point runs (also when every point is cached): ``--jobs`` must be in
+    ``[1, MAX_JOBS]`` (:data:`theory.limits.MAX_JOBS`), ``--scheduler`` an address of the
     form ``SCHEME://HOST:PORT`` (e.g. ``tcp://127.0.0.1:8786``,
     :func:`~simulate.execution.sweep.check_scheduler_address`; whether it answers is checked when
     the sweep opens it, before its first point) and the cache directory (``--cache-dir`` or the
@@ -60,7 +62,7 @@ def sweep_options(args: argparse.Namespace) -> dict:
     missing).
     """
     if args.jobs is not None:
-        check_range("--jobs", args.jobs, 1, None, integer=True)
+        check_range("--jobs", args.jobs, 1, MAX_JOBS, integer=True)
     if args.scheduler is not None:
         check_scheduler_address(args.scheduler, "--scheduler")
     if args.no_cache:

@@ -53,6 +53,7 @@ from pathlib import Path
 
 from theory.errors import ParameterError, check_range
 from theory.fileio import check_writable_dir
+from theory.limits import MAX_JOBS
 
 from .cache import CorruptEntryError, ResultCache, canonical_json, function_name, normalize_result
 from .progress import progress_bar
@@ -494,7 +495,8 @@ def run_sweep(
     for index, point in enumerate(points):
         if not isinstance(point, Mapping):
             raise TypeError(f"point {index} is a {type(point).__name__}, not a dict: {point!r}")
-    jobs = default_jobs() if jobs is None else check_range("jobs", jobs, 1, None, integer=True)
+    jobs = default_jobs() if jobs is None else check_range("jobs", jobs, 1, MAX_JOBS,
+                                                           integer=True)
     if scheduler is not None and not hasattr(scheduler, "get_executor"):  # not a Client
         check_scheduler_address(scheduler)
     store = _resolve_cache(cache)

@@ -20,15 +20,17 @@ algorithm and the transfers (``problem``), and every cycle count of the held-out
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from theory.errors import ParameterError, check_range
+from theory.limits import MAX_ARRAY_BYTES, check_size
 from theory.schedules import transfer_event_cycles
 from theory.vocabulary import CALIBRATED_ALGORITHMS
 
 from ..config import SimConfig, device_from_config
-from ..device import oracle_tiles
+from ..device import PinnedWarning, oracle_tiles
 from ..engine import run
 from ..problems import ORACLE_PROBLEMS, make_problem
 from .calibration_settings import (
@@ -50,8 +52,9 @@ __all__ = [
     "design_sweep_points",
 ]
 
-#: bumped when the meaning of a cached calibration run changes (part of every sweep point)
-CALIBRATE_FORMAT = 1
+#: bumped when the meaning of a cached calibration run changes (part of every sweep point);
+#: 2: the result records the run's pinned warning
+CALIBRATE_FORMAT = 2
 #: the registry entry whose step cap sets the design's steps, per mode
 _CAP_BOUND = {"sync": "analog_sgd_sp", "async": "analog_sgd_ap"}
 #: the :class:`CalibrationProblem` fields of Tiki-Taka runs (recorded only for tiki-taka)
@@ -117,8 +120,19 @@ class CalibrationProblem(ProblemFields):
             raise ParameterError(f"pulse_type={self.pulse_type!r} applies to update='pulsed' "
                                  "only (the expected update fires no pulses)")
         check_range("weight_bound", self.weight_bound, 0, None, low_open=True)
+        try:  # sigma2 = 0 is a valid run, not a calibration (the run's own check is [0, inf))
+            check_range("sigma2", self.sigma2, 0, None, low_open=True)
+        except ParameterError as error:
+            raise ParameterError(f"{error} (a calibration fits noise and floor terms "
+                                 "proportional to sigma2)") from None
         check_range("theta", self.theta, 0, 1, low_open=True, high_open=True)
-        self.config("sync", 1, 1, 1, 0.1, 10, 2)  # validates dim, sigma2, device, tau, seed
+        config = self.config("sync", 1, 1, 1, 0.1, 10, 2)  # validates dim, device, tau, seed
+        device, region = device_from_config(config), self.region()
+        try:  # the constants' region must lie inside the device (before any run)
+            device.constants(*region)
+        except ParameterError as error:
+            raise ParameterError(f"weight_bound={self.weight_bound:g} does not fit device "
+                                 f"{self.device!r}: {error}") from None
 
     def config(self, mode: str, stages: int, micro_batches: int, micro_batch_size: int,
                lr: float, steps: int, seeds: int) -> SimConfig:
@@ -222,6 +236,16 @@ def design(spec: CalibrationProblem, *, sync: Sequence = SYNC_DESIGN,
     """
     check_range("steps", steps, 10, None, integer=True)
     check_range("seeds", seeds, 2, None, integer=True)
+    # every update is logged (the hitting times need it): the trace is steps + 2 values a seed
+    check_size("steps", steps, need=8 * (steps + 2), limit=MAX_ARRAY_BYTES,
+               what="bytes of trace per seed (a calibration logs every update)")
+    check_size("seeds", seeds, need=8 * seeds * (steps + 2), limit=MAX_ARRAY_BYTES,
+               what="bytes of ensemble trace", hint="fewer seeds or steps")
+    largest = max((int(row[0]) for rows in (sync, async_) for row in rows), default=1)
+    if spec.problem == "quadratic" and spec.dim < largest:
+        raise ParameterError(
+            f"dim={spec.dim} is out of range for this design: its largest pipeline has {largest} "
+            f"stages, one coordinate block each; valid range [{largest}, inf)")
     points = []
     for mode, rows in (("sync", sync), ("async", async_)):
         for stages, count, b in rows:
@@ -245,12 +269,18 @@ def calibration_run(point: dict) -> dict:
     """Sweep function: the per-seed running averages of one design point.
 
     ``point = {"config": SimConfig.to_dict(), "format": CALIBRATE_FORMAT}``; returns
-    ``{"running": ndarray (R, K)}``, entry ``[r, K - 1]`` the running average of seed ``r`` after
-    ``K`` updates (every iterate logged).
+    ``{"running": ndarray (R, K), "pinned": str}``, entry ``[r, K - 1]`` the running average of
+    seed ``r`` after ``K`` updates (every iterate logged); ``pinned`` the run's
+    :class:`~simulate.device.PinnedWarning` (``""`` without one), kept for the parent to report
+    once instead of printed by the worker.
     """
     config = SimConfig(**point["config"])
-    trace = run(replace(config, log_every=1))
-    return {"running": running_average(trace.grad_norm2[:, :-1])}
+    with warnings.catch_warnings(record=True) as caught:  # a worker's warning is not printed
+        warnings.simplefilter("always", PinnedWarning)
+        trace = run(replace(config, log_every=1))
+    pinned = [str(w.message) for w in caught if issubclass(w.category, PinnedWarning)]
+    return {"running": running_average(trace.grad_norm2[:, :-1]),
+            "pinned": pinned[0] if pinned else ""}
 
 
 def design_sweep_points(spec: CalibrationProblem, points: Sequence[DesignPoint]) -> list[dict]:

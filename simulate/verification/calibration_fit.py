@@ -30,6 +30,7 @@ interval is that of the joint fit, :func:`theory.calibration.forecast_iterations
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -38,6 +39,7 @@ from scipy.optimize import least_squares
 from theory.calibration import COEFFICIENTS, Calibration, ModeFit, model_terms, problem_fingerprint
 from theory.errors import ParameterError, check_range
 
+from ..device import PinnedWarning
 from ..execution import package_version, run_sweep
 from ..rng import bootstrap_generator
 from .calibration_design import (
@@ -178,12 +180,26 @@ def calibrate(spec: CalibrationProblem, points: Sequence[DesignPoint] | None = N
     """Run the design's ensembles as one cached sweep (:func:`calibration_run`) and fit them.
 
     ``points`` defaults to :func:`design` of ``spec``; ``jobs``, ``scheduler``, ``cache`` and
-    ``progress`` are those of :func:`simulate.execution.sweep.run_sweep`.
+    ``progress`` are those of :func:`simulate.execution.sweep.run_sweep`. Runs pinned at the
+    device bounds give one :class:`~simulate.device.PinnedWarning` for the design (counting
+    them), or, when the fit then fails, a note in its error.
     """
     check_range("resamples", resamples, 0, None, integer=True)  # before the sweep's work
     points = design(spec) if points is None else tuple(points)
     sweep = run_sweep(calibration_run, design_sweep_points(spec, points), jobs=jobs,
                       scheduler=scheduler, cache=cache, progress=progress, desc="calibrate")
     running = [result["running"] for result in sweep.results]
-    return fit_calibration(spec, points, running, resamples=resamples, ci_level=ci_level,
-                           created_by=created_by)
+    pinned = [p for p, result in zip(points, sweep.results, strict=True) if result["pinned"]]
+    note = (f"{len(pinned)} of {len(points)} design points ran pinned at the device bounds "
+            f"(first: {pinned[0].mode} M={pinned[0].stages} lr={pinned[0].lr:g}): the device "
+            "range, not the problem, decided their weights" if pinned else "")
+    try:
+        cal = fit_calibration(spec, points, running, resamples=resamples, ci_level=ci_level,
+                              created_by=created_by)
+    except ParameterError as error:  # the pinning is then the likely cause: one line says both
+        if not pinned:
+            raise
+        raise ParameterError(f"{error}; {note}") from None
+    if pinned:  # once, for the whole design (the command prints it as its one warning line)
+        warnings.warn(note, PinnedWarning, stacklevel=2)
+    return cal
