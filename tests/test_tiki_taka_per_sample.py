@@ -141,3 +141,25 @@ def test_per_sample_run_meets_the_tt0_bound(t):
     check = check_bound("tiki_taka_reset", config)
     assert check.constants["T"] == t and check.constants["n"] == 4
     assert check.passed and check.ratio >= 1, check.ratio
+
+
+def test_step8_sync_keeps_the_non_pipelined_per_sample_iterates():
+    """Step 8 with per-sample writes: sync and none give the same bits (pulsed C included)."""
+    config = SimConfig(algorithm="tiki-taka", steps=24, seeds=2, log_every=12, lr=0.05,
+                       stages=4, micro_batches=3, micro_batch_size=2, transfer_every=4,
+                       update="pulsed", write="per-sample", **TT0_SETTINGS)
+    flat, piped = run(config), run(replace(config, mode="sync"))
+    for name in ("grad_norm2", "loss", "max_abs_w", "avg_grad_norm2"):
+        assert np.array_equal(getattr(flat, name), getattr(piped, name)), name
+
+
+def test_theory_states_the_remark_under_corollary_tt0():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "theory.md").read_text()
+    start = text.index("## Corollary TT0 (")
+    section = text[start:text.index("## Corollary TT0-AP", start)]
+    remark = section[section.index("*Per-sample writes*"):]
+    for words in ("holds unchanged", "the step to check", "tests/test_tiki_taka_per_sample.py",
+                  "no per-sample rows are registered"):
+        assert words in " ".join(remark.split()), words
