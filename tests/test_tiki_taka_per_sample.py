@@ -16,10 +16,17 @@ import pytest
 import sympy as sp
 from _sympy_checks import is_zero
 
-from simulate import NetworkSpec, SimConfig, Updater, check_bound, device_from_config, run
-from simulate import train_network
+from simulate import (
+    NetworkSpec,
+    SimConfig,
+    TikiTakaSpec,
+    Updater,
+    check_bound,
+    device_from_config,
+    run,
+    train_network,
+)
 from simulate.device import TikiTaka, TransferRule, oracle_tiles
-from simulate.specs import TikiTakaSpec
 from simulate.verification import TT0_SETTINGS, config_for
 from theory import ParameterError
 
