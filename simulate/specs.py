@@ -302,7 +302,9 @@ class IOSpec(_Spec):
 @dataclass(frozen=True)
 class TikiTakaSpec(_Spec):
     transfer_every: int = field(default=1, metadata={
-        "help": "tiki-taka: a transfer from A to C after every T-th update (1 to 1e9)",
+        "help": "tiki-taka: transfer period T in updates (mini-batches), not writes: a transfer "
+                "from A to C after every T-th update, also under --write per-sample (n writes "
+                "per update) (1 to 1e9)",
         "flags": ("-T",),
     })
     transfer_lr: float = field(default=1.0, metadata={

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import subprocess
 import sys
 
@@ -145,3 +146,29 @@ def test_a_pinned_run_prints_one_warning_line_and_succeeds(capsys):
     assert "final loss" in captured.out
     assert run_command("simulate", SMALL) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_tiki_taka_transfer_every_counts_updates_under_per_sample_writes(capsys, monkeypatch):
+    """``--transfer-every T`` is in updates (its help says so): a per-sample run of n = 4 samples
+    per update transfers after every T-th update, not every T-th write."""
+    import argparse
+
+    from simulate.commands.simulate import build_parser
+    from simulate.device import TikiTaka
+
+    parser = argparse.ArgumentParser()
+    build_parser(parser)
+    text = " ".join(re.sub(r"-\n\s+", "-", parser.format_help()).split())
+    assert "transfer period T in updates (mini-batches), not writes" in text
+    events, original = [], TikiTaka.transfer
+    monkeypatch.setattr(TikiTaka, "transfer",
+                        lambda self, rng=None: (events.append(self.count), original(self, rng)))
+    argv = ["--algorithm", "tiki-taka", "-T", "4", "--transfer-slice", "all", "--fast-device",
+            "digital", "--transfer-reset", "--micro-batch-size", "4", "--steps", "16",
+            "--seeds", "1", "--json"]
+    assert run_command("simulate", argv + ["--write", "per-sample"]) == 0
+    per_sample = json.loads(capsys.readouterr().out)["trace"]
+    assert events == [4, 8, 12, 16]
+    assert run_command("simulate", argv) == 0
+    batch_mean = json.loads(capsys.readouterr().out)["trace"]
+    assert per_sample["cycles"] == batch_mean["cycles"]  # the same floor(k/T) events charged

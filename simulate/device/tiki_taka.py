@@ -50,6 +50,12 @@ input line, contiguous in the flat weight array:
   ``c_m = ceil(sqrt(n_m))`` columns of ``h_m = ceil(n_m / c_m)`` consecutive coordinates (the last
   column may be shorter, :func:`oracle_tiles`).
 
+**Updates, not writes.** ``T`` counts updates (mini-batches), under both write semantics: with
+per-sample writes (``write="per-sample"``) an update of ``n`` samples is ``n`` writes of A, and the
+event follows the last write of every ``T``-th update (:attr:`TransferRule.writes_per_update`
+``= n``; aihwkit's ``units_in_mbatch=True``), so the cycles' :math:`\lfloor k/T\rfloor` events are
+the events run.
+
 **Pipelines.** Each stage's tiles live on its accelerator and are transferred on the stage's own
 update count; every stage applies exactly one update per update ``k`` in the ``none``, ``sync``
 and ``async`` schedules, so every count equals ``k + 1`` after update ``k``. The forward of a stage
@@ -161,6 +167,10 @@ class TransferRule:
     slice : {"column", "all"}
     reset : bool
         Set the transferred columns of A back to 0 after each transfer (default ``False``).
+    writes_per_update : int
+        Writes of A that make one update (>= 1): ``n`` under per-sample writes (an update of
+        ``n`` samples is ``n`` rank-1 writes), else 1. ``every`` counts updates, so an event
+        follows every ``every * writes_per_update``-th write (aihwkit's ``units_in_mbatch=True``).
     """
 
     every: int = 1
@@ -168,17 +178,24 @@ class TransferRule:
     gamma: float = 0.0
     slice: str = "column"
     reset: bool = False
+    writes_per_update: int = 1
 
     def __post_init__(self):
         if self.slice not in TRANSFER_SLICES:
             raise ParameterError(
                 f"transfer_slice={self.slice!r} is unknown; valid: {', '.join(TRANSFER_SLICES)}")
+        if not isinstance(self.writes_per_update, int) or self.writes_per_update < 1:
+            raise ParameterError(
+                f"writes_per_update={self.writes_per_update!r} is out of range; valid: integer "
+                "in [1, inf)")
 
     @classmethod
     def from_config(cls, config) -> TransferRule:
-        """``beta = config.transfer_lr * config.lr`` (aihwkit's ``scale_transfer_lr=True``)."""
+        """``beta = config.transfer_lr * config.lr`` (aihwkit's ``scale_transfer_lr=True``);
+        ``config.samples_per_update`` writes per update under ``write="per-sample"``, else 1."""
+        writes = config.samples_per_update if config.write == "per-sample" else 1
         return cls(config.transfer_every, config.transfer_lr * config.lr, config.tt_gamma,
-                   config.transfer_slice, config.transfer_reset)
+                   config.transfer_slice, config.transfer_reset, writes)
 
 
 class TikiTaka:
@@ -187,7 +204,8 @@ class TikiTaka:
     ``state(w, dw, rng, spread)`` applies ``dw`` to A (``w`` is ignored: it is the effective
     weight the caller holds), runs a transfer event when one is due and returns the new effective
     weights ``gamma A + C`` (a new array). :meth:`fire` does the same for pulse counts made
-    outside (a network's bit trains).
+    outside (a network's bit trains). Each call is one write; ``rule.writes_per_update`` calls
+    are one update (:attr:`count`), and the events follow every ``rule.every``-th update.
 
     Parameters
     ----------
@@ -210,7 +228,8 @@ class TikiTaka:
         self.slow_spread = DeviceSpread() if slow_spread is None else slow_spread
         self.c = np.array(w0, dtype=float)
         self.a = np.zeros_like(self.c)
-        self.count = 0
+        self.count = 0  # updates (each of rule.writes_per_update writes)
+        self.writes = 0
         self.pointers = [0] * len(self.tiles)
         self._all = np.concatenate([np.arange(t.start, t.start + t.size) for t in self.tiles])
 
@@ -252,9 +271,13 @@ class TikiTaka:
         return self._finish(rng)
 
     def _finish(self, rng) -> np.ndarray:
-        self.count += 1
-        if self.count % self.rule.every == 0:
-            self.transfer(rng)
+        """After a write of A: the write count, and at the last write of an update the update
+        count and a transfer event after every ``rule.every``-th update."""
+        self.writes += 1
+        if self.writes % self.rule.writes_per_update == 0:
+            self.count += 1
+            if self.count % self.rule.every == 0:
+                self.transfer(rng)
         return self.weights()
 
     def due_columns(self) -> np.ndarray:
