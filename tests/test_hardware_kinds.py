@@ -278,8 +278,8 @@ def test_mode_comparison_runs_when_the_single_kind_plan_cannot(tmp_path, capsys)
 def test_search_cost_bounds_the_layouts_the_search_evaluates(counts, sizes, monkeypatch):
     """search_cost's candidates (counted before the search) are an upper bound on the layouts
     plan_modes evaluates (every subset's DP queried per (b, R, M)), and not a loose one."""
+    from bounds.planning import ModeLimits, plan_modes, search_cost
     from bounds.planning import kinds as kinds_module
-    from bounds.planning.kinds import ModeLimits, plan_modes, search_cost
 
     device = from_preset("softbounds-tau1")
     hardware = KindsHardware(tuple(
@@ -302,7 +302,7 @@ def test_search_cost_bounds_the_layouts_the_search_evaluates(counts, sizes, monk
 
 def test_check_search_refuses_before_any_work_naming_the_parameter(monkeypatch):
     from bounds.planning import kinds as kinds_module
-    from bounds.planning.kinds import check_search
+    from bounds.planning.search_size import check_search
 
     hardware = KindsHardware(tuple(
         AcceleratorKind(f"k{t}", "analog", 1, hardware=from_preset("softbounds-tau1"), tiles=64)

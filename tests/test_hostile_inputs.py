@@ -470,7 +470,7 @@ def test_pinned_design_points_are_one_warning_for_the_design(monkeypatch):
     from simulate.verification import CalibrationProblem, design
     from theory.errors import ParameterError
 
-    calibrate_module = importlib.import_module("simulate.verification.calibrate")
+    calibrate_module = importlib.import_module("simulate.verification.calibration_fit")
 
     spec = CalibrationProblem()
     points = design(spec, sync=((2, 4, 1),), async_=((2, 1, 1),), fractions=(0.5,), steps=10,

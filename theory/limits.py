@@ -27,8 +27,8 @@ __all__ = [
     "MAX_GANTT_CELLS",
     "MAX_GRID_POINTS",
     "MAX_INTEGER_DIGITS",
-    "MAX_LAYER_SIZE",
     "MAX_JOBS",
+    "MAX_LAYER_SIZE",
     "MAX_MODEL_LAYERS",
     "MAX_PLAN_CANDIDATES",
     "MAX_PLAN_DP_CELLS",
@@ -57,7 +57,8 @@ MAX_DEVICE_PULSES = 10**10
 MAX_GRID_POINTS = 5 * 10**7
 #: layouts the mode search of ``plan --compare-modes`` / ``--hardware`` evaluates (about 1.5 ms
 #: each here: under a minute), counted before it starts: kind subsets (2^kinds) x micro-batch sizes
-#: x stage counts, and x replica counts for dp and hybrid (``bounds.planning.kinds.search_cost``)
+#: x stage counts, and x replica counts for dp and hybrid
+#: (``bounds.planning.search_size.search_cost``)
 MAX_PLAN_CANDIDATES = 3 * 10**4
 #: cells of the kinds DPs of that search (every subset of the kinds, every micro-batch size)
 MAX_PLAN_DP_CELLS = 10**10

@@ -312,7 +312,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(result.table())
         return 0
-    from ..planning.kinds import check_search, plan_modes  # sympy: not for --help
+    from ..planning.kinds import plan_modes  # sympy: not for --help
+    from ..planning.search_size import check_search
 
     # the mode search's size first (before the single-kind plan): refused before any work
     check_search(model, kinds, mode_limits, _kinds_flag(args, kinds))

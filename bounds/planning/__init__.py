@@ -31,9 +31,10 @@ _EXPORTS = {
         "single_kind", "with_digital",
     ),
     ".kinds": (
-        "BASES", "COSTS", "STEP_GRID", "ModeComparison", "ModePlan", "check_search",
-        "layer_arrays", "plan_modes", "search_cost", "segment_times",
+        "BASES", "COSTS", "STEP_GRID", "ModeComparison", "ModePlan", "layer_arrays", "plan_modes",
+        "segment_times",
     ),
+    ".search_size": ("check_search", "planned_model", "search_cost"),
     ".mode_limits": (
         "MODES", "ModeLimits",
     ),
