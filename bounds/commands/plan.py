@@ -55,10 +55,17 @@ from ..params import (
     TransferSettings,
     from_preset,
 )
+from ..planning.constants import ProblemConstants
 from ..planning.hardware import KindsHardware, load_hardware, single_kind, with_digital
 from ..planning.kinds import ModeComparison, ModeLimits, plan_modes
-from ..planning.models import list_models, load_model
-from .options import add_problem_flags, add_weight_bound_flag, problem_from_args
+from ..planning.models import Model, list_models, load_model
+from .options import (
+    PROBLEM_FLAGS,
+    add_problem_flags,
+    add_weight_bound_flag,
+    given,
+    problem_from_args,
+)
 
 if TYPE_CHECKING:
     from ..planning.results import Plan
@@ -259,7 +266,7 @@ def run(args: argparse.Namespace) -> int:
     sizes = tuple(check_range("mode-micro-batch-sizes", b, 1, 10**9, integer=True)
                   for b in args.mode_micro_batch_sizes)
     mode_limits = ModeLimits(micro_batch_sizes=sizes) if kinds is not None else None
-    problem = problem_from_args(args)
+    problem_from_args(args)  # the flags checked now; the model file's [problem] joins below
     calibration = None
     if getattr(args, "calibration", None) is not None:
         calibration = read_calibration(args.calibration)
@@ -275,11 +282,12 @@ def run(args: argparse.Namespace) -> int:
     from ..planning.planner import plan
 
     if args.algorithm == "tiki-taka":
-        return _run_tiki_taka(args, hardware, limits, problem, calibration, kinds, overrides)
+        return _run_tiki_taka(args, hardware, limits, calibration, kinds, overrides)
     model = load_model(args.model, **overrides)
-    extra = {}
+    problem, constants = _problem(args, model)
+    extra = {"sources": constants.sources}
     if calibration is not None:
-        extra = {"calibration": calibration, "calibration_source": str(args.calibration)}
+        extra.update(calibration=calibration, calibration_source=str(args.calibration))
     if kinds is None:
         result = plan(model, hardware, problem, args.eps, limits, relax=not args.no_relax,
                       **extra)
@@ -299,17 +307,27 @@ def run(args: argparse.Namespace) -> int:
     if result is not None:
         _warn_forecast(result)
     modes = plan_modes(model, kinds, problem, args.eps, mode_limits)
-    _write(args, result, modes)
+    _write(args, result, modes, constants)
     if args.json:
-        _print_json(None if result is None else result.to_dict(), failure, modes.to_dict())
+        _print_json(None if result is None else result.to_dict(), failure,
+                    {**modes.to_dict(), **constants.to_dict()})
     else:
-        first = result.table() if result is not None else (
-            f"single-kind plan (first analog kind alone): not available: {failure}")
+        # the constants once: in the plan's table, or above the comparison without a plan
+        first = result.table() if result is not None else "\n".join([
+            f"single-kind plan (first analog kind alone): not available: {failure}",
+            *constants.lines(model.name)])
         print(first + "\n\n" + modes.table())
     return 0
 
 
-def _run_tiki_taka(args, hardware, limits, problem, calibration, kinds, overrides) -> int:
+def _problem(args: argparse.Namespace, model: Model) -> tuple:
+    """The problem of the defaults, the model file's ``[problem]`` and the flags, with the
+    source of each constant (:class:`~bounds.planning.constants.ProblemConstants`)."""
+    return ProblemConstants.build(flags=given(args, PROBLEM_FLAGS), file=model.problem,
+                                  where=str(args.model))
+
+
+def _run_tiki_taka(args, hardware, limits, calibration, kinds, overrides) -> int:
     """``plan --algorithm tiki-taka`` (:func:`bounds.plan_tiki_taka`)."""
     from ..planning.tiki_taka import plan_tiki_taka
 
@@ -320,9 +338,10 @@ def _run_tiki_taka(args, hardware, limits, problem, calibration, kinds, override
                                 reset=args.transfer_reset,
                                 fast_device=getattr(args, "fast_device", None))
     model = load_model(args.model, **overrides)
-    extra = {}
+    problem, constants = _problem(args, model)
+    extra = {"sources": constants.sources}
     if calibration is not None:
-        extra = {"calibration": calibration, "calibration_source": str(args.calibration)}
+        extra.update(calibration=calibration, calibration_source=str(args.calibration))
     result = plan_tiki_taka(model, hardware, problem, args.eps, limits, transfer=transfer,
                             **extra)
     if result.calibration is not None and result.calibration["warning"]:
@@ -345,8 +364,10 @@ def _print_json(plan_dict: dict | None, plan_error: str | None = None,
     print_json("plan", indent=2, plan=plan_dict, plan_error=plan_error, modes=modes)
 
 
-def _write(args: argparse.Namespace, result: Plan | None, modes: ModeComparison | None) -> None:
-    """Write ``--out DIR`` files: plan.json and plan_alternatives.csv, and modes.json."""
+def _write(args: argparse.Namespace, result: Plan | None, modes: ModeComparison | None,
+           constants: ProblemConstants | None = None) -> None:
+    """Write ``--out DIR`` files: plan.json and plan_alternatives.csv, and modes.json (with the
+    problem constants)."""
     if "out" not in args:
         return
     with output_errors("--out"):
@@ -354,7 +375,8 @@ def _write(args: argparse.Namespace, result: Plan | None, modes: ModeComparison 
             _write_out(result, Path(args.out))
         if modes is not None:
             Path(args.out).mkdir(parents=True, exist_ok=True)
-            text = json.dumps(modes.to_dict(), indent=2, allow_nan=False) + "\n"
+            document = {**modes.to_dict(), **({} if constants is None else constants.to_dict())}
+            text = json.dumps(document, indent=2, allow_nan=False) + "\n"
             atomic_write(Path(args.out) / "modes.json", text.encode())
 
 
