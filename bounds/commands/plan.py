@@ -17,6 +17,14 @@ JSON); with ``--calibration FILE`` (of ``aimc-pipeline calibrate --algorithm tik
 forecast chooses; every cycle count includes the transfers. Without either it exits 2 with one
 line saying to pass ``--calibration``. A calibration of another algorithm is refused.
 
+Every plan states the problem constants it used and where each came from (a flag such as
+``--sigma2``, the model file's ``[problem]`` table, or the default placeholder of
+:class:`~bounds.params.ProblemParams`; :mod:`bounds.planning.constants`), that eps is in their
+squared-gradient units, and words its time as the guarantee under them (text: one ``problem
+constants:`` line, ``guaranteed time ... under these constants``, one ``note:`` when L, Delta or
+sigma2 is a placeholder; JSON: ``constants`` ``{name: {"value", "source"}}`` and ``eps_units``,
+also in ``modes``). Precedence: default, then the model file, then the flags.
+
 ``--hardware FILE.toml`` (accelerator kinds, :mod:`bounds.planning.hardware`),
 ``--digital-accelerators N`` or ``--compare-modes`` also print the best plan of each mode (sync,
 async, dp, hybrid) on the same accelerators with its time, dominant cost and layer-to-kind
@@ -89,9 +97,12 @@ def _algorithm(value: str) -> str:
 DESCRIPTION = (
     "Choose the pipeline mode (sync or async), the number of stages M, a contiguous layer "
     "partition, the micro-batches per mini-batch B and the samples per micro-batch b that minimise "
-    "the predicted wall-clock time to reach eps = target of the average squared gradient norm "
+    "the guaranteed wall-clock time to reach eps = target of the average squared gradient norm "
     "(iterations from the theory's bound x clock cycles per iteration x seconds per cycle of the "
-    "slowest stage), subject to the tiles and activation memory of each accelerator."
+    "slowest stage), subject to the tiles and activation memory of each accelerator. The "
+    "guarantee holds under the problem constants L, Delta, sigma2 (flags, the model file's "
+    "[problem] table, else the default placeholders 1), which the plan states with their "
+    "sources; eps is in their squared-gradient units."
 )
 
 
