@@ -134,8 +134,9 @@ class ProblemConstants:
         if not names:
             return None
         flags = ", ".join(_FLAGS[n] for n in names)
-        return (f"{', '.join(names)} {'is a' if len(names) == 1 else 'are'} default "
-                f"placeholder{'' if len(names) == 1 else 's'}, not constants of {model!r}: the "
+        what = ("is a default placeholder, not a constant" if len(names) == 1
+                else "are default placeholders, not constants")
+        return (f"{', '.join(names)} {what} of {model!r}: the "
                 f"guarantee holds for a problem with these values; give the model's own with "
                 f"{flags} or a [problem] table in its model file")
 
