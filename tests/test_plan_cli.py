@@ -265,7 +265,7 @@ def test_model_problem_table_refuses_unknown_and_nonpositive_keys(tmp_path, caps
         assert len(err.splitlines()) == 1 and word in err and "Traceback" not in err
 
 
-def test_compare_modes_states_the_constants_once(capsys):
+def test_compare_modes_states_the_constants_once(tmp_path, capsys):
     argv = ["plan", "--model", "digits-mlp", "--accelerators", "4", "--compare-modes",
             "--no-relax", *SMALL, "--mode-micro-batch-sizes", "1", "2"]
     assert main(argv) == 0
@@ -275,3 +275,26 @@ def test_compare_modes_states_the_constants_once(capsys):
     document = json.loads(capsys.readouterr().out)
     assert document["modes"]["constants"] == document["plan"]["constants"]
     assert document["modes"]["eps_units"] == document["plan"]["eps_units"]
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    for name in ("plan.json", "modes.json"):
+        written = json.loads((tmp_path / name).read_text())
+        assert written["constants"] == document["plan"]["constants"], name
+
+
+def test_compare_modes_without_a_plan_still_states_the_constants(tmp_path, capsys):
+    """The single-kind plan cannot be made: the constants stand above the comparison, once."""
+    path = tmp_path / "hw.toml"
+    path.write_text("[[kinds]]\ntype = 'analog'\ncount = 1\ntiles = 4\n"
+                    "[[kinds]]\ntype = 'digital'\ncount = 2\n")
+    argv = ["plan", "--model", "digits-mlp", "--hardware", str(path), "--sigma2", "0.2", *SMALL,
+            "--mode-micro-batch-sizes", "1", "2"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "not available" in out and out.count("problem constants: ") == 1
+    assert out.index("problem constants: ") < out.index("best plan per mode")
+    assert "sigma2 = 0.2 (flag --sigma2)" in out
+    assert main([*argv, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["plan"] is None
+    assert data["modes"]["constants"]["sigma2"] == {"value": 0.2, "source": "flag --sigma2"}
