@@ -8,6 +8,7 @@ import json
 import pytest
 
 from bounds import PlanHardware, PlanLimits, ProblemParams, from_preset, load_model, plan
+from bounds.planning import ModeLimits, plan_modes, single_kind, time_grid
 from paper_figures.cli import main
 
 SMALL = ["--max-micro-batches", "32", "--max-micro-batch-size", "32"]
@@ -254,6 +255,14 @@ def test_library_plan_names_given_and_model_constants(tmp_path):
     given = plan(model, hardware, ProblemParams(sigma2=0.1), 1.0, PlanLimits(8, 8), relax=False)
     assert given.constants.sources["sigma2"] == "given"
     assert given.constants.sources["L"] == "default placeholder"  # problem= replaces the file's
+    # every planner reads the model's constants when no problem is given
+    same = ProblemParams(L=2.0, sigma2=0.5)
+    assert own.seconds == plan(model, hardware, same, 1.0, PlanLimits(8, 8), relax=False).seconds
+    assert time_grid(model, hardware, None, 1.0, PlanLimits(8, 8)) == time_grid(
+        model, hardware, same, 1.0, PlanLimits(8, 8))
+    kinds, few = single_kind(hardware), ModeLimits(micro_batch_sizes=(1, 2))
+    assert plan_modes(model, kinds, None, 1.0, few).to_dict() == plan_modes(
+        model, kinds, same, 1.0, few).to_dict()
 
 
 def test_model_problem_table_refuses_unknown_and_nonpositive_keys(tmp_path, capsys):

@@ -39,7 +39,8 @@ _EXPORTS = {
         "plan_modes", "segment_times",
     ),
     ".models": (
-        "HOSTS", "Layer", "Model", "list_models", "load_model", "model_from_table",
+        "HOSTS", "Layer", "Model", "list_models", "load_model", "model_constants",
+        "model_from_table",
     ),
     ".modes": (
         "CONSERVATIVE_NOTE", "MIXED_NOTE", "MODES", "averaging_time_s", "guarantee_values",

@@ -77,7 +77,7 @@ from ..params import check_keys
 from .constants import MODEL_PROBLEM_KEYS
 
 __all__ = ["HOSTS", "Layer", "MODEL_SCHEMA", "Model", "list_models", "load_model",
-           "model_from_table"]
+           "model_constants", "model_from_table"]
 
 _DATA = "model_data"
 _TOP_KEYS = ("name", "description", "parameters", "problem", "blocks")
@@ -401,6 +401,12 @@ def _split_ends(name: str, layers: list[Layer], description: str, values: dict,
     return Model(name, tuple(layers[first:last + 1]), description, values,
                  digital_first=tuple(layers[:first]), digital_last=tuple(layers[last + 1:]),
                  problem=problem)
+
+
+def model_constants(model) -> dict:
+    """The ``[problem]`` constants of ``model`` (:attr:`Model.problem`); none for anything that
+    is not a :class:`Model` (refused by the planners' type checks)."""
+    return dict(model.problem) if isinstance(model, Model) else {}
 
 
 def list_models() -> list[str]:

@@ -58,7 +58,7 @@ from theory.theorems import bound_for
 from ..evaluation import theory_values
 from ..params import PLAN_MODES, PlanHardware, PlanLimits, ProblemParams, check_type
 from .constants import ProblemConstants
-from .models import Model
+from .models import Model, model_constants
 from .relaxation import SKIPPED, Relaxed, solve_relaxation
 from .results import (
     OPTIMAL,
@@ -181,9 +181,8 @@ def problem_constants(model: Model, problem: ProblemParams | None,
     :func:`check_arguments`).
     """
     if problem is None:
-        problem, constants = ProblemConstants.build(
-            file=getattr(model, "problem", None), where=f"model {getattr(model, 'name', '')}")
-        return problem, constants
+        return ProblemConstants.build(file=model_constants(model),
+                                      where=f"model {getattr(model, 'name', '?')}")
     if not isinstance(problem, ProblemParams):
         return problem, None
     return problem, ProblemConstants.of(problem, sources)
@@ -192,12 +191,14 @@ def problem_constants(model: Model, problem: ProblemParams | None,
 def check_arguments(model, hardware, problem, limits) -> tuple[ProblemParams, PlanLimits]:
     """The problem and limits with defaults filled in; every argument's type checked.
 
+    ``problem`` None: the model's ``[problem]`` constants over the defaults.
+
     Raises
     ------
     ParameterError
         An argument of the wrong type, naming it and what to pass.
     """
-    problem = ProblemParams() if problem is None else problem
+    problem = ProblemParams(**model_constants(model)) if problem is None else problem
     limits = PlanLimits() if limits is None else limits
     check_type("model", model, Model, "e.g. bounds.load_model(NAME)")
     check_type("hardware", hardware, PlanHardware, "e.g. bounds.PlanHardware(from_preset(NAME))")
