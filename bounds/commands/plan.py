@@ -65,7 +65,7 @@ from ..params import (
 )
 from ..planning.constants import ProblemConstants
 from ..planning.hardware import KindsHardware, load_hardware, single_kind, with_digital
-from ..planning.kinds import ModeComparison, ModeLimits, plan_modes
+from ..planning.kinds import ModeLimits, plan_modes
 from ..planning.models import Model, list_models, load_model
 from .options import (
     PROBLEM_FLAGS,
@@ -318,10 +318,10 @@ def run(args: argparse.Namespace) -> int:
     if result is not None:
         _warn_forecast(result)
     modes = plan_modes(model, kinds, problem, args.eps, mode_limits)
-    _write(args, result, modes, constants)
+    modes_dict = {**modes.to_dict(), **constants.to_dict()}  # what the comparison is under
+    _write(args, result, modes_dict)
     if args.json:
-        _print_json(None if result is None else result.to_dict(), failure,
-                    {**modes.to_dict(), **constants.to_dict()})
+        _print_json(None if result is None else result.to_dict(), failure, modes_dict)
     else:
         # the constants once: in the plan's table, or above the comparison without a plan
         first = result.table() if result is not None else "\n".join([
@@ -375,10 +375,9 @@ def _print_json(plan_dict: dict | None, plan_error: str | None = None,
     print_json("plan", indent=2, plan=plan_dict, plan_error=plan_error, modes=modes)
 
 
-def _write(args: argparse.Namespace, result: Plan | None, modes: ModeComparison | None,
-           constants: ProblemConstants | None = None) -> None:
-    """Write ``--out DIR`` files: plan.json and plan_alternatives.csv, and modes.json (with the
-    problem constants)."""
+def _write(args: argparse.Namespace, result: Plan | None, modes: dict | None) -> None:
+    """Write ``--out DIR`` files: plan.json and plan_alternatives.csv, and modes.json (``modes``:
+    the comparison's JSON with the problem constants)."""
     if "out" not in args:
         return
     with output_errors("--out"):
@@ -386,8 +385,7 @@ def _write(args: argparse.Namespace, result: Plan | None, modes: ModeComparison 
             _write_out(result, Path(args.out))
         if modes is not None:
             Path(args.out).mkdir(parents=True, exist_ok=True)
-            document = {**modes.to_dict(), **({} if constants is None else constants.to_dict())}
-            text = json.dumps(document, indent=2, allow_nan=False) + "\n"
+            text = json.dumps(modes, indent=2, allow_nan=False) + "\n"
             atomic_write(Path(args.out) / "modes.json", text.encode())
 
 
