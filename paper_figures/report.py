@@ -152,7 +152,8 @@ def _plan_section(preset: str) -> Section:
     intro = (f"The planner's choice for model {plan_figure.MODEL!r} on "
              f"{plan_figure.ACCELERATORS} accelerators at eps = {plan_figure.EPS:g}: "
              f"{result.mode} pipeline, M = {result.stages}, B = {result.micro_batches}, "
-             f"b = {result.micro_batch_size}, {result.seconds:.3g} s predicted "
+             f"b = {result.micro_batch_size}, {result.seconds:.3g} s guaranteed under the "
+             f"problem constants the plan states "
              f"(aimc-pipeline plan --model {plan_figure.MODEL} --accelerators "
              f"{plan_figure.ACCELERATORS} --eps {plan_figure.EPS:g} --preset {preset}).")
     return Section("Plan", (("p", intro), ("pre", result.table())))

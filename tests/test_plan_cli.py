@@ -8,6 +8,7 @@ import json
 import pytest
 
 from bounds import PlanHardware, PlanLimits, ProblemParams, from_preset, load_model, plan
+from bounds.planning import ModeLimits, plan_modes, single_kind, time_grid
 from paper_figures.cli import main
 
 SMALL = ["--max-micro-batches", "32", "--max-micro-batch-size", "32"]
@@ -25,7 +26,7 @@ def test_table_output(capsys):
                  *SMALL]) == 0
     out = capsys.readouterr().out
     for label in ("mode", "stages M", "partition", "micro-batches B", "micro-batch size b",
-                  "iterations", "clock cycles", "predicted time", "dominant term",
+                  "iterations", "clock cycles", "guaranteed time", "dominant term",
                   "alternatives", "relaxation (GP)"):
         assert label in out
 
@@ -292,3 +293,150 @@ def test_plan_reports_an_accepted_edited_calibration(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["plan"]["forecast"]["calibration_edited"] is True
     assert main([*PLAN, "--accept-edited-calibration"]) == 2
     assert "applies to --calibration FILE only" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------
+# what the numbers mean: the problem constants, their sources and the units of eps
+
+TINY = """
+name = "tiny"
+[[blocks]]
+layers = [ { rows = 8, cols = 8 }, { rows = 8, cols = 4 } ]
+[problem]
+L = 2.0
+sigma2 = 0.5
+"""
+
+
+def _constants_line(out: str) -> str:
+    return next(line for line in out.splitlines() if line.startswith("problem constants: "))
+
+
+def test_llama2_plan_states_its_placeholder_constants_and_units(capsys):
+    argv = ["plan", "--model", "llama2-7b", "--sequence-length", "64", "--accelerators", "64",
+            "--tiles-per-accelerator", "16384", "--no-relax", *SMALL]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.count("problem constants: ") == 1
+    assert _constants_line(out) == (
+        "problem constants: L = 1 (default placeholder), Delta = 1 (default placeholder), "
+        "sigma2 = 1 (default placeholder); eps in squared-gradient units of these constants")
+    assert "  guaranteed time      " in out and " under these constants" in out
+    assert "predicted time" not in out
+    note = [line for line in out.splitlines() if "default placeholders" in line]
+    assert len(note) == 1 and note[0].startswith("note: L, Delta, sigma2 are default placeholders")
+    assert "'llama2-7b'" in note[0] and "--L, --delta, --sigma2" in note[0]
+
+
+def test_sources_flag_file_and_default_each_appear(tmp_path, capsys):
+    net = tmp_path / "tiny.toml"
+    net.write_text(TINY)
+    argv = ["plan", "--model", str(net), "--accelerators", "2", "--delta", "3", "--theta",
+            "0.25", "--no-relax", *SMALL]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    line = _constants_line(out)
+    assert f"L = 2 ({net}: problem.L)" in line and f"sigma2 = 0.5 ({net}: problem.sigma2)" in line
+    assert "Delta = 3 (flag --delta)" in line and "theta = 0.25 (flag --theta)" in line
+    assert "L_s" not in line  # follows L: not shown
+    assert "default placeholder" not in out  # no placeholder: no note
+    # a flag overrides the file; what is not given anywhere is the default placeholder
+    assert main([*argv[:5], "--L", "4", "--no-relax", *SMALL, "--json"]) == 0
+    constants = json.loads(capsys.readouterr().out)["plan"]["constants"]
+    assert constants["L"] == {"value": 4.0, "source": "flag --L"}
+    assert constants["L_s"] == {"value": 4.0, "source": "follows L"}
+    assert constants["sigma2"] == {"value": 0.5, "source": f"{net}: problem.sigma2"}
+    assert constants["Delta"] == {"value": 1.0, "source": "default placeholder"}
+    assert constants["theta"] == {"value": 0.5, "source": "default placeholder"}
+
+
+def test_model_file_constants_change_the_plan_like_the_flags(tmp_path, capsys):
+    net = tmp_path / "tiny.toml"
+    net.write_text(TINY)
+    base = ["plan", "--accelerators", "2", "--no-relax", *SMALL, "--json"]
+    assert main([*base, "--model", str(net)]) == 0
+    from_file = json.loads(capsys.readouterr().out)["plan"]
+    net.write_text(TINY.split("[problem]")[0])
+    assert main([*base, "--model", str(net), "--L", "2", "--sigma2", "0.5"]) == 0
+    from_flags = json.loads(capsys.readouterr().out)["plan"]
+    assert main([*base, "--model", str(net)]) == 0
+    defaults = json.loads(capsys.readouterr().out)["plan"]
+    assert from_file["iterations"] == from_flags["iterations"] != defaults["iterations"]
+    assert from_file["seconds"] == from_flags["seconds"]
+
+
+def test_json_states_constants_and_eps_units(capsys):
+    argv = ["plan", "--model", "digits-mlp", "--accelerators", "4", "--sigma2", "0.1",
+            "--no-relax", *SMALL, "--json"]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)["plan"]
+    assert data["eps_units"] == "squared-gradient units of these constants"
+    assert set(data["constants"]) == {"L", "L_s", "Delta", "sigma2", "theta"}
+    assert data["constants"]["sigma2"] == {"value": 0.1, "source": "flag --sigma2"}
+    assert data["constants"]["L"]["source"] == "default placeholder"
+
+
+def test_library_plan_names_given_and_model_constants(tmp_path):
+    hardware = PlanHardware(from_preset("reram-softbounds"), accelerators=2)
+    net = tmp_path / "tiny.toml"
+    net.write_text(TINY)
+    model = load_model(net)
+    assert model.problem == {"L": 2.0, "sigma2": 0.5}
+    own = plan(model, hardware, None, 1.0, PlanLimits(8, 8), relax=False)
+    assert own.constants.sources["L"] == "model tiny: problem.L"
+    assert own.constants.values["sigma2"] == 0.5
+    given = plan(model, hardware, ProblemParams(sigma2=0.1), 1.0, PlanLimits(8, 8), relax=False)
+    assert given.constants.sources["sigma2"] == "given"
+    assert given.constants.sources["L"] == "default placeholder"  # problem= replaces the file's
+    # every planner reads the model's constants when no problem is given
+    same = ProblemParams(L=2.0, sigma2=0.5)
+    assert own.seconds == plan(model, hardware, same, 1.0, PlanLimits(8, 8), relax=False).seconds
+    assert time_grid(model, hardware, None, 1.0, PlanLimits(8, 8)) == time_grid(
+        model, hardware, same, 1.0, PlanLimits(8, 8))
+    kinds, few = single_kind(hardware), ModeLimits(micro_batch_sizes=(1, 2))
+    assert plan_modes(model, kinds, None, 1.0, few).to_dict() == plan_modes(
+        model, kinds, same, 1.0, few).to_dict()
+
+
+def test_model_problem_table_refuses_unknown_and_nonpositive_keys(tmp_path, capsys):
+    net = tmp_path / "bad.toml"
+    for body, word in (("theta = 0.3", "theta"), ("L = -1", "L")):
+        net.write_text(TINY.split("[problem]")[0] + "[problem]\n" + body + "\n")
+        assert main(["plan", "--model", str(net), "--accelerators", "2", "--no-relax"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and word in err and "Traceback" not in err
+
+
+def test_compare_modes_states_the_constants_once(tmp_path, capsys):
+    argv = ["plan", "--model", "digits-mlp", "--accelerators", "4", "--compare-modes",
+            "--no-relax", *SMALL, "--mode-micro-batch-sizes", "1", "2"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.count("problem constants: ") == 1 and out.count("default placeholders") == 1
+    assert main([*argv, "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["modes"]["constants"] == document["plan"]["constants"]
+    assert document["modes"]["eps_units"] == document["plan"]["eps_units"]
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    for name in ("plan.json", "modes.json"):
+        written = json.loads((tmp_path / name).read_text())
+        assert written["constants"] == document["plan"]["constants"], name
+
+
+def test_compare_modes_without_a_plan_still_states_the_constants(tmp_path, capsys):
+    """The single-kind plan cannot be made: the constants stand above the comparison, once."""
+    path = tmp_path / "hw.toml"
+    path.write_text("[[kinds]]\ntype = 'analog'\ncount = 1\ntiles = 4\n"
+                    "[[kinds]]\ntype = 'digital'\ncount = 2\n")
+    argv = ["plan", "--model", "digits-mlp", "--hardware", str(path), "--sigma2", "0.2", *SMALL,
+            "--mode-micro-batch-sizes", "1", "2"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "not available" in out and out.count("problem constants: ") == 1
+    assert out.index("problem constants: ") < out.index("best plan per mode")
+    assert "sigma2 = 0.2 (flag --sigma2)" in out
+    assert main([*argv, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["plan"] is None
+    assert data["modes"]["constants"]["sigma2"] == {"value": 0.2, "source": "flag --sigma2"}

@@ -55,6 +55,14 @@ def test_report_sentences_come_from_the_data(small_report):
         suite_points("quick"))
 
 
+def test_report_plan_states_its_constants(small_report):
+    out, _ = small_report
+    section = (out / "index.md").read_text().split("## Plan")[1].split("## Verification")[0]
+    assert "guaranteed under the problem constants the plan states" in section
+    assert section.count("problem constants: L = 1 (default placeholder)") == 1
+    assert "are default placeholders" in section
+
+
 def test_report_command_errors_are_one_line(capsys, tmp_path):
     assert main(["report", "--preset", "nonsense", "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err

@@ -22,6 +22,14 @@ match (edited after ``calibrate`` wrote it) is refused unless ``--accept-edited-
 given, and then a ``warning:`` line, the report (``calibration ... edited``) and the JSON
 (``forecast.calibration_edited``, ``calibration.edited`` for Tiki-Taka) say so.
 
+Every plan states the problem constants it used and where each came from (a flag such as
+``--sigma2``, the model file's ``[problem]`` table, or the default placeholder of
+:class:`~bounds.params.ProblemParams`; :mod:`bounds.planning.constants`), that eps is in their
+squared-gradient units, and words its time as the guarantee under them (text: one ``problem
+constants:`` line, ``guaranteed time ... under these constants``, one ``note:`` when L, Delta or
+sigma2 is a placeholder; JSON: ``constants`` ``{name: {"value", "source"}}`` and ``eps_units``,
+also in ``modes``). Precedence: default, then the model file, then the flags.
+
 ``--hardware FILE.toml`` (accelerator kinds, :mod:`bounds.planning.hardware`),
 ``--digital-accelerators N`` or ``--compare-modes`` also print the best plan of each mode (sync,
 async, dp, hybrid) on the same accelerators with its time, dominant cost and layer-to-kind
@@ -60,13 +68,19 @@ from ..params import (
     TransferSettings,
     from_preset,
 )
+from ..planning.constants import ProblemConstants
 from ..planning.hardware import KindsHardware, load_hardware, single_kind, with_digital
 from ..planning.mode_limits import ModeLimits
-from ..planning.models import list_models, load_model
-from .options import add_problem_flags, add_weight_bound_flag, problem_from_args
+from ..planning.models import Model, list_models, load_model
+from .options import (
+    PROBLEM_FLAGS,
+    add_problem_flags,
+    add_weight_bound_flag,
+    given,
+    problem_from_args,
+)
 
 if TYPE_CHECKING:
-    from ..planning.kinds import ModeComparison
     from ..planning.results import Plan
 
 __all__ = ["DESCRIPTION", "PLAN_ALGORITHMS", "build_parser", "main", "run"]
@@ -88,9 +102,12 @@ def _algorithm(value: str) -> str:
 DESCRIPTION = (
     "Choose the pipeline mode (sync or async), the number of stages M, a contiguous layer "
     "partition, the micro-batches per mini-batch B and the samples per micro-batch b that minimise "
-    "the predicted wall-clock time to reach eps = target of the average squared gradient norm "
+    "the guaranteed wall-clock time to reach eps = target of the average squared gradient norm "
     "(iterations from the theory's bound x clock cycles per iteration x seconds per cycle of the "
-    "slowest stage), subject to the tiles and activation memory of each accelerator."
+    "slowest stage), subject to the tiles and activation memory of each accelerator. The "
+    "guarantee holds under the problem constants L, Delta, sigma2 (flags, the model file's "
+    "[problem] table, else the default placeholders 1), which the plan states with their "
+    "sources; eps is in their squared-gradient units."
 )
 
 
@@ -272,7 +289,7 @@ def run(args: argparse.Namespace) -> int:
             f"--write {args.write}: no Tiki-Taka guarantee is registered for per-sample writes "
             "(docs/theory.md, Theorem 4'PS, Tiki-Taka under per-sample writes); valid: "
             "--write batch-mean")
-    problem = problem_from_args(args)
+    problem_from_args(args)  # the flags checked now; the model file's [problem] joins below
     calibration = None
     if getattr(args, "calibration", None) is not None:
         from theory.calibration_file import read_calibration  # sympy: not for --help
@@ -297,11 +314,12 @@ def run(args: argparse.Namespace) -> int:
     from ..planning.planner import plan
 
     if args.algorithm == "tiki-taka":
-        return _run_tiki_taka(args, hardware, limits, problem, calibration, kinds, overrides)
+        return _run_tiki_taka(args, hardware, limits, calibration, kinds, overrides)
     model = load_model(args.model, **overrides)
-    extra = {}
+    problem, constants = _problem(args, model)
+    extra = {"sources": constants.sources}
     if calibration is not None:
-        extra = {"calibration": calibration, "calibration_source": str(args.calibration)}
+        extra.update(calibration=calibration, calibration_source=str(args.calibration))
     if kinds is None:
         result = plan(model, hardware, problem, args.eps, limits, relax=not args.no_relax,
                       **extra)
@@ -331,17 +349,27 @@ def run(args: argparse.Namespace) -> int:
         _warn_forecast(result)
     modes = plan_modes(model, kinds, problem, args.eps, mode_limits,
                        parameter=_kinds_flag(args, kinds))
-    _write(args, result, modes)
+    modes_dict = {**modes.to_dict(), **constants.to_dict()}  # what the comparison is under
+    _write(args, result, modes_dict)
     if args.json:
-        _print_json(None if result is None else result.to_dict(), failure, modes.to_dict())
+        _print_json(None if result is None else result.to_dict(), failure, modes_dict)
     else:
-        first = result.table() if result is not None else (
-            f"single-kind plan (first analog kind alone): not available: {failure}")
+        # the constants once: in the plan's table, or above the comparison without a plan
+        first = result.table() if result is not None else "\n".join([
+            f"single-kind plan (first analog kind alone): not available: {failure}",
+            *constants.lines(model.name)])
         print(first + "\n\n" + modes.table())
     return 0
 
 
-def _run_tiki_taka(args, hardware, limits, problem, calibration, kinds, overrides) -> int:
+def _problem(args: argparse.Namespace, model: Model) -> tuple:
+    """The problem of the defaults, the model file's ``[problem]`` and the flags, with the
+    source of each constant (:class:`~bounds.planning.constants.ProblemConstants`)."""
+    return ProblemConstants.build(flags=given(args, PROBLEM_FLAGS), file=model.problem,
+                                  where=str(args.model))
+
+
+def _run_tiki_taka(args, hardware, limits, calibration, kinds, overrides) -> int:
     """``plan --algorithm tiki-taka`` (:func:`bounds.plan_tiki_taka`)."""
     from ..planning.tiki_taka import plan_tiki_taka
 
@@ -352,9 +380,10 @@ def _run_tiki_taka(args, hardware, limits, problem, calibration, kinds, override
                                 reset=args.transfer_reset,
                                 fast_device=getattr(args, "fast_device", None))
     model = load_model(args.model, **overrides)
-    extra = {}
+    problem, constants = _problem(args, model)
+    extra = {"sources": constants.sources}
     if calibration is not None:
-        extra = {"calibration": calibration, "calibration_source": str(args.calibration)}
+        extra.update(calibration=calibration, calibration_source=str(args.calibration))
     result = plan_tiki_taka(model, hardware, problem, args.eps, limits, transfer=transfer,
                             **extra)
     if result.calibration is not None and result.calibration["warning"]:
@@ -377,8 +406,9 @@ def _print_json(plan_dict: dict | None, plan_error: str | None = None,
     print_json("plan", indent=2, plan=plan_dict, plan_error=plan_error, modes=modes)
 
 
-def _write(args: argparse.Namespace, result: Plan | None, modes: ModeComparison | None) -> None:
-    """Write ``--out DIR`` files: plan.json and plan_alternatives.csv, and modes.json."""
+def _write(args: argparse.Namespace, result: Plan | None, modes: dict | None) -> None:
+    """Write ``--out DIR`` files: plan.json and plan_alternatives.csv, and modes.json (``modes``:
+    the comparison's JSON with the problem constants)."""
     if "out" not in args:
         return
     with output_errors("--out"):
@@ -386,7 +416,7 @@ def _write(args: argparse.Namespace, result: Plan | None, modes: ModeComparison 
             _write_out(result, Path(args.out))
         if modes is not None:
             Path(args.out).mkdir(parents=True, exist_ok=True)
-            text = json.dumps(modes.to_dict(), indent=2, allow_nan=False) + "\n"
+            text = json.dumps(modes, indent=2, allow_nan=False) + "\n"
             atomic_write(Path(args.out) / "modes.json", text.encode())
 
 

@@ -11,7 +11,8 @@
   :mod:`~bounds.planning.tiki_taka`: ``plan_tiki_taka``;
 - :mod:`~bounds.planning.results`, :mod:`~bounds.planning.tiki_taka_results`: what they return
   (``Plan``, ``Candidate``, ``PlanForecast``; ``TikiTakaPlan``, ``TransferCandidate``), each plan
-  with a ``status`` and a ``message``;
+  with a ``status``, a ``message`` and the problem constants it used
+  (:mod:`~bounds.planning.constants`: ``ProblemConstants``, each constant with its source);
 - :mod:`~bounds.planning.relaxation`: the geometric-programming relaxation (``Relaxed``);
 - :mod:`~bounds.planning.hardware`, :mod:`~bounds.planning.modes`, :mod:`~bounds.planning.kinds`:
   accelerator kinds, the data-parallel and hybrid cycle models, the best plan of each mode
@@ -30,6 +31,9 @@ _EXPORTS = {
         "ANALOG", "DIGITAL", "KIND_TYPES", "AcceleratorKind", "KindsHardware", "load_hardware",
         "single_kind", "with_digital",
     ),
+    ".constants": (
+        "DEFAULT_SOURCE", "EPS_UNITS", "MODEL_PROBLEM_KEYS", "PLAN_CONSTANTS", "ProblemConstants",
+    ),
     ".kinds": (
         "BASES", "COSTS", "STEP_GRID", "ModeComparison", "ModePlan", "layer_arrays", "plan_modes",
         "segment_times",
@@ -39,7 +43,8 @@ _EXPORTS = {
         "MODES", "ModeLimits",
     ),
     ".models": (
-        "HOSTS", "Layer", "Model", "list_models", "load_model", "model_from_table",
+        "HOSTS", "Layer", "Model", "list_models", "load_model", "model_constants",
+        "model_from_table",
     ),
     ".modes": (
         "CONSERVATIVE_NOTE", "MIXED_NOTE", "averaging_time_s", "guarantee_values",
@@ -50,7 +55,7 @@ _EXPORTS = {
     ),
     ".planner": (
         "check_arguments", "check_calibration", "forecast_choices", "forecast_plan", "plan",
-        "time_grid",
+        "problem_constants", "time_grid",
     ),
     ".relaxation": (
         "FAILED", "GP_OPTIMAL", "INFEASIBLE", "NO_MODE", "OPTIMAL_INACCURATE", "SKIPPED", "SOLVED",

@@ -59,7 +59,7 @@ from theory.vocabulary import MIXED_ENTRIES
 from ..params import ProblemParams, check_type
 from .hardware import KindsHardware
 from .mode_limits import ModeLimits
-from .models import Model
+from .models import Model, model_constants
 from .modes import (
     CONSERVATIVE_NOTE,
     MIXED_NOTE,
@@ -594,6 +594,7 @@ def plan_modes(model: Model, hardware: KindsHardware, problem: ProblemParams | N
         Kinds and counts (:func:`bounds.load_hardware`, :func:`~bounds.planning.hardware.
         single_kind`).
     problem : ProblemParams, optional
+        Default: the model's ``[problem]`` constants over the defaults (as for :func:`bounds.plan`).
     eps : float
         Target for :math:`\frac1K\sum_k\mathbb{E}\lVert\nabla f\rVert^2`, > 0.
     limits : ModeLimits, optional
@@ -606,7 +607,7 @@ def plan_modes(model: Model, hardware: KindsHardware, problem: ProblemParams | N
     ModeComparison
         Modes without a feasible or reachable plan are listed in ``ruled_out`` with the reason.
     """
-    problem = ProblemParams() if problem is None else problem
+    problem = ProblemParams(**model_constants(model)) if problem is None else problem
     limits = ModeLimits() if limits is None else limits
     check_type("model", model, Model, "e.g. bounds.load_model(NAME)")
     check_type("hardware", hardware, KindsHardware, "e.g. bounds.load_hardware(FILE)")

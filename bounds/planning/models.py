@@ -29,8 +29,14 @@ Descriptions are TOML files (the built-ins are shipped in ``bounds/model_data/``
       { name = "fc", rows = 64, cols = 10, mvms_per_sample = 1, activations = 64 },
     ]
 
+    [problem]                    # optional: the constants of f for this network and its data
+    L = 2.5                      # smoothness (A1); also L_s, Delta, sigma2 (A1, A2, A4)
+
 ``mvms_per_sample`` (default 1) is an integer or the name of an entry of ``[parameters]`` (looked
-up, never evaluated); ``activations`` defaults to ``rows * mvms_per_sample``. Unknown keys raise
+up, never evaluated); ``[problem]`` sets :data:`~bounds.planning.constants.MODEL_PROBLEM_KEYS` for
+the planner (:attr:`Model.problem`; a flag overrides it, a key not set keeps the default
+placeholder of :class:`~bounds.params.ProblemParams`, :mod:`bounds.planning.constants`);
+``activations`` defaults to ``rows * mvms_per_sample``. Unknown keys raise
 :class:`theory.errors.ParameterError` listing the valid ones.
 
 **Which accelerator kinds may host a layer.** A block may say ``hosts = "digital"`` (default
@@ -56,15 +62,25 @@ import numpy as np
 
 from theory.errors import ParameterError, check_range, show_value
 from theory.limits import MAX_LAYER_SIZE, MAX_MODEL_LAYERS
-from theory.userfiles import STRING, array, in_file, integer, load_toml, read_user_text, table
+from theory.userfiles import (
+    STRING,
+    array,
+    in_file,
+    integer,
+    load_toml,
+    number,
+    read_user_text,
+    table,
+)
 
 from ..params import check_keys
+from .constants import MODEL_PROBLEM_KEYS
 
 __all__ = ["HOSTS", "Layer", "MODEL_SCHEMA", "Model", "list_models", "load_model",
-           "model_from_table"]
+           "model_constants", "model_from_table"]
 
 _DATA = "model_data"
-_TOP_KEYS = ("name", "description", "parameters", "blocks")
+_TOP_KEYS = ("name", "description", "parameters", "problem", "blocks")
 _BLOCK_KEYS = ("name", "repeat", "layers", "hosts")
 _LAYER_KEYS = ("name", "rows", "cols", "mvms_per_sample", "activations", "ops_per_mvm")
 #: the accelerator classes a layer may run on: ``("analog", "digital")`` or ``("digital",)``
@@ -76,6 +92,7 @@ _SIZE = integer(1, MAX_LAYER_SIZE)
 MODEL_SCHEMA = table({
     "name": STRING, "description": {"type": "string"},
     "parameters": {"type": "object", "additionalProperties": integer(1)},
+    "problem": table({key: number(above=0) for key in MODEL_PROBLEM_KEYS}),
     "blocks": array(table({
         "name": STRING, "repeat": integer(1, MAX_MODEL_LAYERS), "hosts": {"enum": list(HOSTS)},
         "layers": array(table({
@@ -184,6 +201,10 @@ class Model:
         Digital-only layers before and after :attr:`layers` (an embedding, an output head); the
         single-kind planner does not plan them (they run on digital hardware outside its
         pipeline), the kinds planner plans :attr:`chain`. Default none.
+    problem : dict
+        The description's ``[problem]`` constants (:data:`~bounds.planning.constants.
+        MODEL_PROBLEM_KEYS`, floats), for the planner; default none (every built-in: the
+        constants are then the default placeholders).
     """
 
     name: str
@@ -192,6 +213,7 @@ class Model:
     parameters: dict = field(default_factory=dict, compare=False)
     digital_first: tuple[Layer, ...] = ()
     digital_last: tuple[Layer, ...] = ()
+    problem: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "layers", tuple(self.layers))
@@ -349,17 +371,22 @@ def model_from_table(table: dict, **parameters) -> Model:
                 )
                 layers.append(_layer(f"layer {j} of {where}", entry, values, label,
                                      HOSTS[hosts]))
-    return _split_ends(name, layers, table.get("description", ""), values)
+    problem = table.get("problem", {})
+    check_keys(f"[problem] of model {name!r}", problem, MODEL_PROBLEM_KEYS)
+    problem = {key: float(check_range(f"problem.{key}", value, 0, low_open=True))
+               for key, value in problem.items()}
+    return _split_ends(name, layers, table.get("description", ""), values, problem)
 
 
-def _split_ends(name: str, layers: list[Layer], description: str, values: dict) -> Model:
+def _split_ends(name: str, layers: list[Layer], description: str, values: dict,
+                problem: dict) -> Model:
     """The model with its leading and trailing digital-only layers kept apart (module docstring).
 
     A digital-only layer between analog-capable ones is refused (one line naming it).
     """
     analog = [i for i, layer in enumerate(layers) if layer.analog]
     if not layers:
-        return Model(name, (), description, values)  # refused there: no layers
+        return Model(name, (), description, values, problem=problem)  # refused there: no layers
     if not analog:
         raise ParameterError(f"model {name!r} has no layer an analog accelerator may host; "
                              "valid: at least one block with hosts = \"any\"")
@@ -372,7 +399,14 @@ def _split_ends(name: str, layers: list[Layer], description: str, values: dict) 
                 "end of the model"
             )
     return Model(name, tuple(layers[first:last + 1]), description, values,
-                 digital_first=tuple(layers[:first]), digital_last=tuple(layers[last + 1:]))
+                 digital_first=tuple(layers[:first]), digital_last=tuple(layers[last + 1:]),
+                 problem=problem)
+
+
+def model_constants(model) -> dict:
+    """The ``[problem]`` constants of ``model`` (:attr:`Model.problem`); none for anything that
+    is not a :class:`Model` (refused by the planners' type checks)."""
+    return dict(model.problem) if isinstance(model, Model) else {}
 
 
 def list_models() -> list[str]:

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -62,7 +63,8 @@ from theory.theorems import bound_for
 
 from ..evaluation import theory_values
 from ..params import PLAN_MODES, PlanHardware, PlanLimits, ProblemParams, check_type
-from .models import Model
+from .constants import ProblemConstants
+from .models import Model, model_constants
 from .relaxation import SKIPPED, Relaxed, solve_relaxation
 from .results import (
     OPTIMAL,
@@ -78,7 +80,7 @@ from .search import Grid, GridSearch
 from .strategies import AnalogBounds, ForecastObjective, GuaranteeObjective, PlainCost
 
 __all__ = ["check_arguments", "check_calibration", "forecast_choices", "forecast_plan", "plan",
-           "plan_write", "time_grid"]
+           "plan_write", "problem_constants", "time_grid"]
 
 
 def plan(
@@ -91,6 +93,7 @@ def plan(
     relax: bool = True,
     calibration: Calibration | None = None,
     calibration_source: str = "given",
+    sources: Mapping[str, str] | None = None,
 ) -> Plan:
     r"""Choose mode, stages, partition, micro-batches and micro-batch size minimising time to eps.
 
@@ -101,7 +104,8 @@ def plan(
     hardware : PlanHardware
         Accelerators, tiles, buffers, device and timing.
     problem : ProblemParams, optional
-        Constants L, L_s, Delta, sigma2, theta (defaults of :class:`ProblemParams`).
+        Constants L, L_s, Delta, sigma2, theta. Default: the model's ``[problem]`` constants
+        (:attr:`Model.problem`) over the default placeholders of :class:`ProblemParams`.
     eps : float
         Target for :math:`\frac1K\sum_k \mathbb{E}\lVert\nabla f(W_k)\rVert^2` (squared-gradient
         units), > 0.
@@ -115,6 +119,10 @@ def plan(
         guarantee's choice.
     calibration_source : str
         Where the calibration came from (shown in the report).
+    sources : mapping, optional
+        Where each constant of ``problem`` came from (``{"L": "flag --L", ...}``, shown with the
+        constants: :class:`~bounds.planning.constants.ProblemConstants`); a constant without one
+        is the default placeholder when it has the default value, else ``given``.
 
     Returns
     -------
@@ -131,6 +139,7 @@ def plan(
     UnreachableTargetError
         ``eps`` is at or below the floor of every mode for every allowed batch.
     """
+    problem, constants = problem_constants(model, problem, sources)
     problem, limits = check_arguments(model, hardware, problem, limits)
     eps = check_range("eps", eps, 0, low_open=True)
     if calibration is not None:  # before any search: another algorithm or write is refused
@@ -168,19 +177,37 @@ def plan(
         ruled_out=tuple(sorted(ruled_out)),
         solve_times=SolveTimes(exact_s=exact_time, relaxation_s=relaxed.solve_time_s,
                                partition_solves=search.dp_solves),
-        status=status, message=message, forecast=forecast,
+        status=status, message=message, forecast=forecast, constants=constants,
     )
+
+
+def problem_constants(model: Model, problem: ProblemParams | None,
+                      sources: Mapping[str, str] | None = None
+                      ) -> tuple[ProblemParams | None, ProblemConstants | None]:
+    """The problem (``None``: the model's ``[problem]`` over the defaults) and its constants.
+
+    ``(problem, None)`` when ``problem`` is not a :class:`ProblemParams` (refused by
+    :func:`check_arguments`).
+    """
+    if problem is None:
+        return ProblemConstants.build(file=model_constants(model),
+                                      where=f"model {getattr(model, 'name', '?')}")
+    if not isinstance(problem, ProblemParams):
+        return problem, None
+    return problem, ProblemConstants.of(problem, sources)
 
 
 def check_arguments(model, hardware, problem, limits) -> tuple[ProblemParams, PlanLimits]:
     """The problem and limits with defaults filled in; every argument's type checked.
+
+    ``problem`` None: the model's ``[problem]`` constants over the defaults.
 
     Raises
     ------
     ParameterError
         An argument of the wrong type, naming it and what to pass.
     """
-    problem = ProblemParams() if problem is None else problem
+    problem = ProblemParams(**model_constants(model)) if problem is None else problem
     limits = PlanLimits() if limits is None else limits
     check_type("model", model, Model, "e.g. bounds.load_model(NAME)")
     check_type("hardware", hardware, PlanHardware, "e.g. bounds.PlanHardware(from_preset(NAME))")

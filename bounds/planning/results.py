@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from theory.fileio import strict_json
 from theory.theorems import get_bound
 
+from .constants import ProblemConstants
 from .partition import Partition
 from .relaxation import SKIPPED, Relaxed
 
@@ -39,9 +40,9 @@ A4_NOTE = (
 RELAXATION_FAILED = "relaxation_failed"
 #: the line a plan without a calibration adds: what its time is
 GUARANTEE_NOTE = (
-    "the predicted time is the proved guarantee, a worst case: a run of this plan reaches eps by "
-    "then; for a forecast of the likely time fit a calibration (aimc-pipeline calibrate) and pass "
-    "it with --calibration FILE"
+    "the guaranteed time is proved, a worst case: a run of this plan reaches eps by then on every "
+    "problem with these constants; for a forecast of the likely time fit a calibration "
+    "(aimc-pipeline calibrate) and pass it with --calibration FILE"
 )
 
 
@@ -210,6 +211,11 @@ class Plan:
         :data:`RELAXATION_FAILED` (the exact optimum; the relaxation failed, see ``relaxed``).
     message : str
         One line on the outcome.
+    forecast : PlanForecast or None
+        With a calibration, the plan of fewest predicted seconds (else ``None``).
+    constants : ProblemConstants or None
+        The problem constants the guarantee used and their sources (what eps, the iterations and
+        the seconds are measured under; :mod:`bounds.planning.constants`).
     """
 
     model: str
@@ -225,6 +231,7 @@ class Plan:
     status: str
     message: str
     forecast: PlanForecast | None = None
+    constants: ProblemConstants | None = None
 
     mode = property(lambda self: self.best.mode, doc="Pipeline mode of the plan.")
     stages = property(lambda self: self.best.stages, doc="Stages M.")
@@ -246,10 +253,13 @@ class Plan:
         """JSON-ready fields of the plan, its alternatives and the relaxation.
 
         Strict JSON: the relaxation's fields and ``gap`` are ``None`` when no relaxation was
-        solved (``relax=False`` or a failed GP), never NaN.
+        solved (``relax=False`` or a failed GP), never NaN. ``constants`` (``{name: {"value",
+        "source"}}``) and ``eps_units`` say what the numbers are measured under.
         """
         return {
-            "model": self.model, "eps": self.eps, **self.best.to_dict(),
+            "model": self.model, "eps": self.eps,
+            **({} if self.constants is None else self.constants.to_dict()),
+            **self.best.to_dict(),
             "terms": self.terms.to_dict(), "dominant": self.dominant,
             "relaxed": self.relaxed.to_dict(), "gap": strict_json(self.gap),
             "alternatives": [c.to_dict() for c in self.alternatives],
@@ -277,8 +287,8 @@ class Plan:
             f"  iterations           {best.iterations:,d}  ({best.samples:,d} samples)",
             f"  guarantee            {best.bound} ({get_bound(best.bound).proof})",
             f"  clock cycles         {best.cycles:,d}",
-            ("  guaranteed time      " if self.forecast is not None else "  predicted time       ")
-            + format_seconds(best.seconds),
+            f"  guaranteed time      {format_seconds(best.seconds)}"
+            + ("" if self.constants is None else " under these constants"),
             f"  peak stage memory    {max(best.memory_bytes):,d} bytes",
             "  dominant term        " + self.dominant + "  ("
             + ", ".join(f"{k} = {v:.4g}" for k, v in self.terms.items()) + ")",
@@ -308,10 +318,14 @@ class Plan:
         for mode, reason in self.ruled_out:
             lines.append(f"ruled out: {mode}: {reason}")
         lines += [f"note: {note}" for note in self.notes]
+        placeholders = None if self.constants is None else self.constants.note(self.model)
+        if placeholders:
+            lines.append(f"note: {placeholders}")
+        head = [] if self.constants is None else [self.constants.line()]
         if self.forecast is None:
             lines.append(f"note: {GUARANTEE_NOTE}")
-            return "\n".join(lines)
-        return "\n".join([*self.forecast.lines(), "", "the guarantee's own plan "
+            return "\n".join([lines[0], *head, *lines[1:]])
+        return "\n".join([*head, *self.forecast.lines(), "", "the guarantee's own plan "
                           "(proved bounds, worst case):", *lines])
 
 

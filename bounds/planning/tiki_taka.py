@@ -15,6 +15,7 @@ runs.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -26,7 +27,13 @@ from theory.theorems import REGISTRY
 from ..evaluation import theory_values
 from ..params import PlanHardware, PlanLimits, ProblemParams, TransferSettings, check_type
 from .models import Model
-from .planner import check_arguments, check_calibration, forecast_choices, plan_write
+from .planner import (
+    check_arguments,
+    check_calibration,
+    forecast_choices,
+    plan_write,
+    problem_constants,
+)
 from .results import OPTIMAL
 from .search import GridSearch
 from .strategies import ForecastObjective, GuaranteeObjective, TikiTakaBounds, TransferCost
@@ -52,6 +59,7 @@ def plan_tiki_taka(
     transfer: TransferSettings | None = None,
     calibration: Calibration | None = None,
     calibration_source: str = "given",
+    sources: Mapping[str, str] | None = None,
 ) -> TikiTakaPlan:
     r"""The plan of a Tiki-Taka run: mode, stages, partition, micro-batches, transfers counted.
 
@@ -76,7 +84,8 @@ def plan_tiki_taka(
     hardware : PlanHardware
         Accelerators, tiles, buffers, device and timing.
     problem : ProblemParams, optional
-        The problem constants (defaults of :class:`ProblemParams`).
+        The problem constants (default: the model's ``[problem]`` over the defaults of
+        :class:`ProblemParams`).
     eps : float
         The target, > 0.
     limits : PlanLimits, optional
@@ -87,6 +96,8 @@ def plan_tiki_taka(
         A calibration of Tiki-Taka runs: the forecast chooses.
     calibration_source : str
         Where the calibration came from (shown in the report).
+    sources : mapping, optional
+        Where each constant of ``problem`` came from (as for :func:`bounds.plan`).
 
     Returns
     -------
@@ -100,6 +111,7 @@ def plan_tiki_taka(
         by ``aimc-pipeline calibrate --algorithm tiki-taka``); a calibration of another algorithm;
         no choice reaches eps; the model does not fit.
     """
+    problem, constants = problem_constants(model, problem, sources)
     problem, limits = check_arguments(model, hardware, problem, limits)
     eps = check_range("eps", eps, 0, low_open=True)
     transfer = TransferSettings() if transfer is None else transfer
@@ -147,6 +159,7 @@ def plan_tiki_taka(
         model=model.name, eps=float(eps), transfer=transfer.settings(), guarantees=guarantees,
         best=best, alternatives=tuple(found[1:]), forecast=rows, calibration=info,
         ruled_out=tuple(sorted(ruled_out)), status=status, message=message,
+        constants=constants,
     )
 
 

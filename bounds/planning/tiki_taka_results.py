@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from theory.fileio import strict_json
 from theory.theorems import get_bound
 
+from .constants import ProblemConstants
 from .results import Candidate, format_seconds, partition_summary
 
 __all__ = [
@@ -149,6 +150,8 @@ class TikiTakaPlan:
         :data:`FORECAST_ONLY` (no guarantee in any mode: the forecast's choice alone).
     message : str
         One line on the outcome.
+    constants : ProblemConstants or None
+        The problem constants used and their sources (:mod:`bounds.planning.constants`).
     """
 
     model: str
@@ -162,6 +165,7 @@ class TikiTakaPlan:
     ruled_out: tuple[tuple[str, str], ...]
     status: str
     message: str
+    constants: ProblemConstants | None = None
 
     @property
     def chosen(self) -> TransferCandidate:
@@ -172,6 +176,7 @@ class TikiTakaPlan:
         """Strict-JSON-ready fields."""
         return strict_json({
             "model": self.model, "eps": self.eps, "algorithm": "tiki-taka",
+            **({} if self.constants is None else self.constants.to_dict()),
             "transfer": dict(self.transfer),
             "guarantees": [g.to_dict() for g in self.guarantees],
             "best": None if self.best is None else self.best.to_dict(),
@@ -188,6 +193,10 @@ class TikiTakaPlan:
         t = self.transfer
         lines = [f"tiki-taka plan for model {self.model!r} at eps = {self.eps:g} (transfer every "
                  f"T = {t['transfer_every']} updates, slice {t['transfer_slice']})"]
+        under = ""
+        if self.constants is not None:
+            lines.append(self.constants.line())
+            under = " under these constants"
         for g in self.guarantees:
             lines.append(f"  guarantee {g.mode:<6}     {g.status}: {g.message}")
         header = (f"  {'plan':<22} {'iterations':>12} {'cycles':>14} {'transfers':>12} "
@@ -226,7 +235,7 @@ class TikiTakaPlan:
                 + (f" B={b.micro_batches}" if b.mode != "async" else "")
                 + f" b={b.micro_batch_size}, {partition_summary(b.partition.sizes)}",
                 f"  guarantee            {b.bound} ({get_bound(b.bound).proof})",
-                f"  guaranteed time      {format_seconds(b.seconds)}  "
+                f"  guaranteed time      {format_seconds(b.seconds)}{under}  "
                 f"({b.iterations:,d} iterations, {b.cycles:,d} cycles of which "
                 f"{b.transfer_cycles:,d} transfers)",
             ]
@@ -239,5 +248,8 @@ class TikiTakaPlan:
                                  f"{c.transfer_cycles:>12,d} {c.seconds:>11.4g}")
         for mode, reason in self.ruled_out:
             lines.append(f"ruled out: {mode}: {reason}")
+        note = None if self.constants is None else self.constants.note(self.model)
+        if note:
+            lines.append(f"note: {note}")
         lines.append(f"status: {self.status}: {self.message}")
         return "\n".join(lines)
