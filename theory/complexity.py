@@ -67,6 +67,7 @@ __all__ = [
     "evaluate_complexity",
     "evaluate_guarantee",
     "evaluate_mixed",
+    "fewest_iterations",
     "guarantee_entries",
     "iterations_expr",
     "latex_table",
@@ -530,28 +531,37 @@ def evaluate_guarantee(mode: str, eps, *, algorithm: str = "analog",
         )
     results = [evaluate_complexity(b.name, eps, on_unreachable="status", **values)
                for b in entries]
-    whole = np.stack([np.where(np.asarray(r.status) == REACHABLE,
-                               np.asarray(r.iterations_int, dtype=float), np.inf)
-                      for r in results])
-    shape = np.broadcast_shapes(*(np.shape(r.iterations) for r in results))
-    best = np.argmin(whole.reshape(len(results), *shape), axis=0)  # ties: the first entry
-    if on_unreachable == "raise" and np.any(~np.isfinite(whole.min(axis=0))):
+    best = fewest_iterations(results)
+    if on_unreachable == "raise" and np.any(np.asarray(best.status) != REACHABLE):
         evaluate_complexity(entries[0].name, eps, **values)  # raises, naming the first failure
+    fields = {f.name: getattr(best, f.name) for f in dataclasses.fields(ComplexityResult)}
+    if algorithm == "tiki-taka":
+        every, event = transfer
+        k = np.asarray(fields["iterations_int"])
+        extra = transfer_cycles(k, every, event).astype(float)
+        fields["cycles"] = _scalar(np.asarray(fields["cycles"], dtype=float) + extra)
+    return ComplexityResult(**fields)
+
+
+def fewest_iterations(results) -> ComplexityResult:
+    """Per point, the result of ``results`` with the fewest whole iterations (ties: the first).
+
+    Each result is a valid guarantee of the same quantity (two theorems, or one theorem at two
+    sets of constants), so the smallest iteration count is one too. The fields of the chosen
+    result are taken together, ``algorithm`` naming its entry; where none reaches ``eps`` the
+    first result's values (floor, status) are reported.
+    """
+    whole = [np.where(np.asarray(r.status) == REACHABLE, np.asarray(r.iterations_int, dtype=float),
+                      np.inf) for r in results]
+    shape = np.broadcast_shapes(*(np.shape(w) for w in whole))
+    best = np.argmin(np.stack([np.broadcast_to(w, shape) for w in whole]), axis=0)
 
     def pick(field: str):
         stacked = np.stack([np.broadcast_to(np.asarray(getattr(r, field)), shape)
                             for r in results])
         return _scalar(np.take_along_axis(stacked, best[None], axis=0)[0])
 
-    names = np.array([b.name for b in entries])[best]
-    fields = {f.name: pick(f.name) for f in dataclasses.fields(ComplexityResult)
-              if f.name != "algorithm"}
-    if algorithm == "tiki-taka":
-        every, event = transfer
-        k = np.asarray(fields["iterations_int"])
-        extra = transfer_cycles(k, every, event).astype(float)
-        fields["cycles"] = _scalar(np.asarray(fields["cycles"], dtype=float) + extra)
-    return ComplexityResult(algorithm=_scalar(names), **fields)
+    return ComplexityResult(**{f.name: pick(f.name) for f in dataclasses.fields(ComplexityResult)})
 
 
 @cache
