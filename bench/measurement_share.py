@@ -1,4 +1,4 @@
-"""Measurement share of a default network run and the ensemble ratio (issue 28, item 2).
+"""Measurement share of a default network run, the ensemble ratio and float32 (issue 28).
 
 Run from the repository root: ``python bench/measurement_share.py [--quick]``. Every number is a
 time or a ratio measured in this same process; each timing is the minimum over a few repeats
@@ -17,6 +17,9 @@ before issue 28).
     with the loss subset and with the baseline.
 (c) The measurement of 16 members member by member (what the package does) against one stacked
     pass of all of them, at one logging point.
+(d) A 16-seed ensemble in float32 against the same ensemble in float64 (``SimConfig.dtype``) at
+    micro-batches of 32, 256 updates (target: >= 1.5x), with the default logging and with only
+    the first and last points.
 """
 
 from __future__ import annotations
@@ -130,6 +133,18 @@ def bench_batched(repeats: int, seeds: int = 16) -> None:
               f"stacked {1e3 * times['stacked']:7.1f} ms")
 
 
+def bench_dtype(repeats: int, seeds: int = 16) -> None:
+    print(f"(d) {seeds}-seed ensemble, float32 vs float64 (b = 32, 256 updates), min of {repeats}")
+    config = replace(DEFAULT, micro_batch_size=32, seeds=seeds)
+    train_network(replace(config, steps=5, seeds=1, dtype="float32"))  # compile the float32 kernels
+    for name, every in (("log_every 10", 10), ("first and last points only", config.steps)):
+        run_config = replace(config, log_every=every)
+        times = best_times({dtype: lambda d=dtype: train_network(replace(run_config, dtype=d))
+                            for dtype in ("float64", "float32")}, repeats)
+        print(f"    {name:28s} float64 {times['float64']:6.3f} s, float32 {times['float32']:6.3f} s,"
+              f" ratio {times['float64'] / times['float32']:4.2f}x")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
@@ -139,6 +154,7 @@ def main(argv=None) -> None:
     bench_share(repeats)
     bench_ensemble(repeats)
     bench_batched(repeats)
+    bench_dtype(repeats)
 
 
 if __name__ == "__main__":

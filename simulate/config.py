@@ -204,6 +204,7 @@ RULES: tuple[Rule, ...] = (
          "an oracle problem draws its own samples; valid for it: data='digits'"),
     Rule("grad_bias", _ORACLES,
          "a network's gradient error comes from its IO non-idealities (forward_io, backward_io)"),
+    Rule("dtype", _NETWORKS, "the oracle problems run in float64 only"),
     Rule("replicas", _ORACLES, "replicas are simulated for the oracle problems only"),
     Rule("replicas", OneOf("algorithm", ("digital", "analog")),
          "replicas are simulated for digital and analog SGD only"),
@@ -354,6 +355,7 @@ class SimConfig:
     digital_stages: str = _flat("digital_stages")
     data: str = _flat("data")
     grad_bias: float = _flat("grad_bias")
+    dtype: str = _flat("dtype")
     replicas: int = _flat("replicas")
     average_every: int = _flat("average_every")
     programming_error: float = _flat("programming_error")

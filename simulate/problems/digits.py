@@ -167,8 +167,9 @@ def train_rows(name: str) -> int:
 
 
 @cache
-def load_digits_data(name: str = "digits") -> DigitsData:
-    """The data set ``name`` of :data:`DATA_SETS` (cached; read-only arrays; module docstring).
+def load_digits_data(name: str = "digits", dtype: str = "float64") -> DigitsData:
+    """The data set ``name`` of :data:`DATA_SETS` (cached; read-only arrays; module docstring),
+    its features in ``dtype`` (``"float64"`` or ``"float32"``: the float64 features rounded).
 
     Raises
     ------
@@ -176,6 +177,13 @@ def load_digits_data(name: str = "digits") -> DigitsData:
         ``data=...`` for an unknown name.
     """
     train_rows(name)  # checks the name
+    if dtype != "float64":
+        data = load_digits_data(name)
+        cast = [None if a is None else a.astype(dtype)
+                for a in (data.x_train, data.x_test, data.x_val)]
+        x_train, x_test, x_val = (None if a is None else _frozen(a)[0] for a in cast)
+        return DigitsData(x_train, data.y_train, x_test, data.y_test, x_val, data.y_val,
+                          n_loss=data.n_loss)
     split = load_digits_split()
     if name == "digits":
         return split

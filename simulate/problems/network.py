@@ -559,7 +559,7 @@ class StageView(NamedTuple):
 class Buffers:
     """Output arrays of the training step's layers, allocated at their first use and reused at
     every step (``buffers(s, i, role, like, last=None)``: the array of stage ``s``, layer ``i``
-    and ``role`` with the shape of ``like``, its last axis ``last`` if given)."""
+    and ``role`` with the shape and dtype of ``like``, its last axis ``last`` if given)."""
 
     def __init__(self):
         self._arrays: dict = {}
@@ -568,8 +568,8 @@ class Buffers:
                  last: int | None = None) -> np.ndarray:
         shape = like.shape if last is None else like.shape[:-1] + (last,)
         array = self._arrays.get((s, i, role))
-        if array is None or array.shape != shape:
-            array = self._arrays[s, i, role] = np.empty(shape)
+        if array is None or array.shape != shape or array.dtype != like.dtype:
+            array = self._arrays[s, i, role] = np.empty(shape, dtype=like.dtype)
         return array
 
 

@@ -181,7 +181,7 @@ class NetworkTraining:
                    what="bytes of one member's largest array")
         check_size("seeds", len(members), need=len(members) * per_member, limit=MAX_ARRAY_BYTES,
                    what="bytes of ensemble arrays", hint="run fewer seeds at a time")
-        self.data = data = load_digits_data(config.data)
+        self.data = data = load_digits_data(config.data, config.dtype)
         self.network = network = Network.build(config.problem, spec, config.stages,
                                                data.n_features, data.n_classes)
         self._delays = delays = forward_delays(config.mode, config.stages)
@@ -191,8 +191,8 @@ class NetworkTraining:
         self._data_rngs, device_rngs = streams["data"], streams["device"]
         self._forward_mvm, self._backward_mvm = io_passes(config, streams["io"])
 
-        self.w, self.c = w, c = network.init(self._data_rngs, spec.init_fraction * device.w_min,
-                                             spec.init_fraction * device.w_max)
+        self.w, self.c = w, c = tuple(a.astype(config.dtype, copy=False) for a in network.init(
+            self._data_rngs, spec.init_fraction * device.w_min, spec.init_fraction * device.w_max))
         spread = DeviceSpread.draw(device, w.shape, device_rngs) if update.uses_dtod else None
         self._update = update = tiki_taka.wrap(config, update, spread, w,
                                                tiki_taka.layer_tiles(network), device_rngs)
@@ -451,12 +451,12 @@ class _FusedExpected(NamedTuple):
     def of(cls, update, w: np.ndarray) -> _FusedExpected | None:
         """The fused form of ``update`` on ``w``, or ``None`` where the general path must run
         (not a plain :class:`simulate.device.updates.Updater` of kind ``expected``, an ``F`` that
-        depends on the weight, or ``w`` not a C-contiguous float64 array)."""
+        depends on the weight, or ``w`` not a C-contiguous float64 or float32 array)."""
         if type(update) is not Updater or update.kind != "expected":
             return None
         device = update.device
         f = device.F_constant
-        if f is None or w.dtype != np.float64 or not w.flags.c_contiguous:
+        if f is None or w.dtype not in (np.float64, np.float32) or not w.flags.c_contiguous:
             return None
 
         def response(x: np.ndarray) -> np.ndarray:
