@@ -106,8 +106,9 @@ def bench_ensemble(repeats: int, seeds: int = 16) -> None:
             "sequential": lambda c=run_config, s=spec: [train_network(c, spec=s, members=[r])
                                                         for r in range(seeds)],
         }, repeats)
+        ratio = times["sequential"] / times["ensemble"]
         print(f"    {name:38s} ensemble {times['ensemble']:6.3f} s, sequential "
-              f"{times['sequential']:6.3f} s, ratio {times['sequential'] / times['ensemble']:4.2f}x")
+              f"{times['sequential']:6.3f} s, ratio {ratio:4.2f}x")
 
 
 def stacked_measure(network, data, w, c, x_loss, y_loss):
@@ -138,11 +139,10 @@ def bench_dtype(repeats: int, seeds: int = 16) -> None:
     config = replace(DEFAULT, micro_batch_size=32, seeds=seeds)
     train_network(replace(config, steps=5, seeds=1, dtype="float32"))  # compile the float32 kernels
     for name, every in (("log_every 10", 10), ("first and last points only", config.steps)):
-        run_config = replace(config, log_every=every)
-        times = best_times({dtype: lambda d=dtype: train_network(replace(run_config, dtype=d))
-                            for dtype in ("float64", "float32")}, repeats)
-        print(f"    {name:28s} float64 {times['float64']:6.3f} s, float32 {times['float32']:6.3f} s,"
-              f" ratio {times['float64'] / times['float32']:4.2f}x")
+        configs = {d: replace(config, log_every=every, dtype=d) for d in ("float64", "float32")}
+        times = best_times({d: lambda c=c: train_network(c) for d, c in configs.items()}, repeats)
+        print(f"    {name:28s} float64 {times['float64']:6.3f} s, float32 "
+              f"{times['float32']:6.3f} s, ratio {times['float64'] / times['float32']:4.2f}x")
 
 
 def main(argv=None) -> None:

@@ -49,9 +49,9 @@ from .device import (
 from .problems import DATA_SETS, NETWORK_PROBLEMS, ORACLE_PROBLEMS
 
 __all__ = [
-    "DTYPES", "IOSpec", "IO_CHOICES", "MAX_REPLICAS", "MAX_STAGES", "MixedSpec", "PROBLEMS", "PipelineSpec",
-    "ProblemSpec", "ReplicaSpec", "SPECS", "TRAIN_PULSE_TYPES", "TikiTakaSpec", "TrainingSpec",
-    "UPDATES", "UpdateSpec", "field_doc", "spec_of",
+    "DTYPES", "IOSpec", "IO_CHOICES", "MAX_REPLICAS", "MAX_STAGES", "MixedSpec", "PROBLEMS",
+    "PipelineSpec", "ProblemSpec", "ReplicaSpec", "SPECS", "TRAIN_PULSE_TYPES", "TikiTakaSpec",
+    "TrainingSpec", "UPDATES", "UpdateSpec", "field_doc", "spec_of",
 ]
 
 PROBLEMS = ORACLE_PROBLEMS + NETWORK_PROBLEMS

@@ -38,7 +38,8 @@ def test_a_float32_run_computes_in_float32_and_repeats_its_bits():
 
 
 def test_float32_data_are_the_float64_data_rounded():
-    single, double = load_digits_data("digits-holdout", "float32"), load_digits_data("digits-holdout")
+    single = load_digits_data("digits-holdout", "float32")
+    double = load_digits_data("digits-holdout")
     assert single.x_train.dtype == single.x_val.dtype == np.float32
     np.testing.assert_array_equal(single.x_test, double.x_test.astype(np.float32))
     assert single.y_train is double.y_train and not single.x_train.flags.writeable
@@ -50,7 +51,8 @@ def test_float32_agrees_with_float64_within_the_seed_intervals():
     curve's seed spread (a float32 run that trained differently, e.g. lost its updates to
     rounding, would fall outside)."""
     cfg = _config(seeds=8, steps=120, log_every=40)
-    single, double = (train_network(c, spec=SPEC).trace for c in (cfg, replace(cfg, dtype="float64")))
+    single, double = (train_network(c, spec=SPEC).trace
+                      for c in (cfg, replace(cfg, dtype="float64")))
     for name in ("loss", "test_accuracy"):
         a, b = getattr(single, name), getattr(double, name)
         standard_error = b.std(axis=0, ddof=1) / np.sqrt(b.shape[0])

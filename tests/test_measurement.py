@@ -68,6 +68,15 @@ def test_the_gradient_norm_is_measured_on_the_loss_rows():
         "loss": 100, "grad_norm2": 100, "test_accuracy": 360, "validation_accuracy": 287,
         "final_loss_rows": 1150, "subset_seed": SUBSET_SEED}
     np.testing.assert_array_equal(subset.trace.grad_norm2[:, -1], full.trace.grad_norm2[:, -1])
+    # the last point's loss and gradient, measured in chunks of 256 rows, are those of one pass
+    data, network = load_digits_data("digits-holdout"), subset.network
+    gw, gc = np.empty_like(subset.weights), np.empty_like(subset.biases)
+    views = network.views(subset.weights, subset.biases)
+    loss = network.gradient(data.x_loss, data.y_loss, views, [v.weights for v in views],
+                            network.views(gw, gc))
+    np.testing.assert_allclose(subset.trace.loss[:, -1], loss, rtol=1e-12)
+    np.testing.assert_allclose(subset.trace.grad_norm2[:, -1],
+                               np.sum(gw * gw, axis=1) + np.sum(gc * gc, axis=1), rtol=1e-10)
     assert subset.trace.grad_norm2[0, 0] != full.trace.grad_norm2[0, 0]
     np.testing.assert_array_equal(subset.validation_accuracy, full.validation_accuracy)
 

@@ -57,6 +57,10 @@ __all__ = [
     "train_network",
 ]
 
+#: rows per chunk of a measured loss (:func:`_chunked_loss`; the default loss subset is one chunk)
+MEASURE_CHUNK = 256
+
+
 @dataclass(frozen=True, eq=False)
 class NetworkRun:
     """The outcome of :func:`train_network`.
@@ -606,18 +610,36 @@ def _measure(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray, g
 def _measure_member(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray,
                     grad_norm: bool, x_loss: np.ndarray, y_loss: np.ndarray):
     """:func:`_measure` of one member, ``w`` of shape ``(1, n_weights)``."""
-    if grad_norm:
-        gw, gc = np.empty_like(w), np.empty_like(c)
-        current = network.views(w, c)
-        loss = network.gradient(x_loss, y_loss, current,
-                                [view.weights for view in current], network.views(gw, gc))
-        norm2 = row_dot(gw, gw) + row_dot(gc, gc)
-    else:
-        loss = softmax_cross_entropy(network.logits(w, c, x_loss), y_loss)
-        norm2 = np.full(w.shape[0], np.nan)
+    loss, norm2 = _chunked_loss(network, w, c, x_loss, y_loss, grad_norm)
     predicted = np.argmax(network.logits(w, c, data.x_test), axis=-1)
     accuracy = np.mean(predicted == data.y_test, axis=-1)
     if data.x_val is None:
         return loss, norm2, accuracy, np.full(w.shape[0], np.nan)
     validation = np.argmax(network.logits(w, c, data.x_val), axis=-1) == data.y_val
     return loss, norm2, accuracy, np.mean(validation, axis=-1)
+
+
+def _chunked_loss(network: Network, w: np.ndarray, c: np.ndarray, x: np.ndarray, y: np.ndarray,
+                  grad_norm: bool):
+    r"""Mean loss of the rows ``x`` and the squared norm of its gradient (``nan`` unless
+    ``grad_norm``), in chunks of at most :data:`MEASURE_CHUNK` rows (whose activations stay in
+    cache): :math:`L = \sum_j (n_j / n) L_j` and :math:`g = \sum_j (n_j / n) g_j` over chunks
+    ``j`` of ``n_j`` rows (one chunk, the loss subset: the unchunked bits)."""
+    n = x.shape[0]
+    loss, gw_sum, gc_sum = 0.0, 0.0, 0.0
+    if grad_norm:
+        gw, gc = np.empty_like(w), np.empty_like(c)
+        current = network.views(w, c)
+        backward, grads = [view.weights for view in current], network.views(gw, gc)
+    for start in range(0, n, MEASURE_CHUNK):
+        xs, ys = x[start:start + MEASURE_CHUNK], y[start:start + MEASURE_CHUNK]
+        share = xs.shape[0] / n
+        if grad_norm:
+            part = network.gradient(xs, ys, current, backward, grads)
+            gw_sum, gc_sum = (gw, gc) if share == 1 else (gw_sum + share * gw, gc_sum + share * gc)
+        else:
+            part = softmax_cross_entropy(network.logits(w, c, xs), ys)
+        loss = part if share == 1 else loss + share * part
+    if not grad_norm:
+        return loss, np.full(w.shape[0], np.nan)
+    return loss, row_dot(gw_sum, gw_sum) + row_dot(gc_sum, gc_sum)

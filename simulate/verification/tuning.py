@@ -18,9 +18,9 @@ the budget's (the last update), and it is counted in the fraction reached; it is
 the smallest median time over the seeds, measured on the **validation** images (accuracy
 targets, on every validation image at every logging point; the training loss for a loss target,
 which has no held-out version: measured on the fixed subset of ``NetworkSpec.loss_rows`` training
-images before the last logging point, :func:`simulate.problems.digits.loss_subset`); ties (e.g. every
-median censored) go to the larger fraction reached, then to the smaller step. The reported time
-is that step's time on the **test** images (the same runs, measured on both).
+images before the last logging point, :func:`simulate.problems.digits.loss_subset`); ties (e.g.
+every median censored) go to the larger fraction reached, then to the smaller step. The reported
+time is that step's time on the **test** images (the same runs, measured on both).
 
 **Speedup and interval** (:func:`speedup_interval`). The speedup of an arm over a baseline is the
 ratio of their median times, :math:`\operatorname{med}_r T^{\mathrm{base}}_r /
