@@ -12,8 +12,9 @@ micro-batches of ``b = 4`` samples, ``B = 8`` micro-batches per mini-batch:
   it the same step per sample; :math:`2(N + M - 1)` cycles for ``N`` updates).
 
 Each curve is the mean over seeds (the shaded band one standard deviation) of the test accuracy
-(360 held-out images) and of the training loss (mean cross-entropy over the 1437 training images,
-nats), measured every ``log_samples`` samples.
+(360 held-out images) and of the training loss (mean cross-entropy, nats: on the fixed subset of
+``NetworkSpec.loss_rows`` = 256 of the 1437 training images before the last point, on all of them at
+the last; the manifest records the spec), measured every ``log_samples`` samples.
 
 **The early loss spike of the mini-batch runs** (digital and analog SGD without pipeline, and SP,
 which has their iterates: up to about 8 nats near 200 samples in quick mode) is the step, not a

@@ -190,6 +190,7 @@ RULES: tuple[Rule, ...] = (
          "an oracle problem draws its own samples; valid for it: data='digits'"),
     Rule("grad_bias", _ORACLES,
          "a network's gradient error comes from its IO non-idealities (forward_io, backward_io)"),
+    Rule("dtype", _NETWORKS, "the oracle problems run in float64 only"),
     Rule("replicas", _ORACLES, "replicas are simulated for the oracle problems only"),
     Rule("replicas", OneOf("algorithm", ("digital", "analog")),
          "replicas are simulated for digital and analog SGD only"),
@@ -254,7 +255,8 @@ FIELD_ORDER = (
     "update", "pulse_type", "write", "pulse_method", "update_management", "bl_management", "lr",
     "steps", "seeds", "log_every", "dim", "sigma2", "seed", "forward_io", "backward_io",
     "transfer_every", "transfer_lr", "tt_gamma", "transfer_slice", "fast_device", "transfer_reset",
-    "digital_stages", "data", "grad_bias", "replicas", "average_every", "programming_error",
+    "digital_stages", "data", "grad_bias", "dtype", "replicas", "average_every",
+    "programming_error",
 )
 
 

@@ -6,7 +6,7 @@
 =================  ============  =================================================================
 part               spec          fields
 =================  ============  =================================================================
-``problem``        ProblemSpec   problem, dim, sigma2, data, grad_bias
+``problem``        ProblemSpec   problem, dim, sigma2, data, grad_bias, dtype
 ``pipeline``       PipelineSpec  mode, stages, micro_batches, micro_batch_size
 ``training``       TrainingSpec  algorithm, lr, steps, seeds, log_every, seed
 ``update``         UpdateSpec    device, tau, update, pulse_type, write, pulse_method,
@@ -49,13 +49,15 @@ from .device import (
 from .problems import DATA_SETS, NETWORK_PROBLEMS, ORACLE_PROBLEMS
 
 __all__ = [
-    "IOSpec", "IO_CHOICES", "MAX_REPLICAS", "MAX_STAGES", "MixedSpec", "PROBLEMS", "PipelineSpec",
-    "ProblemSpec", "ReplicaSpec", "SPECS", "TRAIN_PULSE_TYPES", "TikiTakaSpec", "TrainingSpec",
-    "UPDATES", "UpdateSpec", "field_doc", "spec_of",
+    "DTYPES", "IOSpec", "IO_CHOICES", "MAX_REPLICAS", "MAX_STAGES", "MixedSpec", "PROBLEMS",
+    "PipelineSpec", "ProblemSpec", "ReplicaSpec", "SPECS", "TRAIN_PULSE_TYPES", "TikiTakaSpec",
+    "TrainingSpec", "UPDATES", "UpdateSpec", "field_doc", "spec_of",
 ]
 
 PROBLEMS = ORACLE_PROBLEMS + NETWORK_PROBLEMS
 UPDATES = ("expected", "pulsed")
+#: floating-point types of a network run (``SimConfig.dtype``; the first is the default)
+DTYPES = ("float64", "float32")
 #: the pulse types that draw bit trains (what update and BL management act on)
 TRAIN_PULSE_TYPES = ("stochastic", "mean-count")
 #: IO presets of the analog forward and backward products (:data:`simulate.device.IO_PRESETS`)
@@ -125,9 +127,21 @@ class ProblemSpec(_Spec):
                "non-idealities instead (``forward_io``, ``backward_io``).",
     })
 
+    dtype: str = field(default="float64", metadata={
+        "help": "floating-point type of a digits network's data, weights, activations and "
+                "gradients: float64 or float32",
+        "choices": DTYPES,
+        "doc": "A network run in ``float32`` casts the data and the initial weights (drawn in "
+               "float64 from the same streams), stores its weights in it and computes its "
+               "products, activations and gradients in it; its bits are reproducible within the "
+               "dtype, and its curves agree with ``float64`` within their seed intervals "
+               "(``tests/test_dtype.py``). The oracle problems run in ``float64``.",
+    })
+
     def __post_init__(self):
         _choice("problem", self.problem, PROBLEMS)
         _choice("data", self.data, DATA_SETS)
+        _choice("dtype", self.dtype, DTYPES)
         _integers(self, {"dim": 1})
         check_range("sigma2", self.sigma2, 0, None)
         object.__setattr__(self, "grad_bias",

@@ -155,4 +155,6 @@ def _header(config: SimConfig) -> str:
     for name in ("forward_io", "backward_io"):
         if getattr(config, name) != "perfect":
             parts.append(f"{name}={getattr(config, name)}")
+    if config.dtype != "float64":
+        parts.append(f"dtype={config.dtype}")
     return ", ".join(parts)

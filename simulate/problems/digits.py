@@ -26,6 +26,13 @@ those 360 test images:
   set is the same on every machine. The training loss of a run is measured on the 1150
   un-augmented images (:attr:`DigitsData.x_loss`): measuring it on all 14 950 rows would cost
   thirteen times as much per logging point.
+
+**Loss subset.** Before its last logging point, a network run measures the training loss on a
+fixed subset of those rows (:func:`loss_subset`, ``NetworkSpec.loss_rows`` of them): the rows of
+one permutation drawn from ``SeedSequence(SUBSET_SEED)``, the first ``loss_rows`` of it, sorted;
+the same subset for every member, step and run of a data set, so the measured curve is an unbiased
+estimate of the full training loss (sampling without replacement) with the same error at every
+point of every run.
 """
 
 from __future__ import annotations
@@ -39,8 +46,9 @@ import numpy as np
 from theory.errors import ParameterError, check_range
 
 __all__ = [
-    "AUGMENT_COPIES", "AUGMENT_SEED", "DATA_SETS", "DigitsData", "VALIDATION_SIZE", "augment",
-    "load_digits_data", "load_digits_split", "sample_indices", "train_rows", "transform_image",
+    "AUGMENT_COPIES", "AUGMENT_SEED", "DATA_SETS", "DigitsData", "SUBSET_SEED", "VALIDATION_SIZE",
+    "augment", "load_digits_data", "load_digits_split", "loss_subset", "sample_indices",
+    "train_rows", "transform_image",
 ]
 
 #: number of test images of the fixed split (the remaining 1437 images train)
@@ -57,6 +65,8 @@ VALIDATION_SIZE = 287
 AUGMENT_COPIES = 12
 #: root seed of the augmentation draws (angles and shifts)
 AUGMENT_SEED = 0
+#: root seed of the fixed training-loss subset (:func:`loss_subset`)
+SUBSET_SEED = 0
 #: largest rotation (degrees) and shift (pixels) of an augmented copy
 _MAX_ANGLE, _MAX_SHIFT = 10.0, 1
 #: images of the whole set and of the fixed training split
@@ -157,8 +167,9 @@ def train_rows(name: str) -> int:
 
 
 @cache
-def load_digits_data(name: str = "digits") -> DigitsData:
-    """The data set ``name`` of :data:`DATA_SETS` (cached; read-only arrays; module docstring).
+def load_digits_data(name: str = "digits", dtype: str = "float64") -> DigitsData:
+    """The data set ``name`` of :data:`DATA_SETS` (cached; read-only arrays; module docstring),
+    its features in ``dtype`` (``"float64"`` or ``"float32"``: the float64 features rounded).
 
     Raises
     ------
@@ -166,6 +177,13 @@ def load_digits_data(name: str = "digits") -> DigitsData:
         ``data=...`` for an unknown name.
     """
     train_rows(name)  # checks the name
+    if dtype != "float64":
+        data = load_digits_data(name)
+        cast = [None if a is None else a.astype(dtype)
+                for a in (data.x_train, data.x_test, data.x_val)]
+        x_train, x_test, x_val = (None if a is None else _frozen(a)[0] for a in cast)
+        return DigitsData(x_train, data.y_train, x_test, data.y_test, x_val, data.y_val,
+                          n_loss=data.n_loss)
     split = load_digits_split()
     if name == "digits":
         return split
@@ -181,6 +199,28 @@ def load_digits_data(name: str = "digits") -> DigitsData:
         x_train, y_train = augment(x_train, y_train, AUGMENT_COPIES, AUGMENT_SEED)
     arrays = _frozen(x_train, y_train, split.x_test, split.y_test, x_val, y_val)
     return DigitsData(*arrays, n_loss=n_loss)
+
+
+def loss_subset(data: DigitsData, rows: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed subset of ``rows`` of the loss rows (:attr:`DigitsData.x_loss`) and its labels.
+
+    The rows are the first ``rows`` of one permutation of the loss rows drawn from
+    ``SeedSequence(SUBSET_SEED)``, sorted (module docstring); ``None``, or at least as many rows
+    as there are, gives all of them (``x_loss`` itself).
+
+    Raises
+    ------
+    ParameterError
+        ``rows`` not a positive integer.
+    """
+    x, y = data.x_loss, data.y_loss
+    if rows is None or check_range("loss_rows", rows, 1, None, integer=True) >= x.shape[0]:
+        return x, y
+    permutation = np.random.default_rng(np.random.SeedSequence(SUBSET_SEED)).permutation(
+        x.shape[0])
+    picked = np.sort(permutation[:rows])
+    x_subset, y_subset = _frozen(x[picked], y[picked])
+    return x_subset, y_subset
 
 
 def augment(x: np.ndarray, y: np.ndarray, copies: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

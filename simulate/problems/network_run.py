@@ -36,7 +36,7 @@ from ..pipeline import (
 )
 from ..rng import member_generators
 from ..trace import Trace, log_steps
-from .digits import DigitsData, load_digits_data, sample_indices
+from .digits import SUBSET_SEED, DigitsData, load_digits_data, loss_subset, sample_indices
 from .network import Buffers, Network, NetworkSpec, StageView, softmax_cross_entropy
 from .oracle import row_dot
 from .sizes import DRAW_CHUNK, network_bytes_per_member
@@ -45,9 +45,14 @@ __all__ = [
     "NetworkRun",
     "NetworkTraining",
     "io_passes",
+    "measurement_record",
     "run_network",
     "train_network",
 ]
+
+#: rows per chunk of a measured loss (:func:`_chunked_loss`; the default loss subset is one chunk)
+MEASURE_CHUNK = 256
+
 
 @dataclass(frozen=True, eq=False)
 class NetworkRun:
@@ -173,7 +178,7 @@ class NetworkTraining:
                    what="bytes of one member's largest array")
         check_size("seeds", len(members), need=len(members) * per_member, limit=MAX_ARRAY_BYTES,
                    what="bytes of ensemble arrays", hint="run fewer seeds at a time")
-        self.data = data = load_digits_data(config.data)
+        self.data = data = load_digits_data(config.data, config.dtype)
         self.network = network = Network.build(config.problem, spec, config.stages,
                                                data.n_features, data.n_classes)
         self._delays = delays = forward_delays(config.mode, config.stages)
@@ -183,8 +188,8 @@ class NetworkTraining:
         self._data_rngs, device_rngs = streams["data"], streams["device"]
         self._forward_mvm, self._backward_mvm = io_passes(config, streams["io"])
 
-        self.w, self.c = w, c = network.init(self._data_rngs, spec.init_fraction * device.w_min,
-                                             spec.init_fraction * device.w_max)
+        self.w, self.c = w, c = tuple(a.astype(config.dtype, copy=False) for a in network.init(
+            self._data_rngs, spec.init_fraction * device.w_min, spec.init_fraction * device.w_max))
         spread = DeviceSpread.draw(device, w.shape, device_rngs) if update.uses_dtod else None
         self._update = update = tiki_taka.wrap(config, update, spread, w,
                                                tiki_taka.layer_tiles(network), device_rngs)
@@ -212,6 +217,7 @@ class NetworkTraining:
                               self._grads)
         self._buffers = Buffers()
         self._chunk = None
+        self._subset = loss_subset(data, spec.loss_rows)
 
     def run(self) -> NetworkRun:
         """Every measurement and update in order, then :meth:`finish`."""
@@ -225,15 +231,18 @@ class NetworkTraining:
 
     def measure(self, k: int) -> None:
         """Measure the weights after ``k`` updates (loss, gradient norm, accuracies), check the
-        training loss for divergence and report progress.
+        training loss for divergence and report progress. The loss and gradient norm are
+        measured on the loss subset (``spec.loss_rows``) before the last update, on every
+        training image after it (:func:`measurement_record`).
 
         Raises
         ------
         DivergenceError
             The training loss left its limit (relative to the first measurement).
         """
+        rows = (self.data.x_loss, self.data.y_loss) if k == self.config.steps else self._subset
         self._records.append(_measure(self.network, self.data, self.w, self.c,
-                                      self.spec.grad_norm))
+                                      self.spec.grad_norm, *rows))
         if self._monitor is not None:
             self._monitor.observe(k, self.w)
         if self._loss_limit is None:
@@ -295,7 +304,9 @@ class NetworkTraining:
             w_min_visited=self.w_min,
             w_max_visited=self.w_max,
             config={**config.to_dict(), "seed": int(self.seed), "members": self.members,
-                    "network": asdict(self.spec)},
+                    "network": asdict(self.spec),
+                    "measurement": measurement_record(self.data, self._subset[0].shape[0],
+                                                      self.spec.grad_norm)},
         )
         return NetworkRun(trace, self.network, self.w, self.c, self._fwd_rec, self._bwd_rec,
                           None if self.data.x_val is None else validation)
@@ -437,12 +448,12 @@ class _FusedExpected(NamedTuple):
     def of(cls, update, w: np.ndarray) -> _FusedExpected | None:
         """The fused form of ``update`` on ``w``, or ``None`` where the general path must run
         (not a plain :class:`simulate.device.updates.Updater` of kind ``expected``, an ``F`` that
-        depends on the weight, or ``w`` not a C-contiguous float64 array)."""
+        depends on the weight, or ``w`` not a C-contiguous float64 or float32 array)."""
         if type(update) is not Updater or update.kind != "expected":
             return None
         device = update.device
         f = device.F_constant
-        if f is None or w.dtype != np.float64 or not w.flags.c_contiguous:
+        if f is None or w.dtype not in (np.float64, np.float32) or not w.flags.c_contiguous:
             return None
 
         def response(x: np.ndarray) -> np.ndarray:
@@ -562,32 +573,66 @@ def _write(update: Updater, w: np.ndarray, gw: np.ndarray, rngs, spread, factors
     np.copyto(w, digital_blocks(new, w, gw, digital) if digital else new)
 
 
-def _measure(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray, grad_norm: bool):
-    """Training loss and squared gradient norm on the training set (its un-augmented rows),
-    test accuracy, validation accuracy (``nan`` without validation images), per member.
+def measurement_record(data: DigitsData, loss_rows: int, grad_norm: bool) -> dict:
+    """What a network run's curves were measured on (the trace's ``config["measurement"]``):
+    images per curve before the last logging point (``loss``, ``grad_norm2``: the loss subset,
+    0 where not measured; ``test_accuracy``, ``validation_accuracy``: every image, 0 without
+    validation images), ``final_loss_rows`` (the last point's loss and gradient norm: every
+    training loss row) and the subset's ``subset_seed``
+    (:func:`simulate.problems.digits.loss_subset`)."""
+    return {"loss": int(loss_rows), "grad_norm2": int(loss_rows) if grad_norm else 0,
+            "test_accuracy": int(data.x_test.shape[0]),
+            "validation_accuracy": 0 if data.x_val is None else int(data.x_val.shape[0]),
+            "final_loss_rows": int(data.x_loss.shape[0]), "subset_seed": SUBSET_SEED}
 
-    Member by member: each member's arrays (the whole training set through one network) then
-    stay in cache, and a member computes what its run alone computes."""
-    columns = [_measure_member(network, data, w[r:r + 1], c[r:r + 1], grad_norm)
+
+def _measure(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray, grad_norm: bool,
+             x_loss: np.ndarray, y_loss: np.ndarray):
+    """Training loss and squared gradient norm on the training rows ``x_loss`` (labels
+    ``y_loss``), test accuracy, validation accuracy (``nan`` without validation images), per
+    member.
+
+    Member by member: each member's arrays (its rows through one network) then stay in cache,
+    and a member computes what its run alone computes (measured faster than one stacked pass of
+    every member, ``bench/measurement_share.py``)."""
+    columns = [_measure_member(network, data, w[r:r + 1], c[r:r + 1], grad_norm, x_loss, y_loss)
                for r in range(w.shape[0])]
     return tuple(np.concatenate(column) for column in zip(*columns, strict=True))
 
 
 def _measure_member(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray,
-                    grad_norm: bool):
+                    grad_norm: bool, x_loss: np.ndarray, y_loss: np.ndarray):
     """:func:`_measure` of one member, ``w`` of shape ``(1, n_weights)``."""
-    if grad_norm:
-        gw, gc = np.empty_like(w), np.empty_like(c)
-        current = network.views(w, c)
-        loss = network.gradient(data.x_loss, data.y_loss, current,
-                                [view.weights for view in current], network.views(gw, gc))
-        norm2 = row_dot(gw, gw) + row_dot(gc, gc)
-    else:
-        loss = softmax_cross_entropy(network.logits(w, c, data.x_loss), data.y_loss)
-        norm2 = np.full(w.shape[0], np.nan)
+    loss, norm2 = _chunked_loss(network, w, c, x_loss, y_loss, grad_norm)
     predicted = np.argmax(network.logits(w, c, data.x_test), axis=-1)
     accuracy = np.mean(predicted == data.y_test, axis=-1)
     if data.x_val is None:
         return loss, norm2, accuracy, np.full(w.shape[0], np.nan)
     validation = np.argmax(network.logits(w, c, data.x_val), axis=-1) == data.y_val
     return loss, norm2, accuracy, np.mean(validation, axis=-1)
+
+
+def _chunked_loss(network: Network, w: np.ndarray, c: np.ndarray, x: np.ndarray, y: np.ndarray,
+                  grad_norm: bool):
+    r"""Mean loss of the rows ``x`` and the squared norm of its gradient (``nan`` unless
+    ``grad_norm``), in chunks of at most :data:`MEASURE_CHUNK` rows (whose activations stay in
+    cache): :math:`L = \sum_j (n_j / n) L_j` and :math:`g = \sum_j (n_j / n) g_j` over chunks
+    ``j`` of ``n_j`` rows (one chunk, the loss subset: the unchunked bits)."""
+    n = x.shape[0]
+    loss, gw_sum, gc_sum = 0.0, 0.0, 0.0
+    if grad_norm:
+        gw, gc = np.empty_like(w), np.empty_like(c)
+        current = network.views(w, c)
+        backward, grads = [view.weights for view in current], network.views(gw, gc)
+    for start in range(0, n, MEASURE_CHUNK):
+        xs, ys = x[start:start + MEASURE_CHUNK], y[start:start + MEASURE_CHUNK]
+        share = xs.shape[0] / n
+        if grad_norm:
+            part = network.gradient(xs, ys, current, backward, grads)
+            gw_sum, gc_sum = (gw, gc) if share == 1 else (gw_sum + share * gw, gc_sum + share * gc)
+        else:
+            part = softmax_cross_entropy(network.logits(w, c, xs), ys)
+        loss = part if share == 1 else loss + share * part
+    if not grad_norm:
+        return loss, np.full(w.shape[0], np.nan)
+    return loss, row_dot(gw_sum, gw_sum) + row_dot(gc_sum, gc_sum)

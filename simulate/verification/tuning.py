@@ -16,9 +16,11 @@ the budget's (the last update), and it is counted in the fraction reached; it is
 
 **Choice of the step** (:func:`choose_step`). For each arm and target, the step of the grid with
 the smallest median time over the seeds, measured on the **validation** images (accuracy
-targets; the training loss for a loss target, which has no held-out version); ties (e.g. every
-median censored) go to the larger fraction reached, then to the smaller step. The reported time
-is that step's time on the **test** images (the same runs, measured on both).
+targets, on every validation image at every logging point; the training loss for a loss target,
+which has no held-out version: measured on the fixed subset of ``NetworkSpec.loss_rows`` training
+images before the last logging point, :func:`simulate.problems.digits.loss_subset`); ties (e.g.
+every median censored) go to the larger fraction reached, then to the smaller step. The reported
+time is that step's time on the **test** images (the same runs, measured on both).
 
 **Speedup and interval** (:func:`speedup_interval`). The speedup of an arm over a baseline is the
 ratio of their median times, :math:`\operatorname{med}_r T^{\mathrm{base}}_r /
@@ -68,8 +70,9 @@ __all__ = [
     "study_run", "time_to_target", "tune",
 ]
 
-#: bumped when the meaning of a cached :func:`study_run` result changes (part of every point)
-STUDY_FORMAT = 1
+#: bumped when the meaning of a cached :func:`study_run` result changes (part of every point);
+#: 2: the training loss before the last logging point is measured on the loss subset
+STUDY_FORMAT = 2
 #: target kinds: the curve a target reads for the choice and for the report, and its direction
 _KINDS = {"accuracy": ("validation_accuracy", "test_accuracy", 1.0),
           "loss": ("loss", "loss", -1.0)}
@@ -311,7 +314,7 @@ def study_run(point: Mapping) -> dict:
 
     ``point = {"config": SimConfig.to_dict() (a digits network; seeds = R), "format":
     STUDY_FORMAT}``. The network is the default :class:`~simulate.problems.network.NetworkSpec`
-    without the gradient norm.
+    without the gradient norm (the training loss on its loss subset before the last point).
 
     Returns
     -------

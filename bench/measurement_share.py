@@ -1,0 +1,161 @@
+"""Measurement share of a default network run, the ensemble ratio and float32 (issue 28).
+
+Run from the repository root: ``python bench/measurement_share.py [--quick]``. Every number is a
+time or a ratio measured in this same process; each timing is the minimum over a few repeats
+whose rounds interleave the cases (the machine may be shared).
+
+The runs are the package's defaults apart from the digits MLP, micro-batches of 4 and 256 updates
+(``simulate --problem digits-mlp --micro-batch-size 4 --steps 256``: no pipeline, analog expected
+soft-bounds update, ``log_every = 10``, float64, the default :class:`~simulate.NetworkSpec` with
+its gradient norm). The baseline is the same run measuring the training loss (and gradient norm)
+on every training image at every logging point (``NetworkSpec(loss_rows=None)``, the measurement
+before issue 28).
+
+(a) Share of a default run spent measuring (:meth:`NetworkTraining.measure` over the whole run),
+    with the loss subset and with the baseline, at ``log_every`` 10 (the default), 32 and 64.
+(b) A 16-seed ensemble in one run against 16 sequential runs of its members (targets: >= 3x),
+    with the loss subset and with the baseline.
+(c) The measurement of 16 members member by member (what the package does) against one stacked
+    pass of all of them, at one logging point.
+(d) A 16-seed ensemble in float32 against the same ensemble in float64 (``SimConfig.dtype``) at
+    micro-batches of 32, 256 updates (target: >= 1.5x), with the default logging and with only
+    the first and last points.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from simulate import NetworkSpec, SimConfig, train_network  # noqa: E402
+from simulate.problems.network import softmax_cross_entropy  # noqa: E402
+from simulate.problems.network_run import NetworkTraining, _measure  # noqa: E402
+
+DEFAULT = SimConfig(problem="digits-mlp", micro_batch_size=4, steps=256)
+SUBSET, FULL = NetworkSpec(), NetworkSpec(loss_rows=None)
+
+
+def best_times(functions: dict, repeats: int) -> dict[str, float]:
+    """Minimum wall-clock seconds of each function over ``repeats`` interleaved rounds."""
+    times = {name: float("inf") for name in functions}
+    for _ in range(repeats):
+        for name, fn in functions.items():
+            start = time.perf_counter()
+            fn()
+            times[name] = min(times[name], time.perf_counter() - start)
+    return times
+
+
+def timed_run(config: SimConfig, spec: NetworkSpec) -> tuple[float, float]:
+    """Seconds of one run (set-up, measurements, updates, finish) and of its measurements."""
+    start = time.perf_counter()
+    training = NetworkTraining(config, spec=spec)
+    measuring, logged = 0.0, 0
+    for k in range(config.steps + 1):
+        if k == training.log_at[logged]:
+            t = time.perf_counter()
+            training.measure(k)
+            measuring += time.perf_counter() - t
+            logged += 1
+        if k < config.steps:
+            training.step(k)
+    training.finish()
+    return time.perf_counter() - start, measuring
+
+
+def bench_share(repeats: int) -> None:
+    print(f"(a) measurement share of a default run (b = 4, 256 updates), min of {repeats}")
+    for every in (10, 32, 64):
+        config = replace(DEFAULT, log_every=every)
+        best = {}
+        for _ in range(repeats):
+            for name, spec in (("subset", SUBSET), ("baseline", FULL)):
+                total, measuring = timed_run(config, spec)
+                if name not in best or total < best[name][0]:
+                    best[name] = (total, measuring)
+        (total, measuring), (base_total, base_measuring) = best["subset"], best["baseline"]
+        print(f"    log_every {every:3d}: loss subset {total:6.3f} s, measuring "
+              f"{100 * measuring / total:4.1f} %;  baseline (all rows) {base_total:6.3f} s, "
+              f"measuring {100 * base_measuring / base_total:4.1f} %;  "
+              f"run {base_total / total:4.2f}x faster")
+    parts = {"training only (log_every = steps, no gradient norm)": (
+        replace(DEFAULT, log_every=DEFAULT.steps), NetworkSpec(grad_norm=False)),
+        "log_every 10, no gradient norm": (DEFAULT, NetworkSpec(grad_norm=False))}
+    for name, (config, spec) in parts.items():
+        total, measuring = min(timed_run(config, spec) for _ in range(repeats))
+        print(f"    {name:52s} {total:6.3f} s, measuring {100 * measuring / total:4.1f} %")
+
+
+def bench_ensemble(repeats: int, seeds: int = 16) -> None:
+    print(f"(b) {seeds}-seed ensemble vs {seeds} sequential runs (b = 4, 256 updates, "
+          f"log_every 10), min of {repeats}")
+    config = replace(DEFAULT, seeds=seeds)
+    for name, spec in (("loss subset", SUBSET), ("baseline (all rows)", FULL),
+                       ("no measurement but the first and last", None)):
+        run_config = replace(config, log_every=config.steps) if spec is None else config
+        spec = SUBSET if spec is None else spec
+        times = best_times({
+            "ensemble": lambda c=run_config, s=spec: train_network(c, spec=s),
+            "sequential": lambda c=run_config, s=spec: [train_network(c, spec=s, members=[r])
+                                                        for r in range(seeds)],
+        }, repeats)
+        ratio = times["sequential"] / times["ensemble"]
+        print(f"    {name:38s} ensemble {times['ensemble']:6.3f} s, sequential "
+              f"{times['sequential']:6.3f} s, ratio {ratio:4.2f}x")
+
+
+def stacked_measure(network, data, w, c, x_loss, y_loss):
+    """One stacked pass of every member (the alternative to :func:`_measure`, loss without the
+    gradient norm)."""
+    loss = softmax_cross_entropy(network.logits(w, c, x_loss), y_loss)
+    accuracy = np.mean(np.argmax(network.logits(w, c, data.x_test), axis=-1) == data.y_test,
+                       axis=-1)
+    return loss, accuracy
+
+
+def bench_batched(repeats: int, seeds: int = 16) -> None:
+    print(f"(c) one logging point of {seeds} members (loss, test accuracy; no gradient norm), "
+          f"min of {repeats}")
+    training = NetworkTraining(replace(DEFAULT, seeds=seeds), spec=SUBSET)
+    network, data, w, c = training.network, training.data, training.w, training.c
+    for rows, (x, y) in (("subset", training._subset), ("all rows", (data.x_loss, data.y_loss))):
+        times = best_times({
+            "member by member": lambda x=x, y=y: _measure(network, data, w, c, False, x, y),
+            "stacked": lambda x=x, y=y: stacked_measure(network, data, w, c, x, y),
+        }, repeats)
+        print(f"    loss on {rows:8s} member by member {1e3 * times['member by member']:7.1f} ms, "
+              f"stacked {1e3 * times['stacked']:7.1f} ms")
+
+
+def bench_dtype(repeats: int, seeds: int = 16) -> None:
+    print(f"(d) {seeds}-seed ensemble, float32 vs float64 (b = 32, 256 updates), min of {repeats}")
+    config = replace(DEFAULT, micro_batch_size=32, seeds=seeds)
+    train_network(replace(config, steps=5, seeds=1, dtype="float32"))  # compile the float32 kernels
+    for name, every in (("log_every 10", 10), ("first and last points only", config.steps)):
+        configs = {d: replace(config, log_every=every, dtype=d) for d in ("float64", "float32")}
+        times = best_times({d: lambda c=c: train_network(c) for d, c in configs.items()}, repeats)
+        print(f"    {name:28s} float64 {times['float64']:6.3f} s, float32 "
+              f"{times['float32']:6.3f} s, ratio {times['float64'] / times['float32']:4.2f}x")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
+    args = parser.parse_args(argv)
+    repeats = 1 if args.quick else 3
+    train_network(replace(DEFAULT, steps=5))  # warm caches (data, compiled device)
+    bench_share(repeats)
+    bench_ensemble(repeats)
+    bench_batched(repeats)
+    bench_dtype(repeats)
+
+
+if __name__ == "__main__":
+    main()
