@@ -63,6 +63,10 @@ from .response import (
     PulseResponseConfig,
     pulse_response,
 )
+from .sample_writes import (
+    SampleLayer,
+    SampleWrites,
+)
 from .tiki_taka import (
     CYCLES_PER_COLUMN,
     TikiTaka,
@@ -128,6 +132,8 @@ __all__ = [
     "PulseResponse",
     "PulseResponseConfig",
     "Rng",
+    "SampleLayer",
+    "SampleWrites",
     "TikiTaka",
     "Tile",
     "TrainScales",
