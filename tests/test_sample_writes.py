@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -22,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import simulate.problems.network_run as network_run
-from simulate import NetworkSpec
+from simulate import NetworkSpec, SimConfig, train_network
 from simulate.device import DeviceSpread, SampleLayer, SampleWrites, Updater
 from simulate.device.sample_kernels import train_masks
 from simulate.problems.network import Network
@@ -157,6 +158,53 @@ def test_fast_trains_have_the_moments_of_aihwkit_trains(p_d):
         assert cov > 5 * product.std() / np.sqrt(trials)  # independent counts would fail
 
 
+def _config(**kw):
+    base = dict(problem="digits-mlp", micro_batch_size=4, steps=6, seeds=2, log_every=3,
+                update="pulsed", pulse_type="stochastic", lr=0.1, write="per-sample")
+    return SimConfig(**{**base, **kw})
+
+
+SPEC = NetworkSpec(layers=3, width=6)
+
+
+def _run(config, monkeypatch, how):
+    """A run with the kernel in exact mode, the numpy path, or the default fast kernel."""
+    original = SampleWrites.of
+    if how == "numpy":
+        monkeypatch.setattr(network_run.SampleWrites, "of", lambda *a, **k: None)
+    elif how == "exact":
+        monkeypatch.setattr(network_run.SampleWrites, "of",
+                            lambda update, spread=None: original(update, spread, exact=True))
+    try:
+        return train_network(config, spec=SPEC)
+    finally:
+        monkeypatch.setattr(network_run.SampleWrites, "of", original)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(), dict(pulse_type="mean-count"), dict(update_management=True, bl_management=True),
+    dict(mode="async", stages=2, algorithm="mixed", digital_stages="1"),
+    dict(tau=0.3, lr=0.6),
+])
+def test_network_run_with_the_exact_kernel_is_the_numpy_run(kw, monkeypatch):
+    config = _config(**kw)
+    exact, ref = _run(config, monkeypatch, "exact"), _run(config, monkeypatch, "numpy")
+    assert np.array_equal(exact.weights, ref.weights)
+    assert np.array_equal(exact.biases, ref.biases)
+    assert np.array_equal(exact.trace.max_abs_w, ref.trace.max_abs_w)
+    assert np.array_equal(exact.trace.loss, ref.trace.loss)
+
+
+def test_fast_kernel_reproducible_and_members_independent(monkeypatch):
+    config = _config()
+    a, b = _run(config, monkeypatch, "fast"), _run(config, monkeypatch, "fast")
+    assert np.array_equal(a.weights, b.weights)
+    alone = train_network(config, spec=SPEC, members=[1])
+    assert np.array_equal(alone.weights[0], a.weights[1])
+    ref = _run(config, monkeypatch, "numpy")
+    assert not np.array_equal(a.weights, ref.weights)  # its own bits
+
+
 def test_where_the_kernel_does_not_apply():
     soft = make_device("softbounds", tau=1.0, dw_min=0.01)
     assert SampleWrites.of(Updater("pulsed", soft, 0.1, "stochastic")) is not None
@@ -180,3 +228,19 @@ def test_where_the_kernel_does_not_apply():
     layer = SampleLayer(0, np.ones((1, 2, 2)), np.ones((1, 2, 2)))
     assert not writes.write(w, [layer], [g], w.min(axis=1), w.max(axis=1))
     assert g.bit_generator.state == state and w[0, 2] == 1.5
+
+
+def test_noisy_preset_runs_the_numpy_path(monkeypatch):
+    """reram-softbounds (cycle-to-cycle noise, device-to-device spreads): the numpy path."""
+    config = _config(device="reram-softbounds", tau=None, steps=3)
+    assert np.array_equal(_run(config, monkeypatch, "fast").weights,
+                          _run(config, monkeypatch, "numpy").weights)
+
+
+def test_one_sample_per_update_keeps_the_numpy_path(monkeypatch):
+    """At b = 1 a per-sample write is the batch-mean write: the numpy path, its bits."""
+    config = _config(micro_batch_size=1)
+    assert np.array_equal(_run(config, monkeypatch, "fast").weights,
+                          _run(config, monkeypatch, "numpy").weights)
+    assert np.array_equal(train_network(replace(config, write="batch-mean"), spec=SPEC).weights,
+                          _run(config, monkeypatch, "fast").weights)
