@@ -123,11 +123,14 @@ def _popcounts(masks: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("p_d", [0.02, 0.15, 0.6])
 def test_fast_trains_have_the_moments_of_aihwkit_trains(p_d):
     """Per device: E[n] = BL p_x p_d, Var[n] = BL p (1 - p); devices (j, i), (j', i) sharing the
-    d-train: Cov = BL p_x p_x' p_d (1 - p_d) (0 for independent counts). Sample means of
-    20,000 updates, z <= 4 against their standard errors; the same for the numpy path's trains."""
+    d-train: Cov = BL p_x p_x' p_d (1 - p_d) (0 for independent counts); devices (j, i), (j, i')
+    sharing the x-train: Cov = BL p_x (1 - p_x) p_d p_d' (a d-train's spare uniform reused by
+    the next must not correlate them otherwise). Sample means of 20,000 updates, z < 4 against
+    their standard errors."""
     bl, trials = 31, 20_000
     p_x = np.array([0.1, 0.35, 0.8, 1.0, 0.0])
-    x, d = p_x.copy(), np.array([p_d, p_d * 0.5, 0.0])
+    # rows of small p after the first: empty trains pass their spare uniform on (rescaled)
+    x, d = p_x.copy(), np.array([p_d, p_d * 0.5, 0.0, 0.004, 0.006, 0.003, 0.01])
     words = np.random.default_rng(7).integers(0, 2**64 - 1, trials * 400, dtype=np.uint64,
                                               endpoint=True)
     x_mask = np.empty(x.size, dtype=np.uint64)
@@ -156,6 +159,11 @@ def test_fast_trains_have_the_moments_of_aihwkit_trains(p_d):
         z_cov = (product.mean() - cov) / (product.std() / np.sqrt(trials))
         assert abs(z_cov) < 4, (j, k, z_cov)
         assert cov > 5 * product.std() / np.sqrt(trials)  # independent counts would fail
+    for j in (0, 1, 2):  # (j, 0) and (j, 1) share x-train j: Cov = BL p_x (1 - p_x) p_d p_d'
+        product = centred[:, j, 0] * centred[:, j, 1]
+        cov = bl * p_x[j] * (1 - p_x[j]) * d[0] * d[1]
+        z_cov = (product.mean() - cov) / (product.std() / np.sqrt(trials))
+        assert abs(z_cov) < 4, (j, z_cov)
 
 
 def _config(**kw):

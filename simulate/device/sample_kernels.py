@@ -23,7 +23,10 @@ Two sources of train bits (``exact``):
   consumed in order. A d-train's number of set bits is Binomial(``BL``, ``p``), drawn by
   inversion of one uniform (the CDF walk of :func:`simulate.device.pulse_kernels._walk`, on
   :math:`\min(p, 1 - p)`), and its positions are a uniform subset of that size (Floyd's
-  algorithm, one word per position of the smaller of the set and the unset bits). Only the
+  algorithm, one word per position of the smaller of the set and the unset bits). Most d-trains
+  are empty: where :math:`u < 1 - BL\,p \le (1 - p)^{BL}` the train has no bit without
+  computing :math:`P(0)`, and :math:`u / (1 - BL\,p)` (uniform again, given the event) serves
+  the next train. Only the
   positions where some d-train of the sample has a bit can make a coincidence, so each x-train
   draws only those bits: one uniform each (``u < p``) at up to four positions, else as a train
   of that many bits (count and positions, as a d-train) laid onto them. The bits are exactly
@@ -58,6 +61,10 @@ _DOUBLE = 1.0 / 9007199254740992.0
 #: an x-train needed at this many positions or fewer draws one uniform per position; at more,
 #: its count and positions (:func:`_train`)
 _FEW_LANES = 4
+
+#: a spare uniform is rescaled (``u / bound``, uniform again) only by a bound above this, so a
+#: reused uniform keeps at least 52 of its 53 bits per reuse and is never scaled up from tiny values
+_KEEP = 0.5
 
 #: ``kind`` of a layer: stochastic trains, mean-count trains, digital (``w + dw``)
 STOCHASTIC, MEAN_COUNT, DIGITAL = 0, 1, 2
@@ -101,6 +108,24 @@ def _subset(c, m, words, pos):  # pragma: no cover - compiled
         else:
             mask |= bit
     return mask, pos
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _train_from(p, m, x, words, pos):  # pragma: no cover - compiled
+    r""":func:`_train` of ``p <= 1/2`` whose count is the inversion of the given uniform ``x``
+    (the positions from the words at ``pos``). Returns ``(mask, pos)``."""
+    prob = _zero_probability(p, m)
+    cdf = prob
+    ratio = p / (1.0 - p)
+    n = 0
+    while n < m and x >= cdf:
+        n += 1
+        prob *= ratio * ((m - n + 1) / n)
+        cdf += prob
+    if n <= m - n:
+        return _subset(n, m, words, pos)
+    zeros, pos = _subset(m - n, m, words, pos)
+    return _full(m) ^ zeros, pos
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -195,8 +220,25 @@ def train_masks(x, d, scale_x, scale_d, bl, exact, u, off, words, pos, x_mask, d
             d_mask[i] = mask
         return pos
     union = np.uint64(0)
+    spare = -1.0  # a uniform left over by a train without bits (< 0: none)
     for i in range(d.size):
-        mask, pos = _train(_probability(scale_d, d[i]), bl, words, pos)
+        p = _probability(scale_d, d[i])
+        mask = np.uint64(0)
+        if p > 0.0 and p <= 0.5:
+            # no bit with probability P(0) = (1 - p)^BL >= 1 - BL p: below that bound the train
+            # is empty and u / bound is a fresh uniform, reused by the next train
+            if spare < 0.0:
+                spare = _uniform(words[pos])
+                pos += 1
+            bound = 1.0 - bl * p
+            if spare < bound:
+                spare = spare / bound if bound > _KEEP else -1.0
+                d_mask[i] = mask
+                continue
+            mask, pos = _train_from(p, bl, spare, words, pos)
+            spare = -1.0
+        elif p > 0.0:
+            mask, pos = _train(p, bl, words, pos)
         d_mask[i] = mask
         union |= mask
     lanes = _popcount(union)
