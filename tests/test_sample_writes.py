@@ -135,10 +135,11 @@ def test_fast_trains_have_the_moments_of_aihwkit_trains(p_d):
                                               endpoint=True)
     x_mask = np.empty(x.size, dtype=np.uint64)
     d_mask = np.empty(d.size, dtype=np.uint64)
+    lanes = np.empty(64, dtype=np.uint64)
     counts = np.empty((trials, x.size, d.size))
     pos, u = 0, np.zeros(1)
     for k in range(trials):
-        pos = train_masks(x, d, 1.0, 1.0, bl, False, u, 0, words, pos, x_mask, d_mask)
+        pos = train_masks(x, d, 1.0, 1.0, bl, False, u, 0, words, pos, x_mask, d_mask, lanes)
         counts[k] = _popcounts(x_mask[:, None] & d_mask[None, :])
     assert pos < words.size
     p = p_x[:, None] * d[None, :]

@@ -28,7 +28,8 @@ Two sources of train bits (``exact``):
   computing :math:`P(0)`, and :math:`u / (1 - BL\,p)` (uniform again, given the event) serves
   the next train. Only the
   positions where some d-train of the sample has a bit can make a coincidence, so each x-train
-  draws only those bits: one uniform each (``u < p``) at up to four positions, else as a train
+  draws only those bits: one uniform each (``u < p``, also where ``p`` is 0 or 1) at up to
+  four positions, else as a train
   of that many bits (count and positions, as a d-train) laid onto them. The bits are exactly
   Bernoulli and independent in distribution, up to the rounding of the CDF and the 53-bit
   uniforms (the numpy path's own quantisation); the draws are 5-20 times fewer. Not the numpy
@@ -196,11 +197,12 @@ def _probability(scale, value):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
 def train_masks(x, d, scale_x, scale_d, bl, exact, u, off, words, pos, x_mask, d_mask,
-                ):  # pragma: no cover - compiled
+                lane_bits):  # pragma: no cover - compiled
     r"""The x- and d-trains of one rank-1 update as bit masks (bit ``k``: pulse slot ``k``) into
     ``x_mask`` ``(x.size,)`` and ``d_mask`` ``(d.size,)``: from the uniforms ``u`` at ``off``
     (``exact``: every bit ``u < p``, x-trains first, row-major) or from the words at ``pos``
-    (d-trains by count and positions, then each x-train at the d-trains' union only).
+    (d-trains by count and positions, then each x-train at the d-trains' union only;
+    ``lane_bits`` is work space of 64 words).
     Returns the position after the last word read (``pos`` when ``exact``)."""
     if exact:
         for j in range(x.size):
@@ -242,20 +244,25 @@ def train_masks(x, d, scale_x, scale_d, bl, exact, u, off, words, pos, x_mask, d
         d_mask[i] = mask
         union |= mask
     lanes = _popcount(union)
+    if 0 < lanes <= _FEW_LANES:  # one uniform per bit (branch-free: p <= 0 or nan sets none)
+        rest = union
+        for k in range(lanes):
+            lane_bits[k] = rest & (~rest + _ONE)
+            rest ^= lane_bits[k]
+        for j in range(x.size):
+            p = _probability(scale_x, x[j])
+            mask = np.uint64(0)
+            for k in range(lanes):
+                mask |= lane_bits[k] * np.uint64(_uniform(words[pos + k]) < p)
+            pos += lanes
+            x_mask[j] = mask
+        return pos
     for j in range(x.size):
         p = _probability(scale_x, x[j])
         mask = np.uint64(0)
         if union and p > 0.0:
             if p >= 1.0:
                 mask = union
-            elif lanes <= _FEW_LANES:  # one uniform per bit
-                rest = union
-                while rest:
-                    low = rest & (~rest + _ONE)
-                    if _uniform(words[pos]) < p:
-                        mask |= low
-                    pos += 1
-                    rest ^= low
             else:  # a train of `lanes` bits (count and positions), deposited into the union
                 packed, pos = _train(p, lanes, words, pos)
                 rest = union
@@ -361,6 +368,7 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
     members, n, fan_in = h.shape
     fan_out = dz.shape[2]
     active = np.empty(fan_out, dtype=np.int64)
+    lane_bits = np.empty(64, dtype=np.uint64)
     x_mask = np.empty(fan_in, dtype=np.uint64)
     d_mask = np.empty(fan_out, dtype=np.uint64)
     size = words.shape[1]
@@ -401,7 +409,7 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
                 w_min[r], w_max[r] = a, b
                 return r, t
             pos = train_masks(x, d, scale_x, scale_d, bl, exact, u[r], u_off[r, t], words[r],
-                              pos, x_mask, d_mask)
+                              pos, x_mask, d_mask, lane_bits)
             m = 0
             for i in range(fan_out):  # the rows with a d bit (branch-free appends)
                 active[m] = i
