@@ -25,8 +25,8 @@ Two sources of train bits (``exact``):
   :math:`\min(p, 1 - p)`), and its positions are a uniform subset of that size (Floyd's
   algorithm, one word per position of the smaller of the set and the unset bits). Most d-trains
   are empty: where :math:`u < 1 - BL\,p \le (1 - p)^{BL}` the train has no bit without
-  computing :math:`P(0)`, and :math:`u / (1 - BL\,p)` (uniform again, given the event) serves
-  the next train. Only the
+  computing :math:`P(0)`, and :math:`u / (1 - BL\,p)` (uniform again, given the event;
+  computed as the product with the reciprocal) serves the next train. Only the
   positions where some d-train of the sample has a bit can make a coincidence, so each x-train
   draws only those bits: one uniform each (``u < p``, also where ``p`` is 0 or 1) at up to
   four positions, else as a train
@@ -233,8 +233,10 @@ def train_masks(x, d, scale_x, scale_d, bl, exact, u, off, words, pos, x_mask, d
                 spare = _uniform(words[pos])
                 pos += 1
             bound = 1.0 - bl * p
+            scale = 1.0 / bound  # (off the chain of spares: a product on it, not a division)
             if spare < bound:
-                spare = spare / bound if bound > _KEEP else -1.0
+                spare = spare * scale if bound > _KEEP else -1.0
+                spare = spare if spare < 1.0 else -1.0  # (a rounding up to 1: a fresh one)
                 d_mask[i] = mask
                 continue
             mask, pos = _train_from(p, bl, spare, words, pos)
