@@ -371,6 +371,7 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
     fan_out = dz.shape[2]
     active = np.empty(fan_out, dtype=np.int64)
     lane_bits = np.empty(64, dtype=np.uint64)
+    x_count = np.empty(fan_in)
     x_mask = np.empty(fan_in, dtype=np.uint64)
     d_mask = np.empty(fan_out, dtype=np.uint64)
     size = words.shape[1]
@@ -393,13 +394,15 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
             if bl == 0:
                 continue
             if kind == MEAN_COUNT:
+                for j in range(fan_in):
+                    x_count[j] = min(max(np.rint(bl * _probability(scale_x, x[j])), 0.0), bl)
                 for i in range(fan_out):
                     c_d = min(max(np.rint(bl * _probability(scale_d, d[i])), 0.0), bl)
                     if not c_d > 0:
                         continue
+                    row_share = c_d / bl
                     for j in range(fan_in):
-                        c_x = min(max(np.rint(bl * _probability(scale_x, x[j])), 0.0), bl)
-                        count = np.int64(np.rint((c_d / bl) * c_x))
+                        count = np.int64(np.rint(row_share * x_count[j]))
                         if count > 0:
                             new = _fire(w, r, base, fan_out, j, i, count, (x[j] * d[i]) * (-lr),
                                         resp, step, t_up, t_down, lo, hi)
