@@ -413,8 +413,9 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
                 cursor[r] = pos
                 w_min[r], w_max[r] = a, b
                 return r, t
-            pos = train_masks(x, d, scale_x, scale_d, bl, exact, u[r], u_off[r, t], words[r],
-                              pos, x_mask, d_mask, lane_bits)
+            pos = train_masks(x, d, scale_x, scale_d, bl, exact, u[r],
+                              u_off[r, t] if exact else 0, words[r], pos, x_mask, d_mask,
+                              lane_bits)
             m = 0
             for i in range(fan_out):  # the rows with a d bit (branch-free appends)
                 active[m] = i
