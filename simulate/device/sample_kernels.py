@@ -47,7 +47,7 @@ import math
 import numba
 import numpy as np
 
-from .pulse_kernels import _zero_probability
+from .pulse_kernels import zero_probability
 
 __all__ = ["layer_sample_writes", "train_masks"]
 
@@ -115,7 +115,7 @@ def _subset(c, m, words, pos):  # pragma: no cover - compiled
 def _train_from(p, m, x, words, pos):  # pragma: no cover - compiled
     r""":func:`_train` of ``p <= 1/2`` whose count is the inversion of the given uniform ``x``
     (the positions from the words at ``pos``). Returns ``(mask, pos)``."""
-    prob = _zero_probability(p, m)
+    prob = zero_probability(p, m)
     cdf = prob
     ratio = p / (1.0 - p)
     n = 0
@@ -141,7 +141,7 @@ def _train(p, m, words, pos):  # pragma: no cover - compiled
     q = 1.0 - p if flip else p
     x = _uniform(words[pos])
     pos += 1
-    prob = _zero_probability(q, m)
+    prob = zero_probability(q, m)
     cdf = prob
     ratio = q / (1.0 - q)
     n = 0
