@@ -300,30 +300,36 @@ def _fire(w, r, base, fan_out, j, i, count, v, resp, step, t_up, t_down, lo, hi
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
 def _fire_rows(w, base, fan_in, fan_out, x, d, lr, x_mask, d_mask, active, m, resp, step, t_up,
-               t_down, lo, hi, a, b):  # pragma: no cover - compiled
+               t_down, lo, hi, a, b, hits, hit_counts):  # pragma: no cover - compiled
     r"""The coincidences of one sample at the ``m`` rows ``active`` (those with a d bit), fired
-    (:func:`_fire`'s numbers, branch-free: every element of those rows is evaluated, and only
-    those with a pulse are written); ``w`` is the member's flat row. Returns the running
-    extremes ``(a, b)`` lowered / raised by the weights written."""
+    (:func:`_fire`'s numbers): per row, the counts of every column by popcount and the columns
+    with a pulse listed (branch-free, in ``hits`` / ``hit_counts``), then those fired; ``w`` is
+    the member's flat row. Returns the running extremes ``(a, b)`` lowered / raised by the
+    weights written."""
     s_up, g_up, e_up, s_down, g_down, e_down = resp[0], resp[1], resp[2], resp[3], resp[4], resp[5]
-    for j in range(fan_in):
-        xm = x_mask[j]
-        if not xm:
-            continue
-        hx = x[j]
-        row = base + j * fan_out
-        for k in range(m):
-            i = active[k]
-            count = _popcount(xm & d_mask[i])
-            old = w[row + i]
-            up = (hx * d[i]) * (-lr) >= 0
-            q = (s_up * (1.0 - (g_up * old) / e_up)) if up else \
-                (s_down * (1.0 - (g_down * old) / e_down))
-            new = (t_up[count] * (step * q) if up else t_down[count] * (-step * q)) + old
+    for k in range(m):
+        i = active[k]
+        rows = d_mask[i]
+        n_hits = 0
+        for j in range(fan_in):
+            count = _popcount(x_mask[j] & rows)
+            hits[n_hits] = j
+            hit_counts[n_hits] = count
+            n_hits += count > 0
+        di = d[i]
+        for e in range(n_hits):
+            j = hits[e]
+            count = hit_counts[e]
+            idx = base + j * fan_out + i
+            old = w[idx]
+            if (x[j] * di) * (-lr) >= 0:
+                q = s_up * (1.0 - (g_up * old) / e_up)
+                new = t_up[count] * (step * q) + old
+            else:
+                q = s_down * (1.0 - (g_down * old) / e_down)
+                new = t_down[count] * (-step * q) + old
             new = lo if new < lo else (hi if new > hi else new)
-            fired = count > 0
-            new = new if fired else old
-            w[row + i] = new
+            w[idx] = new
             a = min(a, new)
             b = max(b, new)
     return a, b
@@ -372,6 +378,8 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
     active = np.empty(fan_out, dtype=np.int64)
     lane_bits = np.empty(64, dtype=np.uint64)
     x_count = np.empty(fan_in)
+    hits = np.empty(fan_in, dtype=np.int64)
+    hit_counts = np.empty(fan_in, dtype=np.int64)
     x_mask = np.empty(fan_in, dtype=np.uint64)
     d_mask = np.empty(fan_out, dtype=np.uint64)
     size = words.shape[1]
@@ -422,7 +430,7 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
                 m += d_mask[i] != 0
             if m:
                 a, b = _fire_rows(w[r], base, fan_in, fan_out, x, d, lr, x_mask, d_mask, active,
-                                  m, resp, step, t_up, t_down, lo, hi, a, b)
+                                  m, resp, step, t_up, t_down, lo, hi, a, b, hits, hit_counts)
         cursor[r] = pos
         w_min[r], w_max[r] = a, b
     return -1, -1
