@@ -32,8 +32,8 @@ Two sources of train bits (``exact``):
   four positions, else as a train
   of that many bits (count and positions, as a d-train) laid onto them. The bits are exactly
   Bernoulli and independent in distribution, up to the rounding of the CDF and the 53-bit
-  uniforms (the numpy path's own quantisation); the draws are 5-20 times fewer. Not the numpy
-  path's bits.
+  uniforms (the numpy path's own quantisation); the draws are 10-30 times fewer on the digits
+  MLP. Not the numpy path's bits.
 
 A uniform is :math:`(\mathrm{word} \gg 11)\, 2^{-53}` (numpy's ``random`` of the same word).
 No ``fastmath``; ``error_model="numpy"``; ``cache=True``. The kernel draws nothing: the uniforms

@@ -15,10 +15,10 @@ Bits. ``mean-count`` draws nothing and gives the numpy path's bits. ``stochastic
 (tested), at its cost (a million draws per update of the digits MLP at ``b = 32``). The default
 (``exact=False``) draws each d-train by its count and positions and each x-train only where a
 d-train has a bit (:mod:`simulate.device.sample_kernels`): the same distribution (each train bit
-Bernoulli(``p``), independent, trains shared along rows and columns; tested against the moments
-of the counts), 10-20 times fewer draws, other bits. Its words come from the members' generators
-through a buffer per member (:attr:`SampleWrites.words`), refilled in blocks: a member's bits
-depend on its own generator only.
+Bernoulli(``p``), independent, trains shared along rows and columns; tested against the moments of
+the counts), 10-30 times fewer draws (the digits MLP), other bits. Its words come from the members'
+generators through a buffer per member (:attr:`SampleWrites.words`), refilled in blocks: a member's
+bits depend on its own generator only.
 """
 
 from __future__ import annotations
