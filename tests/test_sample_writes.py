@@ -131,8 +131,7 @@ def test_fast_trains_have_the_moments_of_aihwkit_trains(p_d):
     p_x = np.array([0.1, 0.35, 0.8, 1.0, 0.0])
     # rows of small p after the first: empty trains pass their spare uniform on (rescaled)
     x, d = p_x.copy(), np.array([p_d, p_d * 0.5, 0.0, 0.004, 0.006, 0.003, 0.01])
-    words = np.random.default_rng(7).integers(0, 2**64 - 1, trials * 400, dtype=np.uint64,
-                                              endpoint=True)
+    words = np.random.default_rng(7).random(trials * 400)
     x_mask = np.empty(x.size, dtype=np.uint64)
     d_mask = np.empty(d.size, dtype=np.uint64)
     lanes = np.empty(64, dtype=np.uint64)

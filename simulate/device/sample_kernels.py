@@ -19,25 +19,23 @@ Two sources of train bits (``exact``):
   order (per sample, per layer in the gradient's order: the ``BL`` bits of every x-train, then
   of every d-train); bit ``k`` is ``u < p``. The counts, the pulses and the weights are then
   those of the numpy path bit for bit (tested), at the numpy path's cost of the draws.
-- **words** (``exact=False``, the fast default): raw 64-bit words of the caller's generator,
-  consumed in order. A d-train's number of set bits is Binomial(``BL``, ``p``), drawn by
-  inversion of one uniform (the CDF walk of :func:`simulate.device.pulse_kernels._walk`, on
-  :math:`\min(p, 1 - p)`), and its positions are a uniform subset of that size (Floyd's
-  algorithm, one word per position of the smaller of the set and the unset bits). Most d-trains
-  are empty: where :math:`u < 1 - BL\,p \le (1 - p)^{BL}` the train has no bit without
-  computing :math:`P(0)`, and :math:`u / (1 - BL\,p)` (uniform again, given the event;
-  computed as the product with the reciprocal) serves the next train. Only the
+- **draws** (``exact=False``, the fast default): uniforms of the caller's generator
+  (``Generator.random``), consumed in order, as many as the trains need. A d-train's number of set
+  bits is Binomial(``BL``, ``p``), drawn by inversion of one uniform (the CDF walk of
+  :func:`simulate.device.pulse_kernels._walk`, on :math:`\min(p, 1 - p)`), and its positions are a
+  uniform subset of that size (Floyd's algorithm, one uniform per position of the smaller of the
+  set and the unset bits). Most d-trains are empty: where :math:`u < 1 - BL\,p \le (1 - p)^{BL}`
+  the train has no bit without computing :math:`P(0)`, and :math:`u / (1 - BL\,p)` (uniform again,
+  given the event; computed as the product with the reciprocal) serves the next train. Only the
   positions where some d-train of the sample has a bit can make a coincidence, so each x-train
-  draws only those bits: one uniform each (``u < p``, also where ``p`` is 0 or 1) at up to
-  four positions, else as a train
-  of that many bits (count and positions, as a d-train) laid onto them. The bits are exactly
-  Bernoulli and independent in distribution, up to the rounding of the CDF and the 53-bit
-  uniforms (the numpy path's own quantisation); the draws are 10-30 times fewer on the digits
-  MLP. Not the numpy path's bits.
+  draws only those bits: one uniform each (``u < p``, also where ``p`` is 0 or 1) at up to four
+  positions, else as a train of that many bits (count and positions, as a d-train) laid onto them.
+  The bits are exactly Bernoulli and independent in distribution, up to the rounding of the CDF and
+  the 53-bit uniforms (the numpy path's own quantisation); the draws are 10-30 times fewer on the
+  digits MLP. Not the numpy path's bits.
 
-A uniform is :math:`(\mathrm{word} \gg 11)\, 2^{-53}` (numpy's ``random`` of the same word).
 No ``fastmath``; ``error_model="numpy"``; ``cache=True``. The kernel draws nothing: the uniforms
-and words come from the callers' generators.
+of both modes come from the callers' generators, in their order.
 """
 
 from __future__ import annotations
@@ -56,8 +54,6 @@ _M1 = np.uint64(0x5555555555555555)
 _M2 = np.uint64(0x3333333333333333)
 _M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
 _H01 = np.uint64(0x0101010101010101)
-#: 2^-53, numpy's scale of a 53-bit uniform
-_DOUBLE = 1.0 / 9007199254740992.0
 
 #: an x-train needed at this many positions or fewer draws one uniform per position; at more,
 #: its count and positions (:func:`_train`)
@@ -88,19 +84,13 @@ def _full(m):  # pragma: no cover - compiled
     return (_ONE << np.uint64(m)) - _ONE
 
 
-@numba.njit(cache=True, inline="always")
-def _uniform(word):  # pragma: no cover - compiled
-    """numpy's double of a raw word: ``(word >> 11) * 2^-53``, in ``[0, 1)``."""
-    return np.float64(word >> np.uint64(11)) * _DOUBLE
-
-
 @numba.njit(cache=True, inline="always", error_model="numpy")
-def _subset(c, m, words, pos):  # pragma: no cover - compiled
-    """A uniformly random ``c``-subset of the bits ``0 .. m-1`` (Floyd's algorithm, one word per
+def _subset(c, m, draws, pos):  # pragma: no cover - compiled
+    """A uniformly random ``c``-subset of the bits ``0 .. m-1`` (Floyd's algorithm, one uniform per
     element); returns ``(mask, pos)``."""
     mask = np.uint64(0)
     for j in range(m - c, m):
-        t = np.int64(math.floor(_uniform(words[pos]) * (j + 1)))
+        t = np.int64(math.floor(draws[pos] * (j + 1)))
         pos += 1
         t = min(t, j)
         bit = _ONE << np.uint64(t)
@@ -112,9 +102,9 @@ def _subset(c, m, words, pos):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
-def _train_from(p, m, x, words, pos):  # pragma: no cover - compiled
+def _train_from(p, m, x, draws, pos):  # pragma: no cover - compiled
     r""":func:`_train` of ``p <= 1/2`` whose count is the inversion of the given uniform ``x``
-    (the positions from the words at ``pos``). Returns ``(mask, pos)``."""
+    (the positions from the draws at ``pos``). Returns ``(mask, pos)``."""
     prob = zero_probability(p, m)
     cdf = prob
     ratio = p / (1.0 - p)
@@ -124,22 +114,22 @@ def _train_from(p, m, x, words, pos):  # pragma: no cover - compiled
         prob *= ratio * ((m - n + 1) / n)
         cdf += prob
     if n <= m - n:
-        return _subset(n, m, words, pos)
-    zeros, pos = _subset(m - n, m, words, pos)
+        return _subset(n, m, draws, pos)
+    zeros, pos = _subset(m - n, m, draws, pos)
     return _full(m) ^ zeros, pos
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
-def _train(p, m, words, pos):  # pragma: no cover - compiled
-    r"""``m`` independent Bernoulli(``p``) bits from the words at ``pos``: the count by inversion
+def _train(p, m, draws, pos):  # pragma: no cover - compiled
+    r"""``m`` independent Bernoulli(``p``) bits from the draws at ``pos``: the count by inversion
     of one uniform (Binomial(``m``, :math:`\min(p, 1-p)`), the CDF walk), then the positions
     (:func:`_subset` of the set or of the unset bits, whichever is smaller). ``p`` nan or
-    :math:`\le 0`: no bit, no word. Returns ``(mask, pos)``."""
+    :math:`\le 0`: no bit, no draw. Returns ``(mask, pos)``."""
     if not p > 0.0:
         return np.uint64(0), pos
     flip = p > 0.5
     q = 1.0 - p if flip else p
-    x = _uniform(words[pos])
+    x = draws[pos]
     pos += 1
     prob = zero_probability(q, m)
     cdf = prob
@@ -151,8 +141,8 @@ def _train(p, m, words, pos):  # pragma: no cover - compiled
         cdf += prob
     ones = m - n if flip else n
     if ones <= m - ones:
-        return _subset(ones, m, words, pos)
-    zeros, pos = _subset(m - ones, m, words, pos)
+        return _subset(ones, m, draws, pos)
+    zeros, pos = _subset(m - ones, m, draws, pos)
     return _full(m) ^ zeros, pos
 
 
@@ -196,14 +186,14 @@ def _probability(scale, value):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
-def train_masks(x, d, scale_x, scale_d, bl, exact, u, off, words, pos, x_mask, d_mask,
+def train_masks(x, d, scale_x, scale_d, bl, exact, u, off, draws, pos, x_mask, d_mask,
                 lane_bits):  # pragma: no cover - compiled
     r"""The x- and d-trains of one rank-1 update as bit masks (bit ``k``: pulse slot ``k``) into
     ``x_mask`` ``(x.size,)`` and ``d_mask`` ``(d.size,)``: from the uniforms ``u`` at ``off``
-    (``exact``: every bit ``u < p``, x-trains first, row-major) or from the words at ``pos``
+    (``exact``: every bit ``u < p``, x-trains first, row-major) or from the draws at ``pos``
     (d-trains by count and positions, then each x-train at the d-trains' union only;
-    ``lane_bits`` is work space of 64 words).
-    Returns the position after the last word read (``pos`` when ``exact``)."""
+    ``lane_bits`` is work space of 64 draws).
+    Returns the position after the last uniform read (``pos`` when ``exact``)."""
     if exact:
         for j in range(x.size):
             p = _probability(scale_x, x[j])
@@ -230,7 +220,7 @@ def train_masks(x, d, scale_x, scale_d, bl, exact, u, off, words, pos, x_mask, d
             # no bit with probability P(0) = (1 - p)^BL >= 1 - BL p: below that bound the train
             # is empty and u / bound is a fresh uniform, reused by the next train
             if spare < 0.0:
-                spare = _uniform(words[pos])
+                spare = draws[pos]
                 pos += 1
             bound = 1.0 - bl * p
             scale = 1.0 / bound  # (off the chain of spares: a product on it, not a division)
@@ -239,10 +229,10 @@ def train_masks(x, d, scale_x, scale_d, bl, exact, u, off, words, pos, x_mask, d
                 spare = spare if spare < 1.0 else -1.0  # (a rounding up to 1: a fresh one)
                 d_mask[i] = mask
                 continue
-            mask, pos = _train_from(p, bl, spare, words, pos)
+            mask, pos = _train_from(p, bl, spare, draws, pos)
             spare = -1.0
         elif p > 0.0:
-            mask, pos = _train(p, bl, words, pos)
+            mask, pos = _train(p, bl, draws, pos)
         d_mask[i] = mask
         union |= mask
     lanes = _popcount(union)
@@ -255,7 +245,7 @@ def train_masks(x, d, scale_x, scale_d, bl, exact, u, off, words, pos, x_mask, d
             p = _probability(scale_x, x[j])
             mask = np.uint64(0)
             for k in range(lanes):
-                mask |= lane_bits[k] * np.uint64(_uniform(words[pos + k]) < p)
+                mask |= lane_bits[k] * np.uint64(draws[pos + k] < p)
             pos += lanes
             x_mask[j] = mask
         return pos
@@ -266,7 +256,7 @@ def train_masks(x, d, scale_x, scale_d, bl, exact, u, off, words, pos, x_mask, d
             if p >= 1.0:
                 mask = union
             else:  # a train of `lanes` bits (count and positions), deposited into the union
-                packed, pos = _train(p, lanes, words, pos)
+                packed, pos = _train(p, lanes, draws, pos)
                 rest = union
                 while rest:
                     low = rest & (~rest + _ONE)
@@ -337,7 +327,7 @@ def _fire_rows(w, base, fan_in, fan_out, x, d, lr, x_mask, d_mask, active, m, re
 
 @numba.njit(cache=True, error_model="numpy")
 def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, resp, step,
-                        t_up, t_down, lo, hi, exact, u, u_off, words, cursor, worst, start_r,
+                        t_up, t_down, lo, hi, exact, u, u_off, draws, cursor, worst, start_r,
                         start_t, w_min, w_max):  # pragma: no cover - compiled
     r"""The ``n`` per-sample writes of one layer for every member, in place.
 
@@ -359,9 +349,9 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
         (``c = 0 .. desired_bl``), the range.
     exact, u, u_off
         Uniform bits: ``u`` (R, U) and the offset ``u_off[r, t]`` of sample ``t``'s trains.
-    words, cursor, worst
-        Word bits: ``words`` (R, S) uint64, ``cursor[r]`` the next unread word (advanced here),
-        ``worst`` the most words one sample can read.
+    draws, cursor, worst
+        Drawn bits: ``draws`` (R, S) float64 uniforms, ``cursor[r]`` the next unread one (advanced),
+        ``worst`` the most draws one sample can read.
     start_r, start_t
         Where to start (a call that stopped resumes there).
     w_min, w_max : float64 (R,)
@@ -371,7 +361,7 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
     -------
     (int, int)
         ``(-1, -1)`` when done; else ``(r, t)``, where member ``r`` stopped before sample ``t``
-        because fewer than ``worst`` words were left (the caller refills and calls again).
+        because fewer than ``worst`` draws were left (the caller refills and calls again).
     """
     members, n, fan_in = h.shape
     fan_out = dz.shape[2]
@@ -382,7 +372,7 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
     hit_counts = np.empty(fan_in, dtype=np.int64)
     x_mask = np.empty(fan_in, dtype=np.uint64)
     d_mask = np.empty(fan_out, dtype=np.uint64)
-    size = words.shape[1]
+    size = draws.shape[1]
     for r in range(start_r, members):
         a, b = w_min[r], w_max[r]
         pos = cursor[r]
@@ -422,7 +412,7 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
                 w_min[r], w_max[r] = a, b
                 return r, t
             pos = train_masks(x, d, scale_x, scale_d, bl, exact, u[r],
-                              u_off[r, t] if exact else 0, words[r], pos, x_mask, d_mask,
+                              u_off[r, t] if exact else 0, draws[r], pos, x_mask, d_mask,
                               lane_bits)
             m = 0
             for i in range(fan_out):  # the rows with a d bit (branch-free appends)

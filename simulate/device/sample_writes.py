@@ -16,9 +16,9 @@ Bits. ``mean-count`` draws nothing and gives the numpy path's bits. ``stochastic
 (``exact=False``) draws each d-train by its count and positions and each x-train only where a
 d-train has a bit (:mod:`simulate.device.sample_kernels`): the same distribution (each train bit
 Bernoulli(``p``), independent, trains shared along rows and columns; tested against the moments of
-the counts), 10-30 times fewer draws (the digits MLP), other bits. Its words come from the members'
-generators through a buffer per member (:attr:`SampleWrites.words`), refilled in blocks: a member's
-bits depend on its own generator only.
+the counts), 10-30 times fewer draws (the digits MLP), other bits. Its uniforms come from the
+members' generators (``random``, drawn into a buffer per member, :attr:`SampleWrites.draws`,
+refilled in blocks): a member's bits depend on its own generator only.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ __all__ = ["SampleLayer", "SampleWrites", "response_constants", "train_tables"]
 
 #: the most bits of one train the kernel holds (one 64-bit word)
 MAX_KERNEL_BL = 64
-#: words per member buffer at least (256 KiB); four samples' worst case of the widest layer if more
+#: uniforms per member buffer at least (256 KiB); four samples' worst case of the widest layer
+#: if more
 BUFFER_WORDS = 1 << 15
 
 
@@ -109,12 +110,12 @@ def train_tables(device, bl: int):
 
 class SampleWrites:
     """The compiled per-sample writes of one run (:func:`SampleWrites.of`), with its members'
-    word buffers.
+    uniform buffers.
 
     Attributes
     ----------
-    words : ndarray of uint64, shape (R, S), or None
-        Per member, raw words of its generator not yet read from ``cursor[r]`` on (allocated
+    draws : ndarray of float64, shape (R, S), or None
+        Per member, uniforms of its generator not yet read from ``cursor[r]`` on (allocated
         at the first write).
     cursor : ndarray of int64, shape (R,), or None
     """
@@ -127,7 +128,7 @@ class SampleWrites:
         self.step, self.t_up, self.t_down = tables
         self.bl = int(device.desired_bl)
         self.kind = MEAN_COUNT if pulse_type == "mean-count" else STOCHASTIC
-        self.words = self.cursor = None
+        self.draws = self.cursor = None
 
     @classmethod
     def of(cls, update, spread=None, *, exact: bool = False) -> SampleWrites | None:
@@ -182,7 +183,7 @@ class SampleWrites:
             u, offsets = np.zeros((members, 1)), None
         fast = not self.exact and self.kind == STOCHASTIC
         no_offsets = np.zeros((members, 1), dtype=np.int64)
-        no_words = np.zeros((members, 1), dtype=np.uint64)
+        no_draws = np.zeros((members, 1))
         cursor = np.zeros(members, dtype=np.int64)
         if fast:
             self._buffers(layers, members)
@@ -197,7 +198,7 @@ class SampleWrites:
                     w, layer.base, h, dz, kind, self.lr, self.device.dw_min, self.bl, self.um,
                     self.blm, self.resp, self.step, self.t_up, self.t_down, lo, hi, self.exact,
                     u, no_offsets if offsets is None else offsets[index],
-                    self.words if fast else no_words, self.cursor if fast else cursor, worst,
+                    self.draws if fast else no_draws, self.cursor if fast else cursor, worst,
                     *start, w_min, w_max)
                 if r < 0:
                     break
@@ -206,22 +207,22 @@ class SampleWrites:
         return True
 
     def _buffers(self, layers, members: int) -> None:
-        """Allocate the word buffers (empty: every member refills at its first need)."""
-        if self.words is not None and self.words.shape[0] == members:
+        """Allocate the uniform buffers (empty: every member refills at its first need)."""
+        if self.draws is not None and self.draws.shape[0] == members:
             return
         widest = max((layer.h.shape[2] * self.bl + layer.dz.shape[2] * (1 + self.bl // 2)
                       for layer in layers), default=0)
         size = max(BUFFER_WORDS, 4 * widest)
-        self.words = np.zeros((members, size), dtype=np.uint64)
+        self.draws = np.zeros((members, size))
         self.cursor = np.full(members, size, dtype=np.int64)
 
     def _refill(self, r: int, rng: np.random.Generator) -> None:
-        """Member ``r``'s unread words to the front of its buffer, the rest drawn from ``rng``
-        (raw 64-bit words: ``integers`` over the whole uint64 range)."""
-        words, size = self.words[r], self.words.shape[1]
+        """Member ``r``'s unread uniforms to the front of its buffer, the rest drawn from ``rng``
+        into it (``random``)."""
+        draws, size = self.draws[r], self.draws.shape[1]
         left = size - int(self.cursor[r])
-        words[:left] = words[size - left:].copy()
-        words[left:] = rng.integers(0, 2**64 - 1, size - left, dtype=np.uint64, endpoint=True)
+        draws[:left] = draws[size - left:].copy()
+        rng.random(out=draws[left:])
         self.cursor[r] = 0
 
     def _uniforms(self, layers, rngs, members: int, n: int):
