@@ -28,7 +28,7 @@ Two sources of train bits (``exact``):
   the train has no bit without computing :math:`P(0)`, and :math:`u / (1 - BL\,p)` (uniform again,
   given the event; computed as the product with the reciprocal) serves the next train. Only the
   positions where some d-train of the sample has a bit can make a coincidence, so each x-train
-  draws only those bits: one uniform each (``u < p``, also where ``p`` is 0 or 1) at up to four
+  draws only those bits: one uniform each (``u < p``, also where ``p`` is 0 or 1) at up to eight
   positions, else as a train of that many bits (count and positions, as a d-train) laid onto them.
   The bits are exactly Bernoulli and independent in distribution, up to the rounding of the CDF and
   the 53-bit uniforms (the numpy path's own quantisation); the draws are 10-30 times fewer on the
@@ -57,7 +57,7 @@ _H01 = np.uint64(0x0101010101010101)
 
 #: an x-train needed at this many positions or fewer draws one uniform per position; at more,
 #: its count and positions (:func:`_train`)
-_FEW_LANES = 4
+_FEW_LANES = 8
 
 #: a spare uniform is rescaled (``u / bound``, uniform again) only by a bound above this, so a
 #: reused uniform keeps at least 52 of its 53 bits per reuse and is never scaled up from tiny values
@@ -312,12 +312,14 @@ def _fire_rows(w, base, fan_in, fan_out, x, d, lr, x_mask, d_mask, active, m, re
             count = hit_counts[e]
             idx = base + j * fan_out + i
             old = w[idx]
-            if (x[j] * di) * (-lr) >= 0:
-                q = s_up * (1.0 - (g_up * old) / e_up)
-                new = t_up[count] * (step * q) + old
-            else:
-                q = s_down * (1.0 - (g_down * old) / e_down)
-                new = t_down[count] * (-step * q) + old
+            up = (x[j] * di) * (-lr) >= 0  # (selects, not branches: the sign is random)
+            s_q = s_up if up else s_down
+            g_q = g_up if up else g_down
+            e_q = e_up if up else e_down
+            signed = step if up else -step
+            table = t_up[count] if up else t_down[count]
+            q = s_q * (1.0 - (g_q * old) / e_q)
+            new = table * (signed * q) + old
             new = lo if new < lo else (hi if new > hi else new)
             w[idx] = new
             a = min(a, new)
