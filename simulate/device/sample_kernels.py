@@ -25,8 +25,8 @@ Two sources of train bits (``exact``):
   :func:`simulate.device.pulse_kernels._walk`, on :math:`\min(p, 1 - p)`), and its positions are a
   uniform subset of that size (Floyd's algorithm, one uniform per position of the smaller of the
   set and the unset bits). Most d-trains are empty: where :math:`u < 1 - BL\,p \le (1 - p)^{BL}`
-  the train has no bit without computing :math:`P(0)`, and :math:`u / (1 - BL\,p)` (uniform again,
-  given the event; computed as the product with the reciprocal) serves the next train. Only the
+  the train has no bit without computing :math:`P(0)` (one branch-free pass over the rows; the
+  others invert the same uniform). Only the
   positions where some d-train of the sample has a bit can make a coincidence, so each x-train
   draws only those bits: one uniform each (``u < p``, also where ``p`` is 0 or 1) at up to eight
   positions, else as a train of that many bits (count and positions, as a d-train) laid onto them.
@@ -58,10 +58,6 @@ _H01 = np.uint64(0x0101010101010101)
 #: an x-train needed at this many positions or fewer draws one uniform per position; at more,
 #: its count and positions (:func:`_train`)
 _FEW_LANES = 8
-
-#: a spare uniform is rescaled (``u / bound``, uniform again) only by a bound above this, so a
-#: reused uniform keeps at least 52 of its 53 bits per reuse and is never scaled up from tiny values
-_KEEP = 0.5
 
 #: ``kind`` of a layer: stochastic trains, mean-count trains, digital (``w + dw``)
 STOCHASTIC, MEAN_COUNT, DIGITAL = 0, 1, 2
@@ -187,12 +183,12 @@ def _probability(scale, value):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
 def train_masks(x, d, scale_x, scale_d, bl, exact, u, off, draws, pos, x_mask, d_mask,
-                lane_bits):  # pragma: no cover - compiled
+                lane_bits, listed):  # pragma: no cover - compiled
     r"""The x- and d-trains of one rank-1 update as bit masks (bit ``k``: pulse slot ``k``) into
     ``x_mask`` ``(x.size,)`` and ``d_mask`` ``(d.size,)``: from the uniforms ``u`` at ``off``
     (``exact``: every bit ``u < p``, x-trains first, row-major) or from the draws at ``pos``
     (d-trains by count and positions, then each x-train at the d-trains' union only;
-    ``lane_bits`` is work space of 64 draws).
+    ``lane_bits`` (64) and ``listed`` (``d.size``, int64) are work space).
     Returns the position after the last uniform read (``pos`` when ``exact``)."""
     if exact:
         for j in range(x.size):
@@ -211,27 +207,24 @@ def train_masks(x, d, scale_x, scale_d, bl, exact, u, off, draws, pos, x_mask, d
                     mask |= _ONE << np.uint64(k)
             d_mask[i] = mask
         return pos
-    union = np.uint64(0)
-    spare = -1.0  # a uniform left over by a train without bits (< 0: none)
+    # one uniform per d-train: below 1 - BL p <= (1 - p)^BL = P(0) the train is empty (a
+    # branch-free pass); the others (``listed``) are drawn in a second
+    m = 0
     for i in range(d.size):
         p = _probability(scale_d, d[i])
-        mask = np.uint64(0)
-        if p > 0.0 and p <= 0.5:
-            # no bit with probability P(0) = (1 - p)^BL >= 1 - BL p: below that bound the train
-            # is empty and u / bound is a fresh uniform, reused by the next train
-            if spare < 0.0:
-                spare = draws[pos]
-                pos += 1
-            bound = 1.0 - bl * p
-            scale = 1.0 / bound  # (off the chain of spares: a product on it, not a division)
-            if spare < bound:
-                spare = spare * scale if bound > _KEEP else -1.0
-                spare = spare if spare < 1.0 else -1.0  # (a rounding up to 1: a fresh one)
-                d_mask[i] = mask
-                continue
-            mask, pos = _train_from(p, bl, spare, draws, pos)
-            spare = -1.0
-        elif p > 0.0:
+        empty = (draws[pos + i] < 1.0 - bl * p) | (not p > 0.0)
+        d_mask[i] = 0
+        listed[m] = i
+        m += not empty
+    start = pos
+    pos += d.size
+    union = np.uint64(0)
+    for k in range(m):
+        i = listed[k]
+        p = _probability(scale_d, d[i])
+        if p <= 0.5:  # the count by inversion of the same uniform (exact P(0) now)
+            mask, pos = _train_from(p, bl, draws[start + i], draws, pos)
+        else:
             mask, pos = _train(p, bl, draws, pos)
         d_mask[i] = mask
         union |= mask
@@ -415,7 +408,7 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
                 return r, t
             pos = train_masks(x, d, scale_x, scale_d, bl, exact, u[r],
                               u_off[r, t] if exact else 0, draws[r], pos, x_mask, d_mask,
-                              lane_bits)
+                              lane_bits, active)
             m = 0
             for i in range(fan_out):  # the rows with a d bit (branch-free appends)
                 active[m] = i
