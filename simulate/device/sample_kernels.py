@@ -31,7 +31,7 @@ Two sources of train bits (``exact``):
   draws only those bits: one uniform each (``u < p``, also where ``p`` is 0 or 1) at up to eight
   positions, else as a train of that many bits (count and positions, as a d-train) laid onto them.
   The bits are exactly Bernoulli and independent in distribution, up to the rounding of the CDF and
-  the 53-bit uniforms (the numpy path's own quantisation); the draws are 10-30 times fewer on the
+  the 53-bit uniforms (the numpy path's own quantisation); the draws are 10-15 times fewer on the
   digits MLP. Not the numpy path's bits.
 
 No ``fastmath``; ``error_model="numpy"``; ``cache=True``. The kernel draws nothing: the uniforms

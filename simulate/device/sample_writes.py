@@ -16,7 +16,7 @@ Bits. ``mean-count`` draws nothing and gives the numpy path's bits. ``stochastic
 (``exact=False``) draws each d-train by its count and positions and each x-train only where a
 d-train has a bit (:mod:`simulate.device.sample_kernels`): the same distribution (each train bit
 Bernoulli(``p``), independent, trains shared along rows and columns; tested against the moments of
-the counts), 10-30 times fewer draws (the digits MLP), other bits. Its uniforms come from the
+the counts), 10-15 times fewer draws (the digits MLP), other bits. Its uniforms come from the
 members' generators (``random``, drawn into a buffer per member, :attr:`SampleWrites.draws`,
 refilled in blocks): a member's bits depend on its own generator only.
 """
