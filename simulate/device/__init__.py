@@ -38,6 +38,9 @@ _EXPORTS = {
     ".response": (
         "MAX_CASES", "PulseResponse", "PulseResponseConfig", "pulse_response",
     ),
+    ".sample_writes": (
+        "SampleLayer", "SampleWrites",
+    ),
     ".tiki_taka": (
         "CYCLES_PER_COLUMN", "TikiTaka", "Tile", "TransferRule", "layer_tiles", "oracle_tiles",
         "transfer_cycles", "wrap",
@@ -58,4 +61,5 @@ _EXPORTS = {
 }
 
 #: every module of the room is also an attribute before anything imported it
-__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS, (m[1:] for m in _EXPORTS))
+__getattr__, __dir__, __all__ = attach(__name__, _EXPORTS,
+                                      (*(m[1:] for m in _EXPORTS), "sample_kernels"))

@@ -30,7 +30,7 @@ import numpy as np
 
 __all__ = [
     "affine_apply", "affine_split", "binomial_inversion", "stochastic_affine_update",
-    "stochastic_rounding",
+    "stochastic_rounding", "zero_probability",
 ]
 
 
@@ -71,7 +71,7 @@ def _probability(value, dw_min, bl):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _zero_probability(q, bl):  # pragma: no cover - compiled
+def zero_probability(q, bl):  # pragma: no cover - compiled
     r""":math:`P(0) = (1 - q)^{BL}`: for :math:`BL \le 64` by squaring (the factors
     :math:`(1 - q)^{2^j}` of the set bits of :math:`BL`, lowest first, multiplied in that
     order: relative error at most about :math:`BL\,\epsilon`), else
@@ -128,7 +128,7 @@ def binomial_inversion(values, dw_min, bl, u, cut):  # pragma: no cover - compil
     :math:`\Delta w`, whose probabilities are :math:`p = \min(1, (|\Delta w| /
     \Delta w_{\min}) / BL)`. With :math:`q = \min(p, 1 - p)` (``1 - p`` where
     :math:`p > 1/2`, the count then :math:`BL - ` that of :math:`q`): :math:`P(0) = (1-q)^{BL}`
-    (:func:`_zero_probability`) and the CDF walk of :func:`_walk` with the uniform ``u[i]``.
+    (:func:`zero_probability`) and the CDF walk of :func:`_walk` with the uniform ``u[i]``.
     An element whose mean count :math:`q\, BL` exceeds ``cut`` is not drawn here (count 0):
     it is listed in ``big`` (ascending) with its ``p`` in ``p_big``, for the caller (numpy's
     ``binomial``). Returns ``(counts, big, p_big)``.
@@ -148,7 +148,7 @@ def binomial_inversion(values, dw_min, bl, u, cut):  # pragma: no cover - compil
             p_big[b] = p
             b += 1
             continue
-        n = _walk(q, u[i], _zero_probability(q, bl), bl, factor)
+        n = _walk(q, u[i], zero_probability(q, bl), bl, factor)
         counts[i] = bl - n if flip else n
     return counts, big[:b].copy(), p_big[:b].copy()
 
@@ -156,15 +156,15 @@ def binomial_inversion(values, dw_min, bl, u, cut):  # pragma: no cover - compil
 @numba.njit(cache=True, error_model="numpy")
 def _block_zero_probability(p_block, size_b, bl, short, base, zero):  # pragma: no cover - compiled
     r""":math:`P(0) = (1 - q)^{BL}` of the first ``size_b`` probabilities of ``p_block`` into
-    ``zero`` (:func:`_zero_probability`; ``base`` is work space): element by element for long
+    ``zero`` (:func:`zero_probability`; ``base`` is work space): element by element for long
     trains (``bl > _POWER_BL``) or ``short`` ones, else by squaring, one branch-free
-    (vectorisable) pass per bit of ``bl``, in the order of :func:`_zero_probability`."""
+    (vectorisable) pass per bit of ``bl``, in the order of :func:`zero_probability`."""
     if bl > _POWER_BL or short:
         for k in range(size_b):
             p = p_block[k]
             q = 1.0 - p if p > 0.5 else p
-            zero[k] = _zero_probability(q, bl)
-    else:  # by squaring, one pass per bit of bl (the order of _zero_probability)
+            zero[k] = zero_probability(q, bl)
+    else:  # by squaring, one pass per bit of bl (the order of zero_probability)
         for k in range(size_b):
             p = p_block[k]
             base[k] = 1.0 - (1.0 - p if p > 0.5 else p)

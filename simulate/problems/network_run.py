@@ -15,6 +15,8 @@ from theory.limits import MAX_ARRAY_BYTES, check_size
 from ..device import (
     AnalogPass,
     DeviceSpread,
+    SampleLayer,
+    SampleWrites,
     Updater,
     check_bit_length,
     coincidence_counts,
@@ -357,7 +359,11 @@ def _writer(config, update, network: Network, w: np.ndarray, c: np.ndarray, spre
         count_views = (counts, network.views(counts, np.zeros(c.shape, dtype=np.int64)))
     general = _UpdaterWrite(update, rngs, spread, rank1, count_views, config, digital)
     if per_sample:
-        return _PerSampleWrite(general, grads, batch, config.lr)
+        numpy_path = _PerSampleWrite(general, grads, batch, config.lr)
+        # (one sample per update keeps the batch-mean write's bits: the numpy path)
+        compiled = SampleWrites.of(update, spread) if rank1 and batch > 1 else None
+        return numpy_path if compiled is None else \
+            _CompiledSampleWrite.of(compiled, numpy_path, network, config, rngs)
     if digital or rank1:
         return general
     fused = _FusedExpected.of(update, w) or _FusedStochastic.of(update, w, spread, rngs)
@@ -415,6 +421,38 @@ class _PerSampleWrite(NamedTuple):
         for t in range(self.batch):
             _write_sample(t, factors, self.grads, gw, self.lr)
             self.general.apply(w, gw, factors, t, w_min, w_max)
+
+
+class _CompiledSampleWrite(NamedTuple):
+    """Per-sample pulse-train writes compiled, one call per layer for the whole batch
+    (:class:`simulate.device.SampleWrites`), or the numpy path (:class:`_PerSampleWrite`) for
+    a batch the kernel refuses; ``bases[s][i]``: the first column of layer ``i`` of stage ``s``
+    in the flat weights, ``digital[s]``: stage ``s`` updates digitally (``mixed``)."""
+
+    compiled: SampleWrites
+    numpy_path: _PerSampleWrite
+    bases: tuple
+    digital: tuple
+    rngs: Sequence[np.random.Generator]
+
+    wants_factors = True
+
+    @classmethod
+    def of(cls, compiled, numpy_path, network: Network, config, rngs) -> _CompiledSampleWrite:
+        """The write of ``network``'s layers (stages ``config.digital_stage_indices`` digital)."""
+        digital_stages = {stage - 1 for stage in config.digital_stage_indices}
+        bases = tuple(tuple(ws.start + layer.w_offset for layer in stage)
+                      for ws, stage in zip(network.weight_slices, network.stages, strict=True))
+        digital = tuple(s in digital_stages for s in range(network.n_stages))
+        return cls(compiled, numpy_path, bases, digital, rngs)
+
+    def __call__(self, w: np.ndarray, gw: np.ndarray, factors, w_min: np.ndarray,
+                 w_max: np.ndarray) -> None:
+        """The batch's writes into ``w`` and the running extremes."""
+        layers = [SampleLayer(self.bases[s][i], h, dz, self.digital[s])
+                  for s, i, h, dz in factors]
+        if not self.compiled.write(w, layers, self.rngs, w_min, w_max):
+            self.numpy_path(w, gw, factors, w_min, w_max)
 
 
 class _FusedWrite(NamedTuple):

@@ -1,0 +1,421 @@
+r"""Compiled (numba) per-sample writes of one layer: ``n`` rank-1 pulse-train updates (one per
+sample, in order) in one call (:mod:`simulate.device.sample_writes` calls it).
+
+Sample ``t`` of the batch writes the layer's outer product :math:`-\eta\, h_t dz_t^T` as
+aihwkit's bit trains (:func:`simulate.device.trains.coincidence_counts`): an x-train of ``BL``
+bits per input column ``j`` (probability :math:`p_{x,j} = \min(1, B|h_{t,j}|)`) and a d-train per
+output row ``i`` (:math:`p_{d,i} = \min(1, A|dz_{t,i}|)`), the scales and the bit length from
+update and BL management as :func:`simulate.device.trains.train_scales` computes them (the same
+IEEE operations, in the same order); device ``(j, i)`` fires one pulse per coincidence, and the
+pulses are fired by the closed form of a noise-free affine response
+(:func:`simulate.device.pulses.apply_pulses`: :math:`w_n = \mathrm{clip}(T_\pm[n]\,
+(\pm\Delta w_{\min})\, q_\pm(w) + w, lo, hi)`, the responses evaluated here with the operations of
+their compiled expressions, the tables :math:`T_\pm` from numpy). The next sample reads the
+weights this one left.
+
+Two sources of train bits (``exact``):
+
+- **uniforms** (``exact=True``): one uniform per bit, drawn by the caller in the numpy path's
+  order (per sample, per layer in the gradient's order: the ``BL`` bits of every x-train, then
+  of every d-train); bit ``k`` is ``u < p``. The counts, the pulses and the weights are then
+  those of the numpy path bit for bit (tested), at the numpy path's cost of the draws.
+- **draws** (``exact=False``, the fast default): uniforms of the caller's generator
+  (``Generator.random``), consumed in order, as many as the trains need. A d-train's number of set
+  bits is Binomial(``BL``, ``p``), drawn by inversion of one uniform (the CDF walk of
+  :func:`simulate.device.pulse_kernels._walk`, on :math:`\min(p, 1 - p)`), and its positions are a
+  uniform subset of that size (Floyd's algorithm, one uniform per position of the smaller of the
+  set and the unset bits). Most d-trains are empty: where :math:`u < 1 - BL\,p \le (1 - p)^{BL}`
+  the train has no bit without computing :math:`P(0)` (one branch-free pass over the rows; the
+  others invert the same uniform). Only the
+  positions where some d-train of the sample has a bit can make a coincidence, so each x-train
+  draws only those bits: one uniform each (``u < p``, also where ``p`` is 0 or 1) at up to eight
+  positions, else as a train of that many bits (count and positions, as a d-train) laid onto them.
+  The bits are exactly Bernoulli and independent in distribution, up to the rounding of the CDF and
+  the 53-bit uniforms (the numpy path's own quantisation); the draws are 10-15 times fewer on the
+  digits MLP. Not the numpy path's bits.
+
+No ``fastmath``; ``error_model="numpy"``; ``cache=True``. The kernel draws nothing: the uniforms
+of both modes come from the callers' generators, in their order.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from .pulse_kernels import zero_probability
+
+__all__ = ["layer_sample_writes", "train_masks"]
+
+_ONE = np.uint64(1)
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+
+#: an x-train needed at this many positions or fewer draws one uniform per position; at more,
+#: its count and positions (:func:`_train`)
+_FEW_LANES = 8
+
+#: ``kind`` of a layer: stochastic trains, mean-count trains, digital (``w + dw``)
+STOCHASTIC, MEAN_COUNT, DIGITAL = 0, 1, 2
+
+
+@numba.njit(cache=True, inline="always")
+def _popcount(x):  # pragma: no cover - compiled
+    """Set bits of a uint64 (SWAR)."""
+    x = x - ((x >> _ONE) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return np.int64((x * _H01) >> np.uint64(56))
+
+
+@numba.njit(cache=True, inline="always")
+def _full(m):  # pragma: no cover - compiled
+    """The mask of the lowest ``m`` bits (``m <= 64``)."""
+    if m >= 64:
+        return ~np.uint64(0)
+    return (_ONE << np.uint64(m)) - _ONE
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _subset(c, m, draws, pos):  # pragma: no cover - compiled
+    """A uniformly random ``c``-subset of the bits ``0 .. m-1`` (Floyd's algorithm, one uniform per
+    element); returns ``(mask, pos)``."""
+    mask = np.uint64(0)
+    for j in range(m - c, m):
+        t = np.int64(math.floor(draws[pos] * (j + 1)))
+        pos += 1
+        t = min(t, j)
+        bit = _ONE << np.uint64(t)
+        if mask & bit:
+            mask |= _ONE << np.uint64(j)
+        else:
+            mask |= bit
+    return mask, pos
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _train_from(p, m, x, draws, pos):  # pragma: no cover - compiled
+    r""":func:`_train` of ``p <= 1/2`` whose count is the inversion of the given uniform ``x``
+    (the positions from the draws at ``pos``). Returns ``(mask, pos)``."""
+    prob = zero_probability(p, m)
+    cdf = prob
+    ratio = p / (1.0 - p)
+    n = 0
+    while n < m and x >= cdf:
+        n += 1
+        prob *= ratio * ((m - n + 1) / n)
+        cdf += prob
+    if n <= m - n:
+        return _subset(n, m, draws, pos)
+    zeros, pos = _subset(m - n, m, draws, pos)
+    return _full(m) ^ zeros, pos
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _train(p, m, draws, pos):  # pragma: no cover - compiled
+    r"""``m`` independent Bernoulli(``p``) bits from the draws at ``pos``: the count by inversion
+    of one uniform (Binomial(``m``, :math:`\min(p, 1-p)`), the CDF walk), then the positions
+    (:func:`_subset` of the set or of the unset bits, whichever is smaller). ``p`` nan or
+    :math:`\le 0`: no bit, no draw. Returns ``(mask, pos)``."""
+    if not p > 0.0:
+        return np.uint64(0), pos
+    flip = p > 0.5
+    q = 1.0 - p if flip else p
+    x = draws[pos]
+    pos += 1
+    prob = zero_probability(q, m)
+    cdf = prob
+    ratio = q / (1.0 - q)
+    n = 0
+    while n < m and x >= cdf:
+        n += 1
+        prob *= ratio * ((m - n + 1) / n)
+        cdf += prob
+    ones = m - n if flip else n
+    if ones <= m - ones:
+        return _subset(ones, m, draws, pos)
+    zeros, pos = _subset(m - ones, m, draws, pos)
+    return _full(m) ^ zeros, pos
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _scales(x, d, lr, dw_min, desired_bl, um, blm):  # pragma: no cover - compiled
+    r"""``(bl, scale_x, scale_d)`` of one rank-1 update: :func:`simulate.device.trains.train_scales`
+    with ``fixed_bl`` (the IEEE operations of its Python floats, in order); ``bl = 0`` where
+    a management sees a zero maximum."""
+    bl = desired_bl
+    a = math.sqrt(lr / (dw_min * bl))
+    if not (um or blm):
+        return bl, a, a
+    x_max = 0.0
+    for j in range(x.size):
+        x_max = max(x_max, abs(x[j]))
+    d_max = 0.0
+    for i in range(d.size):
+        d_max = max(d_max, abs(d[i]))
+    if x_max == 0.0 or d_max == 0.0:
+        return 0, 1.0, 1.0
+    d_val = 1.0 * d_max
+    k = lr * x_max * d_val / dw_min
+    b = a
+    if blm:
+        bl = desired_bl if k >= desired_bl else min(np.int64(math.ceil(k)), desired_bl)
+        a = math.sqrt(lr / (dw_min * bl))
+        b = a
+    if um:
+        if k > desired_bl:
+            d_val *= desired_bl / k
+        a *= math.sqrt(x_max / d_val)
+        b *= math.sqrt(d_val / x_max)
+    return bl, b, a
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _probability(scale, value):  # pragma: no cover - compiled
+    """:math:`\\min(1, s|v|)` as numpy's ``minimum(1.0, s * abs(v))`` (nan stays nan)."""
+    v = scale * abs(value)
+    return 1.0 if v > 1.0 else v
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def train_masks(x, d, scale_x, scale_d, bl, exact, u, off, draws, pos, x_mask, d_mask,
+                lane_bits, listed):  # pragma: no cover - compiled
+    r"""The x- and d-trains of one rank-1 update as bit masks (bit ``k``: pulse slot ``k``) into
+    ``x_mask`` ``(x.size,)`` and ``d_mask`` ``(d.size,)``: from the uniforms ``u`` at ``off``
+    (``exact``: every bit ``u < p``, x-trains first, row-major) or from the draws at ``pos``
+    (d-trains by count and positions, then each x-train at the d-trains' union only;
+    ``lane_bits`` (64) and ``listed`` (``d.size``, int64) are work space).
+    Returns the position after the last uniform read (``pos`` when ``exact``)."""
+    if exact:
+        for j in range(x.size):
+            p = _probability(scale_x, x[j])
+            mask = np.uint64(0)
+            for k in range(bl):
+                if u[off + j * bl + k] < p:
+                    mask |= _ONE << np.uint64(k)
+            x_mask[j] = mask
+        base = off + x.size * bl
+        for i in range(d.size):
+            p = _probability(scale_d, d[i])
+            mask = np.uint64(0)
+            for k in range(bl):
+                if u[base + i * bl + k] < p:
+                    mask |= _ONE << np.uint64(k)
+            d_mask[i] = mask
+        return pos
+    # one uniform per d-train: below 1 - BL p <= (1 - p)^BL = P(0) the train is empty (a
+    # branch-free pass); the others (``listed``) are drawn in a second
+    m = 0
+    for i in range(d.size):
+        p = _probability(scale_d, d[i])
+        empty = (draws[pos + i] < 1.0 - bl * p) | (not p > 0.0)
+        d_mask[i] = 0
+        listed[m] = i
+        m += not empty
+    start = pos
+    pos += d.size
+    union = np.uint64(0)
+    for k in range(m):
+        i = listed[k]
+        p = _probability(scale_d, d[i])
+        if p <= 0.5:  # the count by inversion of the same uniform (exact P(0) now)
+            mask, pos = _train_from(p, bl, draws[start + i], draws, pos)
+        else:
+            mask, pos = _train(p, bl, draws, pos)
+        d_mask[i] = mask
+        union |= mask
+    lanes = _popcount(union)
+    if 0 < lanes <= _FEW_LANES:  # one uniform per bit (branch-free: p <= 0 or nan sets none)
+        rest = union
+        for k in range(lanes):
+            lane_bits[k] = rest & (~rest + _ONE)
+            rest ^= lane_bits[k]
+        for j in range(x.size):
+            p = _probability(scale_x, x[j])
+            mask = np.uint64(0)
+            for k in range(lanes):
+                mask |= lane_bits[k] * np.uint64(draws[pos + k] < p)
+            pos += lanes
+            x_mask[j] = mask
+        return pos
+    for j in range(x.size):
+        p = _probability(scale_x, x[j])
+        mask = np.uint64(0)
+        if union and p > 0.0:
+            if p >= 1.0:
+                mask = union
+            else:  # a train of `lanes` bits (count and positions), deposited into the union
+                packed, pos = _train(p, lanes, draws, pos)
+                rest = union
+                while rest:
+                    low = rest & (~rest + _ONE)
+                    if packed & _ONE:
+                        mask |= low
+                    packed >>= _ONE
+                    rest ^= low
+        x_mask[j] = mask
+    return pos
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _fire(w, r, base, fan_out, j, i, count, v, resp, step, t_up, t_down, lo, hi
+          ):  # pragma: no cover - compiled
+    r"""``count`` pulses on weight ``(j, i)`` of member ``r`` (flat index ``base + j fan_out + i``)
+    in the direction of the desired increment ``v``; returns the new weight. The response
+    :math:`q = s (1 - (g w)/d)` with ``resp = (s+, g+, d+, s-, g-, d-)`` (the operations of the
+    families' compiled expressions: :func:`simulate.device.sample_writes.response_constants`)."""
+    idx = base + j * fan_out + i
+    x = w[r, idx]
+    if v >= 0:
+        q = resp[0] * (1.0 - (resp[1] * x) / resp[2])
+        new = t_up[count] * (step * q) + x
+    else:
+        q = resp[3] * (1.0 - (resp[4] * x) / resp[5])
+        new = t_down[count] * (-step * q) + x
+    new = lo if new < lo else (hi if new > hi else new)
+    w[r, idx] = new
+    return new
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _fire_rows(w, base, fan_in, fan_out, x, d, lr, x_mask, d_mask, active, m, resp, step, t_up,
+               t_down, lo, hi, a, b, hits, hit_counts):  # pragma: no cover - compiled
+    r"""The coincidences of one sample at the ``m`` rows ``active`` (those with a d bit), fired
+    (:func:`_fire`'s numbers): per row, the counts of every column by popcount and the columns
+    with a pulse listed (branch-free, in ``hits`` / ``hit_counts``), then those fired; ``w`` is
+    the member's flat row. Returns the running extremes ``(a, b)`` lowered / raised by the
+    weights written."""
+    s_up, g_up, e_up, s_down, g_down, e_down = resp[0], resp[1], resp[2], resp[3], resp[4], resp[5]
+    for k in range(m):
+        i = active[k]
+        rows = d_mask[i]
+        n_hits = 0
+        for j in range(fan_in):
+            count = _popcount(x_mask[j] & rows)
+            hits[n_hits] = j
+            hit_counts[n_hits] = count
+            n_hits += count > 0
+        di = d[i]
+        for e in range(n_hits):
+            j = hits[e]
+            count = hit_counts[e]
+            idx = base + j * fan_out + i
+            old = w[idx]
+            up = (x[j] * di) * (-lr) >= 0  # (selects, not branches: the sign is random)
+            s_q = s_up if up else s_down
+            g_q = g_up if up else g_down
+            e_q = e_up if up else e_down
+            signed = step if up else -step
+            table = t_up[count] if up else t_down[count]
+            q = s_q * (1.0 - (g_q * old) / e_q)
+            new = table * (signed * q) + old
+            new = lo if new < lo else (hi if new > hi else new)
+            w[idx] = new
+            a = min(a, new)
+            b = max(b, new)
+    return a, b
+
+
+@numba.njit(cache=True, error_model="numpy")
+def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, resp, step,
+                        t_up, t_down, lo, hi, exact, u, u_off, draws, cursor, worst, start_r,
+                        start_t, w_min, w_max):  # pragma: no cover - compiled
+    r"""The ``n`` per-sample writes of one layer for every member, in place.
+
+    Parameters
+    ----------
+    w : float64 (R, P), C-contiguous
+        All weights; the layer's ``(fan_in, fan_out)`` block of member ``r`` starts at
+        ``w[r, base]``.
+    h, dz : float64 (R, n, fan_in), (R, n, fan_out), C-contiguous
+        The layer's inputs and errors per sample (:math:`-\eta\, h_t dz_t^T` is sample ``t``'s
+        desired increment).
+    kind : int
+        ``STOCHASTIC`` (0), ``MEAN_COUNT`` (1), or ``DIGITAL`` (2: ``w + dw`` per sample, no
+        trains).
+    lr, dw_min, desired_bl, um, blm
+        The trains' learning rate, nominal granularity, bit length and managements.
+    resp, step, t_up, t_down, lo, hi
+        Responses (:func:`_fire`), ``dw_min`` of the pulses, the tables :math:`T_\pm[c]`
+        (``c = 0 .. desired_bl``), the range.
+    exact, u, u_off
+        Uniform bits: ``u`` (R, U) and the offset ``u_off[r, t]`` of sample ``t``'s trains.
+    draws, cursor, worst
+        Drawn bits: ``draws`` (R, S) float64 uniforms, ``cursor[r]`` the next unread one (advanced),
+        ``worst`` the most draws one sample can read.
+    start_r, start_t
+        Where to start (a call that stopped resumes there).
+    w_min, w_max : float64 (R,)
+        Running extremes, lowered / raised by every weight written.
+
+    Returns
+    -------
+    (int, int)
+        ``(-1, -1)`` when done; else ``(r, t)``, where member ``r`` stopped before sample ``t``
+        because fewer than ``worst`` draws were left (the caller refills and calls again).
+    """
+    members, n, fan_in = h.shape
+    fan_out = dz.shape[2]
+    active = np.empty(fan_out, dtype=np.int64)
+    lane_bits = np.empty(64, dtype=np.uint64)
+    x_count = np.empty(fan_in)
+    hits = np.empty(fan_in, dtype=np.int64)
+    hit_counts = np.empty(fan_in, dtype=np.int64)
+    x_mask = np.empty(fan_in, dtype=np.uint64)
+    d_mask = np.empty(fan_out, dtype=np.uint64)
+    size = draws.shape[1]
+    for r in range(start_r, members):
+        a, b = w_min[r], w_max[r]
+        pos = cursor[r]
+        for t in range(start_t if r == start_r else 0, n):
+            x = h[r, t]
+            d = dz[r, t]
+            if kind == DIGITAL:
+                for j in range(fan_in):
+                    for i in range(fan_out):
+                        idx = base + j * fan_out + i
+                        new = w[r, idx] + (x[j] * d[i]) * (-lr)
+                        w[r, idx] = new
+                        a = min(a, new)
+                        b = max(b, new)
+                continue
+            bl, scale_x, scale_d = _scales(x, d, lr, dw_min, desired_bl, um, blm)
+            if bl == 0:
+                continue
+            if kind == MEAN_COUNT:
+                for j in range(fan_in):
+                    x_count[j] = min(max(np.rint(bl * _probability(scale_x, x[j])), 0.0), bl)
+                for i in range(fan_out):
+                    c_d = min(max(np.rint(bl * _probability(scale_d, d[i])), 0.0), bl)
+                    if not c_d > 0:
+                        continue
+                    row_share = c_d / bl
+                    for j in range(fan_in):
+                        count = np.int64(np.rint(row_share * x_count[j]))
+                        if count > 0:
+                            new = _fire(w, r, base, fan_out, j, i, count, (x[j] * d[i]) * (-lr),
+                                        resp, step, t_up, t_down, lo, hi)
+                            a = min(a, new)
+                            b = max(b, new)
+                continue
+            if not exact and size - pos < worst:
+                cursor[r] = pos
+                w_min[r], w_max[r] = a, b
+                return r, t
+            pos = train_masks(x, d, scale_x, scale_d, bl, exact, u[r],
+                              u_off[r, t] if exact else 0, draws[r], pos, x_mask, d_mask,
+                              lane_bits, active)
+            m = 0
+            for i in range(fan_out):  # the rows with a d bit (branch-free appends)
+                active[m] = i
+                m += d_mask[i] != 0
+            if m:
+                a, b = _fire_rows(w[r], base, fan_in, fan_out, x, d, lr, x_mask, d_mask, active,
+                                  m, resp, step, t_up, t_down, lo, hi, a, b, hits, hit_counts)
+        cursor[r] = pos
+        w_min[r], w_max[r] = a, b
+    return -1, -1
