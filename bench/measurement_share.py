@@ -34,23 +34,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.bench_simulate import best_times  # noqa: E402
 from simulate import NetworkSpec, SimConfig, train_network  # noqa: E402
 from simulate.problems.network import softmax_cross_entropy  # noqa: E402
 from simulate.problems.network_run import NetworkTraining, _measure  # noqa: E402
 
 DEFAULT = SimConfig(problem="digits-mlp", micro_batch_size=4, steps=256)
 SUBSET, FULL = NetworkSpec(), NetworkSpec(loss_rows=None)
-
-
-def best_times(functions: dict, repeats: int) -> dict[str, float]:
-    """Minimum wall-clock seconds of each function over ``repeats`` interleaved rounds."""
-    times = {name: float("inf") for name in functions}
-    for _ in range(repeats):
-        for name, fn in functions.items():
-            start = time.perf_counter()
-            fn()
-            times[name] = min(times[name], time.perf_counter() - start)
-    return times
 
 
 def timed_run(config: SimConfig, spec: NetworkSpec) -> tuple[float, float]:
