@@ -171,7 +171,7 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
         "--write", choices=WRITE_SEMANTICS, default="batch-mean",
         help="write semantics of an update: batch-mean (one analog write of the mean gradient) "
         "or per-sample (one rank-1 write per sample, as a crossbar does; guarantees Corollary "
-        "3PS for sync, Theorem 4'PS for async); default batch-mean",
+        "3PS for sync, Theorem 4'PS for async; tiki-taka: Corollary TT0PS); default batch-mean",
     )
     parser.add_argument("--no-relax", action="store_true",
                         help="skip the geometric-programming relaxation")
@@ -284,11 +284,6 @@ def run(args: argparse.Namespace) -> int:
     sizes = tuple(check_range("mode-micro-batch-sizes", b, 1, 10**9, integer=True)
                   for b in args.mode_micro_batch_sizes)
     mode_limits = ModeLimits(micro_batch_sizes=sizes) if kinds is not None else None
-    if args.write != "batch-mean" and args.algorithm == "tiki-taka":
-        raise ParameterError(
-            f"--write {args.write}: no Tiki-Taka guarantee is registered for per-sample writes "
-            "(docs/theory.md, Theorem 4'PS, Tiki-Taka under per-sample writes); valid: "
-            "--write batch-mean")
     problem_from_args(args)  # the flags checked now; the model file's [problem] joins below
     calibration = None
     if getattr(args, "calibration", None) is not None:

@@ -148,6 +148,9 @@ class TikiTakaBounds:
         and ``rho`` are set from ``transfer`` (not :mod:`bounds.evaluation`'s 1 and 1).
     transfer : TransferSettings
         The plan's transfers.
+    write : {"batch-mean", "per-sample"}
+        The write semantics of the entries (``per-sample``: Corollary TT0PS's
+        ``tiki_taka_reset*_per_sample`` rows, the same formulas).
 
     Attributes
     ----------
@@ -163,6 +166,7 @@ class TikiTakaBounds:
     eps: float
     values: dict
     transfer: TransferSettings
+    write: str = "batch-mean"
     entries: dict = field(init=False, repr=False)
     unusable: dict = field(init=False, repr=False)
     analog: AnalogBounds = field(init=False, repr=False)
@@ -170,9 +174,10 @@ class TikiTakaBounds:
     def __post_init__(self):
         values = {**self.values, "T": self.transfer.every, "rho": float(self.transfer.lr)}
         object.__setattr__(self, "values", values)
-        object.__setattr__(self, "analog", AnalogBounds(self.eps, values))
+        object.__setattr__(self, "analog", AnalogBounds(self.eps, values, self.write))
         settings = self.transfer.settings()
-        entries = {mode: guarantee_entries(mode, "tiki-taka", settings) for mode in PLAN_MODES}
+        entries = {mode: guarantee_entries(mode, "tiki-taka", settings, self.write)
+                   for mode in PLAN_MODES}
         unusable: dict[str, str] = {}
         for mode, found in entries.items():
             for entry in found:  # an entry needing constants the plan does not have: none used
@@ -191,7 +196,7 @@ class TikiTakaBounds:
         each partition, :meth:`TransferCost.cycles`)."""
         return evaluate_guarantee(mode, self.eps, algorithm="tiki-taka",
                                   settings=self.transfer.settings(),
-                                  transfer=(self.transfer.every, 0),
+                                  transfer=(self.transfer.every, 0), write=self.write,
                                   on_unreachable=on_unreachable, **self.values, **grid)
 
     def bound_name(self, mode: str) -> str:

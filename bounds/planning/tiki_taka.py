@@ -118,7 +118,8 @@ def plan_tiki_taka(
     check_type("transfer", transfer, TransferSettings, "e.g. bounds.TransferSettings(every=4)")
     if calibration is not None:
         check_calibration(calibration, "tiki-taka", calibration_source, plan_write(limits))
-    bounds = TikiTakaBounds(eps, theory_values(hardware.hardware, problem), transfer)
+    bounds = TikiTakaBounds(eps, theory_values(hardware.hardware, problem), transfer,
+                            plan_write(limits))
     cost = TransferCost(transfer, model)
     search = GridSearch(model, hardware, limits, GuaranteeObjective(bounds), cost)
     guarantees = _guarantees(bounds, limits.modes)
@@ -173,7 +174,7 @@ def _guarantees(bounds: TikiTakaBounds, modes) -> tuple[ModeGuarantee, ...]:
             out.append(ModeGuarantee(mode=mode, status=GUARANTEED, entries=tuple(
                 b.name for b in used), message=f"proved by {names}"))
             continue
-        derived = guarantee_entries(mode, "tiki-taka")
+        derived = guarantee_entries(mode, "tiki-taka", write=bounds.write)
         others = [b.name for b in REGISTRY.values()
                   if b.algorithm == "tiki-taka" and b.mode == mode and b.provenance != "derived"]
         if mode in bounds.unusable:

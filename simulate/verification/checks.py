@@ -28,7 +28,7 @@ the constants that held in the run:
 Corollary 3PS (``analog_sgd_per_sample``, ``analog_sgd_sp_per_sample``) on per-sample writes.
 
 **Tiki-Taka.** The derived Tiki-Taka entries (``tiki_taka_reset``, ``tiki_taka_reset_sp``,
-Corollary TT0) are checked on their variant only (:data:`TT0_SETTINGS`: ``tt_gamma = 0``, slice
+Corollary TT0, and their ``_per_sample`` rows, Corollary TT0PS, on per-sample runs) are checked on their variant only (:data:`TT0_SETTINGS`: ``tt_gamma = 0``, slice
 ``all``, a digital fast buffer, reset after each transfer; :func:`config_for` sets it) with ``K``
 a multiple of ``T``; ``T = transfer_every`` and ``rho = transfer_lr`` are plugged in and the
 device constants are C's, on the region C visited (the effective weight is C at ``gamma = 0``).
@@ -145,7 +145,7 @@ def _validate(name: str, config: SimConfig) -> None:
             f"{name} describes algorithm={want[0]!r}, mode={want[1]!r}; the config has "
             f"algorithm={config.algorithm!r}, mode={config.mode!r} (use config_for)"
         )
-    if config.algorithm == "analog" and config.write != bound.write:
+    if config.algorithm in ("analog", "tiki-taka") and config.write != bound.write:
         raise ParameterError(
             f"write={config.write!r}: {name} is proved for write={bound.write!r} (use config_for, "
             "or the entry of the config's write semantics, theory.theorems.bound_for)"

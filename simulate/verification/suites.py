@@ -199,6 +199,14 @@ QUICK: tuple[Case, ...] = (
     # Corollary TT0-AP: the asynchronous pipeline, a write per T = M = 4 micro-batches
     Case("tiki_taka_reset_ap", 0.5, stages=4, transfer_every=4, **_QUICK),
     Case("tiki_taka_reset_ap_b", 0.5, stages=8, transfer_every=2, **_QUICK),
+    # Corollary TT0PS: the same four with per-sample writes of the buffer (n = 4 or b = 4)
+    Case("tiki_taka_reset_per_sample", 0.5, micro_batch_size=4, transfer_every=4, **_QUICK),
+    Case("tiki_taka_reset_sp_per_sample", 0.5, stages=4, micro_batches=4, micro_batch_size=2,
+         transfer_every=4, **_QUICK),
+    Case("tiki_taka_reset_ap_per_sample", 0.5, stages=4, micro_batch_size=4, transfer_every=4,
+         **_QUICK),
+    Case("tiki_taka_reset_ap_b_per_sample", 0.5, stages=8, micro_batch_size=2, transfer_every=2,
+         **_QUICK),
 )
 
 #: step fractions of the asynchronous rows at Theorem 4''s cap: half, most, all but 0.1 % of it
@@ -312,6 +320,24 @@ STANDARD: tuple[Case, ...] = tuple(dict.fromkeys((
       for bound in ("tiki_taka_reset_ap", "tiki_taka_reset_ap_b")
       for fraction, stages, t, sigma2, tau in ((0.5, 4, 1, 1.0, 1.0), (0.9, 8, 2, 1.0, 1.0),
                                                (0.5, 4, 4, 0.1, 1.0), (0.9, 16, 20, 1.0, 0.5))),
+    # Corollary TT0PS: per-sample writes of the buffer, n (async: b) = 2 to 8 samples per update,
+    # T = 1 (one window per update), T = M and T > M, at the cap's fractions
+    *(Case("tiki_taka_reset_per_sample", fraction, micro_batch_size=b, transfer_every=t,
+           transfer_lr=rho, sigma2=sigma2, tau=tau, **_STANDARD)
+      for fraction, b, t, rho, sigma2, tau in (
+          (0.5, 4, 1, 1.0, 1.0, 1.0), (0.9, 2, 10, 20.0, 4.0, 2.0), (0.5, 8, 2, 20.0, 0.1, 1.0),
+          (0.9, 4, 4, 1.0, 1.0, 0.5))),
+    *(Case("tiki_taka_reset_sp_per_sample", 0.5, stages=stages, micro_batches=mb,
+           micro_batch_size=b, transfer_every=t, sigma2=sigma2, tau=tau, **_STANDARD)
+      for stages, mb, b, t, sigma2, tau in ((4, 4, 2, 4, 1.0, 1.0), (8, 8, 1, 8, 0.1, 1.0),
+                                            (4, 1, 4, 2, 1.0, 0.5), (2, 2, 4, 5, 4.0, 1.0))),
+    *(Case(bound, fraction, stages=stages, micro_batch_size=b, transfer_every=t, sigma2=sigma2,
+           tau=tau, **_STANDARD)
+      for bound in ("tiki_taka_reset_ap_per_sample", "tiki_taka_reset_ap_b_per_sample")
+      for fraction, stages, b, t, sigma2, tau in ((0.5, 4, 4, 1, 1.0, 1.0),
+                                                  (0.9, 8, 2, 2, 1.0, 1.0),
+                                                  (0.5, 4, 8, 4, 0.1, 1.0),
+                                                  (0.9, 16, 4, 20, 1.0, 0.5))),
 )))
 
 _THOROUGH = dict(steps=3000, seeds=32)

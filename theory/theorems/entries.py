@@ -297,6 +297,28 @@ _TIKI_TAKA_ROWS = (
     ),
 )
 
+#: per-sample writes of the fast buffer A (its own update ``-(alpha/n) g_i`` per sample, all read
+#: at the update's weights): the writes add exactly (digital A), so C's writes are those of the
+#: batch-mean runs
+_TT0_PER_SAMPLE = (
+    "per-sample writes of the digital buffer A: n (async: b) writes of -(alpha/n) g_i per update, "
+    "all g_i read at the update's weights; T counts updates (an event after the last write of "
+    "every T-th update); C is written once per event, as under batch-mean writes"
+)
+
+
+def _per_sample(row: _Row) -> _Row:
+    """Corollary TT0PS: ``row`` (a Corollary TT0 or TT0-AP row) under per-sample writes, the same
+    formula (``row.parts``), name ``row.name + "_per_sample"``."""
+    return replace(row, name=f"{row.name}_per_sample", proof="Corollary TT0PS",
+                   reference=f"Corollary TT0PS of docs/theory.md ({row.name} under per-sample "
+                   "writes of the digital fast buffer: the same writes of C)",
+                   write="per-sample", conditions=[*row.conditions, _TT0_PER_SAMPLE])
+
+
+_TT0_PER_SAMPLE_ROWS = tuple(_per_sample(row) for row in _TIKI_TAKA_ROWS
+                             if row.provenance == "derived")
+
 #: Theorem 2M: analog and digital blocks in one pipeline
 _THEOREM_2M = _Row(
     "analog_sgd_mixed", provenance="derived", proof="Theorem 2M",
@@ -391,7 +413,8 @@ _LITERATURE_ROWS = (
 
 #: every row, in the registry's order (derived first, then the literature rows)
 _ROWS = (
-    *_DIGITAL_ROWS, *_ANALOG_ROWS, *_PER_SAMPLE_ROWS, *_TIKI_TAKA_ROWS, *_MIXED_ROWS,
+    *_DIGITAL_ROWS, *_ANALOG_ROWS, *_PER_SAMPLE_ROWS, *_TIKI_TAKA_ROWS, *_TT0_PER_SAMPLE_ROWS,
+    *_MIXED_ROWS,
     *_BIASED_ROWS, *_LITERATURE_ROWS,
 )
 
