@@ -130,6 +130,35 @@ def test_reset_and_fast_device_settings_select_rows(capsys):
     assert "guarantee sync       guaranteed: proved by tiki_taka_reset_sp" in out
 
 
+def test_write_per_sample_plans_with_corollary_tt0ps(capsys):
+    """--write per-sample: the Corollary TT0PS rows (the TT0 rows' formulas), so the same plan as
+    batch-mean writes with the per-sample rows named (library = CLI)."""
+    transfer = TransferSettings(every=4, slice="all", reset=True, fast_device="digital")
+    met = transfer.settings()
+    for mode, names in (("none", ["tiki_taka_reset_per_sample"]),
+                        ("sync", ["tiki_taka_reset_sp_per_sample"]),
+                        ("async", ["tiki_taka_reset_ap_per_sample",
+                                   "tiki_taka_reset_ap_b_per_sample"])):
+        found = guarantee_entries(mode, "tiki-taka", met, "per-sample")
+        assert [b.name for b in found] == names
+    results = {write: plan_tiki_taka(MLP, HW, None, 2.5, PlanLimits(16, 16, write=write),
+                                     transfer=transfer) for write in ("batch-mean", "per-sample")}
+    batch_mean, per_sample = results["batch-mean"].best, results["per-sample"].best
+    assert per_sample.bound == f"{batch_mean.bound}_per_sample"
+    for field in ("mode", "stages", "micro_batches", "micro_batch_size", "iterations", "cycles"):
+        assert getattr(per_sample, field) == getattr(batch_mean, field), field
+    assert [g.entries for g in results["per-sample"].guarantees] == [
+        tuple(f"{name}_per_sample" for name in g.entries)
+        for g in results["batch-mean"].guarantees]
+    argv = ["plan", "--model", "digits-mlp", "--accelerators", "8", "--algorithm", "tiki-taka",
+            "--eps", "2.5", "--transfer-every", "4", "--transfer-slice", "all", "--transfer-reset",
+            "--fast-device", "digital", "--write", "per-sample", "--json", *SMALL]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)["plan"]
+    assert data["best"]["bound"] == per_sample.bound
+    assert data["best"]["iterations"] == per_sample.iterations
+
+
 # -- the guarantee: proved rows whose settings are met, nothing else ------------------------------
 
 def test_companion_rows_are_never_a_guarantee():

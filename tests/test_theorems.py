@@ -121,7 +121,9 @@ def test_registry_names_and_order():
         "analog_sgd_ap_b", "analog_sgd_per_sample", "analog_sgd_sp_per_sample",
         "analog_sgd_ap_per_sample", "tiki_taka_companion", "tiki_taka_sp", "tiki_taka_reset",
         "tiki_taka_reset_sp",
-        "tiki_taka_reset_ap", "tiki_taka_reset_ap_b", "analog_sgd_mixed", "analog_sgd_sp_mixed",
+        "tiki_taka_reset_ap", "tiki_taka_reset_ap_b", "tiki_taka_reset_per_sample",
+        "tiki_taka_reset_sp_per_sample", "tiki_taka_reset_ap_per_sample",
+        "tiki_taka_reset_ap_b_per_sample", "analog_sgd_mixed", "analog_sgd_sp_mixed",
         "analog_sgd_ap_mixed", "analog_sgd_biased", "analog_sgd_biased_sharp", "literature_sgd",
         "literature_delay_fixed", "literature_delay_arbitrary", "literature_async_sgd", "local_sgd",
     ]
@@ -150,7 +152,10 @@ def test_derived_entries_name_a_heading_of_docs():
     derived = [bd for bd in REGISTRY.values() if bd.provenance == "derived"]
     assert {bd.name for bd in derived} == {"digital_sgd", *DERIVED_ANALOG, *MIXED_ENTRIES,
                                            "tiki_taka_reset", "tiki_taka_reset_sp",
-                                           "tiki_taka_reset_ap", "tiki_taka_reset_ap_b"}
+                                           "tiki_taka_reset_ap", "tiki_taka_reset_ap_b",
+                                           *(f"{name}_per_sample" for name in (
+                                               "tiki_taka_reset", "tiki_taka_reset_sp",
+                                               "tiki_taka_reset_ap", "tiki_taka_reset_ap_b"))}
     for bound in derived:
         assert any(h.startswith(f"{bound.proof} ") for h in headings), bound.proof
         assert f"`{bound.name}`" in next(h for h in headings if h.startswith(f"{bound.proof} "))
@@ -446,6 +451,10 @@ INCREASING = {
     "tiki_taka_reset_sp": (sigma2, L, Delta, G_inf),
     "tiki_taka_reset_ap": (sigma2, L, Delta, G_inf, L_s),
     "tiki_taka_reset_ap_b": (sigma2, L, Delta, G_inf, L_s),
+    "tiki_taka_reset_per_sample": (sigma2, L, Delta, G_inf),
+    "tiki_taka_reset_sp_per_sample": (sigma2, L, Delta, G_inf),
+    "tiki_taka_reset_ap_per_sample": (sigma2, L, Delta, G_inf, L_s),
+    "tiki_taka_reset_ap_b_per_sample": (sigma2, L, Delta, G_inf, L_s),
     "analog_sgd_mixed": (sigma2, L, Delta, p2_bar),
     "analog_sgd_sp_mixed": (sigma2, L, Delta, p2_bar),
     "analog_sgd_ap_mixed": (sigma2, L, Delta, p2_bar, D, L_s),

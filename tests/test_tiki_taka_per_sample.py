@@ -140,12 +140,12 @@ def test_state_per_sample_windows_write_the_batch_mean_step(n):
 @pytest.mark.parametrize("t", [2, 4])
 def test_per_sample_run_meets_the_tt0_bound(t):
     """A per-sample run of the variant (n = 4 samples per update, 4 writes each) against
-    Corollary TT0's bound: bound / simulated >= 1."""
-    config = replace(config_for("tiki_taka_reset", steps=160, seeds=4, log_every=160,
-                                transfer_every=t, transfer_lr=2.0), lr=0.05, micro_batch_size=4,
-                     write="per-sample")
+    Corollary TT0's bound under per-sample writes (Corollary TT0PS): bound / simulated >= 1."""
+    config = replace(config_for("tiki_taka_reset_per_sample", steps=160, seeds=4,
+                                log_every=160, transfer_every=t, transfer_lr=2.0), lr=0.05,
+                     micro_batch_size=4)
     assert config.write == "per-sample" and config.samples_per_update == 4
-    check = check_bound("tiki_taka_reset", config)
+    check = check_bound("tiki_taka_reset_per_sample", config)
     assert check.constants["T"] == t and check.constants["n"] == 4
     assert check.passed and check.ratio >= 1, check.ratio
 
@@ -168,5 +168,5 @@ def test_theory_states_the_remark_under_corollary_tt0():
     section = text[start:text.index("## Corollary TT0-AP", start)]
     remark = section[section.index("*Per-sample writes*"):]
     for words in ("holds unchanged", "the step to check", "tests/test_tiki_taka_per_sample.py",
-                  "no per-sample rows are registered"):
+                  "Corollary TT0PS below", "tiki_taka_reset_per_sample"):
         assert words in " ".join(remark.split()), words
