@@ -26,6 +26,9 @@ PER_SAMPLE = {"analog_sgd_per_sample": ("analog_sgd", n), "analog_sgd_sp_per_sam
               ("analog_sgd_sp", B * b)}
 #: Theorem 4'PS (tests/test_theorem4ps.py): the asynchronous pipeline's per-sample entry
 PER_SAMPLE_AP = "analog_sgd_ap_per_sample"
+#: Corollary TT0PS (tests/test_tiki_taka_reset_per_sample.py): the Tiki-Taka variant's rows
+PER_SAMPLE_TT0 = tuple(f"{name}_per_sample" for name in (
+    "tiki_taka_reset", "tiki_taka_reset_sp", "tiki_taka_reset_ap", "tiki_taka_reset_ap_b"))
 
 
 # ---- the registry -----------------------------------------------------------------------------
@@ -33,7 +36,8 @@ PER_SAMPLE_AP = "analog_sgd_ap_per_sample"
 def test_entries_are_per_sample_and_the_rest_batch_mean():
     assert WRITE_SEMANTICS == ("batch-mean", "per-sample")
     for name, bound in REGISTRY.items():
-        assert bound.write == ("per-sample" if name in (*PER_SAMPLE, PER_SAMPLE_AP)
+        assert bound.write == ("per-sample" if name in (*PER_SAMPLE, PER_SAMPLE_AP,
+                                                        *PER_SAMPLE_TT0)
                                else "batch-mean"), name
     assert bound_for("none", "analog", "per-sample").name == "analog_sgd_per_sample"
     assert bound_for("sync", "analog", "per-sample").name == "analog_sgd_sp_per_sample"
