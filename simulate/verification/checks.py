@@ -28,10 +28,11 @@ the constants that held in the run:
 Corollary 3PS (``analog_sgd_per_sample``, ``analog_sgd_sp_per_sample``) on per-sample writes.
 
 **Tiki-Taka.** The derived Tiki-Taka entries (``tiki_taka_reset``, ``tiki_taka_reset_sp``,
-Corollary TT0, and their ``_per_sample`` rows, Corollary TT0PS, on per-sample runs) are checked on their variant only (:data:`TT0_SETTINGS`: ``tt_gamma = 0``, slice
-``all``, a digital fast buffer, reset after each transfer; :func:`config_for` sets it) with ``K``
-a multiple of ``T``; ``T = transfer_every`` and ``rho = transfer_lr`` are plugged in and the
-device constants are C's, on the region C visited (the effective weight is C at ``gamma = 0``).
+Corollary TT0; their ``_per_sample`` rows, Corollary TT0PS, on per-sample runs only) are checked
+on their variant only (:data:`TT0_SETTINGS`: ``tt_gamma = 0``, slice ``all``, a digital fast
+buffer, reset after each transfer; :func:`config_for` sets it) with ``K`` a multiple of ``T``;
+``T = transfer_every`` and ``rho = transfer_lr`` are plugged in and the device constants are
+C's, on the region C visited (the effective weight is C at ``gamma = 0``).
 
 **Gradient bias.** A run with ``grad_bias`` :math:`= \beta > 0` (the oracle signal plus a fixed
 bias of norm :math:`\beta`, :func:`simulate.problems.oracle_run.gradient_bias`) is checked against
