@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -203,7 +203,7 @@ def main(argv=None) -> int:
         profile(args.profile)
         return 0
     names = parse_only(args.only)
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = datetime.now(UTC).isoformat(timespec="seconds")
     load_start = machine()["load_average"]
     reference = reference_seconds()
     print(f"reference: digits-mlp, 2,000 samples, analog, no pipeline: {reference:.3f} s "
@@ -218,7 +218,7 @@ def main(argv=None) -> int:
               f"  {result['exit']}" + (f"  ({result['error']})" if result["error"] else ""),
               flush=True)
     if args.record:
-        record = {"date": started, "finished": datetime.now(timezone.utc).isoformat(
+        record = {"date": started, "finished": datetime.now(UTC).isoformat(
             timespec="seconds"), "config": {"jobs": args.jobs, "waits": names,
                                             "reference": repr(REFERENCE)},
                   "machine": dict(machine(), load_average_start=load_start),
