@@ -414,7 +414,8 @@ def compute(quick: bool = False, jobs: int | None = None, scheduler=None, cache=
         the selection medians per arm and target; ``runs``: per arm the seeds that diverged and
         whether a run was pinned; ``sweep``: points computed and cached.
     """
-    s = settings(quick, write)
+    s = settings(quick)
+    s = s if write == DEFAULT_WRITE else replace(s, write=write)
     b, big_b = s.micro_batch_size, s.micro_batches
     rows = []
     for m in s.stages:
