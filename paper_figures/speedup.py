@@ -212,6 +212,9 @@ class SpeedupSettings:
     sensitivity_target : float
         The test-accuracy target of the sensitivity table (one of ``accuracy_targets``).
     variants : tuple of Variant
+    write : str
+        Write semantics of every run (``SimConfig.write``) unless a variant sets its own;
+        ``batch-mean`` (the default) leaves every run's config unchanged.
     """
 
     stages: tuple[int, ...] = (1, 2, 4, 8, 12, 16)
@@ -233,6 +236,7 @@ class SpeedupSettings:
     sensitivity_budget_samples: int = 6400
     sensitivity_target: float = 0.85
     variants: tuple[Variant, ...] = _VARIANTS
+    write: str = DEFAULT_WRITE
 
     def __post_init__(self):
         if not self.stages:
@@ -298,18 +302,18 @@ class SpeedupSettings:
                 Target("loss", self.loss_target))
 
 
-def settings(quick: bool) -> SpeedupSettings:
+def settings(quick: bool, write: str = DEFAULT_WRITE) -> SpeedupSettings:
     """Full: the defaults of :class:`SpeedupSettings` (two workloads, 7 steps, 10 seeds, every
     variant). Quick: stages {1, 2, 4, 8}, 3 steps, 3 seeds, half the budget, the first workload,
-    the reference, fixed-step and ideal-device rows."""
+    the reference, fixed-step and ideal-device rows. ``write`` is :attr:`SpeedupSettings.write`."""
     if quick:
-        return SpeedupSettings(
+        return SpeedupSettings(write=write,
             stages=(1, 2, 4, 8), grid=log_grid(0.0125, 1, 1), seeds=3, budget_samples=6400,
             workloads=_default_workloads()[:1], sensitivity_seeds=3,
             variants=(_VARIANTS[0], replace(_VARIANTS[1], fixed_step=0.00625,
                                             label="fixed step 0.00625"), _VARIANTS[4]),
         )
-    return SpeedupSettings()
+    return SpeedupSettings(write=write)
 
 
 def throughput_speedup(mode: str, stages: int, micro_batches: int) -> float:
@@ -330,6 +334,8 @@ def _config(s: SpeedupSettings, w: Workload, mode: str, stages: int, lr: float, 
     fields = {"problem": w.problem, "data": w.data, "mode": mode, "algorithm": s.algorithm,
               "stages": stages, "micro_batch_size": s.micro_batch_size, "device": s.device,
               "tau": s.tau, "lr": lr, "seeds": seeds, "seed": 0}
+    if s.write != DEFAULT_WRITE:
+        fields["write"] = s.write
     fields.update(dict(changes))
     asynchronous = mode == "async"
     fields["micro_batches"] = 1 if asynchronous else s.micro_batches
@@ -397,7 +403,8 @@ def _speedup_row(kind, workload, mode, baseline, stages, target, base, arm, base
                 **extra)
 
 
-def compute(quick: bool = False, jobs: int | None = None, scheduler=None, cache=True) -> dict:
+def compute(quick: bool = False, jobs: int | None = None, scheduler=None, cache=True,
+            write: str = DEFAULT_WRITE) -> dict:
     """Throughput from the timelines; one cached sweep of every arm at every step; tuning.
 
     Returns
@@ -408,6 +415,7 @@ def compute(quick: bool = False, jobs: int | None = None, scheduler=None, cache=
         whether a run was pinned; ``sweep``: points computed and cached.
     """
     s = settings(quick)
+    s = s if write == DEFAULT_WRITE else replace(s, write=write)
     b, big_b = s.micro_batch_size, s.micro_batches
     rows = []
     for m in s.stages:

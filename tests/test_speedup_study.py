@@ -335,3 +335,13 @@ def test_training_caption_names_the_spike_only_when_there_is_one():
     assert "lambda_max" in spiking
     assert "nats" not in training.caption(_training_rows([4.4, 3.0, 1.0]))
     assert "nats" not in training.caption(_training_rows([4.4, 7.8, 1.0], mode="async"))
+
+
+def test_write_setting_reaches_every_run():
+    s = replace(TINY, write="per-sample")
+    configs = [speedup._config(s, a[4], a[0], a[1], lr, a[2], a[3], a[5])
+               for a in speedup._plan(s).values() for lr in s.grid]
+    assert configs and all(c.write == "per-sample" for c in configs)
+    plain = [speedup._config(TINY, a[4], a[0], a[1], 0.0125, a[2], a[3], a[5])
+             for a in speedup._plan(TINY).values() if not a[3]]
+    assert all(c.write == "batch-mean" for c in plain)
