@@ -48,6 +48,8 @@ from simulate import SimConfig, run  # noqa: E402
 REFERENCE = SimConfig(problem="digits-mlp", mode="none", algorithm="analog", stages=4,
                       micro_batches=1, micro_batch_size=16, steps=125, lr=0.05, seeds=1)
 
+#: the console script, run as ``python -c`` (``python -m paper_figures`` is the figures command)
+_CLI = "import sys; from paper_figures.cli import main; sys.exit(main(sys.argv[1:]))"
 # name -> (description, aimc-pipeline arguments; OUT is replaced by a temporary output folder)
 WAITS: dict[str, tuple[str, list[str]]] = {
     "verify": ("verify --suite standard", ["verify", "--suite", "standard"]),
@@ -110,7 +112,7 @@ def time_wait(name: str, jobs: int) -> dict:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "paper_figures", *args], cwd=tmp, env=env,
+        done = subprocess.run([sys.executable, "-c", _CLI, *args], cwd=tmp, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         seconds = time.perf_counter() - start
     tail = done.stderr.strip().splitlines()[-1:] if done.returncode not in (0, 1) else []
