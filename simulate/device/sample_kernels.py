@@ -98,9 +98,8 @@ def _subset(c, m, draws, pos):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
-def _train_from(p, m, x, draws, pos):  # pragma: no cover - compiled
-    r""":func:`_train` of ``p <= 1/2`` whose count is the inversion of the given uniform ``x``
-    (the positions from the draws at ``pos``). Returns ``(mask, pos)``."""
+def _count(p, m, x):  # pragma: no cover - compiled
+    """The Binomial(``m``, ``p``) count inverting the uniform ``x`` (the CDF walk), ``p <= 1/2``."""
     prob = zero_probability(p, m)
     cdf = prob
     ratio = p / (1.0 - p)
@@ -109,37 +108,36 @@ def _train_from(p, m, x, draws, pos):  # pragma: no cover - compiled
         n += 1
         prob *= ratio * ((m - n + 1) / n)
         cdf += prob
-    if n <= m - n:
-        return _subset(n, m, draws, pos)
-    zeros, pos = _subset(m - n, m, draws, pos)
+    return n
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _with_ones(ones, m, draws, pos):  # pragma: no cover - compiled
+    """A uniformly random ``m``-bit train with ``ones`` set bits: :func:`_subset` of the set or
+    of the unset bits, whichever is smaller. Returns ``(mask, pos)``."""
+    if ones <= m - ones:
+        return _subset(ones, m, draws, pos)
+    zeros, pos = _subset(m - ones, m, draws, pos)
     return _full(m) ^ zeros, pos
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _train_from(p, m, x, draws, pos):  # pragma: no cover - compiled
+    r""":func:`_train` of ``p <= 1/2`` whose count is the inversion of the given uniform ``x``
+    (the positions from the draws at ``pos``). Returns ``(mask, pos)``."""
+    return _with_ones(_count(p, m, x), m, draws, pos)
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
 def _train(p, m, draws, pos):  # pragma: no cover - compiled
     r"""``m`` independent Bernoulli(``p``) bits from the draws at ``pos``: the count by inversion
-    of one uniform (Binomial(``m``, :math:`\min(p, 1-p)`), the CDF walk), then the positions
-    (:func:`_subset` of the set or of the unset bits, whichever is smaller). ``p`` nan or
-    :math:`\le 0`: no bit, no draw. Returns ``(mask, pos)``."""
+    of one uniform (Binomial(``m``, :math:`\min(p, 1-p)`), :func:`_count`), then the positions
+    (:func:`_with_ones`). ``p`` nan or :math:`\le 0`: no bit, no draw. Returns ``(mask, pos)``."""
     if not p > 0.0:
         return np.uint64(0), pos
     flip = p > 0.5
-    q = 1.0 - p if flip else p
-    x = draws[pos]
-    pos += 1
-    prob = zero_probability(q, m)
-    cdf = prob
-    ratio = q / (1.0 - q)
-    n = 0
-    while n < m and x >= cdf:
-        n += 1
-        prob *= ratio * ((m - n + 1) / n)
-        cdf += prob
-    ones = m - n if flip else n
-    if ones <= m - ones:
-        return _subset(ones, m, draws, pos)
-    zeros, pos = _subset(m - ones, m, draws, pos)
-    return _full(m) ^ zeros, pos
+    n = _count(1.0 - p if flip else p, m, draws[pos])
+    return _with_ones(m - n if flip else n, m, draws, pos + 1)
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
