@@ -80,7 +80,7 @@ from .search import Grid, GridSearch
 from .strategies import AnalogBounds, ForecastObjective, GuaranteeObjective, PlainCost
 
 __all__ = ["check_arguments", "check_calibration", "forecast_choices", "forecast_plan", "plan",
-           "plan_write", "problem_constants", "time_grid"]
+           "problem_constants", "time_grid"]
 
 
 def plan(
@@ -143,7 +143,7 @@ def plan(
     problem, limits = check_arguments(model, hardware, problem, limits)
     eps = check_range("eps", eps, 0, low_open=True)
     if calibration is not None:  # before any search: another algorithm or write is refused
-        check_calibration(calibration, "analog", calibration_source, plan_write(limits))
+        check_calibration(calibration, "analog", calibration_source, limits.write)
     start = time.perf_counter()
     bounds = AnalogBounds(eps, theory_values(hardware.hardware, problem), limits.write)
     search = GridSearch(model, hardware, limits, GuaranteeObjective(bounds), PlainCost())
@@ -214,12 +214,6 @@ def check_arguments(model, hardware, problem, limits) -> tuple[ProblemParams, Pl
     check_type("problem", problem, ProblemParams, "or None for the defaults")
     check_type("limits", limits, PlanLimits, "or None for the defaults")
     return problem, limits
-
-
-def plan_write(limits: PlanLimits) -> str:
-    """The write semantics a plan is made for: ``limits.write`` where the limits carry one, else
-    ``"batch-mean"`` (the guarantee's theorems are the batch-mean ones)."""
-    return str(getattr(limits, "write", "batch-mean"))
 
 
 def check_calibration(calibration, algorithm: str, source: str, write: str = "batch-mean"
@@ -381,7 +375,7 @@ def forecast_plan(model: Model, hardware: PlanHardware, problem: ProblemParams, 
         the calibration is of another algorithm than analog SGD (:func:`~bounds.planning.
         tiki_taka.plan_tiki_taka` plans with a Tiki-Taka one).
     """
-    check_calibration(calibration, "analog", source, plan_write(limits))
+    check_calibration(calibration, "analog", source, limits.write)
     bounds = AnalogBounds(eps, theory_values(hardware.hardware, problem), limits.write)
     objective = ForecastObjective(bounds, calibration)
     search = GridSearch(model, hardware, limits, objective, PlainCost())

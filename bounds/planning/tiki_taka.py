@@ -31,7 +31,6 @@ from .planner import (
     check_arguments,
     check_calibration,
     forecast_choices,
-    plan_write,
     problem_constants,
 )
 from .results import OPTIMAL
@@ -117,9 +116,9 @@ def plan_tiki_taka(
     transfer = TransferSettings() if transfer is None else transfer
     check_type("transfer", transfer, TransferSettings, "e.g. bounds.TransferSettings(every=4)")
     if calibration is not None:
-        check_calibration(calibration, "tiki-taka", calibration_source, plan_write(limits))
+        check_calibration(calibration, "tiki-taka", calibration_source, limits.write)
     bounds = TikiTakaBounds(eps, theory_values(hardware.hardware, problem), transfer,
-                            plan_write(limits))
+                            limits.write)
     cost = TransferCost(transfer, model)
     search = GridSearch(model, hardware, limits, GuaranteeObjective(bounds), cost)
     guarantees = _guarantees(bounds, limits.modes)
