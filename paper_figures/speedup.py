@@ -404,8 +404,11 @@ def _speedup_row(kind, workload, mode, baseline, stages, target, base, arm, base
 
 
 def compute(quick: bool = False, jobs: int | None = None, scheduler=None, cache=True,
-            write: str = DEFAULT_WRITE) -> dict:
+            write: str = DEFAULT_WRITE, study: SpeedupSettings | None = None) -> dict:
     """Throughput from the timelines; one cached sweep of every arm at every step; tuning.
+
+    ``study`` replaces ``settings(quick)`` (the ``sp-ap-writes`` figure runs the main arms
+    only); ``write``, when not the default, replaces its :attr:`SpeedupSettings.write`.
 
     Returns
     -------
@@ -414,7 +417,7 @@ def compute(quick: bool = False, jobs: int | None = None, scheduler=None, cache=
         the selection medians per arm and target; ``runs``: per arm the seeds that diverged and
         whether a run was pinned; ``sweep``: points computed and cached.
     """
-    s = settings(quick)
+    s = settings(quick) if study is None else study
     s = s if write == DEFAULT_WRITE else replace(s, write=write)
     b, big_b = s.micro_batch_size, s.micro_batches
     rows = []

@@ -1,6 +1,8 @@
 """``aimc-pipeline figures`` (and ``python -m paper_figures``): regenerate the paper's figures.
 
-``all`` writes every figure, ``list`` prints the names, ``NAME`` writes one figure. Each figure
+``all`` writes every figure of :data:`~paper_figures.registry.FIGURES`, ``list`` prints the names
+(those of :data:`~paper_figures.registry.ON_DEMAND` too, written only by name), ``NAME`` writes
+one figure. Each figure
 writes ``NAME.png``, ``NAME.pdf``, ``NAME.csv`` (the plotted numbers) and ``NAME.json`` (manifest)
 into ``--out`` (default ``figures/``); the paths written are printed, one per line. Figures that
 simulate run their points through :func:`simulate.execution.sweep.run_sweep`: ``--jobs``,
@@ -18,7 +20,7 @@ from theory import ParameterError
 from theory.commands import command_main
 from theory.fileio import check_output_dir, output_errors
 
-from ..registry import FIGURES, load_figure
+from ..registry import FIGURES, KNOWN, ON_DEMAND, load_figure
 from . import add_figure_arguments
 
 __all__ = ["DESCRIPTION", "build_parser", "main", "run"]
@@ -33,7 +35,8 @@ DESCRIPTION = (
 def build_parser(parser: argparse.ArgumentParser) -> None:
     """Add the ``figures`` options to ``parser``."""
     parser.add_argument("target", nargs="?", default="all", metavar="all|list|NAME",
-                        help=f"what to do; figures: {', '.join(FIGURES)}")
+                        help=f"what to do; figures: {', '.join(FIGURES)}; only by name "
+                        f"(not in all): {', '.join(ON_DEMAND)}")
     add_figure_arguments(
         parser, out="figures", out_help="output directory",
         quick_help="smaller runs for a fast preview (figures that simulate training)",
@@ -43,13 +46,16 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """List the figures, or write the chosen ones and print each path written."""
     if args.target == "list":
-        width = max(map(len, FIGURES))
+        width = max(map(len, KNOWN))
         for name in FIGURES:
             print(f"{name:<{width}}  {load_figure(name).DESCRIPTION}")
+        for name in ON_DEMAND:
+            print(f"{name:<{width}}  (not in all) {load_figure(name).DESCRIPTION}")
         return 0
-    if args.target != "all" and args.target not in FIGURES:
+    if args.target != "all" and args.target not in KNOWN:
         raise ParameterError(
-            f"figure={args.target!r} is unknown; valid: all, list, {', '.join(FIGURES)}"
+            f"figure={args.target!r} is unknown; valid: all, list, "
+            f"{', '.join(KNOWN)}"
         )
     from simulate.execution import progress_bar  # tqdm: to compute, not for --help
 
