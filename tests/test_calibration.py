@@ -440,6 +440,40 @@ def test_the_per_sample_form_has_the_floor_of_corollary_3ps():
         model_terms("sync", TRUE["sync"], 10, lr=0.1, M=2, write="rank-1")
 
 
+def test_per_sample_proof_column_is_theorem_4ps_and_3ps():
+    """Per-sample calibrations compare with Corollary 3PS and Theorem 4'PS: at the proof's
+    coefficients the per-sample model is the registry entry exactly at one sample per write and
+    D = 1, and below it elsewhere (the form's 1/n on the noise and staleness, 4'PS's D^2 part);
+    the async floor is one sample's, without Theorem 4'B's factor."""
+    from theory.calibration import PROOF_FORMS, proof_label
+    from theory.compiled import compile_expr
+    from theory.theorems import get_bound
+
+    values = {k: v for k, v in complete_problem().items() if isinstance(v, float)}
+    assert (proof_label("async", "per-sample"), proof_label("sync", "per-sample")) == (
+        "Theorem 4'PS", "Corollary 3PS")
+    assert (proof_label("async"), proof_label("sync")) == ("Theorem 4'B", "Corollary 3")
+    for mode in ("sync", "async"):
+        proved = theory_coefficients(mode, values, "per-sample")
+        bound = compile_expr(get_bound(PROOF_FORMS[mode, "per-sample"]).expr)
+        cases = ((10, 0.1, 1, 1, 2), (300, 0.02, 1, 1, 2), (37, 0.3, 4, 2, 2), (50, 0.05, 1, 8, 5),
+                 (50, 0.05, 1, 1, 9))
+        for k, lr, big_b, b, m in cases:
+            if mode == "async":
+                big_b = 1
+            terms = model_terms(mode, proved, k, lr=lr, M=m, B=big_b, b=b, write="per-sample")
+            limit = float(bound({**values, "K": k, "alpha": lr, "B": big_b, "b": b, "D": m - 1,
+                                 "n": big_b * b}))
+            total = sum(terms.values())
+            one = big_b * b == 1 and (mode == "sync" or m == 2)
+            assert total <= limit * (1 + 1e-12), (mode, k, lr, big_b, b, m)
+            assert (total == pytest.approx(limit, rel=1e-12)) == one, (mode, k, lr, big_b, b, m)
+    batch_mean = theory_coefficients("async", values)
+    per_sample = theory_coefficients("async", values, "per-sample")
+    assert per_sample["c_floor"] < batch_mean["c_floor"]  # no 4'B factor
+    assert per_sample["c_floor"] == pytest.approx(theory_coefficients("sync", values)["c_floor"])
+
+
 def test_fit_recovers_the_per_sample_form():
     """Curves of the per-sample model: a per-sample calibration recovers every coefficient within
     10 %; the batch-mean form fitted to the same curves leaves log residuals over 2x larger (the

@@ -107,6 +107,7 @@ __all__ = [
     "Forecast",
     "MODEL_TERMS",
     "ModeFit",
+    "PROOF_FORMS",
     "check_algorithm",
     "check_write",
     "forecast_iterations",
@@ -114,6 +115,7 @@ __all__ = [
     "model_terms",
     "predicted_cycles",
     "problem_fingerprint",
+    "proof_label",
     "theory_coefficients",
 ]
 
@@ -139,16 +141,32 @@ FINGERPRINT_SETTINGS = {
 _FINGERPRINT_DIGITS = 6
 
 
-#: the registry entry whose form each mode's model takes (its coefficients are the proved ones)
-_FORM = {"sync": "analog_sgd_sp", "async": "analog_sgd_ap_b"}
+#: the registry entry whose form each (mode, write) model takes (its coefficients are the proved
+#: ones): Corollary 3 and Theorem 4'B for batch-mean writes, Corollary 3PS and Theorem 4'PS for
+#: per-sample writes
+PROOF_FORMS = {("sync", "batch-mean"): "analog_sgd_sp", ("async", "batch-mean"): "analog_sgd_ap_b",
+               ("sync", "per-sample"): "analog_sgd_sp_per_sample",
+               ("async", "per-sample"): "analog_sgd_ap_per_sample"}
 
 
 @cache
-def _proved_coefficients(mode: str) -> tuple[sp.Expr, ...]:
-    """The products of constants the registry entry of ``mode`` has where the model has free
-    coefficients (read off its expression: the ``1/(alpha K)``, ``alpha``, constant and
-    ``alpha^2`` parts, times the batch, or ``b/D`` for the staleness part)."""
-    bound = get_bound(_FORM[mode])
+def _proved_coefficients(mode: str, write: str = "batch-mean") -> tuple[sp.Expr, ...]:
+    r"""The products of constants the registry entry of ``(mode, write)`` has where the model has
+    free coefficients (the ``alpha^-1 K^-1``, ``alpha`` and ``alpha^0`` parts, times the batch,
+    or ``b/D`` for the staleness part). Per-sample entries are read at one sample per write
+    (``B = b = 1``, and ``D = 1`` for the staleness): there the form's ``1/n`` on the noise,
+    which Corollary 3PS and Theorem 4'PS do not have, is 1, and 4'PS's staleness
+    :math:`4\kappa L_s^2\alpha^2(q_{\max}\sqrt{D/b} + G_\infty D)^2\sigma^2` has its
+    :math:`D^2` part counted at ``D = 1``."""
+    bound = get_bound(PROOF_FORMS[mode, _check_write(write)])
+    if write == "per-sample":
+        expr = sp.expand(bound.expr.subs({B_sym: 1, b_sym: 1}))
+        transient = sp.simplify(expr.coeff(K_sym, -1) * alpha)
+        rest = sp.expand(expr - transient / (alpha * K_sym))
+        out = [transient, rest.coeff(alpha, 1), rest.coeff(alpha, 0)]
+        if mode == "async":
+            out.append(rest.coeff(alpha, 2))
+        return tuple(sp.simplify(x.subs(D_sym, 1)) for x in out)
     expr = sp.expand(bound.expr.subs(B_sym * b_sym, n)) if mode == "sync" else sp.expand(
         bound.expr)
     batch = n if mode == "sync" else b_sym
@@ -163,20 +181,28 @@ def _proved_coefficients(mode: str) -> tuple[sp.Expr, ...]:
     return tuple(out)
 
 
-def theory_coefficients(mode: str, values: Mapping[str, float]) -> dict[str, float]:
+def theory_coefficients(mode: str, values: Mapping[str, float],
+                        write: str = "batch-mean") -> dict[str, float]:
     r"""What the proofs put where the model has free coefficients, for these constants.
 
-    Read off the registry entry of the mode (Corollary 3 for ``sync``, Theorem 4'B for
-    ``async``, at ``values["theta"]``): :math:`c_K = 2\Delta/q_{\min}`,
+    Read off the registry entry :data:`PROOF_FORMS` of the mode and write (batch-mean:
+    Corollary 3 for ``sync``, Theorem 4'B for ``async``; per-sample: Corollary 3PS and Theorem
+    4'PS at one sample per write), at ``values["theta"]``: :math:`c_K = 2\Delta/q_{\min}`,
     :math:`c_{\mathrm{noise}} = L q_{\max}^2\sigma^2/q_{\min}`,
-    :math:`c_{\mathrm{floor}} = G_\infty^2\sigma^2/(\theta q_{\min}^2)` (times 4'B's factor
-    :math:`1 + \theta(1-\theta)q_{\min}^2/q_{\max}^2` for ``async``),
-    :math:`c_{\mathrm{stale}} = 8\kappa L_s^2 q_{\max}^2\sigma^2`. The fitted coefficients
-    divided by these say how much of each worst case the problem really has.
+    :math:`c_{\mathrm{floor}} = G_\infty^2\sigma^2/(	heta q_{\min}^2)` (times 4'B's factor
+    :math:`1 + 	heta(1-	heta)q_{\min}^2/q_{\max}^2` for batch-mean ``async``),
+    :math:`c_{\mathrm{stale}} = 8\kappa L_s^2 q_{\max}^2\sigma^2` (4'B) or
+    :math:`4\kappa L_s^2 (q_{\max} + G_\infty)^2\sigma^2` (4'PS at ``b = D = 1``). The fitted
+    coefficients divided by these say how much of each worst case the problem really has.
     """
     _check_mode(mode)
     return {name: float(compile_expr(expr)(values)) for name, expr in
-            zip(COEFFICIENTS[mode], _proved_coefficients(mode), strict=True)}
+            zip(COEFFICIENTS[mode], _proved_coefficients(mode, write), strict=True)}
+
+
+def proof_label(mode: str, write: str = "batch-mean") -> str:
+    """The proof whose products :func:`theory_coefficients` gives (``"Theorem 4'PS"``, ...)."""
+    return get_bound(PROOF_FORMS[_check_mode(mode), _check_write(write)]).proof
 
 
 def problem_fingerprint(values: Mapping) -> str:

@@ -150,12 +150,17 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
 
 def coefficient_table(cal: Calibration) -> str:
     """The fitted coefficients with their bootstrap intervals, one row per (mode, coefficient)."""
-    from theory.calibration import COEFFICIENTS, FINGERPRINT_KEYS, theory_coefficients
+    from theory.calibration import (
+        COEFFICIENTS,
+        FINGERPRINT_KEYS,
+        proof_label,
+        theory_coefficients,
+    )
 
     rows = []
     level = f"{100 * cal.ci_level:g}%"
     for mode, fit in cal.fits.items():
-        proved = theory_coefficients(mode, cal.problem)
+        proved = theory_coefficients(mode, cal.problem, cal.write)
         for name, value, low, high in zip(COEFFICIENTS[mode], fit.values, fit.low, fit.high,
                                           strict=True):
             meaning = _MEANING[name]
@@ -173,9 +178,11 @@ def coefficient_table(cal: Calibration) -> str:
              f"problem constants: {constants} (fingerprint {cal.fingerprint}, covering the "
              f"constants, problem, device, algorithm, {runs}, write {cal.write})"]
     if cal.write == "per-sample":
+        proofs = " and ".join(f"{proof_label(mode, cal.write)}'s for {mode}" for mode in cal.fits)
         lines.append("write per-sample: the per-sample form (its floor not divided by the "
-                     "batch); the proof column is Corollary 3's products for sync (3PS has the "
-                     "same floor and no 1/n on its noise) and Theorem 4'B's for async")
+                     f"batch); the proof column is {proofs}, at one sample per write (n = 1, "
+                     "where the form's 1/n on the noise, which the proofs do not have, is 1; "
+                     "the staleness at D = 1)")
     if cal.algorithm != "analog":
         t = cal.transfer
         lines.append(f"algorithm {cal.algorithm} (transfer every {t['transfer_every']} updates, "
