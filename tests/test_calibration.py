@@ -472,6 +472,11 @@ def test_per_sample_proof_column_is_theorem_4ps_and_3ps():
     per_sample = theory_coefficients("async", values, "per-sample")
     assert per_sample["c_floor"] < batch_mean["c_floor"]  # no 4'B factor
     assert per_sample["c_floor"] == pytest.approx(theory_coefficients("sync", values)["c_floor"])
+    from simulate.commands.calibrate import coefficient_table
+
+    text = coefficient_table(file_calibration(TRUE, complete_problem(write="per-sample")))
+    assert "Corollary 3PS's for sync and Theorem 4'PS's for async" in text
+    assert "4'B" not in text and "4 kappa L_s^2 (q_max + G_inf)^2 sigma2" in text
 
 
 def test_fit_recovers_the_per_sample_form():

@@ -73,7 +73,9 @@ _MEANING = {
     "c_stale": "staleness c_stale lr^2 D/b; proof: 8 kappa L_s^2 q_max^2 sigma2",
 }
 #: the term of the per-sample form that differs (its floor is not divided by the batch)
-_PER_SAMPLE_TERMS = {"c_floor": ("c_floor/n", "c_floor")}
+_PER_SAMPLE_TERMS = {"c_floor": ("c_floor/n", "c_floor"),
+                     "c_stale": ("8 kappa L_s^2 q_max^2 sigma2",
+                                 "4 kappa L_s^2 (q_max + G_inf)^2 sigma2")}
 
 
 def build_parser(parser: argparse.ArgumentParser) -> None:
