@@ -13,7 +13,7 @@ import pytest
 from paper_figures import schedule
 from paper_figures.cli import main
 from paper_figures.common import STYLE, new_figure, save_figure, use_style
-from paper_figures.registry import FIGURES, load_figure
+from paper_figures.registry import FIGURES, KNOWN, load_figure
 from simulate import build_timeline
 from theory import ParameterError
 
@@ -115,7 +115,9 @@ def test_registry():
 def test_figures_command(capsys, tmp_path):
     assert main(["figures", "list"]) == 0
     listed = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in listed] == list(FIGURES)
+    assert [line.split()[0] for line in listed] == list(KNOWN)  # on-demand ones last, marked
+    assert [line.split()[1:4] == ["(not", "in", "all)"] for line in listed] == [
+        name not in FIGURES for name in KNOWN]
     assert f"schedule {schedule.DESCRIPTION}".split() in [line.split() for line in listed]
     assert main(["figures", "schedule", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out.split()
