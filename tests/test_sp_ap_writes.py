@@ -104,3 +104,20 @@ def test_tiny_figure_rows_and_identities(tiny_figure):
     assert table.count("| batch-mean |") == table.count("| per-sample |") == 3 * 2
     assert "| AP / SP [CI] |" in table
 
+
+
+def test_shown_target_skips_censored_medians():
+    s = speedup.SpeedupSettings()  # accuracy targets 0.7, 0.8, 0.85, 0.9; sensitivity 0.85
+
+    def rows(bad):
+        return [{"workload": "w", "target": t, "status": "censored" if t in bad else "ok"}
+                for t in ("70% accuracy", "80% accuracy", "85% accuracy", "90% accuracy")]
+
+    pick = sp_ap_writes.shown_target
+    assert pick({"settings": s, "rows": rows(())}, "w") == "85% accuracy"
+    assert pick({"settings": s, "rows": rows(("90% accuracy",))}, "w") == "85% accuracy"
+    assert pick({"settings": s, "rows": rows(("85% accuracy",))}, "w") == "80% accuracy"
+    assert pick({"settings": s, "rows": rows(("80% accuracy", "85% accuracy"))},
+                "w") == "70% accuracy"
+    everything = ("70% accuracy", "80% accuracy", "85% accuracy")
+    assert pick({"settings": s, "rows": rows(everything)}, "w") == "70% accuracy"
