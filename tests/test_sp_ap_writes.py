@@ -7,8 +7,7 @@ steps, two seeds, a short budget) for its exact identities.
 
 from __future__ import annotations
 
-import csv
-import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -17,15 +16,11 @@ from paper_figures import sp_ap_writes, speedup
 from paper_figures.registry import FIGURES, KNOWN, ON_DEMAND, load_figure
 from simulate import cycles_after
 from simulate.verification import Target, TimeToTarget, speedup_interval
+from tests.test_speedup_study import TINY as SPEEDUP_TINY
+from tests.test_speedup_study import write_tiny
 
-TINY = speedup.SpeedupSettings(
-    stages=(1, 4), grid=(0.00625, 0.0125), seeds=2, budget_samples=640, log_samples=128,
-    accuracy_targets=(0.3, 0.5), loss_target=1.5, sensitivity_stages=4, sensitivity_seeds=2,
-    sensitivity_target=0.5, sensitivity_budget_samples=512,
-    workloads=(speedup.Workload("resmlp digits", "digits-resmlp", "digits-holdout"),),
-    variants=(speedup.Variant("tuned step (reference)", reason="reference"),
-              speedup.Variant("digital", (("algorithm", "digital"),), reason="ideal")),
-)
+#: the speedup study's tiny settings at M = 1 and 4 (SP's factor MB/(B+M-1) is not 1 at M = 4)
+TINY = replace(SPEEDUP_TINY, stages=(1, 4), sensitivity_stages=4)
 
 
 def _times(mode, stages, micro_batches, updates, reached):
@@ -67,13 +62,7 @@ def test_sp_ap_writes_is_on_demand_only():
 
 @pytest.fixture(scope="module")
 def tiny_figure(tmp_path_factory):
-    out = tmp_path_factory.mktemp("sp-ap-writes")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(speedup, "settings", lambda quick: TINY)
-        paths = sp_ap_writes.write(out, quick=True, jobs=1, cache=out / "cache")
-    with open(paths[2], newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    return rows, json.loads(paths[3].read_text())
+    return write_tiny(sp_ap_writes, TINY, tmp_path_factory.mktemp("sp-ap-writes"))
 
 
 def test_tiny_figure_rows_and_identities(tiny_figure):

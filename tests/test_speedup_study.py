@@ -231,15 +231,20 @@ TINY = speedup.SpeedupSettings(
 )
 
 
-@pytest.fixture(scope="module")
-def tiny_study(tmp_path_factory):
-    out = tmp_path_factory.mktemp("speedup")
+def write_tiny(module, study, out):
+    """``module.write`` (quick, one job, a cache in ``out``) with ``speedup.settings`` patched to
+    ``study``; its CSV rows and manifest."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(speedup, "settings", lambda quick: TINY)
-        paths = speedup.write(out, quick=True, jobs=1, cache=out / "cache")
+        mp.setattr(speedup, "settings", lambda quick: study)
+        paths = module.write(out, quick=True, jobs=1, cache=out / "cache")
     with open(paths[2], newline="") as handle:
         rows = list(csv.DictReader(handle))
     return rows, json.loads(paths[3].read_text())
+
+
+@pytest.fixture(scope="module")
+def tiny_study(tmp_path_factory):
+    return write_tiny(speedup, TINY, tmp_path_factory.mktemp("speedup"))
 
 
 def test_tiny_study_csv_identities(tiny_study):
