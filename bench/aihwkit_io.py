@@ -10,7 +10,7 @@ Two probes, each ``N`` forward passes of the same rows through the same weights 
 - ``digits``: 64 training images (pixels k/16, so the DAC input 0.5 of pixel 8 falls on a half
   step of the 7-bit DAC) through the first layer's initial weights (64 x 32) of the digits MLP;
 - ``bound``: non-negative rows ``0.5 u``, ``u ~ U[0, 1)^32`` (abs-max noise management scales
-  them back to ``u``) through weights ``N(0.4, 0.3^2)`` clipped to ``[-1, 1]`` (32 x 10): analog
+  them back to ``u``) through weights ``N(0.75, 0.3^2)`` clipped to ``[-1, 1]`` (32 x 10): analog
   outputs ``u W`` near the ADC bound 12, so bound management acts on most rows (outputs ``|z|``
   up to about 6).
 
@@ -56,7 +56,7 @@ def probes() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     first = w[0, :64 * 32].reshape(64, 32)
     rng = np.random.default_rng(np.random.SeedSequence([26, 4]))
     x = 0.5 * rng.random((64, 32))
-    weights = np.clip(rng.normal(0.4, 0.3, (32, 10)), -1.0, 1.0)
+    weights = np.clip(rng.normal(0.75, 0.3, (32, 10)), -1.0, 1.0)
     return {"digits": (data.x_train[:64].copy(), first), "bound": (x, weights)}
 
 

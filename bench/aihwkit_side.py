@@ -143,6 +143,10 @@ def main(argv=None) -> int:
     path_in, path_out = (sys.argv[1:] if argv is None else argv)[:2]
     data = np.load(path_in, allow_pickle=False)
     settings = json.loads(str(data["settings"]))
+    out = {}
+    if settings["mode"] == "forward":
+        out.update(forward_moments(data["x_probe"], data["w_probe"], settings))
+        return _save(path_out, out)
     shapes = data["shapes"].tolist()
     x_train = torch.tensor(data["x_train"], dtype=torch.float32)
     y_train = torch.tensor(data["y_train"], dtype=torch.int64)
@@ -151,7 +155,6 @@ def main(argv=None) -> int:
     w0 = [data[f"w0_{i}"] for i in range(len(shapes))]
     batches = torch.tensor(data["batches"], dtype=torch.int64)
     config = rpu_config(settings)
-    out = {}
     if settings["mode"] == "train":
         members = w0[0].shape[0]
         acc, finals = np.empty(members), [[] for _ in shapes]
@@ -177,11 +180,15 @@ def main(argv=None) -> int:
                 squares[i] += dw * dw
         out.update({f"dw_mean_{i}": s / repeats for i, s in enumerate(sums)})
         out.update({f"dw_sq_{i}": s / repeats for i, s in enumerate(squares)})
-    elif settings["mode"] == "forward":
-        out.update(forward_moments(data["x_probe"], data["w_probe"], settings))
     else:
         raise SystemExit(f"mode={settings['mode']!r} is unknown; valid: train, step, forward")
+    return _save(path_out, out)
+
+
+def _save(path_out, out: dict) -> int:
+    """``out`` and the versions to ``path_out``."""
     import aihwkit
+    import torch
 
     out["versions"] = json.dumps({"aihwkit": aihwkit.__version__, "torch": torch.__version__,
                                   "numpy": np.__version__})
