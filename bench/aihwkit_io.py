@@ -17,8 +17,8 @@ Two probes, each ``N`` forward passes of the same rows through the same weights 
 Per probe it prints the mean difference of the per-output means (package - aihwkit), the share of
 outputs whose difference exceeds 3 standard errors, the largest ``|z|``, and the same for two
 variants of the package's quantiser applied by this script only (nothing in the package changes):
-the quantisation computed in float32 as aihwkit does, and the bound test counting the ADC's top
-level as a hit. Nothing is asserted.
+the quantisation computed in float32 as aihwkit does (in both converters, in the DAC only, in the
+ADC only), and the bound test counting the ADC's top level as a hit. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -75,6 +75,14 @@ def variant(name: str):
     original_q, original_pass = mvm._quantise, mvm._one_pass
     if name == "float32":
         mvm._quantise = _float32_quantise
+    elif name in ("float32 DAC only", "float32 ADC only"):
+        dac = name == "float32 DAC only"
+        inp_step = mvm.io_preset("aihwkit").inp_step
+
+        def quantise(v, step, stochastic, uniform):
+            use = (step == inp_step) == dac
+            return (_float32_quantise if use else original_q)(v, step, stochastic, uniform)
+        mvm._quantise = quantise
     elif name == "top level hits":
         def one_pass(x, w, scale, io, normal, uniform, *, bm):
             y, passed = original_pass(x, w, scale, io, normal, uniform, bm=bm)
@@ -113,7 +121,8 @@ def main(argv=None) -> int:
                         "desired_bl": 31, "lr": 0.0})
         mean_k = out["y_mean"]
         var_k = np.maximum(out["y_sq"] - mean_k**2, 0.0) * n / (n - 1)
-        for name in ("as is", "float32", "top level hits"):
+        for name in ("as is", "float32", "float32 DAC only", "float32 ADC only",
+                     "top level hits"):
             with variant(name):
                 mean_a, var_a = aimc_moments(x, w, n)
             se = np.sqrt((var_a + var_k) / n)
