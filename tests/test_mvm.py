@@ -280,3 +280,14 @@ def test_parameters_are_checked():
     with pytest.raises(ParameterError, match="^out_noise="):
         IOParameters(out_noise=-1.0)
     IOParameters(inp_bound=2.0, noise_management="none")  # allowed without noise management
+
+
+def test_the_halved_abs_max_input_is_a_half_dac_step_rounded_to_even():
+    """With bound management, a row's abs-max input (scaled to 1) is 0.5 in the second pass:
+    31.5 DAC steps, written as 32/63 (round half to even in exact arithmetic; aihwkit's float32
+    step 0.015873017 gives 31.499998 -> 31/63, docs/device-model.md)."""
+    io = IOParameters(out_noise=0.0)
+    step = io.out_step
+    y = one([[1.0]], [[18.0]], io)  # 18 > 12 clips; halved: (32/63) * 18 = 9.14 fits
+    np.testing.assert_array_equal(y, [[2 * np.rint(32 / 63 * 18 / step) * step]])
+    assert y[0, 0] != 2 * np.rint(31 / 63 * 18 / step) * step
