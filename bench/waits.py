@@ -15,7 +15,10 @@ stay in their own on-disk cache, so a first-ever run pays 2-3 s more of compilat
 Each runs on ``--jobs`` workers (default 2) and its wall-clock seconds are printed with the ratio
 to a reference measured in this process first: one fixed small digits-MLP training run of 2,000
 samples (the unit of work of ``bench/bench_figures.py``), the minimum of 3 after a warm-up. The
-ratios are what compare across machines; nothing is asserted (the machine may be shared).
+ratios are what compare across machines; nothing is asserted (the machine may be shared). The
+reference is measured again right before each wait (its ratio uses that one), and each wait's
+CPU seconds (user + system of its process tree, the pool workers included) are printed beside
+its seconds: on a shared machine they move less than the wall-clock time.
 
 ``--profile NAME`` runs one wait in this process under :mod:`cProfile` with ``--jobs 1`` and prints
 the 25 entries of largest cumulative time, each labelled with its group (simulation steps,
