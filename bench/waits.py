@@ -15,7 +15,10 @@ stay in their own on-disk cache, so a first-ever run pays 2-3 s more of compilat
 Each runs on ``--jobs`` workers (default 2) and its wall-clock seconds are printed with the ratio
 to a reference measured in this process first: one fixed small digits-MLP training run of 2,000
 samples (the unit of work of ``bench/bench_figures.py``), the minimum of 3 after a warm-up. The
-ratios are what compare across machines; nothing is asserted (the machine may be shared).
+ratios are what compare across machines; nothing is asserted (the machine may be shared). The
+reference is measured again right before each wait (its ratio uses that one), and each wait's
+CPU seconds (user + system of its process tree, the pool workers included) are printed beside
+its seconds: on a shared machine they move less than the wall-clock time.
 
 ``--profile NAME`` runs one wait in this process under :mod:`cProfile` with ``--jobs 1`` and prints
 the 25 entries of largest cumulative time, each labelled with its group (simulation steps,
@@ -31,6 +34,7 @@ import json
 import os
 import platform
 import pstats
+import resource
 import subprocess
 import sys
 import tempfile
@@ -94,15 +98,24 @@ def command(name: str, jobs: int, cache: Path, out: Path) -> list[str]:
     return args + ["--jobs", str(jobs), "--cache-dir", str(cache)]
 
 
-def reference_seconds() -> float:
-    """Minimum of 3 timings of the reference run after one warm-up (data and compile caches)."""
+def reference_seconds() -> tuple[float, float]:
+    """Minimum of 3 timings of the reference run after one warm-up (data and compile caches):
+    wall-clock seconds and CPU seconds of this process (user + system), each the minimum."""
     run(REFERENCE, 0)
-    best = float("inf")
+    best = cpu_best = float("inf")
     for _ in range(3):
-        start = time.perf_counter()
+        cpu, start = time.process_time(), time.perf_counter()
         run(REFERENCE, 0)
         best = min(best, time.perf_counter() - start)
-    return best
+        cpu_best = min(cpu_best, time.process_time() - cpu)
+    return best, cpu_best
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of every finished child process and its waited-for
+    descendants (the pool workers of a wait)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def time_wait(name: str, jobs: int) -> dict:
@@ -111,13 +124,15 @@ def time_wait(name: str, jobs: int) -> dict:
         args = command(name, jobs, Path(tmp) / "cache", Path(tmp) / "out")
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-        start = time.perf_counter()
+        cpu, start = _children_cpu(), time.perf_counter()
         done = subprocess.run([sys.executable, "-c", _CLI, *args], cwd=tmp, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         seconds = time.perf_counter() - start
+        cpu_seconds = _children_cpu() - cpu
     tail = done.stderr.strip().splitlines()[-1:] if done.returncode not in (0, 1) else []
     return {"name": name, "command": "aimc-pipeline " + " ".join(WAITS[name][1]).replace(
         "OUT", "DIR") + f" --jobs {jobs} --cache-dir FRESH", "seconds": seconds,
+        "cpu_seconds": cpu_seconds, "load_average": machine()["load_average"],
         "exit": done.returncode, "error": tail[0] if tail else None}
 
 
@@ -207,16 +222,22 @@ def main(argv=None) -> int:
     names = parse_only(args.only)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     load_start = machine()["load_average"]
-    reference = reference_seconds()
-    print(f"reference: digits-mlp, 2,000 samples, analog, no pipeline: {reference:.3f} s "
-          f"(min of 3, this process)")
+    reference, reference_cpu = reference_seconds()
+    print(f"reference: digits-mlp, 2,000 samples, analog, no pipeline: {reference:.3f} s, "
+          f"{reference_cpu:.3f} CPU s (min of 3, this process; measured again before each wait)")
     results = []
-    print(f"{'wait':<10} {'command':<26} {'seconds':>9} {'x reference':>12}  exit")
+    print(f"{'wait':<10} {'command':<26} {'seconds':>9} {'x ref':>7} {'CPU s':>8} "
+          f"{'x ref CPU':>10} {'load':>5}  exit")
     for name in names:
+        before, before_cpu = reference_seconds()
         result = time_wait(name, args.jobs)
-        result["ratio"] = result["seconds"] / reference
+        result.update(reference_seconds=before, reference_cpu_seconds=before_cpu,
+                      ratio=result["seconds"] / before,
+                      cpu_ratio=result["cpu_seconds"] / before_cpu)
         results.append(result)
-        print(f"{name:<10} {WAITS[name][0]:<26} {result['seconds']:9.1f} {result['ratio']:12.0f}"
+        print(f"{name:<10} {WAITS[name][0]:<26} {result['seconds']:9.1f} {result['ratio']:7.0f} "
+              f"{result['cpu_seconds']:8.1f} {result['cpu_ratio']:10.0f} "
+              f"{result['load_average'][0] if result['load_average'] else float('nan'):5.1f}"
               f"  {result['exit']}" + (f"  ({result['error']})" if result["error"] else ""),
               flush=True)
     if args.record:
@@ -224,7 +245,8 @@ def main(argv=None) -> int:
             timespec="seconds"), "config": {"jobs": args.jobs, "waits": names,
                                             "reference": repr(REFERENCE)},
                   "machine": dict(machine(), load_average_start=load_start),
-                  "reference_seconds": reference, "waits": results}
+                  "reference_seconds": reference,
+                  "reference_cpu_seconds": reference_cpu, "waits": results}
         Path(args.record).write_text(json.dumps(record, indent=2) + "\n")
     return 0
 

@@ -752,3 +752,32 @@ def test_a_forked_child_does_not_keep_its_parents_locks(tmp_path):
     finally:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+
+
+def test_shared_pool_reuses_workers_and_gives_the_same_results(tmp_path):
+    """Sweeps inside one shared_pool block run on the same worker processes (warm), with the
+    results of separate pools; after a worker's death the next sweep starts a new pool."""
+    from simulate.execution import shared_pool
+
+    def points(log, seeds, bad=-1):
+        return [{"seed": s, "scale": 1.0, "n": 8, "sleep": 0.05, "log": str(log), "bad": bad}
+                for s in seeds]
+
+    alone = run_sweep(fns.logged, points(tmp_path, range(6)), jobs=2, cache=False)
+    logs = [tmp_path / name for name in ("a", "b", "c", "d")]
+    for log in logs:
+        log.mkdir()
+    with shared_pool(2):
+        first = run_sweep(fns.logged, points(logs[0], range(3)), jobs=2, cache=False)
+        second = run_sweep(fns.logged, points(logs[1], range(3, 6)), jobs=2, cache=False)
+        with pytest.raises(SweepError, match="worker process died"):
+            run_sweep(fns.die_once, points(logs[2], range(4), bad=1), jobs=2, cache=False)
+        run_sweep(fns.logged, points(logs[3], range(2)), jobs=2, cache=False)
+
+    def pids(log):
+        return {int(p.name.split("-")[1]) for p in log.iterdir() if p.name != "died"}
+
+    for got, want in zip(first.results + second.results, alone.results, strict=True):
+        assert got["mean"] == want["mean"] and np.array_equal(got["draws"], want["draws"])
+    assert len(pids(logs[0]) | pids(logs[1])) <= 2  # the same two workers for both sweeps
+    assert not pids(logs[3]) & (pids(logs[0]) | pids(logs[1]))  # a new pool after the death

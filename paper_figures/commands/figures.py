@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
             f"figure={args.target!r} is unknown; valid: all, list, "
             f"{', '.join(KNOWN)}"
         )
-    from simulate.execution import progress_bar  # tqdm: to compute, not for --help
+    from simulate.execution import progress_bar, shared_pool  # tqdm: to compute, not for --help
 
     from ..common import output_dir  # matplotlib: to compute, not for --help
 
@@ -69,7 +69,9 @@ def run(args: argparse.Namespace) -> int:
     with output_errors("--out"):
         output_dir(args.out)
     modules = [load_figure(name) for name in names]
-    with progress_bar(len(modules), desc="figures", unit="figure") as bar:
+    # the figures' sweeps share one pool of warm workers
+    with shared_pool(sweep["jobs"]), progress_bar(len(modules), desc="figures",
+                                                  unit="figure") as bar:
         for module in modules:
             options = sweep if module.USES_SWEEP else {}
             with output_errors("--out"):  # a full disk: one line, the points stay cached

@@ -47,11 +47,15 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Write the report and print where to look (``--out`` and the sweep options are checked
     before any section is computed)."""
+    from simulate.execution import shared_pool
+
     from ..report import write_report  # the planner, the suites, matplotlib: not for --help
 
     check_output_dir(args.out, "--out", ("index.md", "index.html"))
     options = sweep_options(args)
-    with output_errors("--out"):  # a full disk: one line, the points stay cached
+    # the suite's and the figures' sweeps share one pool of warm workers
+    with shared_pool(options["jobs"]), output_errors("--out"):  # a full disk: one line, the
+        # points stay cached
         md, page = write_report(args.out, args.preset, args.eps, args.quick, options)
     print(f"report written: open {page} (Markdown: {md}; figures in {page.parent / 'figures'})")
     return 0

@@ -65,8 +65,10 @@ def row_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     run, so an ensemble member keeps the bits of the same member run alone.
     """
     a, b = np.asarray(a), np.asarray(b)
+    if a.shape[-1] <= _EINSUM_BUFFER:  # the common case, without the shapes' broadcast
+        return np.einsum("...i,...i->...", a, b)
     lead = np.broadcast_shapes(a.shape[:-1], b.shape[:-1])
-    if a.shape[-1] <= _EINSUM_BUFFER or math.prod(lead) <= 1:
+    if math.prod(lead) <= 1:
         return np.einsum("...i,...i->...", a, b)
     a, b = np.broadcast_to(a, lead + a.shape[-1:]), np.broadcast_to(b, lead + b.shape[-1:])
     out = np.empty(lead)
@@ -116,13 +118,18 @@ class OracleProblem:
         r""":math:`\Delta = f(W_0) - f^*` (exact)."""
         return float(self.loss(self.w0) - self.f_star)
 
+    def noise_scale(self, n: int) -> np.float64:
+        r"""The scale :math:`\sqrt{\sigma^2 / (n d)}` of the noise of a batch of ``n``
+        (:meth:`noise`; a run computes it once, not per update)."""
+        check_range("n", n, 1, None, integer=True)
+        return np.sqrt(self.sigma2 / (n * self.dim))
+
     def noise(self, xi: np.ndarray, n: int) -> np.ndarray:
         r"""Scale standard normals ``xi`` (shape ``(..., dim)``) to the noise of a batch of ``n``.
 
         .. math:: \sqrt{\sigma^2 / (n d)}\; \xi, \quad\text{so } E\|\cdot\|^2 = \sigma^2/n.
         """
-        check_range("n", n, 1, None, integer=True)
-        return np.sqrt(self.sigma2 / (n * self.dim)) * xi
+        return self.noise_scale(n) * xi
 
     def noisy_grad(self, w_hat: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
         """Stochastic gradient of a batch of ``n`` samples at ``w_hat`` (shape ``(..., dim)``)."""

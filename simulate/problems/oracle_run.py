@@ -194,6 +194,8 @@ class OracleTraining:
         self._noise_shape = (n, problem.dim) if per_sample else (problem.dim,)
         self._xi = None
         self._write_update = self._write_samples if per_sample else self._write_batch
+        # the noise of one write (a sample's, or the batch's): problem.noise's scale, once
+        self._noise_scale = problem.noise_scale(1 if per_sample else n)
         self._bias = gradient_bias(problem, config.grad_bias)  # None: unbiased (nothing added)
         self._gradient(0)
 
@@ -303,7 +305,7 @@ class OracleTraining:
 
     def _write_batch(self, g: np.ndarray, xi: np.ndarray) -> None:
         """The batch's write: desired increment ``-lr (g + noise + bias)``."""
-        signal = g + self.problem.noise(xi, self.config.samples_per_update)
+        signal = g + self._noise_scale * xi  # g + problem.noise(xi, n)
         self._write(-self.config.lr * (signal if self._bias is None else signal + self._bias))
 
     def _write_samples(self, g: np.ndarray, xi: np.ndarray) -> None:
@@ -314,7 +316,7 @@ class OracleTraining:
         n = self.config.samples_per_update
         step = self.config.lr / n
         for i in range(n):
-            signal = g + self.problem.noise(xi[:, i], 1)
+            signal = g + self._noise_scale * xi[:, i]  # g + problem.noise(xi_i, 1)
             self._write(-step * (signal if self._bias is None else signal + self._bias))
 
     def _write(self, dw: np.ndarray) -> None:
