@@ -40,7 +40,7 @@ from simulate.problems.network import softmax_cross_entropy  # noqa: E402
 from simulate.problems.network_run import NetworkTraining, _measure  # noqa: E402
 
 DEFAULT = SimConfig(problem="digits-mlp", micro_batch_size=4, steps=256)
-SUBSET, FULL = NetworkSpec(), NetworkSpec(loss_rows=None)
+SUBSET, FULL = NetworkSpec(), NetworkSpec(loss_rows=None, test_rows=None)
 
 
 def timed_run(config: SimConfig, spec: NetworkSpec) -> tuple[float, float]:
@@ -62,25 +62,24 @@ def timed_run(config: SimConfig, spec: NetworkSpec) -> tuple[float, float]:
 
 def bench_share(repeats: int) -> None:
     print(f"(a) measurement share of a default run (b = 4, 256 updates), min of {repeats}")
-    for every in (10, 32, 64):
-        config = replace(DEFAULT, log_every=every)
-        best = {}
-        for _ in range(repeats):
-            for name, spec in (("subset", SUBSET), ("baseline", FULL)):
-                total, measuring = timed_run(config, spec)
-                if name not in best or total < best[name][0]:
-                    best[name] = (total, measuring)
-        (total, measuring), (base_total, base_measuring) = best["subset"], best["baseline"]
-        print(f"    log_every {every:3d}: loss subset {total:6.3f} s, measuring "
-              f"{100 * measuring / total:4.1f} %;  baseline (all rows) {base_total:6.3f} s, "
-              f"measuring {100 * base_measuring / base_total:4.1f} %;  "
-              f"run {base_total / total:4.2f}x faster")
-    parts = {"training only (log_every = steps, no gradient norm)": (
-        replace(DEFAULT, log_every=DEFAULT.steps), NetworkSpec(grad_norm=False)),
-        "log_every 10, no gradient norm": (DEFAULT, NetworkSpec(grad_norm=False))}
-    for name, (config, spec) in parts.items():
-        total, measuring = min(timed_run(config, spec) for _ in range(repeats))
-        print(f"    {name:52s} {total:6.3f} s, measuring {100 * measuring / total:4.1f} %")
+    cases = {
+        "default (log every 16, loss 256 rows, test 120 images)": (DEFAULT, SUBSET),
+        "log_every 10, loss 256 rows, all test images (before)": (
+            replace(DEFAULT, log_every=10), replace(SUBSET, test_rows=None)),
+        "log_every 10, all rows (issue 28's start)": (replace(DEFAULT, log_every=10), FULL),
+        "log_every 64, loss 256 rows, test 120 images": (replace(DEFAULT, log_every=64), SUBSET),
+        "first and last points only": (replace(DEFAULT, log_every=DEFAULT.steps), SUBSET),
+    }
+    best = {}
+    for _ in range(repeats):
+        for name, (config, spec) in cases.items():
+            total, measuring = timed_run(config, spec)
+            if name not in best or total < best[name][0]:
+                best[name] = (total, measuring)
+    reference = best[next(iter(cases))][0]
+    for name, (total, measuring) in best.items():
+        print(f"    {name:56s} {total:6.3f} s, measuring {100 * measuring / total:4.1f} %, "
+              f"{total / reference:4.2f}x the default's time")
 
 
 def bench_ensemble(repeats: int, seeds: int = 16) -> None:
@@ -117,7 +116,8 @@ def bench_batched(repeats: int, seeds: int = 16) -> None:
     network, data, w, c = training.network, training.data, training.w, training.c
     for rows, (x, y) in (("subset", training._subset), ("all rows", (data.x_loss, data.y_loss))):
         times = best_times({
-            "member by member": lambda x=x, y=y: _measure(network, data, w, c, False, x, y),
+            "member by member": lambda x=x, y=y: _measure(network, data, w, c, False, x, y,
+                                                          data.x_test, data.y_test),
             "stacked": lambda x=x, y=y: stacked_measure(network, data, w, c, x, y),
         }, repeats)
         print(f"    loss on {rows:8s} member by member {1e3 * times['member by member']:7.1f} ms, "
