@@ -53,8 +53,8 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from simulate import NetworkSpec, SimConfig, build_timeline, cycles_after, run_sweep
-from simulate.problems import VALIDATION_SIZE, train_rows
+from simulate import SimConfig, build_timeline, cycles_after, run_sweep
+from simulate.problems import CURVE_SPEC, VALIDATION_SIZE, train_rows
 from simulate.verification import (
     BOOTSTRAP_RESAMPLES,
     CI_LEVEL,
@@ -652,7 +652,7 @@ def manifest(data: dict, quick: bool) -> dict:
     config = asdict(s)
     config["targets"] = [asdict(t) | {"label": t.label} for t in s.targets]
     return {
-        "config": {**config, "quick": quick, "network": asdict(NetworkSpec(grad_norm=False))},
+        "config": {**config, "quick": quick, "network": asdict(CURVE_SPEC)},
         "seed": list(range(s.seeds)),
         "protocol": {
             "grid": list(s.grid), "budget_samples": s.budget_samples,

@@ -13,7 +13,7 @@ micro-batches of ``b = 4`` samples, ``B = 8`` micro-batches per mini-batch:
 
 Each curve is the mean over seeds (the shaded band one standard deviation) of the test accuracy
 (360 held-out images) and of the training loss (mean cross-entropy, nats: on the fixed subset of
-``NetworkSpec.loss_rows`` = 256 of the 1437 training images before the last point, on all of them at
+``CURVE_SPEC.loss_rows`` = 256 of the 1437 training images before the last point, on all of them at
 the last; the manifest records the spec), measured every ``log_samples`` samples.
 
 **The early loss spike of the mini-batch runs** (digital and analog SGD without pipeline, and SP,
@@ -41,7 +41,8 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from simulate import NetworkSpec, SimConfig, run_sweep, train_network
+from simulate import SimConfig, run_sweep, train_network
+from simulate.problems import CURVE_SPEC
 from simulate.verification import STUDY_FORMAT, sharpness_run
 from theory import ParameterError, check_range
 
@@ -185,8 +186,9 @@ def digits_run(point: Mapping) -> dict:
     """Sweep function: train one digits run, return its per-measurement arrays.
 
     ``point = {"config": SimConfig.to_dict() (seeds = 1), "format": RUN_FORMAT}``. The network is
-    the default :class:`simulate.problems.network.NetworkSpec` without the (unplotted) gradient
-    norm.
+    the default :class:`simulate.problems.network.NetworkSpec` measured as
+    :data:`simulate.problems.network.CURVE_SPEC` (every test image at every point, no gradient
+    norm).
 
     Returns
     -------
@@ -195,7 +197,7 @@ def digits_run(point: Mapping) -> dict:
         (nats) arrays of the measurements, and ``max_abs_w``.
     """
     config = SimConfig(**point["config"])
-    trace = train_network(config, spec=NetworkSpec(grad_norm=False)).trace
+    trace = train_network(config, spec=CURVE_SPEC).trace
     return {
         "step": trace.step, "samples": trace.samples, "cycles": trace.cycles,
         "test_accuracy": trace.test_accuracy[0], "loss": trace.loss[0],
@@ -323,7 +325,7 @@ def manifest(data: dict, quick: bool) -> dict:
     return {
         "config": {**asdict(s), "quick": quick, "async_lr": s.async_lr,
                    "async_updates": s.async_updates,
-                   "network": asdict(NetworkSpec(grad_norm=False)),
+                   "network": asdict(CURVE_SPEC),
                    "runs": [asdict(run) for run in runs()]},
         "seed": list(range(s.seeds)),
         "initial_sharpness": {

@@ -58,6 +58,7 @@ from .specs import (
     UpdateSpec,
     spec_of,
 )
+from .trace import default_log_every
 
 __all__ = [
     "AtLeast", "ConfigParts", "FIELD_ORDER", "NotApplicableError", "OneOf", "RULES", "Rule",
@@ -390,6 +391,15 @@ class SimConfig:
         return tuple(int(x) for x in self.digital_stages.split(",")) if self.digital_stages else ()
 
     @property
+    def log_period(self) -> int:
+        """The updates between logging points: ``log_every``, or where it is ``None``
+        :func:`simulate.trace.default_log_every` (10 for the oracle problems,
+        ``max(10, steps // 8)`` for the networks)."""
+        if self.log_every is not None:
+            return self.log_every
+        return default_log_every(self.steps, self.problem in NETWORK_PROBLEMS)
+
+    @property
     def samples_per_update(self) -> int:
         """Samples consumed by one update: ``b`` (async) or ``B b`` (none, sync)."""
         return self.pipeline.samples_per_update
@@ -564,8 +574,8 @@ def _check_memory(config: SimConfig) -> None:
     Hessian (``dim``), a network's batches (``micro_batch_size``, ``micro_batches``).
     """
     limit, seeds = MAX_ARRAY_BYTES, config.seeds
-    points = config.steps // config.log_every + 2
-    _limit("log_every", config.log_every, need=8 * points, limit=limit,
+    points = config.steps // config.log_period + 2
+    _limit("log_every", config.log_period, need=8 * points, limit=limit,
                what="bytes of trace per member", hint="record less often")
     per_member = 8 * points
     if config.problem == "quadratic":

@@ -200,9 +200,13 @@ class TrainingSpec(_Spec):
         "help": "ensemble size R (independent runs)", "flags": ("-R",),
         "doc": "Computed together along a leading axis.",
     })
-    log_every: int = field(default=10, metadata={
-        "help": "record the trace every this many updates",
-        "doc": "The last update is always recorded.",
+    log_every: int | None = field(default=None, metadata={
+        "help": "record the trace every this many updates (default: every 10 for the oracle "
+                "problems, every max(10, steps // 8) for the networks)",
+        "doc": "The last update is always recorded. ``None`` (the default) is "
+               ":func:`simulate.trace.default_log_every` (:attr:`SimConfig.log_period`): a "
+               "network's logging point costs several updates, so its default logs about 8 "
+               "times a run.",
     })
     seed: int = field(default=0, metadata={
         "help": "root seed", "doc": "Ensemble member ``r`` uses ``SeedSequence(seed).spawn("
@@ -211,7 +215,8 @@ class TrainingSpec(_Spec):
 
     def __post_init__(self):
         _choice("algorithm", self.algorithm, ALGORITHMS)
-        _integers(self, {"steps": 1, "seeds": 1, "log_every": 1, "seed": 0})
+        _integers(self, {"steps": 1, "seeds": 1, "seed": 0}
+                  | ({} if self.log_every is None else {"log_every": 1}))
         check_range("lr", self.lr, 0, None, low_open=True)
 
 

@@ -14,8 +14,8 @@ _EXPORTS = {
         "load_digits_data", "load_digits_split", "sample_indices", "train_rows", "transform_image",
     ),
     ".network": (
-        "ACTIVATIONS", "Buffers", "DenseLayer", "Network", "NetworkSpec", "StageView",
-        "contiguous_slices", "softmax_cross_entropy",
+        "ACTIVATIONS", "Buffers", "CURVE_SPEC", "DenseLayer", "Network", "NetworkSpec",
+        "StageView", "contiguous_slices", "softmax_cross_entropy",
     ),
     ".network_run": (
         "NetworkRun", "NetworkTraining", "io_passes", "run_network", "train_network",

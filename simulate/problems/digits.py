@@ -32,7 +32,8 @@ fixed subset of those rows (:func:`loss_subset`, ``NetworkSpec.loss_rows`` of th
 one permutation drawn from ``SeedSequence(SUBSET_SEED)``, the first ``loss_rows`` of it, sorted;
 the same subset for every member, step and run of a data set, so the measured curve is an unbiased
 estimate of the full training loss (sampling without replacement) with the same error at every
-point of every run.
+point of every run. The test accuracy before the last point is measured likewise on a fixed subset
+of the test images (:func:`accuracy_subset`, ``NetworkSpec.test_rows``).
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ from theory.errors import ParameterError, check_range
 
 __all__ = [
     "AUGMENT_COPIES", "AUGMENT_SEED", "DATA_SETS", "DigitsData", "SUBSET_SEED", "VALIDATION_SIZE",
-    "augment", "load_digits_data", "load_digits_split", "loss_subset", "sample_indices",
-    "train_rows", "transform_image",
+    "accuracy_subset", "augment", "load_digits_data", "load_digits_split", "loss_subset",
+    "sample_indices", "train_rows", "transform_image",
 ]
 
 #: number of test images of the fixed split (the remaining 1437 images train)
@@ -65,7 +66,8 @@ VALIDATION_SIZE = 287
 AUGMENT_COPIES = 12
 #: root seed of the augmentation draws (angles and shifts)
 AUGMENT_SEED = 0
-#: root seed of the fixed training-loss subset (:func:`loss_subset`)
+#: root seed of the fixed training-loss and test subsets (:func:`loss_subset`,
+#: :func:`accuracy_subset`)
 SUBSET_SEED = 0
 #: largest rotation (degrees) and shift (pixels) of an augmented copy
 _MAX_ANGLE, _MAX_SHIFT = 10.0, 1
@@ -213,8 +215,29 @@ def loss_subset(data: DigitsData, rows: int | None) -> tuple[np.ndarray, np.ndar
     ParameterError
         ``rows`` not a positive integer.
     """
-    x, y = data.x_loss, data.y_loss
-    if rows is None or check_range("loss_rows", rows, 1, None, integer=True) >= x.shape[0]:
+    return _fixed_subset("loss_rows", data.x_loss, data.y_loss, rows)
+
+
+def accuracy_subset(data: DigitsData, rows: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed subset of ``rows`` of the 360 test images and their labels, drawn as
+    :func:`loss_subset` draws its rows (a permutation of the test images from
+    ``SeedSequence(SUBSET_SEED)``, its first ``rows``, sorted); ``None``, or at least 360, gives
+    all of them (``x_test`` itself).
+
+    Raises
+    ------
+    ParameterError
+        ``rows`` not a positive integer (``test_rows``).
+    """
+    return _fixed_subset("test_rows", data.x_test, data.y_test, rows)
+
+
+def _fixed_subset(name: str, x: np.ndarray, y: np.ndarray,
+                  rows: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``rows`` of one permutation of the rows of ``x`` drawn from
+    ``SeedSequence(SUBSET_SEED)``, sorted, and their labels (read-only); all of ``x`` for
+    ``None`` or ``rows >= len(x)``; a bad ``rows`` is refused naming ``name``."""
+    if rows is None or check_range(name, rows, 1, None, integer=True) >= x.shape[0]:
         return x, y
     permutation = np.random.default_rng(np.random.SeedSequence(SUBSET_SEED)).permutation(
         x.shape[0])

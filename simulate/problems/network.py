@@ -67,13 +67,17 @@ a digital and an analog run of one configuration start from the same weights.
 cross-entropy over the training split (1437 images of ``digits``; the un-augmented rows of
 ``digits-augmented``, :attr:`simulate.problems.digits.DigitsData.x_loss`) at the current weights,
 at the logging points before the last on a fixed subset of ``NetworkSpec.loss_rows`` of them
-(default 256, :func:`simulate.problems.digits.loss_subset`: an unbiased estimate, one subset for
+(default 128, :func:`simulate.problems.digits.loss_subset`: an unbiased estimate, one subset for
 every member and step) and at the last point on all of them; ``grad_norm2`` the squared norm of
 its gradient with respect to every trained parameter (weights and biases) on the same rows, one
 extra backward pass (``nan`` with ``NetworkSpec(grad_norm=False)``; on the subset it overestimates
 the full norm by the sampling variance of the subset's mean gradient);
-``test_accuracy`` on the 360 test images (and :attr:`NetworkRun.validation_accuracy` on the
-validation images of the data sets that hold some). ``Trace.avg_grad_norm2`` (the average over
+``test_accuracy`` on a fixed subset of ``NetworkSpec.test_rows`` of the 360 test images (default
+120, :func:`simulate.problems.digits.accuracy_subset`) before the last point and on all 360 at the
+last (and :attr:`NetworkRun.validation_accuracy` on every validation image of the data sets that
+hold some, at every point). A network's default logging period is ``max(10, steps // 8)``
+(:func:`simulate.trace.default_log_every`); the trace's ``config["measurement"]`` records the
+period and the images of every curve. ``Trace.avg_grad_norm2`` (the average over
 every iterate) is left empty: it would cost a full-training-set backward pass per update, about
 90 times the work of the update itself.
 
@@ -118,11 +122,13 @@ from .sizes import NETWORK_LAYERS, NETWORK_PROBLEMS, NETWORK_WIDTH
 __all__ = [
     "ACTIVATIONS",
     "Buffers",
+    "CURVE_SPEC",
     "DenseLayer",
     "LOSS_ROWS",
     "Network",
     "NetworkSpec",
     "StageView",
+    "TEST_ROWS",
     "contiguous_slices",
     "softmax_cross_entropy",
 ]
@@ -130,8 +136,12 @@ __all__ = [
 ACTIVATIONS = ("tanh", "relu")
 #: default training images of the loss subset measured before a run's last logging point
 #: (``NetworkSpec.loss_rows``): the standard error of the loss estimate is about
-#: ``sd / sqrt(256)``, 6 % of the per-image spread, at under a fifth of the full set's cost
-LOSS_ROWS = 256
+#: ``sd / sqrt(128)``, 9 % of the per-image spread, at a tenth of the full set's cost
+LOSS_ROWS = 128
+#: default test images of the accuracy subset measured before a run's last logging point
+#: (``NetworkSpec.test_rows``): a third of the 360, the standard error of an accuracy near 0.9
+#: about 2.7 points (1.6 on all 360) at a third of the cost
+TEST_ROWS = 120
 
 
 @dataclass(frozen=True)
@@ -154,8 +164,13 @@ class NetworkSpec:
         Training images the training loss (and gradient norm) is measured on at the logging points
         before the last: a fixed subset (:func:`simulate.problems.digits.loss_subset`, the same for
         every member and step); the last point measures all of them. ``None``: all of them at
-        every point. Default :data:`LOSS_ROWS`. The test and validation accuracies are always
-        measured on every image.
+        every point. Default :data:`LOSS_ROWS`.
+    test_rows : int or None
+        Test images the test accuracy is measured on at the logging points before the last: a
+        fixed subset (:func:`simulate.problems.digits.accuracy_subset`, the same for every member
+        and step); the last point measures all 360. ``None``: all of them at every point.
+        Default :data:`TEST_ROWS`. The validation accuracy is always measured on every validation
+        image (a study picks its step on it).
     """
 
     layers: int = NETWORK_LAYERS
@@ -164,6 +179,7 @@ class NetworkSpec:
     init_fraction: float = 0.5
     grad_norm: bool = True
     loss_rows: int | None = LOSS_ROWS
+    test_rows: int | None = TEST_ROWS
 
     def __post_init__(self):
         check_range("layers", self.layers, 2, None, integer=True)
@@ -173,8 +189,16 @@ class NetworkSpec:
                 f"activation={self.activation!r} is unknown; valid: {', '.join(ACTIVATIONS)}"
             )
         check_range("init_fraction", self.init_fraction, 0, 1, low_open=True)
-        if self.loss_rows is not None:
-            check_range("loss_rows", self.loss_rows, 1, None, integer=True)
+        for name in ("loss_rows", "test_rows"):
+            if getattr(self, name) is not None:
+                check_range(name, getattr(self, name), 1, None, integer=True)
+
+
+#: the measurement of the studies that read whole curves (the speedup study picks a step on every
+#: point and reports its test accuracy, the training figure plots them): every test image at
+#: every point, the loss on a subset of 256 training images, no gradient norm (as before the
+#: defaults shrank; a default run's intermediate points are sized for a small share of its time)
+CURVE_SPEC = NetworkSpec(grad_norm=False, loss_rows=256, test_rows=None)
 
 
 @dataclass(frozen=True)

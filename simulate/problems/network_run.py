@@ -38,7 +38,14 @@ from ..pipeline import (
 )
 from ..rng import member_generators
 from ..trace import Trace, log_steps
-from .digits import SUBSET_SEED, DigitsData, load_digits_data, loss_subset, sample_indices
+from .digits import (
+    SUBSET_SEED,
+    DigitsData,
+    accuracy_subset,
+    load_digits_data,
+    loss_subset,
+    sample_indices,
+)
 from .network import Buffers, Network, NetworkSpec, StageView, softmax_cross_entropy
 from .oracle import row_dot
 from .sizes import DRAW_CHUNK, network_bytes_per_member
@@ -212,7 +219,7 @@ class NetworkTraining:
         recorded = (config.steps, config.stages)
         self._fwd_rec = np.empty(recorded, dtype=np.int64) if record_versions else None
         self._bwd_rec = np.empty(recorded, dtype=np.int64) if record_versions else None
-        self.log_at = log_steps(config.steps, config.log_every)
+        self.log_at = log_steps(config.steps, config.log_period)
         self._progress, self._records, self._reported = progress, [], 0
         self._w_limit, self._loss_limit = divergence_limit(w), None
         self._write = _writer(config, update, network, w, c, spread, device_rngs, digital,
@@ -220,6 +227,7 @@ class NetworkTraining:
         self._buffers = Buffers()
         self._chunk = None
         self._subset = loss_subset(data, spec.loss_rows)
+        self._test_subset = accuracy_subset(data, spec.test_rows)
 
     def run(self) -> NetworkRun:
         """Every measurement and update in order, then :meth:`finish`."""
@@ -234,17 +242,21 @@ class NetworkTraining:
     def measure(self, k: int) -> None:
         """Measure the weights after ``k`` updates (loss, gradient norm, accuracies), check the
         training loss for divergence and report progress. The loss and gradient norm are
-        measured on the loss subset (``spec.loss_rows``) before the last update, on every
-        training image after it (:func:`measurement_record`).
+        measured on the loss subset (``spec.loss_rows``) and the test accuracy on the test
+        subset (``spec.test_rows``) before the last update, on every training and test image
+        after it (:func:`measurement_record`).
 
         Raises
         ------
         DivergenceError
             The training loss left its limit (relative to the first measurement).
         """
-        rows = (self.data.x_loss, self.data.y_loss) if k == self.config.steps else self._subset
-        self._records.append(_measure(self.network, self.data, self.w, self.c,
-                                      self.spec.grad_norm, *rows))
+        data = self.data
+        last = k == self.config.steps
+        rows = (data.x_loss, data.y_loss) if last else self._subset
+        test = (data.x_test, data.y_test) if last else self._test_subset
+        self._records.append(_measure(self.network, data, self.w, self.c,
+                                      self.spec.grad_norm, *rows, *test))
         if self._monitor is not None:
             self._monitor.observe(k, self.w)
         if self._loss_limit is None:
@@ -307,8 +319,9 @@ class NetworkTraining:
             w_max_visited=self.w_max,
             config={**config.to_dict(), "seed": int(self.seed), "members": self.members,
                     "network": asdict(self.spec),
-                    "measurement": measurement_record(self.data, self._subset[0].shape[0],
-                                                      self.spec.grad_norm)},
+                    "measurement": measurement_record(
+                        self.data, self._subset[0].shape[0], self._test_subset[0].shape[0],
+                        self.spec.grad_norm, config.log_period)},
         )
         return NetworkRun(trace, self.network, self.w, self.c, self._fwd_rec, self._bwd_rec,
                           None if self.data.x_val is None else validation)
@@ -611,39 +624,46 @@ def _write(update: Updater, w: np.ndarray, gw: np.ndarray, rngs, spread, factors
     np.copyto(w, digital_blocks(new, w, gw, digital) if digital else new)
 
 
-def measurement_record(data: DigitsData, loss_rows: int, grad_norm: bool) -> dict:
+def measurement_record(data: DigitsData, loss_rows: int, test_rows: int, grad_norm: bool,
+                       log_every: int) -> dict:
     """What a network run's curves were measured on (the trace's ``config["measurement"]``):
-    images per curve before the last logging point (``loss``, ``grad_norm2``: the loss subset,
-    0 where not measured; ``test_accuracy``, ``validation_accuracy``: every image, 0 without
-    validation images), ``final_loss_rows`` (the last point's loss and gradient norm: every
-    training loss row) and the subset's ``subset_seed``
-    (:func:`simulate.problems.digits.loss_subset`)."""
-    return {"loss": int(loss_rows), "grad_norm2": int(loss_rows) if grad_norm else 0,
-            "test_accuracy": int(data.x_test.shape[0]),
+    the logging period ``log_every`` (:attr:`simulate.SimConfig.log_period`, also where the
+    config's ``log_every`` is ``None``), images per curve before the last logging point
+    (``loss``, ``grad_norm2``: the loss subset, 0 where not measured; ``test_accuracy``: the test
+    subset; ``validation_accuracy``: every validation image, 0 without them), at the last point
+    ``final_loss_rows`` (its loss and gradient norm: every training loss row) and
+    ``final_test_rows`` (every test image), and the subsets' ``subset_seed``
+    (:func:`simulate.problems.digits.loss_subset`,
+    :func:`~simulate.problems.digits.accuracy_subset`)."""
+    return {"log_every": int(log_every), "loss": int(loss_rows),
+            "grad_norm2": int(loss_rows) if grad_norm else 0, "test_accuracy": int(test_rows),
             "validation_accuracy": 0 if data.x_val is None else int(data.x_val.shape[0]),
-            "final_loss_rows": int(data.x_loss.shape[0]), "subset_seed": SUBSET_SEED}
+            "final_loss_rows": int(data.x_loss.shape[0]),
+            "final_test_rows": int(data.x_test.shape[0]), "subset_seed": SUBSET_SEED}
 
 
 def _measure(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray, grad_norm: bool,
-             x_loss: np.ndarray, y_loss: np.ndarray):
+             x_loss: np.ndarray, y_loss: np.ndarray, x_test: np.ndarray, y_test: np.ndarray):
     """Training loss and squared gradient norm on the training rows ``x_loss`` (labels
-    ``y_loss``), test accuracy, validation accuracy (``nan`` without validation images), per
-    member.
+    ``y_loss``), test accuracy on the test rows ``x_test`` (labels ``y_test``), validation
+    accuracy (``nan`` without validation images), per member.
 
     Member by member: each member's arrays (its rows through one network) then stay in cache,
     and a member computes what its run alone computes (measured faster than one stacked pass of
     every member, ``bench/measurement_share.py``)."""
-    columns = [_measure_member(network, data, w[r:r + 1], c[r:r + 1], grad_norm, x_loss, y_loss)
+    columns = [_measure_member(network, data, w[r:r + 1], c[r:r + 1], grad_norm, x_loss, y_loss,
+                               x_test, y_test)
                for r in range(w.shape[0])]
     return tuple(np.concatenate(column) for column in zip(*columns, strict=True))
 
 
 def _measure_member(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray,
-                    grad_norm: bool, x_loss: np.ndarray, y_loss: np.ndarray):
+                    grad_norm: bool, x_loss: np.ndarray, y_loss: np.ndarray, x_test: np.ndarray,
+                    y_test: np.ndarray):
     """:func:`_measure` of one member, ``w`` of shape ``(1, n_weights)``."""
     loss, norm2 = _chunked_loss(network, w, c, x_loss, y_loss, grad_norm)
-    predicted = np.argmax(network.logits(w, c, data.x_test), axis=-1)
-    accuracy = np.mean(predicted == data.y_test, axis=-1)
+    predicted = np.argmax(network.logits(w, c, x_test), axis=-1)
+    accuracy = np.mean(predicted == y_test, axis=-1)
     if data.x_val is None:
         return loss, norm2, accuracy, np.full(w.shape[0], np.nan)
     validation = np.argmax(network.logits(w, c, data.x_val), axis=-1) == data.y_val

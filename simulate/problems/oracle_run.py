@@ -178,7 +178,7 @@ class OracleTraining:
                                     [(w[:, b],) for b in blocks])
         self._monitor = monitor = updater.pinned_monitor(spread)
         self._lo, self._hi = (None, None) if monitor is None else (monitor.lo, monitor.hi)
-        self.log_at = logged = log_steps(config.steps, config.log_every)
+        self.log_at = logged = log_steps(config.steps, config.log_period)
         self._loss = np.full((n_members, len(logged)), np.nan)
         self._grad_norm2 = np.full_like(self._loss, np.nan)
         self._sum_grad_norm2 = np.zeros(n_members)

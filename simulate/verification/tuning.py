@@ -17,10 +17,10 @@ the budget's (the last update), and it is counted in the fraction reached; it is
 **Choice of the step** (:func:`choose_step`). For each arm and target, the step of the grid with
 the smallest median time over the seeds, measured on the **validation** images (accuracy
 targets, on every validation image at every logging point; the training loss for a loss target,
-which has no held-out version: measured on the fixed subset of ``NetworkSpec.loss_rows`` training
-images before the last logging point, :func:`simulate.problems.digits.loss_subset`); ties (e.g.
-every median censored) go to the larger fraction reached, then to the smaller step. The reported
-time is that step's time on the **test** images (the same runs, measured on both).
+which has no held-out version: measured on the fixed subset of ``CURVE_SPEC.loss_rows`` = 256
+training images before the last logging point, :func:`simulate.problems.digits.loss_subset`);
+ties (e.g. every median censored) go to the larger fraction reached, then to the smaller step.
+The reported time is that step's time on the **test** images (the same runs, measured on both).
 
 **Speedup and interval** (:func:`speedup_interval`). The speedup of an arm over a baseline is the
 ratio of their median times, :math:`\operatorname{med}_r T^{\mathrm{base}}_r /
@@ -59,7 +59,7 @@ from theory.errors import DivergenceError, ParameterError, check_range
 from ..config import SimConfig, device_from_config
 from ..device import PinnedWarning
 from ..pipeline import cycles_after
-from ..problems import Network, NetworkSpec, load_digits_data, train_network
+from ..problems import CURVE_SPEC, Network, NetworkSpec, load_digits_data, train_network
 from ..rng import bootstrap_generator, member_generators
 from ..trace import log_steps
 from .stats import BOOTSTRAP_RESAMPLES, percentile_interval, resample_counts
@@ -290,7 +290,7 @@ def study_point(config: SimConfig) -> dict:
 def _train(config: SimConfig, members: Sequence[int], out: dict) -> None:
     """Train ``members`` as one ensemble; on divergence, halve and retry (module docstring)."""
     try:
-        run = train_network(config, members=members, spec=NetworkSpec(grad_norm=False))
+        run = train_network(config, members=members, spec=CURVE_SPEC)
     except DivergenceError as error:
         if len(members) == 1:
             out[members[0]] = int(error.step)
@@ -314,7 +314,8 @@ def study_run(point: Mapping) -> dict:
 
     ``point = {"config": SimConfig.to_dict() (a digits network; seeds = R), "format":
     STUDY_FORMAT}``. The network is the default :class:`~simulate.problems.network.NetworkSpec`
-    without the gradient norm (the training loss on its loss subset before the last point).
+    measured as :data:`~simulate.problems.network.CURVE_SPEC` (every test and validation image
+    at every point, the training loss on 256 images before the last, no gradient norm).
 
     Returns
     -------
@@ -335,7 +336,7 @@ def study_run(point: Mapping) -> dict:
     if ok:
         step, samples = out[ok[0]]["step"], out[ok[0]]["samples"]
     else:  # every seed diverged: the logging points the run would have had
-        step = log_steps(config.steps, config.log_every)
+        step = log_steps(config.steps, config.log_period)
         samples = step * config.samples_per_update
     nan = np.full(step.size, np.nan)
     result = {"step": np.asarray(step, dtype=np.int64),
