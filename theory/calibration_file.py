@@ -132,9 +132,13 @@ _PROBLEM_SCHEMA = {
                                      *_NETWORK]},
                "else": {"required": [*_COMMON, "dim", *_CONSTANTS]}}],
 }
+#: a design point; a network calibration's also says whether its mean curve reached the target,
+#: after how many updates (``null``: censored at ``steps``) and whether a seed diverged
 _POINT_SCHEMA = table({"mode": {"enum": list(CALIBRATED_MODES)}, "M": integer(1),
                        "B": integer(1), "b": integer(1), "lr": number(above=0),
-                       "steps": integer(1), "seeds": integer(1)},
+                       "steps": integer(1), "seeds": integer(1), "reached": {"type": "boolean"},
+                       "updates": {"anyOf": [integer(1), {"type": "null"}]},
+                       "diverged": {"type": "boolean"}},
                       ("mode", "M", "B", "b", "lr", "steps", "seeds"))
 #: the JSON Schema of a calibration file (format 2; the module docstring's step 3)
 CALIBRATION_SCHEMA = table({
