@@ -209,7 +209,6 @@ def coefficient_table(cal: Calibration) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run the ``calibrate`` command; returns the exit status."""
     # sympy, the registry and the engine: not for --help
-    from theory.calibration_file import write_calibration
 
     from ..device import PinnedWarning
     from ..verification import CalibrationProblem, calibrate, design
@@ -266,22 +265,12 @@ def run(args: argparse.Namespace) -> int:
         else:
             warnings.showwarning(warning.message, warning.category, warning.filename,
                                  warning.lineno)
-    if out is not None:
-        with output_errors("--out"):
-            out.parent.mkdir(parents=True, exist_ok=True)
-            write_calibration(out, cal)
-        print(f"calibration written to {out}", file=sys.stderr)
-    if args.json:
-        print_json("calibrate", indent=1, calibration=cal.to_dict())
-    else:
-        print(coefficient_table(cal))
-    return 0
+    return _report(args, out, cal, coefficient_table)
 
 
 def _run_network(args: argparse.Namespace) -> int:
     """``calibrate --problem digits-mlp|digits-resmlp``
     (:func:`simulate.verification.calibrate_network`)."""
-    from theory.calibration_file import write_calibration
 
     from ..verification import NetworkCalibrationProblem, calibrate_network, network_design
 
@@ -323,6 +312,13 @@ def _run_network(args: argparse.Namespace) -> int:
     result = calibrate_network(spec, points, resamples=settings["resamples"],
                                created_by=created_by, **sweep_options(args))
     cal = result.calibration
+    return _report(args, out, cal, lambda _: network_table(result))
+
+
+def _report(args: argparse.Namespace, out: Path | None, cal: Calibration, table) -> int:
+    """Write ``cal`` to ``out`` (if given) and print its JSON or ``table(cal)``."""
+    from theory.calibration_file import write_calibration
+
     if out is not None:
         with output_errors("--out"):
             out.parent.mkdir(parents=True, exist_ok=True)
@@ -331,7 +327,7 @@ def _run_network(args: argparse.Namespace) -> int:
     if args.json:
         print_json("calibrate", indent=1, calibration=cal.to_dict())
     else:
-        print(network_table(result))
+        print(table(cal))
     return 0
 
 
