@@ -56,6 +56,18 @@ against 0.155 on the default problem, n = 1, 4, 8). 4'PS's staleness also has a 
 ``write``; the forecast uses the calibration's own (:attr:`Calibration.write`), and a plan of
 other writes is refused (:func:`check_write`).
 
+**Networks.** A calibration of a digits network (``problem["problem"]`` one of
+:data:`theory.networks.NETWORK_PROBLEMS`, written by ``aimc-pipeline calibrate --problem
+digits-mlp``) fits the same form to another descending measure of the run: the test error
+:math:`1 - \mathrm{accuracy}` (``target = "accuracy"``) or the training loss in nats
+(``target = "loss"``), with ``eps`` that measure's level (:func:`target_level`: ``1 - A`` for a
+test accuracy ``A``) and :math:`S` its value at :math:`W_0`. No theorem gives this form for a
+network (its constants ``L``, ``Delta``, ``sigma2`` are unknown and not recorded): here it is a
+curve model with the theorems' dependence on the step, the batch and the delay, and its residuals
+(:attr:`ModeFit.residual_rms`) say how well it describes the runs. Its forecast is the updates to
+the calibration's own target (:attr:`Calibration.target`), which ``plan`` reports beside the
+guarantee (whose eps is in the units of the placeholder constants).
+
 Cycles come from the one timing rule,
 :func:`theory.schedules.cycles_after` (``sync`` :math:`2(B+M-1)K`, ``async`` :math:`2(K+M-1)`).
 
@@ -87,6 +99,7 @@ import sympy as sp
 from .compiled import compile_expr
 from .errors import ParameterError, check_range
 from .fileio import content_checksum, strict_json
+from .networks import NETWORK_PROBLEMS
 from .schedules import cycles_after, transfer_cycles
 from .symbols import B as B_sym
 from .symbols import D as D_sym
@@ -108,6 +121,8 @@ __all__ = [
     "MODEL_TERMS",
     "ModeFit",
     "PROOF_FORMS",
+    "NETWORK_SETTINGS",
+    "NETWORK_TARGETS",
     "check_algorithm",
     "check_write",
     "forecast_iterations",
@@ -116,6 +131,7 @@ __all__ = [
     "predicted_cycles",
     "problem_fingerprint",
     "proof_label",
+    "target_level",
     "theory_coefficients",
 ]
 
@@ -137,6 +153,13 @@ FINGERPRINT_SETTINGS = {
     "seed": None, "algorithm": "analog", "transfer_every": None, "transfer_slice": None,
     "update": "expected", "pulse_type": None, "write": "batch-mean",
 }
+#: what a network calibration records beside those (:mod:`simulate.verification.
+#: calibration_network`): the network, its data and the target; hashed only when present, so an
+#: oracle calibration's fingerprint is what it always was
+NETWORK_SETTINGS = ("layers", "width", "activation", "data", "target", "target_value", "budget")
+#: the targets of a network calibration: a test accuracy to reach (``>=``) or a training loss to
+#: get below (``<=``); the measure fitted is the test error or the loss
+NETWORK_TARGETS = ("accuracy", "loss")
 #: significant digits of each constant in the fingerprint (printing and re-reading keeps it)
 _FINGERPRINT_DIGITS = 6
 
@@ -215,7 +238,8 @@ def problem_fingerprint(values: Mapping) -> str:
     transfers), the update kind, the pulse type and the write semantics (a missing setting is
     hashed as its :data:`FINGERPRINT_SETTINGS` value, so constants alone hash as an analog,
     expected-update, batch-mean problem). A calibration of per-sample writes and one of
-    batch-mean writes of the same problem therefore differ.
+    batch-mean writes of the same problem therefore differ. A network calibration's
+    :data:`NETWORK_SETTINGS` (the network, its data, the target) are covered too.
     """
     def digits(value):
         if isinstance(value, float):
@@ -228,8 +252,22 @@ def problem_fingerprint(values: Mapping) -> str:
         canon[key] = None if value is None else f"{float(value):.{_FINGERPRINT_DIGITS}g}"
     for key, default in FINGERPRINT_SETTINGS.items():
         canon[f"run.{key}"] = digits(values.get(key, default))
+    for key in NETWORK_SETTINGS:  # a network's (absent from an oracle calibration)
+        if key in values:
+            canon[f"network.{key}"] = digits(values[key])
     text = json.dumps(canon, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def target_level(kind: str, value: float) -> float:
+    """The level ``eps`` of the fitted measure at a network target: ``1 - value`` for a test
+    accuracy (the test error), ``value`` for a training loss (nats)."""
+    if kind not in NETWORK_TARGETS:
+        raise ParameterError(f"target={kind!r} is unknown; valid: {', '.join(NETWORK_TARGETS)}")
+    if kind == "accuracy":
+        check_range("target_value", value, 0, 1, low_open=True, high_open=True)
+        return 1.0 - float(value)
+    return float(check_range("target_value", value, 0, None, low_open=True))
 
 
 def _check_mode(mode: str) -> str:
@@ -484,12 +522,31 @@ class Calibration:
         WRITE_SEMANTICS`): the form of the model (:func:`model_terms`)."""
         return str(self.problem.get("write", FINGERPRINT_SETTINGS["write"]))
 
+    @property
+    def network(self) -> bool:
+        """Whether the runs trained a digits network (the form fits its test error or training
+        loss, module docstring) rather than an oracle problem."""
+        return self.problem.get("problem") in NETWORK_PROBLEMS
+
+    @property
+    def target(self) -> dict | None:
+        """A network calibration's target: ``{"kind", "value", "eps", "label"}`` (``eps`` the
+        measure's level, :func:`target_level`); ``None`` for an oracle problem."""
+        if not self.network:
+            return None
+        kind, value = str(self.problem["target"]), float(self.problem["target_value"])
+        label = (f"test accuracy {value:g}" if kind == "accuracy"
+                 else f"training loss {value:g} nats")
+        return {"kind": kind, "value": value, "eps": target_level(kind, value), "label": label}
+
     def matches(self, values: Mapping[str, float]) -> bool:
         """Whether the problem constants ``values`` (a plan's) are this calibration's: the
         fingerprint of its problem with these constants in place of its own is its fingerprint
         (the settings of the runs are the calibration's; :func:`check_algorithm` and
-        :func:`check_write` compare those a plan has)."""
-        given = {key: values[key] for key in FINGERPRINT_KEYS if key in values}
+        :func:`check_write` compare those a plan has). The constants the calibration does not
+        record (a network's ``L``, ``Delta``, ``sigma2``: unknown) are not compared."""
+        given = {key: values[key] for key in FINGERPRINT_KEYS
+                 if key in values and key in self.problem}
         return problem_fingerprint({**self.problem, **given}) == self.fingerprint
 
     def to_dict(self) -> dict:

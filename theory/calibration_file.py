@@ -14,7 +14,9 @@ read by ``aimc-pipeline plan --calibration FILE``) is strict JSON of format
    constants only) is refused with a line saying to re-run ``aimc-pipeline calibrate`` (its runs
    are cached, so the refit is quick); no unverifiable file is read.
 3. **The schema** :data:`CALIBRATION_SCHEMA` (JSON Schema, :func:`theory.userfiles.validate`):
-   every key present and of its type; every coefficient, interval end and bootstrap draw a finite
+   every key present and of its type (a network calibration: the network, its data and its
+   target instead of the oracle's dimension and unknown ``L``, ``Delta``, ``sigma2``); every
+   coefficient, interval end and bootstrap draw a finite
    number ``> 0`` (the fit's coefficients are at least ``1e-12``: a zero or negative coefficient
    is an edit); at least one draw per mode and ``resamples >= 1``; the problem complete (its
    eight constants, the start ``S > 0``, the description of the runs: problem, dimension,
@@ -56,12 +58,14 @@ from .calibration import (
     CALIBRATED_MODES,
     CALIBRATION_FORMAT,
     COEFFICIENTS,
+    NETWORK_TARGETS,
     Calibration,
     ModeFit,
     problem_fingerprint,
 )
 from .errors import ParameterError
 from .fileio import atomic_write, content_checksum
+from .networks import NETWORK_PROBLEMS
 from .schedules import TRANSFER_SLICES
 from .userfiles import STRING, array, file_error, integer, load_json, number, table, validate
 from .vocabulary import WRITE_SEMANTICS
@@ -106,20 +110,35 @@ _RUNS = {
     "update": {"enum": list(_UPDATES)},
     "pulse_type": {"enum": [*_PULSE_TYPES, None]}, "write": {"enum": list(WRITE_SEMANTICS)},
 }
+#: what a network calibration records instead of the oracle's ``dim`` and its unknown ``L``,
+#: ``L_s``, ``Delta``, ``sigma2`` (:class:`simulate.verification.NetworkCalibrationProblem`)
+_NETWORK = {
+    "layers": integer(2), "width": integer(1), "activation": STRING, "data": STRING,
+    "target": {"enum": list(NETWORK_TARGETS)}, "target_value": number(above=0),
+    "budget": integer(1),
+}
+_COMMON = ("problem", "device", "tau", "weight_bound", "seed", "algorithm", "update",
+           "pulse_type", "write")
 _PROBLEM_SCHEMA = {
-    **table({**_RUNS, **_CONSTANTS},
-            ("problem", "dim", "device", "tau", "weight_bound", "seed", "algorithm", "update",
-             "pulse_type", "write", *_CONSTANTS)),
+    **table({**_RUNS, **_CONSTANTS, **_NETWORK}, ("problem",)),
     "allOf": [{"if": {"properties": {"algorithm": {"const": "tiki-taka"}},
                       "required": ["algorithm"]},
                "then": {"required": ["transfer_every", "transfer_slice"]}},
               {"if": {"properties": {"update": {"const": "pulsed"}}, "required": ["update"]},
                "then": {"properties": {"pulse_type": {"enum": list(_PULSE_TYPES)}}},
-               "else": {"properties": {"pulse_type": {"const": None}}}}],
+               "else": {"properties": {"pulse_type": {"const": None}}}},
+              {"if": {"properties": {"problem": {"enum": list(NETWORK_PROBLEMS)}}},
+               "then": {"required": [*_COMMON, "theta", "q_min", "q_max", "G_inf", "start",
+                                     *_NETWORK]},
+               "else": {"required": [*_COMMON, "dim", *_CONSTANTS]}}],
 }
+#: a design point; a network calibration's also says whether its mean curve reached the target,
+#: after how many updates (``null``: censored at ``steps``) and whether a seed diverged
 _POINT_SCHEMA = table({"mode": {"enum": list(CALIBRATED_MODES)}, "M": integer(1),
                        "B": integer(1), "b": integer(1), "lr": number(above=0),
-                       "steps": integer(1), "seeds": integer(1)},
+                       "steps": integer(1), "seeds": integer(1), "reached": {"type": "boolean"},
+                       "updates": {"anyOf": [integer(1), {"type": "null"}]},
+                       "diverged": {"type": "boolean"}},
                       ("mode", "M", "B", "b", "lr", "steps", "seeds"))
 #: the JSON Schema of a calibration file (format 2; the module docstring's step 3)
 CALIBRATION_SCHEMA = table({
@@ -167,6 +186,9 @@ def check_integrity(data: Mapping, path) -> None:
                              f"= {len(fit['draws'])} draws, more than seeds.resamples = "
                              f"{data['seeds']['resamples']}; valid: at most one per resample")
     problem = data["problem"]
+    if problem.get("target") == "accuracy" and not problem["target_value"] < 1:
+        raise file_error(PARAMETER, path, ("problem", "target_value"),
+                         f"= {problem['target_value']!r} is not an accuracy; valid: (0, 1)")
     if problem["q_min"] > problem["q_max"]:
         raise file_error(PARAMETER, path, ("problem", "q_min"),
                          f"= {problem['q_min']!r} is above problem.q_max = {problem['q_max']!r}; "

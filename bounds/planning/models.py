@@ -13,7 +13,10 @@ crossbar tiles of size :math:`r \times c`. A convolution is its im2col matrix
 :math:`(k^2 c_\mathrm{in}) \times c_\mathrm{out}` and does one MVM per output position; a
 transformer matrix does one MVM per token.
 
-Descriptions are TOML files (the built-ins are shipped in ``bounds/model_data/``)::
+Descriptions are TOML files (the built-ins are shipped in ``bounds/planning/model_data/``, but for
+the simulator's digits networks ``digits-mlp`` and ``digits-resmlp``, whose layers are those of
+:func:`theory.networks.network_layers`, the one place their sizes are written:
+:func:`network_table`)::
 
     name = "my-net"
     description = "one line"
@@ -62,6 +65,7 @@ import numpy as np
 
 from theory.errors import ParameterError, check_range, show_value
 from theory.limits import MAX_LAYER_SIZE, MAX_MODEL_LAYERS
+from theory.networks import NETWORK_DESCRIPTIONS, NETWORK_PROBLEMS, network_layers
 from theory.userfiles import (
     STRING,
     array,
@@ -77,7 +81,7 @@ from ..params import check_keys
 from .constants import MODEL_PROBLEM_KEYS
 
 __all__ = ["HOSTS", "Layer", "MODEL_SCHEMA", "Model", "list_models", "load_model",
-           "model_constants", "model_from_table"]
+           "model_constants", "model_from_table", "network_table"]
 
 _DATA = "model_data"
 _TOP_KEYS = ("name", "description", "parameters", "problem", "blocks")
@@ -409,10 +413,25 @@ def model_constants(model) -> dict:
     return dict(model.problem) if isinstance(model, Model) else {}
 
 
+def network_table(name: str) -> dict:
+    """The description (as parsed TOML) of the simulator's digits network ``name``: one block of
+    its default layers (:func:`theory.networks.network_layers`), each one crossbar matrix
+    ``fan_in x fan_out`` with one MVM per sample, named by kind and position (``dense1``, ...,
+    ``output16``); the biases are digital and not counted."""
+    chain = network_layers(name)
+    layers = [{"name": f"{kind}{i}", "rows": rows, "cols": cols}
+              for i, (kind, rows, cols) in enumerate(chain, 1)]
+    sizes = f"{chain[0][1]} -> {chain[0][2]} -> {chain[-1][2]}"
+    return {"name": name, "blocks": [{"layers": layers}],
+            "description": f"{NETWORK_DESCRIPTIONS[name]}: {len(chain)} layers {sizes}, the "
+                           "simulator's network"}
+
+
 def list_models() -> list[str]:
-    """Names of the built-in models (sorted)."""
+    """Names of the built-in models (sorted): the shipped descriptions and the digits networks."""
     folder = resources.files(__package__).joinpath(_DATA)
-    return sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml"))
+    return sorted([p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml")]
+                  + list(NETWORK_PROBLEMS))
 
 
 def load_model(name_or_path, **parameters) -> Model:
@@ -433,6 +452,10 @@ def load_model(name_or_path, **parameters) -> Model:
         A path that does not exist.
     """
     text_name = str(name_or_path)
+    if text_name in NETWORK_PROBLEMS:  # the simulator's network, from its one spec
+        for key, value in parameters.items():
+            check_range(key, value, 1, integer=True)
+        return model_from_table(network_table(text_name), **parameters)
     if text_name in list_models():
         source = resources.files(__package__).joinpath(_DATA, f"{text_name}.toml")
         text, where = source.read_text(encoding="utf-8"), text_name

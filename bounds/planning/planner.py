@@ -58,6 +58,7 @@ from theory.calibration import (
 )
 from theory.complexity import evaluate_complexity
 from theory.errors import ParameterError, UnreachableTargetError, check_range
+from theory.networks import NETWORK_PROBLEMS
 from theory.schedules import cycles_after
 from theory.theorems import bound_for
 
@@ -77,10 +78,16 @@ from .results import (
     SolveTimes,
 )
 from .search import Grid, GridSearch
-from .strategies import AnalogBounds, ForecastObjective, GuaranteeObjective, PlainCost
+from .strategies import (
+    AnalogBounds,
+    ForecastObjective,
+    GuaranteeObjective,
+    NetworkForecastObjective,
+    PlainCost,
+)
 
-__all__ = ["check_arguments", "check_calibration", "forecast_choices", "forecast_plan", "plan",
-           "problem_constants", "time_grid"]
+__all__ = ["check_arguments", "check_calibration", "check_calibration_model", "forecast_choices",
+           "forecast_plan", "plan", "problem_constants", "time_grid"]
 
 
 def plan(
@@ -144,6 +151,7 @@ def plan(
     eps = check_range("eps", eps, 0, low_open=True)
     if calibration is not None:  # before any search: another algorithm or write is refused
         check_calibration(calibration, "analog", calibration_source, limits.write)
+        check_calibration_model(calibration, model, calibration_source)
     start = time.perf_counter()
     bounds = AnalogBounds(eps, theory_values(hardware.hardware, problem), limits.write)
     search = GridSearch(model, hardware, limits, GuaranteeObjective(bounds), PlainCost())
@@ -286,6 +294,36 @@ def time_grid(
     return out
 
 
+def check_calibration_model(calibration: Calibration, model: Model, source: str) -> str | None:
+    """Refuse a network calibration for another model than its network; ``None``, or one line
+    when an oracle calibration is used for a network model (its forecast is the oracle's).
+
+    A calibration of ``digits-mlp`` (:attr:`~theory.calibration.Calibration.network`) forecasts
+    that network's cycles to its target; a plan of ``llama2-7b``, ``digits-resmlp`` or a model
+    file with it would forecast another network with its numbers.
+
+    Raises
+    ------
+    ParameterError
+        A network calibration and a model of another name (one line naming both).
+    """
+    name = str(calibration.problem.get("problem"))
+    if calibration.network:
+        if model.name != name:
+            raise ParameterError(
+                f"calibration={source!r} is of the network {name} (cycles to its "
+                f"{calibration.target['label']}), the plan is for model {model.name!r}: a network "
+                f"calibration forecasts its own network only; plan --model {name}, or calibrate "
+                "this model's problem")
+        return None
+    if model.name in NETWORK_PROBLEMS:
+        return (f"calibration={source!r} is of the oracle problem {name}, not of the network "
+                f"{model.name} the package trains: its forecast is the oracle's, in its "
+                f"squared-gradient units; aimc-pipeline calibrate --problem {model.name} fits "
+                "this network")
+    return None
+
+
 # ------------------------------------------------------------------------------------------------
 # the calibrated forecast: the same search, iterations from the calibration
 
@@ -376,20 +414,36 @@ def forecast_plan(model: Model, hardware: PlanHardware, problem: ProblemParams, 
         tiki_taka.plan_tiki_taka` plans with a Tiki-Taka one).
     """
     check_calibration(calibration, "analog", source, limits.write)
+    model_warning = check_calibration_model(calibration, model, source)
     bounds = AnalogBounds(eps, theory_values(hardware.hardware, problem), limits.write)
-    objective = ForecastObjective(bounds, calibration)
+    target = calibration.target
+    if target is None:
+        objective = ForecastObjective(bounds, calibration)
+        what = "forecast (its floor is at or above eps wherever the guarantee gives a step)"
+    else:  # a network's: to its own target, at its own steps
+        objective = NetworkForecastObjective(bounds, calibration)
+        what = (f"forecast: no choice reaches its target {target['label']} at a step of its "
+                "design")
     search = GridSearch(model, hardware, limits, objective, PlainCost())
-    found = forecast_choices(search, limits, calibration, source, "forecast (its floor is at or "
-                             "above eps wherever the guarantee gives a step)")
+    found = forecast_choices(search, limits, calibration, source, what)
     matches = calibration.matches(bounds.values)
     warning = None
-    if not matches:
+    if not matches and target is not None:  # a network's constants are its device's only
+        keys = ("q_min", "q_max", "G_inf")
+        mine = " ".join(f"{k}={bounds.values[k]:.4g}" for k in keys)
+        theirs = " ".join(f"{k}={calibration.problem[k]:.4g}" for k in keys)
+        warning = (f"the plan's device constants ({mine}) are not the calibration's ({theirs}, "
+                   f"device {calibration.problem.get('device')}, fingerprint "
+                   f"{calibration.fingerprint}): its forecast describes another device")
+    elif not matches:
         keys = ("L", "Delta", "sigma2", "q_min", "q_max", "G_inf")
         mine = " ".join(f"{k}={bounds.values[k]:.4g}" for k in keys)
         theirs = " ".join(f"{k}={calibration.problem.get(k, float('nan')):.4g}" for k in keys)
         warning = (f"the plan's problem constants ({mine}) are not the calibration's ({theirs}, "
                    f"fingerprint {calibration.fingerprint}): its forecast describes another "
                    "problem")
+    if model_warning is not None:
+        warning = model_warning if warning is None else f"{model_warning}; {warning}"
     rows = [_row(objective, cand) for cand in found]
     own = next((r for r in rows if r.key == (guaranteed.mode, guaranteed.stages,
                                               guaranteed.micro_batches,
@@ -398,4 +452,5 @@ def forecast_plan(model: Model, hardware: PlanHardware, problem: ProblemParams, 
         own = _row(objective, guaranteed)
     return PlanForecast(source=source, fingerprint=calibration.fingerprint, matches=matches,
                         chosen=rows[0], alternatives=tuple(rows[1:]), guaranteed_choice=own,
-                        eps=float(eps), warning=warning, edited=calibration.edited)
+                        eps=float(eps), warning=warning, edited=calibration.edited,
+                        target=target)

@@ -425,6 +425,10 @@ class PlanForecast:
         The calibration file's checksum does not match its content and it was accepted
         (:attr:`theory.calibration.Calibration.edited`; ``plan --accept-edited-calibration``):
         the report says so, the JSON has ``calibration_edited``.
+    target : dict or None
+        A network calibration's target (:attr:`theory.calibration.Calibration.target`): the
+        forecast is the cycles to it, at the calibration's own steps, not to ``eps`` (the
+        guarantee's, in the units of the placeholder constants); ``None`` for an oracle one.
     """
 
     source: str
@@ -436,6 +440,7 @@ class PlanForecast:
     eps: float
     warning: str | None = None
     edited: bool = False
+    target: dict | None = None
 
     @property
     def differ(self) -> bool:
@@ -446,6 +451,11 @@ class PlanForecast:
     def reason(self) -> str:
         """One sentence: whether the two choose alike and, if not, which terms make them differ."""
         c, g = self.chosen, self.guaranteed_choice
+        if self.target is not None:  # two targets: the times are not to be divided
+            same = "the same plan" if not self.differ else f"{g.label} and {c.label}"
+            return (f"the guarantee and the forecast choose {same}; their times are to "
+                    f"different targets (eps = {self.eps:g} in the units of the plan's constants, "
+                    f"and {self.target['label']}), so neither is a check of the other")
         if not self.differ:
             return (f"the guarantee and the forecast choose the same plan ({c.label}); the "
                     f"guarantee is {c.guaranteed_seconds / c.predicted_seconds:.3g}x the forecast "
@@ -475,8 +485,11 @@ class PlanForecast:
     def lines(self) -> list[str]:
         """The human report: the chosen plan, the table of both times, the comparison."""
         c = self.chosen
+        head = (f"at eps = {self.eps:g}" if self.target is None else
+                f"to {self.target['label']} (the calibration's target, the network's runs; "
+                f"each plan at the best step of its design)")
         lines = [
-            f"chosen by predicted time (calibration {self.source}) at eps = {self.eps:g}",
+            f"chosen by predicted time (calibration {self.source}) {head}",
             *(["  calibration          EDITED after calibrate wrote it (its checksum does not "
                "match), used because of --accept-edited-calibration: the forecast is the "
                "edited file's, not a fit's"] if self.edited else []),
@@ -506,7 +519,7 @@ class PlanForecast:
                 "alternatives": [r.to_dict() for r in self.alternatives],
                 "guaranteed_choice": self.guaranteed_choice.to_dict(), "differ": self.differ,
                 "reason": self.reason, "warning": self.warning,
-                "calibration_edited": self.edited}
+                "calibration_edited": self.edited, "target": self.target}
 
 
 def partition_summary(sizes) -> str:

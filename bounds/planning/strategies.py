@@ -61,8 +61,8 @@ from .results import Candidate
 from .tiki_taka_results import TransferCandidate
 
 __all__ = [
-    "AnalogBounds", "Cost", "ForecastObjective", "GuaranteeObjective", "Objective", "PlainCost",
-    "ProvedBounds", "TikiTakaBounds", "TransferCost",
+    "AnalogBounds", "Cost", "ForecastObjective", "GuaranteeObjective", "NetworkForecastObjective",
+    "Objective", "PlainCost", "ProvedBounds", "TikiTakaBounds", "TransferCost",
 ]
 
 
@@ -280,6 +280,42 @@ class ForecastObjective:
                 b=grid["b"])
         bad = ~np.isfinite(lr)
         return lr, *(np.where(bad, np.inf, x) for x in (k, low, high))
+
+    def iterations(self, mode: str, grid: dict) -> np.ndarray:
+        """The forecast's iterations (:meth:`forecast`)."""
+        return self.forecast(mode, grid)[1]
+
+
+@dataclass(frozen=True)
+class NetworkForecastObjective:
+    r"""The calibrated iterations of a network calibration to its own target.
+
+    A network calibration (:attr:`theory.calibration.Calibration.network`) forecasts the updates
+    to its target (a test accuracy or a training loss, :attr:`~theory.calibration.Calibration.
+    target`), not to the plan's ``eps`` (in the units of the placeholder constants), and its steps
+    are the network's, not the guarantee's: every point runs at the step of the calibration's
+    design (of its mode) with the fewest forecast iterations there, so the forecast never leaves
+    the steps that were measured. ``inf`` where no design step reaches the target.
+    """
+
+    bounds: ProvedBounds
+    calibration: Calibration
+
+    def forecast(self, mode: str, grid: dict) -> tuple[np.ndarray, ...]:
+        """``(step, iterations, low, high)`` on a broadcast grid (``inf`` where unreachable)."""
+        steps = sorted({float(p["lr"]) for p in self.calibration.design if p["mode"] == mode})
+        eps = self.calibration.target["eps"]
+        shape = np.broadcast_shapes(*(np.shape(v) for v in grid.values()))
+        best = [np.full(shape, np.inf) for _ in range(3)]
+        chosen = np.full(shape, np.nan)
+        for lr in steps:
+            k, low, high = forecast_iterations(self.calibration, mode, eps, lr=lr, M=grid["M"],
+                                               B=grid.get("B", 1), b=grid["b"])
+            better = np.broadcast_to(k, shape) < best[0]
+            chosen = np.where(better, lr, chosen)
+            best = [np.where(better, x, old) for x, old in zip((k, low, high), best,
+                                                                strict=True)]
+        return (chosen, *best)
 
     def iterations(self, mode: str, grid: dict) -> np.ndarray:
         """The forecast's iterations (:meth:`forecast`)."""

@@ -31,12 +31,15 @@ from theory.tables import text_table
 from theory.vocabulary import CALIBRATED_ALGORITHMS, TRANSFER_SLICES
 
 from ..config import SimConfig, check_rules
-from ..problems import ORACLE_PROBLEMS
+from ..problems import NETWORK_PROBLEMS, ORACLE_PROBLEMS
 from ..verification import (  # calibration_settings only: no simulation for --help
     ASYNC_DESIGN,
     CALIBRATION_QUICK,
     CALIBRATION_STANDARD,
     FRACTIONS,
+    NETWORK_CALIBRATION,
+    NETWORK_CALIBRATION_QUICK,
+    NETWORK_TARGET,
     SYNC_DESIGN,
     ProblemFields,
 )
@@ -46,7 +49,7 @@ if TYPE_CHECKING:
     from theory.calibration import Calibration
 
 __all__ = ["CALIBRATION_FILE", "DESCRIPTION", "build_parser", "calibration_path",
-           "coefficient_table", "main", "run"]
+           "coefficient_table", "main", "network_table", "run"]
 
 #: the file ``--out DIR`` writes
 CALIBRATION_FILE = "calibration.json"
@@ -62,7 +65,10 @@ DESCRIPTION = (
     "write per sample, as a crossbar) fits the per-sample form, whose floor c_floor is not "
     "divided by n (Corollary 3PS: the floor is one sample's); --update and --pulse-type as "
     "simulate's. The file records the update, pulse type and write, and its fingerprint covers "
-    "them."
+    "them. --problem digits-mlp|digits-resmlp calibrates a digits network instead: the same form "
+    "fitted to its test error (--target-accuracy A, eps = 1 - A) or training loss "
+    "(--target-loss X) at fixed steps and one sample budget, unreached levels censored; plan "
+    "--model NETWORK --calibration FILE forecasts the cycles to that target."
 )
 
 #: what a coefficient measures (for the table)
@@ -82,8 +88,9 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
     """Add the ``calibrate`` options to ``parser`` (units and defaults in each help text)."""
     spec = ProblemFields()  # the defaults only: nothing is validated or built for --help
     problem = parser.add_argument_group("the problem (an oracle problem with known constants)")
-    problem.add_argument("--problem", choices=ORACLE_PROBLEMS, default=spec.problem,
-                         help="oracle problem")
+    problem.add_argument("--problem", choices=ORACLE_PROBLEMS + NETWORK_PROBLEMS,
+                         default=spec.problem,
+                         help="oracle problem, or a digits network (the network group below)")
     problem.add_argument("--dim", type=int, default=spec.dim,
                          help="dimension of the quadratic, >= the largest M of the design")
     problem.add_argument("--sigma2", type=float, default=spec.sigma2,
@@ -124,6 +131,21 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
     algorithm.add_argument("--transfer-slice", choices=TRANSFER_SLICES,
                            default=spec.transfer_slice,
                            help="tiki-taka: one column of every tile per event, or all")
+    network = parser.add_argument_group(
+        "a digits network (--problem digits-mlp|digits-resmlp; --dim, --sigma2, --algorithm "
+        "are the oracle's)")
+    target = network.add_mutually_exclusive_group()
+    defaults = ", ".join(f"{name} {value:g}" for name, (_, value) in NETWORK_TARGET.items())
+    target.add_argument("--target-accuracy", type=float, metavar="A", default=argparse.SUPPRESS,
+                        help=f"test accuracy to reach, in (0, 1) (default: {defaults})")
+    target.add_argument("--target-loss", type=float, metavar="X", default=argparse.SUPPRESS,
+                        help="training loss to get below instead, nats (> 0)")
+    network.add_argument("--samples", type=int, metavar="S", default=argparse.SUPPRESS,
+                         help="training samples of every design point (default "
+                         + ", ".join(f"{n} {d['samples']}" for n, d in
+                                     NETWORK_CALIBRATION.items())
+                         + "; --quick " + ", ".join(f"{n} {d['samples']}" for n, d in
+                                                    NETWORK_CALIBRATION_QUICK.items()) + ")")
     run_group = parser.add_argument_group("the design")
     run_group.add_argument("--steps", type=int, default=argparse.SUPPRESS, metavar="K",
                            help="updates per design point (default "
@@ -196,11 +218,16 @@ def coefficient_table(cal: Calibration) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run the ``calibrate`` command; returns the exit status."""
     # sympy, the registry and the engine: not for --help
-    from theory.calibration_file import write_calibration
 
     from ..device import PinnedWarning
     from ..verification import CalibrationProblem, calibrate, design
 
+    if args.problem in NETWORK_PROBLEMS:
+        return _run_network(args)
+    for flag in ("target_accuracy", "target_loss", "samples"):
+        if flag in args:
+            raise ParameterError(f"--{flag.replace('_', '-')} applies to a digits network "
+                                 f"(--problem {' or '.join(NETWORK_PROBLEMS)}) only")
     settings = dict(CALIBRATION_QUICK if args.quick else CALIBRATION_STANDARD)
     for name in ("steps", "seeds", "resamples"):
         if getattr(args, name, None) is not None:
@@ -247,6 +274,60 @@ def run(args: argparse.Namespace) -> int:
         else:
             warnings.showwarning(warning.message, warning.category, warning.filename,
                                  warning.lineno)
+    return _report(args, out, cal, coefficient_table)
+
+
+def _run_network(args: argparse.Namespace) -> int:
+    """``calibrate --problem digits-mlp|digits-resmlp``
+    (:func:`simulate.verification.calibrate_network`)."""
+
+    from ..verification import NetworkCalibrationProblem, calibrate_network, network_design
+
+    oracle = ProblemFields()
+    for flag in ("dim", "sigma2", "algorithm", "steps"):
+        if getattr(args, flag, getattr(oracle, flag, None)) != getattr(oracle, flag, None):
+            raise ParameterError(f"--{flag}={getattr(args, flag)} applies to an oracle problem; "
+                                 f"a network ({args.problem}) has its own data and noise, trains "
+                                 "with analog SGD and has a sample budget (--samples)")
+    settings = dict((NETWORK_CALIBRATION_QUICK if args.quick else NETWORK_CALIBRATION)
+                    [args.problem])
+    for name in ("samples", "seeds", "resamples"):
+        if name in args:
+            settings[name] = getattr(args, name)
+    check_range("--samples", settings["samples"], 10, None, integer=True)
+    check_range("--seeds", settings["seeds"], 2, None, integer=True)
+    check_range("--resamples", settings["resamples"], 1, None, integer=True)
+    check_size("--resamples", settings["resamples"], need=settings["resamples"],
+               limit=MAX_RESAMPLES, what="bootstrap refits of every mode")
+    out = calibration_path(args.out) if "out" in args else None
+    target = (("loss", args.target_loss) if "target_loss" in args
+              else ("accuracy", getattr(args, "target_accuracy", None)))
+    if args.pulse_type is not None and args.update != "pulsed":
+        raise ParameterError(f"--pulse-type={args.pulse_type} applies to --update pulsed only "
+                             "(the expected update fires no pulses)")
+    if target[1] is None and target[0] != NETWORK_TARGET[args.problem][0]:
+        raise ParameterError("--target-loss needs a value")
+    spec = NetworkCalibrationProblem(
+        problem=args.problem, target=target[0], target_value=target[1], device=args.device,
+        tau=args.tau, weight_bound=args.weight_bound, theta=args.theta, seed=args.seed,
+        update=args.update, pulse_type=args.pulse_type, write=args.write)
+    points = network_design(spec, settings)
+    created_by = {"command": "aimc-pipeline calibrate", "quick": bool(args.quick),
+                  **spec.to_dict(), "samples": settings["samples"], "seeds": settings["seeds"],
+                  "resamples": settings["resamples"]}
+    print(f"calibrate: {args.problem}, {len(points)} design points, {settings['seeds']} seeds x "
+          f"{settings['samples']} samples each, target {spec.target} {spec.target_value:g}",
+          file=sys.stderr)
+    result = calibrate_network(spec, points, resamples=settings["resamples"],
+                               created_by=created_by, **sweep_options(args))
+    cal = result.calibration
+    return _report(args, out, cal, lambda _: network_table(result))
+
+
+def _report(args: argparse.Namespace, out: Path | None, cal: Calibration, table) -> int:
+    """Write ``cal`` to ``out`` (if given) and print its JSON or ``table(cal)``."""
+    from theory.calibration_file import write_calibration
+
     if out is not None:
         with output_errors("--out"):
             out.parent.mkdir(parents=True, exist_ok=True)
@@ -255,8 +336,43 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json("calibrate", indent=1, calibration=cal.to_dict())
     else:
-        print(coefficient_table(cal))
+        print(table(cal))
     return 0
+
+
+def network_table(result) -> str:
+    """The fitted coefficients of a network calibration with their intervals, and what its
+    design reached (:class:`simulate.verification.NetworkCalibration`)."""
+    from theory.calibration import COEFFICIENTS
+
+    cal = result.calibration
+    level = f"{100 * cal.ci_level:g}%"
+    rows = [[mode, name, f"{value:.4g}", f"[{low:.4g}, {high:.4g}]", _MEANING[name].split(";")[0]]
+            for mode, fit in cal.fits.items()
+            for name, value, low, high in zip(COEFFICIENTS[mode], fit.values, fit.low, fit.high,
+                                              strict=True)]
+    target = cal.target
+    reached = {mode: sum(1 for p in cal.design if p["mode"] == mode and p["reached"])
+               for mode in cal.fits}
+    points = {mode: sum(1 for p in cal.design if p["mode"] == mode) for mode in cal.fits}
+    measure = "test error 1 - accuracy" if target["kind"] == "accuracy" else "training loss"
+    lines = [
+        text_table(["mode", "coefficient", "fit", f"{level} interval", "term"], rows),
+        f"fit: {cal.problem['problem']}, the {measure} (eps = {target['eps']:.4g} at the target "
+        f"{target['label']}, start S = {cal.start:.4g})",
+        *(f"  {mode}: {fit.observations} hitting times fitted, {result.censored[mode]} levels "
+          f"censored (not reached within the budget); target reached on {reached[mode]} of "
+          f"{points[mode]} points; rms log residual {fit.residual_rms:.3g}"
+          for mode, fit in cal.fits.items()),
+        *([f"  {result.diverged} design points had a diverged seed (censored whole)"]
+          if result.diverged else []),
+        f"device constants: q_min={cal.problem['q_min']:.6g} q_max={cal.problem['q_max']:.6g} "
+        f"G_inf={cal.problem['G_inf']:.6g} (fingerprint {cal.fingerprint}, covering the network, "
+        "its data and target, the device, update and write)",
+        "no proof column: a network's L, Delta, sigma2 are unknown; the form is the theorems' "
+        "dependence on the step, batch and delay with free coefficients",
+    ]
+    return "\n".join(lines)
 
 
 def calibration_path(out: Path) -> Path:

@@ -110,6 +110,7 @@ from typing import NamedTuple
 import numpy as np
 
 from theory.errors import ParameterError, check_range
+from theory.networks import network_layers
 
 from ..device import (
     AnalogPass,
@@ -117,7 +118,7 @@ from ..device import (
     dense_backward,
     softmax_delta,
 )
-from .sizes import NETWORK_LAYERS, NETWORK_PROBLEMS, NETWORK_WIDTH
+from .sizes import NETWORK_LAYERS, NETWORK_WIDTH
 
 __all__ = [
     "ACTIVATIONS",
@@ -253,26 +254,17 @@ class Network:
         Layers are split as evenly as possible: the first ``L mod M`` stages get
         ``ceil(L / M)`` layers, the others ``floor(L / M)``.
         """
-        if problem not in NETWORK_PROBLEMS:
-            raise ParameterError(
-                f"problem={problem!r} is not a network; valid: {', '.join(NETWORK_PROBLEMS)}"
-            )
+        chain = network_layers(problem, spec.layers, spec.width, n_in, n_out)
         check_range("stages", stages, 1, spec.layers, integer=True)
-        width, n_layers = spec.width, spec.layers
-        if problem == "digits-mlp":
-            kinds = ["dense"] * (n_layers - 1) + ["output"]
-        else:
-            kinds = ["dense"] + ["residual"] * (n_layers - 2) + ["output"]
-        shapes = [(n_in if i == 0 else width, n_out if kind == "output" else width)
-                  for i, kind in enumerate(kinds)]
+        n_layers = len(chain)
         per_stage, extra = divmod(n_layers, stages)
         built, first = [], 0
         for s in range(stages):
             count = per_stage + (1 if s < extra else 0)
             layers, w_off, c_off = [], 0, 0
             for i in range(first, first + count):
-                fan_in, fan_out = shapes[i]
-                layers.append(DenseLayer(kinds[i], fan_in, fan_out, w_off, c_off))
+                kind, fan_in, fan_out = chain[i]
+                layers.append(DenseLayer(kind, fan_in, fan_out, w_off, c_off))
                 w_off += fan_in * fan_out
                 c_off += fan_out
             built.append(tuple(layers))

@@ -10,6 +10,15 @@ True
 
 from __future__ import annotations
 
+from theory.networks import (
+    DIGITS_CLASSES,
+    DIGITS_FEATURES,
+    DIGITS_TRAIN,
+    NETWORK_LAYERS,
+    NETWORK_PROBLEMS,
+    NETWORK_WIDTH,
+)
+
 __all__ = [
     "DIGITS_CLASSES",
     "DIGITS_FEATURES",
@@ -24,12 +33,8 @@ __all__ = [
 #: updates whose gradient noise (oracle) or batches (networks) are drawn at once (the bits do not
 #: depend on it; see the runs)
 DRAW_CHUNK = 256
-#: the digits training split (images, features, classes) and the default network (layers, width),
-#: for the memory estimates of the network runs (:func:`network_bytes_per_member`)
-DIGITS_TRAIN, DIGITS_FEATURES, DIGITS_CLASSES = 1437, 64, 10
-NETWORK_LAYERS, NETWORK_WIDTH = 16, 32
-#: digits networks trained stage by stage (:mod:`simulate.problems.network`)
-NETWORK_PROBLEMS = ("digits-mlp", "digits-resmlp")
+# the digits split (images, features, classes), the default network (layers, width) and the
+# network names are :mod:`theory.networks`' (the planner's models read them too), re-exported here
 
 
 def network_bytes_per_member(samples: int, steps: int, layers: int = NETWORK_LAYERS,

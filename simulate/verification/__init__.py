@@ -14,10 +14,15 @@ _EXPORTS = {
     ),
     ".calibration_design": (
         "CALIBRATE_FORMAT", "CalibrationProblem", "DesignPoint", "calibration_run", "design",
-        "design_sweep_points",
+        "design_sweep_points", "device_region",
+    ),
+    ".calibration_network": (
+        "LEVELS", "LOG_POINTS", "NetworkCalibration", "NetworkCalibrationProblem",
+        "calibrate_network", "network_design", "network_observations",
     ),
     ".calibration_settings": (
-        "ASYNC_DESIGN", "CALIBRATION_QUICK", "CALIBRATION_STANDARD", "FRACTIONS", "SYNC_DESIGN",
+        "ASYNC_DESIGN", "CALIBRATION_QUICK", "CALIBRATION_STANDARD", "FRACTIONS",
+        "NETWORK_CALIBRATION", "NETWORK_CALIBRATION_QUICK", "NETWORK_TARGET", "SYNC_DESIGN",
         "ProblemFields",
     ),
     ".checks": (

@@ -50,6 +50,7 @@ __all__ = [
     "calibration_run",
     "design",
     "design_sweep_points",
+    "device_region",
 ]
 
 #: bumped when the meaning of a cached calibration run changes (part of every sweep point);
@@ -151,13 +152,9 @@ class CalibrationProblem(ProblemFields):
                        transfer_slice=self.transfer_slice)
 
     def region(self) -> tuple[float, float]:
-        """``[c - W, c + W]``, the weight region of the device constants."""
-        device = device_from_config(self.config("sync", 1, 1, 1, 0.1, 10, 2))
-        try:
-            centre = float(device.symmetric_point())
-        except ParameterError:
-            centre = 0.5 * (device.w_min + device.w_max)
-        return centre - self.weight_bound, centre + self.weight_bound
+        """``[c - W, c + W]``, the weight region of the device constants
+        (:func:`device_region`)."""
+        return device_region(self.config("sync", 1, 1, 1, 0.1, 10, 2), self.weight_bound)
 
     def constants(self) -> dict:
         """The problem's constants by symbol name: exact ``L``, ``Delta``, ``sigma2`` (``L_s =
@@ -189,6 +186,18 @@ class CalibrationProblem(ProblemFields):
         for tile in oracle_tiles(make_problem(config).blocks):
             per_stage.setdefault(tile.stage, []).append(tile.columns)
         return transfer_event_cycles(per_stage.values(), self.transfer_slice)
+
+
+def device_region(config: SimConfig, weight_bound: float) -> tuple[float, float]:
+    """``[c - W, c + W]`` around the centre ``c`` of ``config``'s device (its symmetric point,
+    else the middle of its range): the weight region a calibration's device constants are
+    computed on, as ``plan --weight-bound`` computes them."""
+    device = device_from_config(config)
+    try:
+        centre = float(device.symmetric_point())
+    except ParameterError:
+        centre = 0.5 * (device.w_min + device.w_max)
+    return centre - weight_bound, centre + weight_bound
 
 
 @dataclass(frozen=True)

@@ -128,13 +128,19 @@ def _fit(mode: str, obs: np.ndarray, start: float, write: str, x0: np.ndarray | 
 def fit_calibration(spec: CalibrationProblem, points: Sequence[DesignPoint],
                     running: Sequence[np.ndarray], *,
                     resamples: int = CALIBRATION_STANDARD["resamples"], ci_level: float = 0.95,
-                    created_by: dict | None = None) -> Calibration:
+                    created_by: dict | None = None,
+                    targets: Sequence[np.ndarray] | None = None) -> Calibration:
     """The :class:`~theory.calibration.Calibration` of ``points`` from their per-seed running
-    averages ``running[i]`` (shape ``(R, K)``; see the module docstring for fit and bootstrap)."""
+    averages ``running[i]`` (shape ``(R, K)``; see the module docstring for fit and bootstrap).
+
+    ``targets[i]``: the levels of point ``i`` (default the module docstring's; a network's are
+    its target's, :mod:`simulate.verification.calibration_network`: a level a curve does not
+    reach is no observation)."""
     check_range("resamples", resamples, 0, None, integer=True)
     running = [np.asarray(r, dtype=float) for r in running]
     means = [r.mean(axis=0) for r in running]
-    targets = [_targets(mean) for mean in means]
+    targets = ([_targets(mean) for mean in means] if targets is None
+               else [np.asarray(t, dtype=float) for t in targets])
     obs = observations(points, means, targets)
     start = float(np.median([mean[0] for mean in means]))  # every run starts at W_0
     modes = [mode for mode in ("sync", "async") if any(p.mode == mode for p in points)]

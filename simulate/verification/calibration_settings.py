@@ -19,6 +19,9 @@ __all__ = [
     "CALIBRATION_QUICK",
     "CALIBRATION_STANDARD",
     "FRACTIONS",
+    "NETWORK_CALIBRATION",
+    "NETWORK_CALIBRATION_QUICK",
+    "NETWORK_TARGET",
     "ProblemFields",
     "SYNC_DESIGN",
 ]
@@ -34,6 +37,43 @@ FRACTIONS = (0.1, 0.3, 0.9)
 CALIBRATION_STANDARD = {"steps": 3000, "seeds": 32, "resamples": 200}
 CALIBRATION_QUICK = {"steps": 1500, "seeds": 12, "resamples": 50,
          "sync": ((2, 4, 1), (8, 1, 1)), "async": ((2, 1, 1), (8, 1, 1)), "fractions": (0.2, 0.8)}
+
+
+#: the default target of each digits network (``calibrate --target-accuracy``): 85 % test
+#: accuracy for the residual MLP, the speedup study's (``paper_figures.speedup``); 70 % for the
+#: plain MLP, which on the soft-bounds device reaches 85 % on no design point within the budget
+#: (its mean curve reaches 70 % in about 6 000 samples at the synchronous steps, 12 000 at the
+#: asynchronous ones)
+NETWORK_TARGET = {"digits-mlp": ("accuracy", 0.7), "digits-resmlp": ("accuracy", 0.85)}
+#: the design of a network calibration, per network: ``(M, B, b)`` rows per mode (as
+#: :data:`SYNC_DESIGN`; M only sets the delay of async and the cycles of sync, whose iterates
+#: depend on ``n = B b`` only), the steps of each mode (the network has no proved cap; around the
+#: speedup study's tuned steps), the training samples of every point (updates = samples / n),
+#: seeds and bootstrap resamples
+NETWORK_CALIBRATION = {
+    "digits-resmlp": {
+        "sync": ((2, 2, 4), (4, 4, 4), (8, 8, 4)), "async": ((2, 1, 4), (8, 1, 4), (16, 1, 4),
+                                                              (4, 1, 8)),
+        "steps": {"sync": (0.0125, 0.025, 0.05), "async": (0.003125, 0.00625, 0.0125)},
+        "samples": 6400, "seeds": 3, "resamples": 200},
+    "digits-mlp": {
+        "sync": ((2, 2, 4), (4, 4, 4), (8, 8, 4)), "async": ((2, 1, 4), (4, 1, 4), (8, 1, 4),
+                                                              (4, 1, 8)),
+        "steps": {"sync": (0.0125, 0.025, 0.05), "async": (0.005, 0.01, 0.02)},
+        "samples": 16000, "seeds": 3, "resamples": 200},
+}
+#: ``calibrate --quick`` for a network: one synchronous and two asynchronous pipelines at 2 steps,
+#: 2 seeds, 1600 samples a point, 20 resamples: seconds
+NETWORK_CALIBRATION_QUICK = {
+    "digits-resmlp": {
+        "sync": ((4, 4, 4),), "async": ((2, 1, 4), (8, 1, 4)),
+        "steps": {"sync": (0.0125, 0.05), "async": (0.003125, 0.0125)},
+        "samples": 1600, "seeds": 2, "resamples": 20},
+    "digits-mlp": {
+        "sync": ((4, 4, 4),), "async": ((2, 1, 4), (8, 1, 4)),
+        "steps": {"sync": (0.025, 0.05), "async": (0.01, 0.02)},
+        "samples": 1600, "seeds": 2, "resamples": 20},
+}
 
 
 @dataclass(frozen=True)
