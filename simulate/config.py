@@ -56,9 +56,9 @@ from .specs import (
     TikiTakaSpec,
     TrainingSpec,
     UpdateSpec,
+    default_log_every,
     spec_of,
 )
-from .trace import default_log_every
 
 __all__ = [
     "AtLeast", "ConfigParts", "FIELD_ORDER", "NotApplicableError", "OneOf", "RULES", "Rule",
@@ -393,7 +393,7 @@ class SimConfig:
     @property
     def log_period(self) -> int:
         """The updates between logging points: ``log_every``, or where it is ``None``
-        :func:`simulate.trace.default_log_every` (10 for the oracle problems,
+        :func:`simulate.specs.default_log_every` (10 for the oracle problems,
         ``max(10, steps // 8)`` for the networks)."""
         if self.log_every is not None:
             return self.log_every

@@ -49,9 +49,11 @@ from .device import (
 from .problems import DATA_SETS, NETWORK_PROBLEMS, ORACLE_PROBLEMS
 
 __all__ = [
-    "DTYPES", "IOSpec", "IO_CHOICES", "MAX_REPLICAS", "MAX_STAGES", "MixedSpec", "PROBLEMS",
-    "PipelineSpec", "ProblemSpec", "ReplicaSpec", "SPECS", "TRAIN_PULSE_TYPES", "TikiTakaSpec",
-    "TrainingSpec", "UPDATES", "UpdateSpec", "field_doc", "spec_of",
+    "DTYPES", "IOSpec", "IO_CHOICES", "MAX_REPLICAS", "MAX_STAGES", "MixedSpec",
+    "NETWORK_LOG_POINTS", "ORACLE_LOG_EVERY", "PROBLEMS", "PipelineSpec", "ProblemSpec",
+    "ReplicaSpec", "SPECS",
+    "TRAIN_PULSE_TYPES", "TikiTakaSpec", "TrainingSpec", "UPDATES", "UpdateSpec",
+    "default_log_every", "field_doc", "spec_of",
 ]
 
 PROBLEMS = ORACLE_PROBLEMS + NETWORK_PROBLEMS
@@ -68,6 +70,29 @@ IO_CHOICES = tuple(IO_PRESETS)
 MAX_STAGES = 64
 #: the most data-parallel replicas per member (a sanity cap on the input, like MAX_STAGES)
 MAX_REPLICAS = 64
+
+
+#: logging period of an oracle run whose ``log_every`` is not given (``None``)
+ORACLE_LOG_EVERY = 10
+#: a network run whose ``log_every`` is not given logs about this many times (at least every
+#: ``ORACLE_LOG_EVERY`` updates): a logging point of the digits MLP costs about 4 updates of a
+#: micro-batch of 4 and its last point (every image) about 35, so a fixed period of 10 made
+#: measurement most of a short run (``bench/measurement_share.py``)
+NETWORK_LOG_POINTS = 8
+
+
+def default_log_every(steps: int, network: bool) -> int:
+    r"""The logging period of a run whose ``log_every`` is ``None``.
+
+    .. math:: \text{oracle: } 10, \qquad
+              \text{network: } \max(10, \lfloor K / 8 \rfloor)
+
+    for ``K = steps`` (:data:`ORACLE_LOG_EVERY`, :data:`NETWORK_LOG_POINTS`): a network run of
+    256 updates logs every 32 (9 points), one of 80 or fewer every 10.
+    """
+    if not network:
+        return ORACLE_LOG_EVERY
+    return max(ORACLE_LOG_EVERY, steps // NETWORK_LOG_POINTS)
 
 
 def _choice(name: str, value, valid: tuple[str, ...]) -> str:
@@ -204,7 +229,7 @@ class TrainingSpec(_Spec):
         "help": "record the trace every this many updates (default: every 10 for the oracle "
                 "problems, every max(10, steps // 8) for the networks)",
         "doc": "The last update is always recorded. ``None`` (the default) is "
-               ":func:`simulate.trace.default_log_every` (:attr:`SimConfig.log_period`): a "
+               ":func:`simulate.specs.default_log_every` (:attr:`SimConfig.log_period`): a "
                "network's logging point costs several updates, so its default logs about 8 "
                "times a run.",
     })

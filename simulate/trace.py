@@ -17,30 +17,7 @@ import numpy as np
 
 from theory.fileio import atomic_write, strict_json
 
-__all__ = ["NETWORK_LOG_POINTS", "ORACLE_LOG_EVERY", "RunConstants", "Trace", "default_log_every",
-           "log_steps"]
-
-#: logging period of an oracle run whose ``log_every`` is not given (``None``)
-ORACLE_LOG_EVERY = 10
-#: a network run whose ``log_every`` is not given logs about this many times (at least every
-#: ``ORACLE_LOG_EVERY`` updates): a logging point of the digits MLP costs about 4 updates of a
-#: micro-batch of 4 and its last point (every image) about 35, so a fixed period of 10 made
-#: measurement most of a short run (``bench/measurement_share.py``)
-NETWORK_LOG_POINTS = 8
-
-
-def default_log_every(steps: int, network: bool) -> int:
-    r"""The logging period of a run whose ``log_every`` is ``None``.
-
-    .. math:: \text{oracle: } 10, \qquad
-              \text{network: } \max(10, \lfloor K / 8 \rfloor)
-
-    for ``K = steps`` (:data:`ORACLE_LOG_EVERY`, :data:`NETWORK_LOG_POINTS`): a network run of
-    256 updates logs every 32 (9 points), one of 80 or fewer every 10.
-    """
-    if not network:
-        return ORACLE_LOG_EVERY
-    return max(ORACLE_LOG_EVERY, steps // NETWORK_LOG_POINTS)
+__all__ = ["RunConstants", "Trace", "log_steps"]
 
 
 def log_steps(steps: int, every: int) -> np.ndarray:

@@ -19,9 +19,9 @@ from simulate.verification import (
     network_observations,
 )
 from theory import ParameterError
-from theory.calibration import problem_fingerprint, target_level
+from theory.calibration import problem_fingerprint
 from theory.calibration_file import read_calibration
-from theory.networks import NETWORK_PROBLEMS, network_layers
+from theory.networks import NETWORK_PROBLEMS, network_layers, target_level
 
 #: a tiny network design: one sync and two async pipelines at 2 steps, 2 seeds, 1600 samples
 QUICK = ["calibrate", "--problem", "digits-mlp", "--quick", "--target-accuracy", "0.5"]

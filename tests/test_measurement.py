@@ -12,7 +12,7 @@ from simulate.problems import load_digits_data, softmax_cross_entropy
 from simulate.problems.digits import SUBSET_SEED, accuracy_subset, loss_subset
 from simulate.problems.network import CURVE_SPEC, LOSS_ROWS, TEST_ROWS
 from simulate.problems.network_run import NetworkTraining
-from simulate.trace import default_log_every
+from simulate.specs import default_log_every
 from theory import ParameterError
 
 SMALL = NetworkSpec(layers=4, width=8, grad_norm=False, loss_rows=100, test_rows=50)

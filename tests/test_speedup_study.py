@@ -17,6 +17,7 @@ import pytest
 
 from paper_figures import speedup
 from simulate import NetworkSpec, SimConfig, train_network
+from simulate.problems import CURVE_SPEC
 from simulate.rng import bootstrap_generator
 from simulate.verification import (
     BOOTSTRAP_RESAMPLES,
@@ -155,7 +156,7 @@ def test_study_run_curves_of_every_seed():
     np.testing.assert_array_equal(result["step"], [0, 8, 16, 24])
     np.testing.assert_array_equal(result["diverged"], [-1, -1, -1])
     # the same bits as the network's own ensemble run, and validation accuracy is measured
-    run = train_network(config, spec=NetworkSpec(grad_norm=False))
+    run = train_network(config, spec=CURVE_SPEC)
     np.testing.assert_array_equal(result["test_accuracy"], run.trace.test_accuracy)
     np.testing.assert_array_equal(result["validation_accuracy"], run.validation_accuracy)
     assert np.all((0 <= result["validation_accuracy"]) & (result["validation_accuracy"] <= 1))

@@ -60,13 +60,13 @@ other writes is refused (:func:`check_write`).
 :data:`theory.networks.NETWORK_PROBLEMS`, written by ``aimc-pipeline calibrate --problem
 digits-mlp``) fits the same form to another descending measure of the run: the test error
 :math:`1 - \mathrm{accuracy}` (``target = "accuracy"``) or the training loss in nats
-(``target = "loss"``), with ``eps`` that measure's level (:func:`target_level`: ``1 - A`` for a
-test accuracy ``A``) and :math:`S` its value at :math:`W_0`. No theorem gives this form for a
-network (its constants ``L``, ``Delta``, ``sigma2`` are unknown and not recorded): here it is a
-curve model with the theorems' dependence on the step, the batch and the delay, and its residuals
-(:attr:`ModeFit.residual_rms`) say how well it describes the runs. Its forecast is the updates to
-the calibration's own target (:attr:`Calibration.target`), which ``plan`` reports beside the
-guarantee (whose eps is in the units of the placeholder constants).
+(``target = "loss"``), ``eps`` that measure's level (:func:`theory.networks.target_level`) and
+:math:`S` its value at :math:`W_0`. No theorem gives this form for a network (its ``L``,
+``Delta``, ``sigma2`` are unknown, not recorded): it is a curve model with the theorems'
+dependence on the step, the batch and the delay, and its residuals (:attr:`ModeFit.residual_rms`)
+say how well it describes the runs. Its forecast is the updates to the calibration's own target
+(:attr:`Calibration.target`), which ``plan`` reports beside the guarantee (whose eps is in the
+units of the placeholder constants).
 
 Cycles come from the one timing rule,
 :func:`theory.schedules.cycles_after` (``sync`` :math:`2(B+M-1)K`, ``async`` :math:`2(K+M-1)`).
@@ -99,7 +99,7 @@ import sympy as sp
 from .compiled import compile_expr
 from .errors import ParameterError, check_range
 from .fileio import content_checksum, strict_json
-from .networks import NETWORK_PROBLEMS
+from .networks import NETWORK_PROBLEMS, target_level
 from .schedules import cycles_after, transfer_cycles
 from .symbols import B as B_sym
 from .symbols import D as D_sym
@@ -110,29 +110,11 @@ from .theorems import get_bound
 from .vocabulary import CALIBRATED_ALGORITHMS, CALIBRATED_MODES, WRITE_SEMANTICS
 
 __all__ = [
-    "CALIBRATED_ALGORITHMS",
-    "CALIBRATED_MODES",
-    "CALIBRATION_FORMAT",
-    "COEFFICIENTS",
-    "Calibration",
-    "FINGERPRINT_KEYS",
-    "FINGERPRINT_SETTINGS",
-    "Forecast",
-    "MODEL_TERMS",
-    "ModeFit",
-    "NETWORK_SETTINGS",
-    "NETWORK_TARGETS",
-    "PROOF_FORMS",
-    "check_algorithm",
-    "check_write",
-    "forecast_iterations",
-    "model_floor",
-    "model_terms",
-    "predicted_cycles",
-    "problem_fingerprint",
-    "proof_label",
-    "target_level",
-    "theory_coefficients",
+    "CALIBRATED_ALGORITHMS", "CALIBRATED_MODES", "CALIBRATION_FORMAT", "COEFFICIENTS",
+    "Calibration", "FINGERPRINT_KEYS", "FINGERPRINT_SETTINGS", "Forecast", "MODEL_TERMS",
+    "ModeFit", "NETWORK_SETTINGS", "PROOF_FORMS", "check_algorithm", "check_write",
+    "forecast_iterations", "model_floor", "model_terms", "predicted_cycles",
+    "problem_fingerprint", "proof_label", "theory_coefficients",
 ]
 
 #: version of the calibration file format (bumped when a field's meaning changes)
@@ -157,9 +139,6 @@ FINGERPRINT_SETTINGS = {
 #: calibration_network`): the network, its data and the target; hashed only when present, so an
 #: oracle calibration's fingerprint is what it always was
 NETWORK_SETTINGS = ("layers", "width", "activation", "data", "target", "target_value", "budget")
-#: the targets of a network calibration: a test accuracy to reach (``>=``) or a training loss to
-#: get below (``<=``); the measure fitted is the test error or the loss
-NETWORK_TARGETS = ("accuracy", "loss")
 #: significant digits of each constant in the fingerprint (printing and re-reading keeps it)
 _FINGERPRINT_DIGITS = 6
 
@@ -257,17 +236,6 @@ def problem_fingerprint(values: Mapping) -> str:
             canon[f"network.{key}"] = digits(values[key])
     text = json.dumps(canon, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def target_level(kind: str, value: float) -> float:
-    """The level ``eps`` of the fitted measure at a network target: ``1 - value`` for a test
-    accuracy (the test error), ``value`` for a training loss (nats)."""
-    if kind not in NETWORK_TARGETS:
-        raise ParameterError(f"target={kind!r} is unknown; valid: {', '.join(NETWORK_TARGETS)}")
-    if kind == "accuracy":
-        check_range("target_value", value, 0, 1, low_open=True, high_open=True)
-        return 1.0 - float(value)
-    return float(check_range("target_value", value, 0, None, low_open=True))
 
 
 def _check_mode(mode: str) -> str:
@@ -531,7 +499,7 @@ class Calibration:
     @property
     def target(self) -> dict | None:
         """A network calibration's target: ``{"kind", "value", "eps", "label"}`` (``eps`` the
-        measure's level, :func:`target_level`); ``None`` for an oracle problem."""
+        measure's level, :func:`theory.networks.target_level`); ``None`` for an oracle problem."""
         if not self.network:
             return None
         kind, value = str(self.problem["target"]), float(self.problem["target_value"])

@@ -58,14 +58,13 @@ from .calibration import (
     CALIBRATED_MODES,
     CALIBRATION_FORMAT,
     COEFFICIENTS,
-    NETWORK_TARGETS,
     Calibration,
     ModeFit,
     problem_fingerprint,
 )
 from .errors import ParameterError
 from .fileio import atomic_write, content_checksum
-from .networks import NETWORK_PROBLEMS
+from .networks import NETWORK_PROBLEMS, NETWORK_TARGETS
 from .schedules import TRANSFER_SLICES
 from .userfiles import STRING, array, file_error, integer, load_json, number, table, validate
 from .vocabulary import WRITE_SEMANTICS

@@ -25,8 +25,10 @@ __all__ = [
     "NETWORK_DESCRIPTIONS",
     "NETWORK_LAYERS",
     "NETWORK_PROBLEMS",
+    "NETWORK_TARGETS",
     "NETWORK_WIDTH",
     "network_layers",
+    "target_level",
 ]
 
 #: the digits training split (images, features, classes)
@@ -60,3 +62,19 @@ def network_layers(problem: str, layers: int = NETWORK_LAYERS, width: int = NETW
         kinds = ["dense"] + ["residual"] * (layers - 2) + ["output"]
     return tuple((kind, n_in if i == 0 else width, n_out if kind == "output" else width)
                  for i, kind in enumerate(kinds))
+
+
+#: the targets of a network calibration: a test accuracy to reach (``>=``) or a training loss to
+#: get below (``<=``); the measure fitted is the test error or the loss
+NETWORK_TARGETS = ("accuracy", "loss")
+
+
+def target_level(kind: str, value: float) -> float:
+    """The level ``eps`` of the fitted measure at a network target: ``1 - value`` for a test
+    accuracy (the test error), ``value`` for a training loss (nats)."""
+    if kind not in NETWORK_TARGETS:
+        raise ParameterError(f"target={kind!r} is unknown; valid: {', '.join(NETWORK_TARGETS)}")
+    if kind == "accuracy":
+        check_range("target_value", value, 0, 1, low_open=True, high_open=True)
+        return 1.0 - float(value)
+    return float(check_range("target_value", value, 0, None, low_open=True))

@@ -20,7 +20,9 @@ _EXPORTS = {
     ".sweep": (
         "BLAS_THREAD_VARS", "CONNECT_TIMEOUT_S", "SCHEDULER_SCHEMES", "InlineExecutor",
         "SweepError", "SweepResult", "check_scheduler_address", "default_jobs", "run_sweep",
-        "shared_pool",
+    ),
+    ".pool": (
+        "open_block", "shared_pool",
     ),
 }
 

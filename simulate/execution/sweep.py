@@ -56,6 +56,7 @@ from theory.fileio import check_writable_dir
 from theory.limits import MAX_JOBS
 
 from .cache import CorruptEntryError, ResultCache, canonical_json, function_name, normalize_result
+from .pool import open_block
 from .progress import progress_bar
 
 __all__ = [
@@ -68,7 +69,6 @@ __all__ = [
     "check_scheduler_address",
     "default_jobs",
     "run_sweep",
-    "shared_pool",
 ]
 
 #: environment variables that cap the thread pools of BLAS / OpenMP libraries
@@ -88,7 +88,6 @@ _ADDRESS = re.compile(r"([a-z][a-z0-9+.-]*)://(\[[0-9a-fA-F:.]+\]|[^\s:/\[\]]+):
 _PR_SET_PDEATHSIG = 1
 
 _thread_limits = None  # the worker's threadpoolctl limiter, kept alive for the worker's lifetime
-_shared = None  # the _SharedPool of the innermost open shared_pool block, or None
 
 
 @dataclass(frozen=True)
@@ -316,17 +315,17 @@ def _backend(name: str, jobs: int, scheduler, count: int) -> Iterator[_Backend]:
                 client.close()
     elif jobs == 1:
         yield _Backend(InlineExecutor(), 1, _no_options)  # one at a time: nothing after a failure
-    elif _shared is not None and _shared.jobs == jobs:
-        pool = _shared.pool()
+    elif (shared := open_block()) is not None and shared.jobs == jobs:
+        pool = shared.pool(_new_pool)
         try:
             yield _Backend(pool, 2 * jobs, _no_options)
         except KeyboardInterrupt:
             _stop_pool(pool)
-            _shared.discard()
+            shared.discard()
             raise
         finally:
             if getattr(pool, "_broken", False):  # a worker died: the next sweep starts anew
-                _shared.discard()
+                shared.discard()
     else:
         workers = min(jobs, count)
         pool = _new_pool(workers)
@@ -343,67 +342,6 @@ def _new_pool(workers: int) -> ProcessPoolExecutor:
     """A process pool of ``workers`` sweep workers (:func:`_init_worker`)."""
     return ProcessPoolExecutor(max_workers=workers, initializer=_init_worker,
                                initargs=(list(sys.path), os.getpid()))
-
-
-class _SharedPool:
-    """The process pool of a :func:`shared_pool` block, started by its first sweep."""
-
-    def __init__(self, jobs: int):
-        self.jobs = jobs
-        self._pool: ProcessPoolExecutor | None = None
-
-    def pool(self) -> ProcessPoolExecutor:
-        """The block's pool (started now if no sweep has started it, or the last one broke)."""
-        if self._pool is None:
-            self._pool = _new_pool(self.jobs)
-        return self._pool
-
-    def discard(self) -> None:
-        """Forget the pool (stopped or broken); the next sweep starts a new one."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
-
-    def close(self) -> None:
-        """Shut the pool down and wait for its workers to exit."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-
-
-@contextmanager
-def shared_pool(jobs: int | None = None) -> Iterator[None]:
-    """Let the local sweeps of this block share one process pool of ``jobs`` workers.
-
-    Without it, every :func:`run_sweep` on local processes starts its own pool, and each of its
-    workers pays again what a first point costs in a fresh process: importing what the point
-    function needs (scikit-learn for the digits data, scipy), loading the compiled numba kernels,
-    building its data sets (the augmented digits) and compiling the registry's closed forms
-    (:func:`theory.compiled.compile_expr`). A command that runs several sweeps (``figures all``,
-    ``report``) opens this block around them: the first sweep that needs processes starts
-    ``jobs`` workers (default :func:`default_jobs`), and every later sweep with the same ``jobs``
-    hands its points to those warm workers. The results are the same (a point's result is a
-    deterministic function of the point); only their cost changes.
-
-    Sweeps with another ``jobs``, with ``jobs=1`` or with a scheduler, and sweeps outside the
-    block, keep their own executor. After Ctrl-C or a worker's death the block's pool is stopped
-    and the next sweep starts a new one; the block's end shuts the pool down. Nested blocks use
-    the outermost one. The workers are forked when the first sweep needs them: module state that
-    the process changes later (e.g. a test's monkeypatch) is not seen by them, so the block
-    belongs around code that does not change it between its sweeps (a command's body).
-    """
-    global _shared
-    jobs = default_jobs() if jobs is None else check_range("jobs", jobs, 1, MAX_JOBS,
-                                                           integer=True)
-    if _shared is not None:  # nested: the outer block's pool
-        yield
-        return
-    _shared = block = _SharedPool(jobs)
-    try:
-        yield
-    finally:
-        _shared = None
-        block.close()
 
 
 def _stop_pool(pool: ProcessPoolExecutor) -> None:

@@ -76,7 +76,7 @@ the full norm by the sampling variance of the subset's mean gradient);
 120, :func:`simulate.problems.digits.accuracy_subset`) before the last point and on all 360 at the
 last (and :attr:`NetworkRun.validation_accuracy` on every validation image of the data sets that
 hold some, at every point). A network's default logging period is ``max(10, steps // 8)``
-(:func:`simulate.trace.default_log_every`); the trace's ``config["measurement"]`` records the
+(:func:`simulate.specs.default_log_every`); the trace's ``config["measurement"]`` records the
 period and the images of every curve. ``Trace.avg_grad_norm2`` (the average over
 every iterate) is left empty: it would cost a full-training-set backward pass per update, about
 90 times the work of the update itself.

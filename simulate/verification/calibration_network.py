@@ -5,7 +5,7 @@ NETWORK_PROBLEMS` on one device, with a **target**: a test accuracy ``A`` to rea
 loss to get below. The fitted measure is the ensemble mean of the test error :math:`1 -
 \mathrm{accuracy}` (on the 360 test images) or of the training loss (nats, on the fixed loss
 subset of :func:`simulate.problems.digits.loss_subset`), whose level at the target is
-:math:`\epsilon` = :func:`theory.calibration.target_level` (``1 - A``, or the loss).
+:math:`\epsilon` = :func:`theory.networks.target_level` (``1 - A``, or the loss).
 
 **Design** (:func:`network_design`, the tables :data:`~simulate.verification.
 calibration_settings.NETWORK_CALIBRATION`): per mode a few pipelines ``(M, B, b)`` at a few
@@ -33,9 +33,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from theory.calibration import NETWORK_TARGETS, Calibration, problem_fingerprint, target_level
+from theory.calibration import Calibration, problem_fingerprint
 from theory.errors import ParameterError, check_range
-from theory.networks import NETWORK_PROBLEMS
+from theory.networks import NETWORK_PROBLEMS, NETWORK_TARGETS, target_level
 
 from ..config import SimConfig, device_from_config
 from ..execution import run_sweep
@@ -135,7 +135,7 @@ class NetworkCalibrationProblem:
 
     @property
     def eps(self) -> float:
-        """The fitted measure's level at the target (:func:`theory.calibration.target_level`)."""
+        """The fitted measure's level at the target (:func:`theory.networks.target_level`)."""
         return target_level(self.target, self.target_value)
 
     def config(self, mode: str, stages: int, micro_batches: int, micro_batch_size: int,
