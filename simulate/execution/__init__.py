@@ -19,10 +19,10 @@ _EXPORTS = {
     ),
     ".sweep": (
         "BLAS_THREAD_VARS", "CONNECT_TIMEOUT_S", "SCHEDULER_SCHEMES", "InlineExecutor",
-        "SweepError", "SweepResult", "check_scheduler_address", "default_jobs", "run_sweep",
+        "SweepError", "SweepResult", "check_scheduler_address", "run_sweep",
     ),
     ".pool": (
-        "open_block", "shared_pool",
+        "default_jobs", "open_block", "shared_pool",
     ),
 }
 

@@ -4,6 +4,7 @@ command running several sweeps (``figures all``, ``report``) pays the workers' s
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -11,9 +12,17 @@ from contextlib import contextmanager
 from theory.errors import check_range
 from theory.limits import MAX_JOBS
 
-__all__ = ["open_block", "shared_pool"]
+__all__ = ["default_jobs", "open_block", "shared_pool"]
 
 _shared = None  # the _SharedPool of the outermost open shared_pool block, or None
+
+
+def default_jobs() -> int:
+    """The number of cores this process may run on (its CPU affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # no sched_getaffinity (macOS, Windows)
+        return max(1, os.cpu_count() or 1)
 
 
 def open_block() -> _SharedPool | None:
@@ -49,7 +58,7 @@ class _SharedPool:
 
 
 @contextmanager
-def shared_pool(jobs: int) -> Iterator[None]:
+def shared_pool(jobs: int | None = None) -> Iterator[None]:
     """Let the local sweeps of this block share one process pool of ``jobs`` workers.
 
     Without it, every :func:`run_sweep` on local processes starts its own pool, and each of its
@@ -58,7 +67,7 @@ def shared_pool(jobs: int) -> Iterator[None]:
     building its data sets (the augmented digits) and compiling the registry's closed forms
     (:func:`theory.compiled.compile_expr`). A command that runs several sweeps (``figures all``,
     ``report``) opens this block around them: the first sweep that needs processes starts
-    ``jobs`` workers, and every later sweep with the same ``jobs``
+    ``jobs`` workers (default :func:`default_jobs`), and every later sweep with the same ``jobs``
     hands its points to those warm workers. The results are the same (a point's result is a
     deterministic function of the point); only their cost changes.
 
@@ -70,7 +79,8 @@ def shared_pool(jobs: int) -> Iterator[None]:
     belongs around code that does not change it between its sweeps (a command's body).
     """
     global _shared
-    jobs = check_range("jobs", jobs, 1, MAX_JOBS, integer=True)
+    jobs = default_jobs() if jobs is None else check_range("jobs", jobs, 1, MAX_JOBS,
+                                                           integer=True)
     if _shared is not None:  # nested: the outer block's pool
         yield
         return

@@ -56,7 +56,7 @@ from theory.fileio import check_writable_dir
 from theory.limits import MAX_JOBS
 
 from .cache import CorruptEntryError, ResultCache, canonical_json, function_name, normalize_result
-from .pool import open_block
+from .pool import default_jobs, open_block
 from .progress import progress_bar
 
 __all__ = [
@@ -67,7 +67,6 @@ __all__ = [
     "SweepError",
     "SweepResult",
     "check_scheduler_address",
-    "default_jobs",
     "run_sweep",
 ]
 
@@ -147,14 +146,6 @@ class SweepError(RuntimeError):
         else:
             message = f"{type(cause).__name__}: {cause}; raised by {point_text}"
         super().__init__(f"sweep {desc!r} failed: {message}")
-
-
-def default_jobs() -> int:
-    """The number of cores this process may run on (its CPU affinity), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # no sched_getaffinity (macOS, Windows)
-        return max(1, os.cpu_count() or 1)
 
 
 def check_scheduler_address(address, parameter: str = "scheduler") -> str:
