@@ -215,6 +215,22 @@ def coefficient_table(cal: Calibration) -> str:
     return "\n".join(lines)
 
 
+def _settings(args, defaults: dict, length: str) -> dict:
+    """The design's settings: ``defaults`` with the flags given (``--LENGTH``, ``--seeds``,
+    ``--resamples``), checked: the run length (``steps`` or ``samples``) at least 10, at least 2
+    seeds, 1 to :data:`theory.limits.MAX_RESAMPLES` bootstrap refits."""
+    settings = dict(defaults)
+    for name in (length, "seeds", "resamples"):
+        if getattr(args, name, None) is not None:
+            settings[name] = getattr(args, name)
+    check_range(f"--{length}", settings[length], 10, None, integer=True)
+    check_range("--seeds", settings["seeds"], 2, None, integer=True)
+    check_range("--resamples", settings["resamples"], 1, None, integer=True)
+    check_size("--resamples", settings["resamples"], need=settings["resamples"],
+               limit=MAX_RESAMPLES, what="bootstrap refits of every mode")
+    return settings
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the ``calibrate`` command; returns the exit status."""
     # sympy, the registry and the engine: not for --help
@@ -228,15 +244,7 @@ def run(args: argparse.Namespace) -> int:
         if flag in args:
             raise ParameterError(f"--{flag.replace('_', '-')} applies to a digits network "
                                  f"(--problem {' or '.join(NETWORK_PROBLEMS)}) only")
-    settings = dict(CALIBRATION_QUICK if args.quick else CALIBRATION_STANDARD)
-    for name in ("steps", "seeds", "resamples"):
-        if getattr(args, name, None) is not None:
-            settings[name] = getattr(args, name)
-    check_range("--steps", settings["steps"], 10, None, integer=True)
-    check_range("--seeds", settings["seeds"], 2, None, integer=True)
-    check_range("--resamples", settings["resamples"], 1, None, integer=True)
-    check_size("--resamples", settings["resamples"], need=settings["resamples"],
-               limit=MAX_RESAMPLES, what="bootstrap refits of every mode")
+    settings = _settings(args, CALIBRATION_QUICK if args.quick else CALIBRATION_STANDARD, "steps")
     out = calibration_path(args.out) if "out" in args else None
     # --transfer-every / --transfer-slice apply to tiki-taka only (simulate.config.RULES)
     check_rules({"algorithm": args.algorithm, "transfer_every": args.transfer_every,
@@ -289,16 +297,8 @@ def _run_network(args: argparse.Namespace) -> int:
             raise ParameterError(f"--{flag}={getattr(args, flag)} applies to an oracle problem; "
                                  f"a network ({args.problem}) has its own data and noise, trains "
                                  "with analog SGD and has a sample budget (--samples)")
-    settings = dict((NETWORK_CALIBRATION_QUICK if args.quick else NETWORK_CALIBRATION)
-                    [args.problem])
-    for name in ("samples", "seeds", "resamples"):
-        if name in args:
-            settings[name] = getattr(args, name)
-    check_range("--samples", settings["samples"], 10, None, integer=True)
-    check_range("--seeds", settings["seeds"], 2, None, integer=True)
-    check_range("--resamples", settings["resamples"], 1, None, integer=True)
-    check_size("--resamples", settings["resamples"], need=settings["resamples"],
-               limit=MAX_RESAMPLES, what="bootstrap refits of every mode")
+    settings = _settings(args, (NETWORK_CALIBRATION_QUICK if args.quick else NETWORK_CALIBRATION)
+                         [args.problem], "samples")
     out = calibration_path(args.out) if "out" in args else None
     target = (("loss", args.target_loss) if "target_loss" in args
               else ("accuracy", getattr(args, "target_accuracy", None)))

@@ -13,8 +13,8 @@ _EXPORTS = {
         "TARGETS", "calibrate", "fit_calibration", "observations",
     ),
     ".calibration_design": (
-        "CALIBRATE_FORMAT", "CalibrationProblem", "DesignPoint", "calibration_run", "design",
-        "design_sweep_points", "device_region",
+        "CALIBRATE_FORMAT", "CalibrationProblem", "DesignPoint", "calibrated_pulse_type",
+        "calibration_run", "design", "design_sweep_points", "device_region",
     ),
     ".calibration_network": (
         "LEVELS", "LOG_POINTS", "NetworkCalibration", "NetworkCalibrationProblem",

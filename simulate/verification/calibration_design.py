@@ -47,6 +47,7 @@ __all__ = [
     "CALIBRATE_FORMAT",
     "CalibrationProblem",
     "DesignPoint",
+    "calibrated_pulse_type",
     "calibration_run",
     "design",
     "design_sweep_points",
@@ -115,11 +116,8 @@ class CalibrationProblem(ProblemFields):
         if self.algorithm not in CALIBRATED_ALGORITHMS:
             raise ParameterError(f"algorithm={self.algorithm!r} cannot be calibrated; valid: "
                                  f"{', '.join(CALIBRATED_ALGORITHMS)}")
-        if self.update == "pulsed" and self.pulse_type is None:
-            object.__setattr__(self, "pulse_type", SimConfig().pulse_type)
-        if self.update != "pulsed" and self.pulse_type is not None:
-            raise ParameterError(f"pulse_type={self.pulse_type!r} applies to update='pulsed' "
-                                 "only (the expected update fires no pulses)")
+        object.__setattr__(self, "pulse_type", calibrated_pulse_type(self.update,
+                                                                     self.pulse_type))
         check_range("weight_bound", self.weight_bound, 0, None, low_open=True)
         try:  # sigma2 = 0 is a valid run, not a calibration (the run's own check is [0, inf))
             check_range("sigma2", self.sigma2, 0, None, low_open=True)
@@ -186,6 +184,18 @@ class CalibrationProblem(ProblemFields):
         for tile in oracle_tiles(make_problem(config).blocks):
             per_stage.setdefault(tile.stage, []).append(tile.columns)
         return transfer_event_cycles(per_stage.values(), self.transfer_slice)
+
+
+def calibrated_pulse_type(update: str, pulse_type: str | None) -> str | None:
+    """The pulse type a calibration records: :class:`SimConfig`'s default for a ``pulsed`` update
+    given none, ``None`` for the expected update (which fires no pulses; a pulse type given for
+    it is an error)."""
+    if update == "pulsed" and pulse_type is None:
+        return SimConfig().pulse_type
+    if update != "pulsed" and pulse_type is not None:
+        raise ParameterError(f"pulse_type={pulse_type!r} applies to update='pulsed' only (the "
+                             "expected update fires no pulses)")
+    return pulse_type
 
 
 def device_region(config: SimConfig, weight_bound: float) -> tuple[float, float]:

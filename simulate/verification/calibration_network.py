@@ -40,7 +40,7 @@ from theory.networks import NETWORK_PROBLEMS, NETWORK_TARGETS, target_level
 from ..config import SimConfig, device_from_config
 from ..execution import run_sweep
 from ..problems import NetworkSpec
-from .calibration_design import DesignPoint, device_region
+from .calibration_design import DesignPoint, calibrated_pulse_type, device_region
 from .calibration_fit import fit_calibration
 from .calibration_settings import NETWORK_CALIBRATION, NETWORK_TARGET
 from .tuning import study_point, study_run
@@ -119,11 +119,8 @@ class NetworkCalibrationProblem:
             object.__setattr__(self, "target_value", float(value))
         target_level(self.target, self.target_value)  # the range of an accuracy or a loss
         object.__setattr__(self, "target_value", float(self.target_value))
-        if self.update == "pulsed" and self.pulse_type is None:
-            object.__setattr__(self, "pulse_type", SimConfig().pulse_type)
-        if self.update != "pulsed" and self.pulse_type is not None:
-            raise ParameterError(f"pulse_type={self.pulse_type!r} applies to update='pulsed' "
-                                 "only (the expected update fires no pulses)")
+        object.__setattr__(self, "pulse_type", calibrated_pulse_type(self.update,
+                                                                     self.pulse_type))
         check_range("weight_bound", self.weight_bound, 0, None, low_open=True)
         check_range("theta", self.theta, 0, 1, low_open=True, high_open=True)
         config = self.config("sync", 1, 1, 1, 0.1, 10, 2)  # validates device, tau, data, seed
