@@ -16,6 +16,7 @@ import pytest
 import sympy as sp
 
 from theory import REGISTRY, ap_inv_step_cap, ap_kappa, ap_root, compile_expr
+from theory.step_choice import stability_limit
 from theory.symbols import D, L, L_s, q_max, q_min, theta
 
 ASYNC = [name for name, bound in REGISTRY.items() if bound.mode == "async"]
@@ -30,10 +31,6 @@ CONSTANT_SETS = [
 ]
 
 
-def stability_limit(delay):
-    return 2 * np.sin(np.pi / (4 * np.asarray(delay, dtype=float) + 2))
-
-
 def spectral_radius(a: float, delay: int) -> float:
     """Largest root modulus of z^{D+1} - z^D + a (companion matrix of the recursion)."""
     companion = np.zeros((delay + 1, delay + 1))
@@ -45,7 +42,8 @@ def spectral_radius(a: float, delay: int) -> float:
 
 @pytest.mark.parametrize("delay", range(1, 17))
 def test_delayed_recursion_stability_limit(delay):
-    limit = 2 * math.sin(math.pi / (4 * delay + 2))
+    limit = stability_limit(delay)
+    assert limit == pytest.approx(2 * math.sin(math.pi / (4 * delay + 2)), rel=1e-15)
     assert spectral_radius(limit * (1 - 1e-3), delay) < 1
     assert spectral_radius(limit * (1 + 1e-3), delay) > 1
     assert spectral_radius(limit, delay) == pytest.approx(1.0, abs=1e-9)
@@ -115,3 +113,14 @@ def test_the_simulator_diverges_just_above_the_stability_limit(stages, monkeypat
     assert below.grad_norm2[0, -1] < 1e-6 * below.grad_norm2[0, 0]
     with pytest.raises(DivergenceError, match="diverged at step"):
         engine.run(SimConfig(lr=1.1 * limit, **common))
+
+
+def test_stability_limit_scales_with_the_curvature_and_the_response():
+    assert stability_limit(0) == pytest.approx(2.0)
+    assert stability_limit(3, L=2.0, q_max=1.5) == pytest.approx(stability_limit(3) / 3.0)
+    assert stability_limit(np.arange(4)).shape == (4,)
+    from theory import ParameterError
+    with pytest.raises(ParameterError, match="D=-1"):
+        stability_limit(-1)
+    with pytest.raises(ParameterError, match="L=0"):
+        stability_limit(1, L=0.0)

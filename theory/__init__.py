@@ -14,7 +14,8 @@ numeric packages :mod:`bounds` and :mod:`simulate` build on it and never restate
 Names are imported on first use (PEP 562, Scientific Python SPEC 1: :func:`theory.lazy.attach`),
 so ``import theory`` loads neither sympy nor the registry; ``theory.MODES`` stays sympy-free,
 ``theory.REGISTRY`` builds the registry. :mod:`theory.symbols`, :mod:`theory.admissible`,
-:mod:`theory.calibration` (its file: :mod:`theory.calibration_file`), :mod:`theory.local_sgd` and
+:mod:`theory.calibration` (its file: :mod:`theory.calibration_file`), :mod:`theory.step_choice`,
+:mod:`theory.local_sgd` and
 :mod:`theory.commands` are used by their module path.
 """
 
@@ -69,7 +70,7 @@ _NAMES = {
 _SUBMODULES = (
     "admissible", "calibration", "calibration_file", "commands", "compiled", "complexity",
     "devices", "errors", "fileio", "lazy", "limits", "local_sgd", "mixed", "ranges", "schedules",
-    "symbols", "tables", "theorems", "userfiles", "vocabulary",
+    "step_choice", "symbols", "tables", "theorems", "userfiles", "vocabulary",
 )
 
 __getattr__, __dir__, __all__ = attach(__name__, _NAMES, _SUBMODULES)
