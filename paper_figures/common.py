@@ -23,6 +23,7 @@ import io
 import json
 import platform
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -36,7 +37,8 @@ from simulate.execution import package_version, source_fingerprint
 from theory import ParameterError, atomic_write
 
 __all__ = [
-    "FigureOutput", "STYLE", "new_figure", "output_dir", "save_figure", "use_style", "versions",
+    "FigureOutput", "STYLE", "new_figure", "output_dir", "save_data", "save_figure", "use_style",
+    "versions", "write_figures",
 ]
 
 #: the package style sheet, applied by :func:`use_style`
@@ -175,14 +177,62 @@ def save_figure(
     return result
 
 
+def save_data(module: ModuleType, out_dir: str | Path, data, quick: bool = False) -> list[Path]:
+    """Plot and save the figure of ``module`` from its computed ``data``; return the paths.
+
+    :func:`save_figure` with ``module.plot(data)``, ``module.table(data)`` and the manifest
+    ``module.manifest(data, quick)`` plus the figure's ``DESCRIPTION``.
+    """
+    manifest = {"description": module.DESCRIPTION, **module.manifest(data, quick)}
+    return save_figure(module.plot(data), out_dir, module.NAME, module.table(data), manifest).paths
+
+
 def write_figure(module: ModuleType, out_dir: str | Path, quick: bool = False,
                  **sweep) -> list[Path]:
     """Compute, plot and save the figure of ``module``; return the paths written.
 
     The one ``write`` of every figure module: ``module.compute(quick, **sweep)``, then
-    :func:`save_figure` with ``module.plot``, ``module.table`` and the manifest
-    ``module.manifest(data, quick)`` plus the figure's ``DESCRIPTION``.
+    :func:`save_data`.
     """
-    data = module.compute(quick, **sweep)
-    manifest = {"description": module.DESCRIPTION, **module.manifest(data, quick)}
-    return save_figure(module.plot(data), out_dir, module.NAME, module.table(data), manifest).paths
+    return save_data(module, out_dir, module.compute(quick, **sweep), quick)
+
+
+def write_figures(modules: Sequence[ModuleType], out_dir: str | Path, quick: bool = False,
+                  **sweep) -> Iterator[tuple[ModuleType, list[Path]]]:
+    """Write several figures; yield ``(module, paths)`` for each, in the order given.
+
+    Where the sweeps run on a pool of more than one worker (``jobs`` not 1, or a scheduler),
+    the data of the figures that simulate (``USES_SWEEP``) are computed in one background
+    thread, figure after figure, while this thread writes the analytic figures and plots each
+    simulated one as its data arrive: the parent's plotting and the workers' simulation overlap
+    instead of taking turns (``figures all``, ``report``). Plotting stays in this thread; a
+    point's result does not depend on when it runs, so the files are the same bytes as
+    one figure at a time. The workers of an open
+    :func:`simulate.execution.shared_pool` block are started before the thread
+    (:func:`simulate.execution.warm_shared_pool`). On an error (or Ctrl-C) the figures not yet
+    computed are cancelled and the block's workers stopped, so the running sweep ends at once.
+    """
+    from simulate.execution import default_jobs, stop_shared_pool, warm_shared_pool
+
+    sweeping = [module for module in modules if module.USES_SWEEP]
+    jobs = default_jobs() if sweep.get("jobs") is None else sweep["jobs"]
+    if (jobs == 1 and sweep.get("scheduler") is None) or len(modules) < 2 or not sweeping:
+        for module in modules:
+            yield module, module.write(out_dir, quick=quick,
+                                       **(sweep if module.USES_SWEEP else {}))
+        return
+    warm_shared_pool()
+    with ThreadPoolExecutor(1, thread_name_prefix="figure-data") as background:
+        data = {module.NAME: background.submit(module.compute, quick, **sweep)
+                for module in sweeping}
+        try:
+            for module in modules:
+                if module.USES_SWEEP:
+                    yield module, save_data(module, out_dir, data[module.NAME].result(), quick)
+                else:
+                    yield module, module.write(out_dir, quick=quick)
+        except BaseException:
+            for future in data.values():
+                future.cancel()
+            stop_shared_pool()
+            raise

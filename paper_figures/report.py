@@ -42,7 +42,7 @@ from simulate import run_suite
 from theory import atomic_write, check_range, markdown_table
 
 from . import plan as plan_figure
-from .common import output_dir
+from .common import output_dir, write_figures
 from .registry import FIGURES, load_figure
 
 __all__ = ["Section", "figure_caption", "render_html", "render_markdown", "write_report"]
@@ -182,10 +182,9 @@ def _verify_section(sweep: Mapping) -> Section:
 def _figure_sections(out: Path, quick: bool, sweep: Mapping) -> list[Section]:
     folder = out / "figures"
     sections = []
-    for name in FIGURES:
-        module = load_figure(name)
-        options = dict(sweep) if module.USES_SWEEP else {}
-        paths = module.write(folder, quick=quick, **options)
+    modules = [load_figure(name) for name in FIGURES]
+    for module, paths in write_figures(modules, folder, quick, **sweep):
+        name = module.NAME
         png, pdf, table, manifest = (p.relative_to(out).as_posix() for p in paths)
         links = (f"Files: [PDF]({pdf}), [CSV of the plotted numbers]({table}), "
                  f"[manifest]({manifest}).")

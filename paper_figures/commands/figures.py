@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         )
     from simulate.execution import progress_bar, shared_pool  # tqdm: to compute, not for --help
 
-    from ..common import output_dir  # matplotlib: to compute, not for --help
+    from ..common import output_dir, write_figures  # matplotlib: to compute, not for --help
 
     names = list(FIGURES) if args.target == "all" else [args.target]
     # before any figure is computed: the folder, and no non-regular file where one goes
@@ -69,13 +69,11 @@ def run(args: argparse.Namespace) -> int:
     with output_errors("--out"):
         output_dir(args.out)
     modules = [load_figure(name) for name in names]
-    # the figures' sweeps share one pool of warm workers
+    # the figures' sweeps share one pool of warm workers; their data are computed while the
+    # analytic figures are written (write_figures); a full disk: one line, the points stay cached
     with shared_pool(sweep["jobs"]), progress_bar(len(modules), desc="figures",
-                                                  unit="figure") as bar:
-        for module in modules:
-            options = sweep if module.USES_SWEEP else {}
-            with output_errors("--out"):  # a full disk: one line, the points stay cached
-                written = module.write(args.out, quick=args.quick, **options)
+                                                  unit="figure") as bar, output_errors("--out"):
+        for _, written in write_figures(modules, args.out, quick=args.quick, **sweep):
             for path in written:
                 print(path)
             bar.update()

@@ -19,7 +19,8 @@ _EXPORTS = {
     ),
     ".sweep": (
         "BLAS_THREAD_VARS", "CONNECT_TIMEOUT_S", "SCHEDULER_SCHEMES", "InlineExecutor",
-        "SweepError", "SweepResult", "check_scheduler_address", "run_sweep",
+        "SweepError", "SweepResult", "check_scheduler_address", "run_sweep", "stop_shared_pool",
+        "warm_shared_pool",
     ),
     ".pool": (
         "default_jobs", "open_block", "shared_pool",

@@ -68,6 +68,8 @@ __all__ = [
     "SweepResult",
     "check_scheduler_address",
     "run_sweep",
+    "stop_shared_pool",
+    "warm_shared_pool",
 ]
 
 #: environment variables that cap the thread pools of BLAS / OpenMP libraries
@@ -351,6 +353,28 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
         process.terminate()
     for process in processes:
         process.join(timeout=5)
+
+
+def warm_shared_pool() -> None:
+    """Start the workers of the open :func:`shared_pool` block now, if it has more than one.
+
+    A command that computes a sweep in a second thread (``figures all``) calls this first: the
+    workers are forked while the process has one thread, so none inherits a lock another thread
+    holds (a fork-started pool starts all its workers at its first submission).
+    """
+    shared = open_block()
+    if shared is not None and shared.jobs > 1:
+        shared.pool(_new_pool).submit(int).result()
+
+
+def stop_shared_pool() -> None:
+    """Terminate the workers of the open :func:`shared_pool` block (a sweep waiting on them in
+    another thread fails at once); the next sweep starts a new pool."""
+    shared = open_block()
+    pool = None if shared is None else shared._pool
+    if pool is not None:
+        _stop_pool(pool)
+        shared.discard()
 
 
 #: what :func:`_drain`'s ``claim(slot, block)`` says of a point
