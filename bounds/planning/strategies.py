@@ -65,7 +65,8 @@ from .tiki_taka_results import TransferCandidate
 
 __all__ = [
     "AnalogBounds", "Cost", "ForecastObjective", "ForecastStepObjective", "GuaranteeObjective",
-    "NetworkForecastObjective", "Objective", "PlainCost", "ProvedBounds", "TikiTakaBounds", "TransferCost",
+    "NetworkForecastObjective", "Objective", "PlainCost", "ProvedBounds", "TikiTakaBounds",
+    "TransferCost",
 ]
 
 
