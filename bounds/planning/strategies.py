@@ -119,8 +119,10 @@ class AnalogBounds:
         return bound_for(mode, "analog", self.write).name
 
     def label(self, mode: str, point: dict) -> str:
-        """The entry that gives the fewest iterations at ``point`` (it must reach ``eps``)."""
-        return str(self.guarantee(mode, point, "raise").algorithm)
+        """The entry that gives the fewest iterations at ``point``, or ``"none"`` where no entry
+        reaches ``eps`` (a choice of :class:`ForecastStepObjective` may lie below the floor)."""
+        result = self.guarantee(mode, point)
+        return str(result.algorithm) if result.status == REACHABLE else "none"
 
     def step(self, mode: str, grid: dict) -> np.ndarray:
         """The guarantee's best step for ``eps``; ``nan`` at or below its floor."""
