@@ -146,8 +146,11 @@ def best_steps(cal: Calibration, mode: str, eps: float, M, B=1, b=1, *, L: float
     top = np.log(limit)
     fractions = np.linspace(-SEARCH_DECADES * math.log(10.0), 0.0, SEARCH_POINTS)
 
+    def step(log_lr):  # exp(log(limit)) may be one float above the limit
+        return np.minimum(np.exp(log_lr), limit)
+
     def k_at(log_lr):
-        return np.broadcast_to(forecast_iterations(point, mode, eps, lr=np.exp(log_lr), M=M,
+        return np.broadcast_to(forecast_iterations(point, mode, eps, lr=step(log_lr), M=M,
                                                    B=B, b=b)[0], shape)
 
     ks = np.stack([k_at(top + f) for f in fractions])  # (points, *shape)
@@ -168,7 +171,7 @@ def best_steps(cal: Calibration, mode: str, eps: float, M, B=1, b=1, *, L: float
     better = k_golden < k_best
     log_lr = np.where(better, golden, top + fractions[best])
     k = np.where(better, k_golden, k_best)
-    lr = np.where(np.isfinite(k), np.exp(log_lr), np.nan)
+    lr = np.where(np.isfinite(k), step(log_lr), np.nan)
     return lr, k, np.asarray(limit, dtype=float)
 
 
