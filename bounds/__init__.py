@@ -26,9 +26,9 @@ _EXPORTS = {
     ),
     ".params": (
         "DEFAULT_EPS", "DEFAULT_PRESET", "PIPELINE_LIMITS", "PLAN_MODES", "PRESET_TIMING_KEYS",
-        "TIMING_KEYS", "BoundsConfig", "HardwareParams", "PipelineConfig", "PlanHardware",
-        "PlanLimits", "ProblemParams", "TransferSettings", "check_keys", "dump_config",
-        "from_preset", "load_config", "read_toml", "validate_timing",
+        "STEP_CHOICES", "TIMING_KEYS", "BoundsConfig", "HardwareParams", "PipelineConfig",
+        "PlanHardware", "PlanLimits", "ProblemParams", "TransferSettings", "check_keys",
+        "dump_config", "from_preset", "load_config", "read_toml", "validate_timing",
     ),
     ".planning": (
         "FORECAST_ONLY", "GUARANTEED", "MODES", "NO_GUARANTEE", "OPTIMAL", "RELAXATION_FAILED",

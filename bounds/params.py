@@ -77,6 +77,7 @@ __all__ = [
     "PlanHardware",
     "PlanLimits",
     "ProblemParams",
+    "STEP_CHOICES",
     "TIMING_KEYS",
     "TransferSettings",
     "check_keys",
@@ -102,6 +103,9 @@ PRESET_TIMING_KEYS = (
 TIMING_KEYS = ("layers", *PRESET_TIMING_KEYS)
 #: the pipeline modes the planner chooses between
 PLAN_MODES = ("sync", "async")
+#: the step a forecast plan runs at (``plan --step``): the guarantee's best step for eps (the
+#: default), or the step of fewest calibrated iterations within the stability limit
+STEP_CHOICES = ("guarantee", "forecast")
 #: upper limits of the :class:`PipelineConfig` fields: a stage holds at least one layer, and
 #: ``B * b <= 1e18`` stays below :data:`theory.limits.MAX_COUNT`
 PIPELINE_LIMITS = {"stages": MAX_MODEL_LAYERS, "micro_batches": 10**9, "micro_batch_size": 10**9}

@@ -76,6 +76,14 @@ def test_plan_of_the_network_forecasts_the_cycles_to_its_target(network_file, ca
     assert "its forecast describes another device" in capsys.readouterr().err
 
 
+def test_step_forecast_refuses_a_network_calibration(network_file, capsys):
+    """A network's forecast runs at the steps of its design: --step forecast is refused."""
+    assert main([*PLAN, "--calibration", str(network_file), "--step", "forecast"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is of a network, whose forecast runs at the steps" in err
+    assert "use --step guarantee" in err
+
+
 @pytest.mark.parametrize("model", ["digits-resmlp", "llama2-7b"])
 def test_another_model_refuses_a_network_calibration(network_file, model, capsys):
     argv = [*PLAN, "--calibration", str(network_file)]

@@ -17,6 +17,14 @@ JSON); with ``--calibration FILE`` (of ``aimc-pipeline calibrate --algorithm tik
 forecast chooses; every cycle count includes the transfers. Without either it exits 2 with one
 line saying to pass ``--calibration``. A calibration of another algorithm is refused.
 
+``--calibration FILE --step forecast`` runs every forecast plan at its step of fewest
+calibrated iterations within the stability limit (:func:`theory.step_choice.best_steps`) instead
+of the guarantee's step (``--step guarantee``, the default), and reports beside the chosen plan
+whether that step is inside the proved cap and, if so, the guarantee there (text: the ``step``,
+``inside proved cap`` and ``guarantee at step`` lines; JSON: ``forecast.step``). Without
+``--calibration``, with a network calibration or with ``--algorithm tiki-taka`` it exits 2 with
+one line.
+
 A calibration file is checked as :mod:`theory.calibration_file` says; one whose checksum does not
 match (edited after ``calibrate`` wrote it) is refused unless ``--accept-edited-calibration`` is
 given, and then a ``warning:`` line, the report (``calibration ... edited``) and the JSON
@@ -63,6 +71,7 @@ from ..params import (
     DEFAULT_EPS,
     DEFAULT_PRESET,
     PLAN_MODES,
+    STEP_CHOICES,
     PlanHardware,
     PlanLimits,
     TransferSettings,
@@ -297,6 +306,12 @@ def run(args: argparse.Namespace) -> int:
                   "--accept-edited-calibration", file=sys.stderr)
     elif args.accept_edited_calibration:
         raise ParameterError("--accept-edited-calibration applies to --calibration FILE only")
+    if args.step == "forecast" and calibration is None:
+        raise ParameterError("--step forecast chooses the step by a calibration's forecast; "
+                             "pass --calibration FILE (aimc-pipeline calibrate)")
+    if args.step == "forecast" and args.algorithm == "tiki-taka":
+        raise ParameterError("--step forecast plans analog SGD only; a Tiki-Taka plan runs at "
+                             "the analog guarantee's step (use --step guarantee)")
     if "out" in args:
         check_output_dir(args.out, "--out", _OUT_FILES)
     if not getattr(args, "model", None):
@@ -312,7 +327,7 @@ def run(args: argparse.Namespace) -> int:
         return _run_tiki_taka(args, hardware, limits, calibration, kinds, overrides)
     model = load_model(args.model, **overrides)
     problem, constants = _problem(args, model)
-    extra = {"sources": constants.sources}
+    extra = {"sources": constants.sources, "step": args.step}
     if calibration is not None:
         extra.update(calibration=calibration, calibration_source=str(args.calibration))
     if kinds is None:
@@ -433,6 +448,14 @@ def _add_calibration_flags(parser: argparse.ArgumentParser) -> None:
         "--accept-edited-calibration", action="store_true",
         help="use a --calibration file whose checksum does not match its content (edited after "
         "calibrate wrote it; every other check still applies); the plan's text and JSON say so",
+    )
+    parser.add_argument(
+        "--step", choices=STEP_CHOICES, default=STEP_CHOICES[0],
+        help="the step the --calibration forecast plans run at: 'guarantee' (default), the "
+        "proved bound's best step for eps; 'forecast', each configuration's step of fewest "
+        "predicted time up to the stability limit 2 sin(pi/(4D+2))/(L q_max), reported with "
+        "whether it is inside the proved step cap and the guarantee there (none above the cap). "
+        "Needs --calibration FILE of an oracle problem; analog SGD only",
     )
 
 

@@ -54,8 +54,8 @@ _EXPORTS = {
         "KindPartition", "KindTable", "Partition", "best_partition", "kind_partitions",
     ),
     ".planner": (
-        "check_arguments", "check_calibration", "forecast_choices", "forecast_plan", "plan",
-        "problem_constants", "time_grid",
+        "check_arguments", "check_calibration", "check_step", "forecast_choices",
+        "forecast_plan", "plan", "problem_constants", "time_grid",
     ),
     ".relaxation": (
         "FAILED", "GP_OPTIMAL", "INFEASIBLE", "NO_MODE", "OPTIMAL_INACCURATE", "SKIPPED", "SOLVED",
@@ -63,15 +63,16 @@ _EXPORTS = {
     ),
     ".results": (
         "A4_NOTE", "GUARANTEE_NOTE", "OPTIMAL", "RELAXATION_FAILED", "TERMS", "Candidate",
-        "ForecastRow", "Plan", "PlanForecast", "RateTerms", "SolveTimes", "format_seconds",
-        "partition_summary",
+        "ForecastRow", "Plan", "PlanForecast", "RateTerms", "SolveTimes", "StepRecord",
+        "format_seconds", "partition_summary",
     ),
     ".search": (
         "Grid", "GridSearch", "SearchResult",
     ),
     ".strategies": (
-        "AnalogBounds", "Cost", "ForecastObjective", "GuaranteeObjective", "Objective",
-        "PlainCost", "ProvedBounds", "TikiTakaBounds", "TransferCost",
+        "AnalogBounds", "Cost", "ForecastObjective", "ForecastStepObjective",
+        "GuaranteeObjective", "Objective", "PlainCost", "ProvedBounds", "TikiTakaBounds",
+        "TransferCost",
     ),
     ".tiki_taka": (
         "plan_tiki_taka",

@@ -37,8 +37,11 @@ unreachable (``inf``). **Relaxation.** :mod:`bounds.planning.relaxation` solves 
 geometric program in :math:`(M, B, b)`, whose optimum is a lower bound; the plan reports it and the
 gap, or the relaxation's status and message when it failed. **Forecast.** With a calibration,
 :func:`forecast_plan` runs the same search on the calibrated iterations
-(:class:`~bounds.planning.strategies.ForecastObjective`). Tiki-Taka runs are planned by
-:func:`bounds.plan_tiki_taka`.
+(:class:`~bounds.planning.strategies.ForecastObjective`), at the guarantee's step or, with
+``step="forecast"``, at each configuration's step of fewest calibrated iterations within the
+stability limit (:class:`~bounds.planning.strategies.ForecastStepObjective`), reporting whether
+the chosen plan's step is inside the proved cap and the guarantee there (:class:`StepRecord`).
+Tiki-Taka runs are planned by :func:`bounds.plan_tiki_taka`.
 """
 
 from __future__ import annotations
@@ -56,14 +59,22 @@ from theory.calibration import (
     check_write,
     model_terms,
 )
-from theory.complexity import evaluate_complexity
+from theory.complexity import REACHABLE, evaluate_complexity
 from theory.errors import ParameterError, UnreachableTargetError, check_range
 from theory.networks import NETWORK_PROBLEMS
 from theory.schedules import cycles_after
+from theory.step_choice import guarantee_at_step, stability_limit
 from theory.theorems import bound_for
 
 from ..evaluation import theory_values
-from ..params import PLAN_MODES, PlanHardware, PlanLimits, ProblemParams, check_type
+from ..params import (
+    PLAN_MODES,
+    STEP_CHOICES,
+    PlanHardware,
+    PlanLimits,
+    ProblemParams,
+    check_type,
+)
 from .constants import ProblemConstants
 from .models import Model, model_constants
 from .relaxation import SKIPPED, Relaxed, solve_relaxation
@@ -76,18 +87,20 @@ from .results import (
     PlanForecast,
     RateTerms,
     SolveTimes,
+    StepRecord,
 )
 from .search import Grid, GridSearch
 from .strategies import (
     AnalogBounds,
     ForecastObjective,
+    ForecastStepObjective,
     GuaranteeObjective,
     NetworkForecastObjective,
     PlainCost,
 )
 
-__all__ = ["check_arguments", "check_calibration", "check_calibration_model", "forecast_choices",
-           "forecast_plan", "plan", "problem_constants", "time_grid"]
+__all__ = ["check_arguments", "check_calibration", "check_calibration_model", "check_step",
+           "forecast_choices", "forecast_plan", "plan", "problem_constants", "time_grid"]
 
 
 def plan(
@@ -101,6 +114,7 @@ def plan(
     calibration: Calibration | None = None,
     calibration_source: str = "given",
     sources: Mapping[str, str] | None = None,
+    step: str = "guarantee",
 ) -> Plan:
     r"""Choose mode, stages, partition, micro-batches and micro-batch size minimising time to eps.
 
@@ -130,6 +144,11 @@ def plan(
         Where each constant of ``problem`` came from (``{"L": "flag --L", ...}``, shown with the
         constants: :class:`~bounds.planning.constants.ProblemConstants`); a constant without one
         is the default placeholder when it has the default value, else ``given``.
+    step : {"guarantee", "forecast"}
+        The step of the forecast's plans (:data:`bounds.params.STEP_CHOICES`): the guarantee's
+        best step for ``eps`` (default), or each configuration's step of fewest calibrated
+        iterations within the stability limit (needs an oracle ``calibration``,
+        :func:`check_step`); the guarantee's own plan always runs at its step.
 
     Returns
     -------
@@ -149,6 +168,7 @@ def plan(
     problem, constants = problem_constants(model, problem, sources)
     problem, limits = check_arguments(model, hardware, problem, limits)
     eps = check_range("eps", eps, 0, low_open=True)
+    check_step(step, calibration, calibration_source)
     if calibration is not None:  # before any search: another algorithm or write is refused
         check_calibration(calibration, "analog", calibration_source, limits.write)
         check_calibration_model(calibration, model, calibration_source)
@@ -178,7 +198,7 @@ def plan(
     forecast = None
     if calibration is not None:
         forecast = forecast_plan(model, hardware, problem, eps, limits, calibration, best,
-                                 source=calibration_source)
+                                 source=calibration_source, step=step)
     return Plan(
         model=model.name, eps=float(eps), best=best, terms=terms, dominant=terms.dominant,
         relaxed=relaxed, gap=float(gap), alternatives=tuple(found[1:]),
@@ -241,6 +261,30 @@ def check_calibration(calibration, algorithm: str, source: str, write: str = "ba
                              "Calibration; read one with theory.calibration_file.read_calibration")
     check_algorithm(calibration, algorithm, source)
     check_write(calibration, write, source)
+
+
+def check_step(step: str, calibration: Calibration | None, source: str = "given") -> None:
+    """Refuse a ``step`` not in :data:`bounds.params.STEP_CHOICES`, ``"forecast"`` without a
+    calibration, and ``"forecast"`` with a network calibration (its design fixes the steps it
+    measured: the forecast runs at the best of them, :class:`~bounds.planning.strategies.
+    NetworkForecastObjective`).
+
+    Raises
+    ------
+    ParameterError
+        One line naming the problem.
+    """
+    if step not in STEP_CHOICES:
+        raise ParameterError(f"step={step!r} is unknown; valid: {', '.join(STEP_CHOICES)}")
+    if step != "forecast":
+        return
+    if calibration is None:
+        raise ParameterError("step='forecast' chooses the step by a calibration's forecast; "
+                             "pass --calibration FILE (aimc-pipeline calibrate)")
+    if isinstance(calibration, Calibration) and calibration.network:
+        raise ParameterError(
+            f"step='forecast': calibration={source!r} is of a network, whose forecast runs at "
+            "the steps of its design (the best of them); use --step guarantee (the default)")
 
 
 def _terms(bounds: AnalogBounds, cand: Candidate) -> RateTerms:
@@ -367,8 +411,7 @@ def _row(objective: ForecastObjective, cand: Candidate) -> ForecastRow:
     else:  # the guarantee's choice in a mode the calibration has no fit for
         lr = float(np.asarray(bounds.step(cand.mode, grid)).ravel()[0])
         k = low = high = math.nan
-    guaranteed = bounds.guarantee(cand.mode, grid, "raise")
-    k_proved = int(guaranteed.iterations_int)
+    guaranteed = bounds.guarantee(cand.mode, grid)
 
     def seconds(iterations: float) -> float:
         if not math.isfinite(iterations):
@@ -376,9 +419,13 @@ def _row(objective: ForecastObjective, cand: Candidate) -> ForecastRow:
         return float(cycles_after(cand.mode, iterations, cand.stages, cand.micro_batches)
                      ) * cand.cycle_time_s
 
-    r = evaluate_complexity(str(guaranteed.algorithm), bounds.eps, **bounds.values, **grid)
-    proved = RateTerms(a_over_sqrt_k=float(r.rate_a) / math.sqrt(k_proved),
-                       c_over_k=float(r.rate_c) / k_proved, floor=float(r.floor))
+    if guaranteed.status == REACHABLE:
+        k_proved = int(guaranteed.iterations_int)
+        r = evaluate_complexity(str(guaranteed.algorithm), bounds.eps, **bounds.values, **grid)
+        dominant = RateTerms(a_over_sqrt_k=float(r.rate_a) / math.sqrt(k_proved),
+                             c_over_k=float(r.rate_c) / k_proved, floor=float(r.floor)).dominant
+    else:  # a forecast-step choice where eps is at or below the proved floor: no guarantee
+        k_proved, dominant = math.inf, "none"
     terms = {}
     if calibrated:
         terms = {name: float(np.asarray(v).ravel()[0]) for name, v in model_terms(
@@ -392,19 +439,39 @@ def _row(objective: ForecastObjective, cand: Candidate) -> ForecastRow:
         micro_batch_size=cand.micro_batch_size, lr=lr, cycle_time_s=cand.cycle_time_s,
         guaranteed_iterations=k_proved, guaranteed_seconds=seconds(k_proved),
         predicted_iterations=k, predicted_seconds=seconds(k), predicted_low_s=seconds(low),
-        predicted_high_s=seconds(high), guaranteed_dominant=proved.dominant,
+        predicted_high_s=seconds(high), guaranteed_dominant=dominant,
         predicted_terms=terms,
     )
 
 
+def _step_record(objective: ForecastStepObjective, row: ForecastRow, write: str) -> StepRecord:
+    """The chosen row's step: the stability limit, the proved cap and the guarantee there."""
+    bounds = objective.bounds
+    grid = {"b": row.micro_batch_size, "M": row.stages}
+    if row.mode == "sync":
+        grid["B"] = row.micro_batches
+    at = guarantee_at_step(row.mode, bounds.eps, row.lr, bounds.values, M=row.stages,
+                           B=row.micro_batches, b=row.micro_batch_size, write=write)
+    delay = row.stages - 1 if row.mode == "async" else 0
+    seconds = at.cycles * row.cycle_time_s if math.isfinite(at.cycles) else math.inf
+    return StepRecord(
+        lr=row.lr, guarantee_lr=float(np.asarray(bounds.step(row.mode, grid)).ravel()[0]),
+        stability_limit=float(stability_limit(delay, bounds.values["L"],
+                                              bounds.values["q_max"])),
+        cap=at.cap, status=at.status, bound=at.bound, guaranteed_iterations=at.iterations,
+        guaranteed_seconds=seconds)
+
+
 def forecast_plan(model: Model, hardware: PlanHardware, problem: ProblemParams, eps: float,
                   limits: PlanLimits, calibration: Calibration, guaranteed: Candidate, *,
-                  source: str = "given") -> PlanForecast:
+                  source: str = "given", step: str = "guarantee") -> PlanForecast:
     """The plan of fewest predicted seconds under ``calibration``, beside the guarantee's.
 
     The same exact search as :func:`plan` (partition DPs, memory, branch and bound) with the
-    iterations of :class:`~bounds.planning.strategies.ForecastObjective`; ``guaranteed`` is the
-    guarantee's own choice (:attr:`Plan.best`), reported with its forecast.
+    iterations of :class:`~bounds.planning.strategies.ForecastObjective` (``step="forecast"``:
+    :class:`~bounds.planning.strategies.ForecastStepObjective`, and the chosen plan's
+    :class:`StepRecord`); ``guaranteed`` is the guarantee's own choice (:attr:`Plan.best`),
+    reported with its forecast.
 
     Raises
     ------
@@ -414,10 +481,14 @@ def forecast_plan(model: Model, hardware: PlanHardware, problem: ProblemParams, 
         tiki_taka.plan_tiki_taka` plans with a Tiki-Taka one).
     """
     check_calibration(calibration, "analog", source, limits.write)
+    check_step(step, calibration, source)
     model_warning = check_calibration_model(calibration, model, source)
     bounds = AnalogBounds(eps, theory_values(hardware.hardware, problem), limits.write)
     target = calibration.target
-    if target is None:
+    if target is None and step == "forecast":
+        objective = ForecastStepObjective(bounds, calibration)
+        what = "forecast (its floor is at or above eps at every step up to the stability limit)"
+    elif target is None:
         objective = ForecastObjective(bounds, calibration)
         what = "forecast (its floor is at or above eps wherever the guarantee gives a step)"
     else:  # a network's: to its own target, at its own steps
@@ -453,4 +524,5 @@ def forecast_plan(model: Model, hardware: PlanHardware, problem: ProblemParams, 
     return PlanForecast(source=source, fingerprint=calibration.fingerprint, matches=matches,
                         chosen=rows[0], alternatives=tuple(rows[1:]), guaranteed_choice=own,
                         eps=float(eps), warning=warning, edited=calibration.edited,
-                        target=target)
+                        target=target, step=None if step != "forecast" else _step_record(
+                            objective, rows[0], limits.write))

@@ -3,7 +3,8 @@
 :class:`Plan` (the answer of :func:`bounds.plan`, with a ``status`` and a
 ``message``, its human table and its JSON), :class:`Candidate` (one evaluated choice of mode, M, B,
 b and partition, naming the theorem that gave its iterations), :class:`RateTerms`,
-:class:`SolveTimes`; with a calibration :class:`PlanForecast` of :class:`ForecastRow`. The results
+:class:`SolveTimes`; with a calibration :class:`PlanForecast` of :class:`ForecastRow` (and with
+``step="forecast"`` its :class:`StepRecord`). The results
 of a Tiki-Taka plan are in :mod:`bounds.planning.tiki_taka_results`.
 """
 
@@ -14,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from theory.fileio import strict_json
+from theory.step_choice import OUTSIDE_CAP
 from theory.theorems import get_bound
 
 from .constants import ProblemConstants
@@ -22,7 +24,7 @@ from .relaxation import SKIPPED, Relaxed
 
 __all__ = [
     "A4_NOTE", "Candidate", "ForecastRow", "GUARANTEE_NOTE", "OPTIMAL", "Plan", "PlanForecast",
-    "RELAXATION_FAILED", "RateTerms", "SolveTimes", "TERMS", "format_seconds",
+    "RELAXATION_FAILED", "RateTerms", "SolveTimes", "StepRecord", "TERMS", "format_seconds",
     "partition_summary",
 ]
 
@@ -339,13 +341,18 @@ class ForecastRow:
     stages, micro_batches, micro_batch_size : int
         ``M``, ``B`` (1 for async), ``b``.
     lr : float
-        The step the plan runs at: the guarantee's best step for ``eps``.
+        The step the plan runs at: the guarantee's best step for ``eps``, or with
+        ``step="forecast"`` the step of fewest calibrated iterations within the stability limit
+        (:func:`theory.step_choice.best_steps`).
     cycle_time_s : float
         Seconds per clock cycle (slowest stage of the choice's partition).
-    guaranteed_iterations : int
-        Proved whole iterations to eps (:func:`theory.complexity.evaluate_guarantee`).
+    guaranteed_iterations : int or float
+        Proved whole iterations to eps (:func:`theory.complexity.evaluate_guarantee`); ``inf``
+        (``None`` in JSON) for a choice of ``step="forecast"`` whose ``eps`` is at or below the
+        proved floor (no guarantee, ``guaranteed_dominant`` ``"none"``).
     guaranteed_seconds : float
-        Their clock cycles times ``cycle_time_s``: the worst case.
+        Their clock cycles times ``cycle_time_s``: the worst case (at the guarantee's own step;
+        the guarantee at a forecast's step is :class:`StepRecord`'s).
     predicted_iterations : float
         Calibrated iterations to eps at ``lr`` (:func:`theory.calibration.forecast_iterations`).
     predicted_seconds, predicted_low_s, predicted_high_s : float
@@ -363,7 +370,7 @@ class ForecastRow:
     micro_batch_size: int
     lr: float
     cycle_time_s: float
-    guaranteed_iterations: int
+    guaranteed_iterations: int | float
     guaranteed_seconds: float
     predicted_iterations: float
     predicted_seconds: float
@@ -399,6 +406,75 @@ class ForecastRow:
 
 
 @dataclass(frozen=True)
+class StepRecord:
+    """The step the forecast chose for the chosen plan, and what is proved there
+    (``plan --calibration FILE --step forecast``).
+
+    Attributes
+    ----------
+    lr : float
+        The chosen step (:func:`theory.step_choice.best_steps`).
+    guarantee_lr : float
+        The guarantee's best step for ``eps`` at the same configuration (what ``--step
+        guarantee`` runs at).
+    stability_limit : float
+        :func:`theory.step_choice.stability_limit` of the configuration: no step above it was
+        searched.
+    cap : float
+        The largest proved step cap of the mode (:func:`theory.step_choice.guarantee_at_step`).
+    status : str
+        :attr:`theory.step_choice.StepGuarantee.status`: inside the cap (with a guarantee, or
+        with ``eps`` at or below the bound's floor at this step) or
+        ``"none: outside the proved cap"``.
+    bound : str or None
+        The registry entry of the guarantee at ``lr`` (``None``: none).
+    guaranteed_iterations : float
+        Proved whole iterations to ``eps`` at ``lr`` (``inf``: none).
+    guaranteed_seconds : float
+        Their seconds at the plan's cycle time (``inf``: none).
+    """
+
+    lr: float
+    guarantee_lr: float
+    stability_limit: float
+    cap: float
+    status: str
+    bound: str | None
+    guaranteed_iterations: float
+    guaranteed_seconds: float
+
+    @property
+    def inside(self) -> bool:
+        """``lr`` is at or below the proved cap (:attr:`status` is not :data:`theory.step_choice.
+        OUTSIDE_CAP`)."""
+        return self.status != OUTSIDE_CAP
+
+    @property
+    def guarantee(self) -> str:
+        """The guarantee at ``lr`` in words: its time and entry, or why there is none."""
+        if self.bound is None:
+            return self.status
+        return (f"{format_seconds(self.guaranteed_seconds)} ({self.guaranteed_iterations:,.0f} "
+                f"iterations, {self.bound})")
+
+    def lines(self) -> list[str]:
+        """The report's lines (below the chosen plan)."""
+        return [
+            f"  step                 {self.lr:.4g} chosen by the forecast (stability limit "
+            f"{self.stability_limit:.4g}; the guarantee's step "
+            + (f"{self.guarantee_lr:.4g})" if self.guarantee_lr == self.guarantee_lr else
+               "none: eps at or below its floor here)"),
+            f"  inside proved cap    {'yes' if self.inside else 'no'} (cap {self.cap:.4g})",
+            f"  guarantee at step    {self.guarantee}",
+        ]
+
+    def to_dict(self) -> dict:
+        """Strict-JSON-ready fields (``inf`` as ``None``)."""
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        return strict_json({**out, "inside": self.inside, "guarantee": self.guarantee})
+
+
+@dataclass(frozen=True)
 class PlanForecast:
     """The plan chosen by the calibrated forecast, beside the guarantee's (``plan --calibration``).
 
@@ -429,6 +505,9 @@ class PlanForecast:
         A network calibration's target (:attr:`theory.calibration.Calibration.target`): the
         forecast is the cycles to it, at the calibration's own steps, not to ``eps`` (the
         guarantee's, in the units of the placeholder constants); ``None`` for an oracle one.
+    step : StepRecord or None
+        With ``step="forecast"``: every row runs at its forecast-chosen step, and this is the
+        chosen plan's step record; ``None``: every row runs at the guarantee's step.
     """
 
     source: str
@@ -441,6 +520,7 @@ class PlanForecast:
     warning: str | None = None
     edited: bool = False
     target: dict | None = None
+    step: StepRecord | None = None
 
     @property
     def differ(self) -> bool:
@@ -461,6 +541,12 @@ class PlanForecast:
                     f"guarantee is {c.guaranteed_seconds / c.predicted_seconds:.3g}x the forecast "
                     f"there (its dominant term {c.guaranteed_dominant}, the calibration's "
                     f"{c.predicted_dominant})")
+        if c.guaranteed_seconds == float("inf"):  # a forecast step's choice below the floor
+            return (f"the two choose differently: the guarantee would run {g.label} (guaranteed "
+                    f"{format_seconds(g.guaranteed_seconds)}, forecast "
+                    f"{format_seconds(g.predicted_seconds)}), the forecast runs {c.label} "
+                    f"(forecast {format_seconds(c.predicted_seconds)}), where eps is at or below "
+                    "the proved floor: no guarantee there")
         return (
             f"the two choose differently: the guarantee would run {g.label} (guaranteed "
             f"{format_seconds(g.guaranteed_seconds)}, forecast "
@@ -485,6 +571,7 @@ class PlanForecast:
     def lines(self) -> list[str]:
         """The human report: the chosen plan, the table of both times, the comparison."""
         c = self.chosen
+        at = " at the guarantee's step" if self.step is not None else ""
         head = (f"at eps = {self.eps:g}" if self.target is None else
                 f"to {self.target['label']} (the calibration's target, the network's runs; "
                 f"each plan at the best step of its design)")
@@ -494,12 +581,15 @@ class PlanForecast:
                "match), used because of --accept-edited-calibration: the forecast is the "
                "edited file's, not a fit's"] if self.edited else []),
             f"  plan                 {c.label}, step {c.lr:.4g}",
+            *(self.step.lines() if self.step is not None else []),
             f"  predicted time       {format_seconds(c.predicted_seconds)}  (95% interval "
             f"{format_seconds(c.predicted_low_s)} - {format_seconds(c.predicted_high_s)}; "
             f"{c.predicted_iterations:,.0f} iterations)",
-            f"  guaranteed time      {format_seconds(c.guaranteed_seconds)}  (proved worst case; "
-            f"{c.guaranteed_iterations:,d} iterations)",
-            "guaranteed and predicted time of the chosen plan and the alternatives:",
+            f"  guaranteed time      {format_seconds(c.guaranteed_seconds)}  (proved worst case"
+            f"{at}; {_count(c.guaranteed_iterations)} iterations)",
+            "guaranteed and predicted time of the chosen plan and the alternatives"
+            + (" (predicted at each one's forecast step, guaranteed at the guarantee's step):"
+               if self.step is not None else ":"),
             f"  {'plan':<22} {'guaranteed s':>13} {'predicted s':>12} {'95% interval':>22} "
             f"{'bound term':>11} {'fit term':>10}",
         ]
@@ -519,7 +609,13 @@ class PlanForecast:
                 "alternatives": [r.to_dict() for r in self.alternatives],
                 "guaranteed_choice": self.guaranteed_choice.to_dict(), "differ": self.differ,
                 "reason": self.reason, "warning": self.warning,
-                "calibration_edited": self.edited, "target": self.target}
+                "calibration_edited": self.edited, "target": self.target,
+                "step": None if self.step is None else self.step.to_dict()}
+
+
+def _count(iterations: float) -> str:
+    """Whole iterations with thousands separators (``none`` for ``inf``: no guarantee)."""
+    return f"{iterations:,.0f}" if iterations != float("inf") else "none"
 
 
 def partition_summary(sizes) -> str:

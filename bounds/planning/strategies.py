@@ -5,8 +5,9 @@ bound). The four plans it makes -- guaranteed or forecast, analog SGD or Tiki-Ta
 two objects passed to it:
 
 - an **objective**, the iterations to ``eps`` at every grid point: :class:`GuaranteeObjective`
-  (the proved complexity) or :class:`ForecastObjective` (a calibration's :math:`K(\epsilon)` at the
-  step the guarantee gives);
+  (the proved complexity), :class:`ForecastObjective` (a calibration's :math:`K(\epsilon)` at the
+  step the guarantee gives) or :class:`ForecastStepObjective` (the same at the step of fewest
+  calibrated iterations within the stability limit, ``plan --step forecast``);
 - a **cost**, the clock cycles of those iterations for a partition: :class:`PlainCost` (the
   schedule's, :func:`theory.schedules.cycles_after`) or :class:`TransferCost` (the schedule's plus
   Tiki-Taka's transfers, :math:`\lfloor K/T\rfloor c_T`).
@@ -22,6 +23,7 @@ plan                        bounds             objective            cost
 ==========================  =================  ===================  ================
 ``plan``                    ``AnalogBounds``   ``Guarantee...``     ``PlainCost``
 ``plan(calibration=...)``   ``AnalogBounds``   ``Forecast...``      ``PlainCost``
+``plan(..., step=...)``     ``AnalogBounds``   ``ForecastStep...``  ``PlainCost``
 ``plan_tiki_taka``          ``TikiTakaBounds`` ``Guarantee...``     ``TransferCost``
 ``plan_tiki_taka(cal...)``  ``TikiTakaBounds`` ``Forecast...``      ``TransferCost``
 ==========================  =================  ===================  ================
@@ -52,6 +54,7 @@ from theory.schedules import (
     transfer_cycles,
     transfer_event_cycles,
 )
+from theory.step_choice import best_steps
 from theory.theorems import bound_for
 
 from ..params import PLAN_MODES, TransferSettings
@@ -61,8 +64,9 @@ from .results import Candidate
 from .tiki_taka_results import TransferCandidate
 
 __all__ = [
-    "AnalogBounds", "Cost", "ForecastObjective", "GuaranteeObjective", "NetworkForecastObjective",
-    "Objective", "PlainCost", "ProvedBounds", "TikiTakaBounds", "TransferCost",
+    "AnalogBounds", "Cost", "ForecastObjective", "ForecastStepObjective", "GuaranteeObjective",
+    "NetworkForecastObjective", "Objective", "PlainCost", "ProvedBounds", "TikiTakaBounds",
+    "TransferCost",
 ]
 
 
@@ -115,8 +119,10 @@ class AnalogBounds:
         return bound_for(mode, "analog", self.write).name
 
     def label(self, mode: str, point: dict) -> str:
-        """The entry that gives the fewest iterations at ``point`` (it must reach ``eps``)."""
-        return str(self.guarantee(mode, point, "raise").algorithm)
+        """The entry that gives the fewest iterations at ``point``, or ``"none"`` where no entry
+        reaches ``eps`` (a choice of :class:`ForecastStepObjective` may lie below the floor)."""
+        result = self.guarantee(mode, point)
+        return str(result.algorithm) if result.status == REACHABLE else "none"
 
     def step(self, mode: str, grid: dict) -> np.ndarray:
         """The guarantee's best step for ``eps``; ``nan`` at or below its floor."""
@@ -284,6 +290,43 @@ class ForecastObjective:
     def iterations(self, mode: str, grid: dict) -> np.ndarray:
         """The forecast's iterations (:meth:`forecast`)."""
         return self.forecast(mode, grid)[1]
+
+
+@dataclass(frozen=True)
+class ForecastStepObjective:
+    r"""The calibrated iterations to ``eps`` at the step the calibration chooses.
+
+    Every point runs at the step of fewest calibrated iterations in :math:`(0,
+    \alpha_{\mathrm{stab}}(D)]` (:func:`theory.step_choice.best_steps`, the stability limit at the
+    bounds' ``L`` and ``q_max``; ``D = M - 1`` async, 0 sync), not at the guarantee's step: the
+    configurations are ranked by the forecast at their own best step. That step may lie above
+    the proved step cap (the plan reports whether it does, :func:`theory.step_choice.
+    guarantee_at_step`). ``inf`` where no step reaches ``eps``.
+    """
+
+    bounds: ProvedBounds
+    calibration: Calibration
+
+    def _steps(self, mode: str, grid: dict) -> tuple[np.ndarray, np.ndarray]:
+        lr, k, _ = best_steps(self.calibration, mode, self.bounds.eps, grid["M"],
+                              grid.get("B", 1), grid["b"], L=self.bounds.values["L"],
+                              q_max=self.bounds.values["q_max"])
+        return lr, k
+
+    def forecast(self, mode: str, grid: dict) -> tuple[np.ndarray, ...]:
+        """``(step, iterations, low, high)`` on a broadcast grid (``inf`` where unreachable;
+        the interval that of the bootstrap draws at the chosen step)."""
+        lr, _ = self._steps(mode, grid)
+        bad = ~np.isfinite(lr)
+        with np.errstate(invalid="ignore"):
+            k, low, high = forecast_iterations(
+                self.calibration, mode, self.bounds.eps, lr=np.where(bad, 1.0, lr),
+                M=grid["M"], B=grid.get("B", 1), b=grid["b"])
+        return lr, *(np.where(bad, np.inf, x) for x in (k, low, high))
+
+    def iterations(self, mode: str, grid: dict) -> np.ndarray:
+        """The point forecast's iterations at each point's chosen step."""
+        return self._steps(mode, grid)[1]
 
 
 @dataclass(frozen=True)
