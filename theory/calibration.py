@@ -126,7 +126,8 @@ __all__ = [
     "BIAS_FORMS", "CALIBRATED_ALGORITHMS", "CALIBRATED_MODES", "CALIBRATION_FORMAT",
     "COEFFICIENTS", "Calibration", "FINGERPRINT_KEYS", "FINGERPRINT_SETTINGS", "Forecast",
     "MODEL_TERMS", "ModeFit", "NETWORK_SETTINGS", "PROOF_FORMS", "SHARE_MIN", "TERM_OF",
-    "check_algorithm", "check_write", "forecast_iterations", "iterations_to", "model_floor",
+    "check_algorithm", "check_write", "forecast_iterations", "interval_label", "iterations_to",
+    "model_floor",
     "model_terms", "predicted_cycles", "problem_fingerprint", "proof_label", "term_shares",
     "theory_coefficients",
 ]
@@ -213,7 +214,7 @@ class ModeFit:
         bootstrap interval neither of zero width nor reaching the lower bound 1e-12).
     profile_high : tuple of float
         Per coefficient not identified, its profile upper bound (``inf``: none within the
-        searched range); ``nan`` for an identified one.
+        searched range); for an identified one, its interval's high end.
     error_factor : float or None
         The model's own error: the leave-one-pipeline-out conformal factor ``f >= 1`` (the
         :attr:`Calibration.prediction_level` quantile of held-out ``|log K_pred/K_sim|``, as a
@@ -289,8 +290,7 @@ class ModeFit:
                 "draws": [list(row) for row in self.draws],
                 "residual_rms": self.residual_rms, "observations": self.observations,
                 "shares": list(self.shares), "identified": list(self.identified),
-                "profile_high": [None if ok or not math.isfinite(v) else v for ok, v in
-                                 zip(self.identified, self.profile_high, strict=True)],
+                "profile_high": [v if math.isfinite(v) else None for v in self.profile_high],
                 "error_factor": self.error_factor, "error_scores": self.error_scores}
 
 
@@ -466,6 +466,13 @@ class Calibration:
             "ci_level": self.ci_level, "prediction_level": self.prediction_level,
         })
         return {"format": out["format"], "checksum": content_checksum(out), **out}
+
+
+def interval_label(cal: Calibration, modes) -> str:
+    """The coverage of the forecast intervals of ``modes`` as printed: ``"90%"``, or
+    ``"90%/95%"`` when the modes' :meth:`Calibration.interval_level` differ."""
+    levels = sorted({cal.interval_level(mode) for mode in modes if mode in cal.fits})
+    return "/".join(f"{100 * level:g}%" for level in levels) or f"{100 * cal.ci_level:g}%"
 
 
 def check_algorithm(cal: Calibration, algorithm: str, source: str = "given") -> Calibration:

@@ -226,10 +226,8 @@ def from_file_dict(data: Mapping, *, edited: bool = False) -> Calibration:
                           residual_rms=float(raw["residual_rms"]),
                           observations=int(raw["observations"]), shares=tuple(raw["shares"]),
                           identified=tuple(raw["identified"]),
-                          profile_high=tuple(
-                              math.nan if ok else (math.inf if v is None else v)
-                              for ok, v in zip(raw["identified"], raw["profile_high"],
-                                               strict=True)),
+                          profile_high=tuple(math.inf if v is None else v
+                                             for v in raw["profile_high"]),
                           error_factor=raw["error_factor"],
                           error_scores=int(raw["error_scores"]))
             for mode, raw in data["fits"].items()}

@@ -429,6 +429,9 @@ class PlanForecast:
         A network calibration's target (:attr:`theory.calibration.Calibration.target`): the
         forecast is the cycles to it, at the calibration's own steps, not to ``eps`` (the
         guarantee's, in the units of the placeholder constants); ``None`` for an oracle one.
+    level : str
+        The central coverage of the forecast intervals, as printed (``"90%"``; per mode
+        ``"90%/95%"`` when they differ: :meth:`theory.calibration.Calibration.interval_level`).
     """
 
     source: str
@@ -441,6 +444,7 @@ class PlanForecast:
     warning: str | None = None
     edited: bool = False
     target: dict | None = None
+    level: str = "95%"
 
     @property
     def differ(self) -> bool:
@@ -494,13 +498,14 @@ class PlanForecast:
                "match), used because of --accept-edited-calibration: the forecast is the "
                "edited file's, not a fit's"] if self.edited else []),
             f"  plan                 {c.label}, step {c.lr:.4g}",
-            f"  predicted time       {format_seconds(c.predicted_seconds)}  (95% interval "
+            f"  predicted time       {format_seconds(c.predicted_seconds)}  ({self.level} interval "
             f"{format_seconds(c.predicted_low_s)} - {format_seconds(c.predicted_high_s)}; "
             f"{c.predicted_iterations:,.0f} iterations)",
             f"  guaranteed time      {format_seconds(c.guaranteed_seconds)}  (proved worst case; "
             f"{c.guaranteed_iterations:,d} iterations)",
             "guaranteed and predicted time of the chosen plan and the alternatives:",
-            f"  {'plan':<22} {'guaranteed s':>13} {'predicted s':>12} {'95% interval':>22} "
+            f"  {'plan':<22} {'guaranteed s':>13} {'predicted s':>12} "
+            f"{self.level + ' interval':>22} "
             f"{'bound term':>11} {'fit term':>10}",
         ]
         for r in self.rows():
@@ -519,7 +524,8 @@ class PlanForecast:
                 "alternatives": [r.to_dict() for r in self.alternatives],
                 "guaranteed_choice": self.guaranteed_choice.to_dict(), "differ": self.differ,
                 "reason": self.reason, "warning": self.warning,
-                "calibration_edited": self.edited, "target": self.target}
+                "calibration_edited": self.edited, "target": self.target,
+                "interval_level": self.level}
 
 
 def partition_summary(sizes) -> str:

@@ -280,7 +280,7 @@ def design(spec: CalibrationProblem, *, sync: Sequence = SYNC_DESIGN,
                            write="batch-mean").config(mode, stages, count, b, 0.1, steps, seeds)
             cap = region_step_cap(_CAP_BOUND[mode], base, *spec.region())
             steps_of = [fraction * cap for fraction in fractions]
-            if mode == "async":
+            if mode == "async" and stability:
                 limit = stability_limit(int(stages) - 1, constants["L"], constants["q_max"])
                 for fraction in stability:
                     check_range("stability fraction", fraction, 0, 1, low_open=True,

@@ -137,7 +137,7 @@ def fit_calibration(spec: CalibrationProblem, points: Sequence[DesignPoint],
         x, rss = best[mode]
         shares = largest_shares(mode, values, obs[mode], start, spec.write)
         known = identified(values, low, high, shares, interval=bool(sample.shape[0]))
-        profile = tuple(math.nan if ok else profile_bound(mode, obs[mode], start, spec.write, x,
+        profile = tuple(float(high[i]) if ok else profile_bound(mode, obs[mode], start, spec.write, x,
                                                           i, rss, ci_level)
                         for i, ok in enumerate(known))
         factor, scores = pipeline_error_factor(mode, obs[mode], start, spec.write,
