@@ -38,6 +38,9 @@ _EXPORTS = {
         "grid_target", "heldout_check", "hitting_run", "problem_of", "simulate_grid",
         "suite_forecasts",
     ),
+    ".heldout_coverage": (
+        "BROAD_DEVICES", "CoveragePoint", "broad_coverage", "broad_instance",
+    ),
     ".prediction": (
         "Prediction", "bound_floor", "first_hit", "predict", "predicted_iterations",
         "running_average", "target",

@@ -137,9 +137,8 @@ def fit_calibration(spec: CalibrationProblem, points: Sequence[DesignPoint],
         x, rss = best[mode]
         shares = largest_shares(mode, values, obs[mode], start, spec.write)
         known = identified(values, low, high, shares, interval=bool(sample.shape[0]))
-        profile = tuple(float(high[i]) if ok else profile_bound(mode, obs[mode], start, spec.write, x,
-                                                          i, rss, ci_level)
-                        for i, ok in enumerate(known))
+        profile = tuple(float(high[i]) if ok else profile_bound(
+            mode, obs[mode], start, spec.write, x, i, rss, ci_level) for i, ok in enumerate(known))
         factor, scores = pipeline_error_factor(mode, obs[mode], start, spec.write,
                                                prediction_level, x)
         fits[mode] = ModeFit(mode=mode, values=tuple(values), low=tuple(low), high=tuple(high),

@@ -98,6 +98,11 @@ class HeldOut:
         Index of the grid point each planner picks (fewest predicted / guaranteed cycles).
     design : tuple of (str, int, int, int)
         The ``(mode, M, B, b)`` the calibration was fitted on.
+    low, high : tuple of float
+        The ends of each forecast's prediction interval, cycles
+        (:func:`theory.calibration.predicted_cycles`).
+    level : float
+        Their claimed coverage (:attr:`theory.calibration.Forecast.level`).
     """
 
     spec: CalibrationProblem
@@ -110,6 +115,16 @@ class HeldOut:
     calibrated_choice: int
     theory_choice: int
     design: tuple = ()
+    low: tuple = ()
+    high: tuple = ()
+    level: float = 0.9
+
+    @property
+    def covered(self) -> tuple[bool, ...]:
+        """Per grid point reached in simulation, whether its forecast interval holds the
+        simulated cycles (points not reached are left out)."""
+        return tuple(lo <= s <= hi for s, lo, hi in zip(self.simulated, self.low, self.high,
+                                                         strict=True) if math.isfinite(s))
 
     @property
     def best(self) -> float:
@@ -229,11 +244,14 @@ def heldout_check(seed: int, *, seeds: int = 8, steps: int = 2000,
                                      spec.event_cycles(m)))
                  for g, (_, m, _) in zip(guarantees, grid, strict=True)]
     guaranteed = tuple(float(g.cycles) + t for g, t in zip(guarantees, transfers, strict=True))
-    predicted = tuple(predicted_cycles(cal, mode, eps, m, c, 1, lr=lr,
-                                       event_cycles=spec.event_cycles(m)).cycles
-                      for (mode, m, c), lr in zip(grid, lrs, strict=True))
+    forecasts = [predicted_cycles(cal, mode, eps, m, c, 1, lr=lr,
+                                  event_cycles=spec.event_cycles(m))
+                 for (mode, m, c), lr in zip(grid, lrs, strict=True)]
+    predicted = tuple(f.cycles for f in forecasts)
     return HeldOut(spec=spec, eps=eps, grid=grid, steps=lrs, simulated=simulated,
                    guaranteed=guaranteed, predicted=predicted,
+                   low=tuple(f.low for f in forecasts), high=tuple(f.high for f in forecasts),
+                   level=min(f.level for f in forecasts),
                    calibrated_choice=int(np.argmin(predicted)),
                    theory_choice=int(np.argmin(guaranteed)),
                    design=tuple(sorted({(p.mode, p.stages, p.micro_batches, p.micro_batch_size)
