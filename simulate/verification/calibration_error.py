@@ -74,7 +74,8 @@ _BISECTIONS = 12
 def _residuals(x: np.ndarray, mode: str, obs: np.ndarray, start: float, write: str
                ) -> np.ndarray:
     m, big_b, b, lr, k, eps = obs.T
-    terms = model_terms(mode, np.exp(x), k, lr=lr, M=m, B=big_b, b=b, start=start, write=write)
+    terms = model_terms(mode, np.exp(np.minimum(x, 700.0)), k, lr=lr, M=m, B=big_b, b=b,
+                        start=start, write=write)
     return np.log(sum(terms.values())) - np.log(eps)
 
 
@@ -83,7 +84,7 @@ def _jacobian(x: np.ndarray, mode: str, obs: np.ndarray, start: float, write: st
     """The residuals' derivatives in the log coefficients: each term's share of the model (the
     saturated transient's times :math:`\alpha K/(\alpha K + c_K/S)`)."""
     m, big_b, b, lr, k, eps = obs.T
-    c = np.exp(x)
+    c = np.exp(np.minimum(x, 700.0))
     terms = model_terms(mode, c, k, lr=lr, M=m, B=big_b, b=b, start=start, write=write)
     total = sum(terms.values())
     names = COEFFICIENTS[mode]
