@@ -31,7 +31,7 @@ coefficient :math:`c \ge 0` (three for ``sync``, five for ``async``).
 running average of a descent method that starts at :math:`S` stays near or below it for small
 ``K``, where :math:`c_K/(\alpha K)` grows without bound. The transient equals the theorems'
 :math:`c_K/(\alpha K)` once :math:`\alpha K \gg c_K/S`. Kept because it fits: on the default
-async design the rms log residual is 0.032 with it and 0.139 without
+design the rms log residual is 0.056 (sync) and 0.041 (async) with it, 0.106 and 0.075 without
 (``docs/results/calibration-identified.md``). Without a recorded start the transient is
 :math:`c_K/(\alpha K)`. At a given step the model is inverted exactly:
 

@@ -35,8 +35,8 @@ from .theorems import get_bound
 from .vocabulary import CALIBRATED_MODES, WRITE_SEMANTICS
 
 __all__ = ["BIAS_FORMS", "COEFFICIENTS", "MODEL_TERMS", "PROOF_FORMS", "TERM_OF",
-           "valid_mode", "valid_write", "iterations_to", "model_floor", "model_terms",
-           "proof_label", "term_shares", "theory_coefficients"]
+           "iterations_to", "model_floor", "model_terms", "proof_label", "term_shares",
+           "theory_coefficients", "valid_mode", "valid_write"]
 
 #: the free coefficients of each mode, in order
 COEFFICIENTS: dict[str, tuple[str, ...]] = {

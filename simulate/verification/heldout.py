@@ -36,6 +36,7 @@ from .calibration_settings import CALIBRATION_STANDARD
 from .prediction import first_hit, running_average
 
 __all__ = [
+    "HELDOUT_MAX_STEPS",
     "HELDOUT_TOLERANCE",
     "HeldOut",
     "SUITE_FRACTIONS",
@@ -55,7 +56,7 @@ HELDOUT_TOLERANCE = 1.15
 #: a held-out simulation doubles its length from this many updates until it reaches eps
 _FIRST_STEPS = 256
 #: ... and gives up (unreached) beyond this many
-_MAX_STEPS = 2**16
+HELDOUT_MAX_STEPS = 2**16
 
 
 def hitting_run(point: dict) -> dict:
@@ -198,10 +199,10 @@ def simulate_grid(spec: CalibrationProblem, grid: Sequence[tuple], steps: Sequen
                   eps: float, *, seeds: int, jobs=None, scheduler=None, cache=True,
                   progress: bool | None = None) -> tuple[float, ...]:
     """Simulated cycles to ``eps`` of every ``(mode, M, B)`` (``b = 1``) at its step, one cached
-    sweep of :func:`hitting_run` (``inf``: not reached within :data:`_MAX_STEPS` updates)."""
+    sweep of :func:`hitting_run` (``inf``: not reached within :data:`HELDOUT_MAX_STEPS` updates)."""
     hits = run_sweep(hitting_run, [
         {"config": spec.config(mode, m, c, 1, lr, 10, seeds).to_dict(), "eps": eps,
-         "max_steps": _MAX_STEPS, "format": CALIBRATE_FORMAT}
+         "max_steps": HELDOUT_MAX_STEPS, "format": CALIBRATE_FORMAT}
         for (mode, m, c), lr in zip(grid, steps, strict=True)],
         jobs=jobs, scheduler=scheduler, cache=cache, progress=progress, desc="grid to eps")
     out = []

@@ -28,7 +28,7 @@ from ..pipeline import cycles_after
 from .calibration_design import CALIBRATE_FORMAT, CalibrationProblem, design
 from .calibration_fit import calibrate
 from .checks import region_step_cap
-from .heldout import _MAX_STEPS, hitting_run
+from .heldout import HELDOUT_MAX_STEPS, hitting_run
 
 __all__ = ["BROAD_DEVICES", "CoveragePoint", "broad_coverage", "broad_instance"]
 
@@ -138,7 +138,7 @@ def broad_coverage(seed: int, *, seeds: int = 8, steps: int = 2000, jobs=1, cach
     eps = math.sqrt(2.0 * max(floors) * cal.start)
     hits = run_sweep(hitting_run, [
         {"config": spec.config(mode, m, big_b, b, lr, 10, seeds).to_dict(), "eps": eps,
-         "max_steps": _MAX_STEPS, "format": CALIBRATE_FORMAT}
+         "max_steps": HELDOUT_MAX_STEPS, "format": CALIBRATE_FORMAT}
         for (mode, m, big_b, b, _), lr in zip(judged, steps_of, strict=True)],
         desc="broad to eps", **options)
     out = []
