@@ -35,8 +35,8 @@ _EXPORTS = {
     ),
     ".heldout": (
         "HELDOUT_MAX_STEPS", "HELDOUT_TOLERANCE", "SUITE_FRACTIONS", "HeldOut", "SuiteForecast",
-        "draw_instance", "grid_target", "heldout_check", "hitting_run", "problem_of", "simulate_grid",
-        "suite_forecasts",
+        "draw_instance", "grid_target", "heldout_check", "hitting_run", "problem_of",
+        "simulate_grid", "suite_forecasts",
     ),
     ".heldout_coverage": (
         "BROAD_DEVICES", "CoveragePoint", "broad_coverage", "broad_instance",
