@@ -27,7 +27,8 @@ read by ``aimc-pipeline plan --calibration FILE``) is strict JSON of format
    high``; each interval is the one its draws give (the ``ci_level`` central percentile interval,
    inverted CDF, widened to hold the fit: what
    :func:`simulate.verification.calibration_fit.fit_calibration` computes), so draws, intervals and
-   estimates cannot be edited apart; no more draws than ``seeds.resamples``; ``q_min <= q_max``;
+   estimates cannot be edited apart; a coefficient not identified has its profile upper bound at
+   or above its fit; no more draws than ``seeds.resamples``; ``q_min <= q_max``;
    every design point's mode is fitted; the ``fingerprint`` is that of the problem
    (:func:`theory.calibration.problem_fingerprint`).
 
@@ -195,6 +196,12 @@ def check_integrity(data: Mapping, path) -> None:
                     f"{draws.shape[0]} draws give, [{want[0]!r}, {want[1]!r}] (the "
                     f"{100 * level:g}% percentile interval widened to hold the fit); valid: "
                     "the interval of the draws")
+        for i, (value, ok, bound) in enumerate(zip(fit["values"], fit["identified"],
+                                                   fit["profile_high"], strict=True)):
+            if not ok and bound is not None and bound < value:
+                raise file_error(PARAMETER, path, ("fits", mode, "profile_high", i),
+                                 f"= {bound!r} ({names[i]}) is below its fit {value!r}; valid: a "
+                                 "profile upper bound at or above the fit")
         if len(fit["draws"]) > data["seeds"]["resamples"]:
             raise file_error(PARAMETER, path, ("fits", mode, "draws"),
                              f"= {len(fit['draws'])} draws, more than seeds.resamples = "
