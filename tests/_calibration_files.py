@@ -26,9 +26,12 @@ def consistent_fit(mode: str, values, draws=None, level: float = 0.95) -> ModeFi
     draws = np.asarray([values] if draws is None else draws, dtype=float)
     tail = (1 - level) / 2
     low, high = np.quantile(draws, [tail, 1 - tail], axis=0, method="inverted_cdf")
+    width = len(values)
+    high = tuple(np.maximum(high, values))
     return ModeFit(mode=mode, values=tuple(values), low=tuple(np.minimum(low, values)),
-                   high=tuple(np.maximum(high, values)), draws=tuple(map(tuple, draws)),
-                   residual_rms=0.01, observations=10)
+                   high=high, draws=tuple(map(tuple, draws)), residual_rms=0.01,
+                   observations=10, shares=(0.5,) * width, identified=(True,) * width,
+                   profile_high=high)
 
 
 def file_calibration(values: dict, problem: dict | None = None, draws: dict | None = None

@@ -44,7 +44,7 @@ from theory.fileio import content_checksum
 #: the start ||grad f(W_0)||^2 of the synthetic curves
 START = 0.2
 #: coefficients the synthetic curves are drawn from (the fit must recover them)
-TRUE = {"sync": (0.15, 0.04, 0.002), "async": (0.13, 0.035, 0.003, 0.05)}
+TRUE = {"sync": (0.15, 0.04, 0.002), "async": (0.13, 0.035, 0.003, 0.05, 0.01)}
 
 
 def _calibration(values=TRUE, draws=(), start=None) -> Calibration:
@@ -67,7 +67,7 @@ def test_file_round_trip(tmp_path):
     again = read_calibration(path)
     assert again == cal and not again.edited
     data = json.loads(path.read_text())
-    assert data["format"] == 2
+    assert data["format"] == 3
     assert data["checksum"] == content_checksum(data)  # over everything but itself
 
 
@@ -91,7 +91,7 @@ def _refit(d: dict) -> None:
 
 #: edits of a calibration file and what the reader says (each one line, naming the key)
 EDITS = [
-    ("format", lambda d: d.update(format=7), "format = 7 is not valid; valid: 2"),
+    ("format", lambda d: d.update(format=7), "format = 7 is not valid; valid: 3"),
     ("format 1", lambda d: d.update(format=1), "format = 1 is the format of an earlier release"),
     ("no fits", lambda d: d.pop("fits"), "missing key 'fits'"),
     ("null", lambda d: d["fits"]["sync"].update(values=[0.1, None, 0.2]),
@@ -319,7 +319,7 @@ def test_fit_recovers_known_coefficients():
 def test_design_steps_are_fractions_of_the_cap():
     spec = CalibrationProblem(tau=4.0, sigma2=0.1)
     points = design(spec, sync=CALIBRATION_QUICK["sync"], async_=CALIBRATION_QUICK["async"],
-                    fractions=CALIBRATION_QUICK["fractions"], steps=100, seeds=2)
+                    fractions=CALIBRATION_QUICK["fractions"], steps=100, seeds=2, stability=())
     assert len(points) == 8
     by = {}
     for p in points:
@@ -335,7 +335,7 @@ def test_calibrate_command_writes_a_file_plan_reads(tmp_path, capsys):
     assert main(argv) == 0
     out = tmp_path / "cal" / "calibration.json"  # --out DIR
     captured = capsys.readouterr()
-    assert "c_stale" in captured.out and "fingerprint" in captured.out
+    assert "c_s1" in captured.out and "c_s2" in captured.out and "fingerprint" in captured.out
     assert "calibrate:" in captured.err and "warning" not in captured.err
     assert main([*argv, "--json"]) == 0  # every point cached
     document = json.loads(capsys.readouterr().out)
@@ -445,11 +445,15 @@ def test_the_per_sample_form_has_the_floor_of_corollary_3ps():
 
 def test_per_sample_proof_column_is_theorem_4ps_and_3ps():
     """Per-sample calibrations compare with Corollary 3PS and Theorem 4'PS: at the proof's
-    coefficients the per-sample model is the registry entry exactly at one sample per write and
-    D = 1, and below it elsewhere (the form's 1/n on the noise and staleness, 4'PS's D^2 part);
-    the async floor is one sample's, without Theorem 4'B's factor."""
+    coefficients the per-sample model is the registry entry exactly at one sample per write
+    for sync; for async its transient, noise and floor are 4'PS's at b = 1 and its staleness
+    and bias are Young's split of 4'PS's square, at or above it, equal where the two parts of
+    the square are equal; the async floor is one sample's, without Theorem 4'B's factor."""
+    import sympy as sp
+
     from theory.calibration import PROOF_FORMS, proof_label
     from theory.compiled import compile_expr
+    from theory.symbols import alpha
     from theory.theorems import get_bound
 
     values = {k: v for k, v in complete_problem().items() if isinstance(v, float)}
@@ -458,19 +462,25 @@ def test_per_sample_proof_column_is_theorem_4ps_and_3ps():
     assert (proof_label("async"), proof_label("sync")) == ("Theorem 4'B", "Corollary 3")
     for mode in ("sync", "async"):
         proved = theory_coefficients(mode, values, "per-sample")
-        bound = compile_expr(get_bound(PROOF_FORMS[mode, "per-sample"]).expr)
+        entry = get_bound(PROOF_FORMS[mode, "per-sample"]).expr
+        bound = compile_expr(entry)
+        stale = compile_expr(sp.expand(entry).coeff(alpha, 2) * alpha**2)
         cases = ((10, 0.1, 1, 1, 2), (300, 0.02, 1, 1, 2), (37, 0.3, 4, 2, 2), (50, 0.05, 1, 8, 5),
                  (50, 0.05, 1, 1, 9))
         for k, lr, big_b, b, m in cases:
             if mode == "async":
                 big_b = 1
             terms = model_terms(mode, proved, k, lr=lr, M=m, B=big_b, b=b, write="per-sample")
-            limit = float(bound({**values, "K": k, "alpha": lr, "B": big_b, "b": b, "D": m - 1,
-                                 "n": big_b * b}))
-            total = sum(terms.values())
-            one = big_b * b == 1 and (mode == "sync" or m == 2)
-            assert total <= limit * (1 + 1e-12), (mode, k, lr, big_b, b, m)
-            assert (total == pytest.approx(limit, rel=1e-12)) == one, (mode, k, lr, big_b, b, m)
+            at = {**values, "K": k, "alpha": lr, "B": big_b, "b": b, "D": m - 1, "n": big_b * b}
+            limit, square = float(bound(at)), float(stale(at)) if mode == "async" else 0.0
+            rest = sum(v for name, v in terms.items() if name not in ("staleness", "bias"))
+            one = big_b * b == 1
+            assert rest <= (limit - square) * (1 + 1e-12), (mode, k, lr, big_b, b, m)
+            assert (rest == pytest.approx(limit - square, rel=1e-12)) == one
+            if mode == "async":
+                split = terms["staleness"] + terms["bias"]
+                assert square <= split * (1 + 1e-12)
+                assert split <= 2 * square * (1 + 1e-12)  # 2(x^2 + y^2) <= 2 (x + y)^2
     batch_mean = theory_coefficients("async", values)
     per_sample = theory_coefficients("async", values, "per-sample")
     assert per_sample["c_floor"] < batch_mean["c_floor"]  # no 4'B factor
@@ -479,7 +489,7 @@ def test_per_sample_proof_column_is_theorem_4ps_and_3ps():
 
     text = coefficient_table(file_calibration(TRUE, complete_problem(write="per-sample")))
     assert "Corollary 3PS's for sync and Theorem 4'PS's for async" in text
-    assert "4'B" not in text and "4 kappa L_s^2 (q_max + G_inf)^2 sigma2" in text
+    assert "4'B" not in text and "c_s2 lr^2 D^2; proof: 8 kappa L_s^2 G_inf^2 sigma2" in text
 
 
 def test_fit_recovers_the_per_sample_form():

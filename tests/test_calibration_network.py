@@ -97,7 +97,7 @@ def test_another_model_refuses_a_network_calibration(network_file, model, capsys
 def test_an_oracle_calibration_of_a_network_model_says_whose_forecast_it_is():
     from tests._calibration_files import complete_problem, file_calibration
 
-    cal = file_calibration({"sync": (0.15, 0.04, 0.002), "async": (0.13, 0.035, 0.003, 0.05)},
+    cal = file_calibration({"sync": (0.15, 0.04, 0.002), "async": (0.13, 0.035, 0.003, 0.05, 0.01)},
                            complete_problem())
     hardware = PlanHardware(from_preset("softbounds-tau1"), accelerators=4)
     result = plan(load_model("digits-mlp"), hardware, ProblemParams(), 3.0, PlanLimits(),

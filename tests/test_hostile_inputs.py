@@ -275,7 +275,7 @@ CASES += [
          ("design", "pinned at the device bounds"), progress=CAL_PROGRESS),
     # the same with two worker processes, in a child whose whole stderr (the workers') is read
     Case("calibrate-sigma2-1e300-workers", (*CAL_TINY, "--jobs", "2", "--sigma2", "1e300"),
-         ("design", "8 of 8 design points ran pinned"), progress=CAL_PROGRESS, subprocess=True),
+         ("design", "10 of 10 design points ran pinned"), progress=CAL_PROGRESS, subprocess=True),
     Case("calibrate-dim-one", ("calibrate", "--quick", "--dim", "1"),
          ("--dim=1", "8 stages")),
     Case("calibrate-dim-below-standard-design", ("calibrate", "--dim", "8"),
@@ -474,7 +474,7 @@ def test_pinned_design_points_are_one_warning_for_the_design(monkeypatch):
 
     spec = CalibrationProblem()
     points = design(spec, sync=((2, 4, 1),), async_=((2, 1, 1),), fractions=(0.5,), steps=10,
-                    seeds=2)
+                    seeds=2, stability=())
     results = [{"running": np.ones((2, 10)), "pinned": "lr=0.1: pinned"}, {
         "running": np.ones((2, 10)), "pinned": ""}]
     monkeypatch.setattr(calibrate_module, "run_sweep",

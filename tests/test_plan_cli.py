@@ -240,7 +240,7 @@ def _calibration_file(tmp_path, edit=None):
     from tests._calibration_files import file_calibration
     from theory.calibration_file import write_calibration
 
-    cal = file_calibration({"sync": (0.15, 0.04, 0.002), "async": (0.13, 0.035, 0.003, 0.05)})
+    cal = file_calibration({"sync": (0.15, 0.04, 0.002), "async": (0.13, 0.035, 0.003, 0.05, 0.01)})
     path = write_calibration(tmp_path / "calibration.json", cal)
     if edit is not None:
         data = json.loads(path.read_text())

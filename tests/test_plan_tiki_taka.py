@@ -79,8 +79,8 @@ def _fake_row(monkeypatch, *settings: str, name: str = "tt_test_sp"):
 def _tt_calibration(every=2, slice_="column", problem=None) -> Calibration:
     problem = complete_problem(**(problem or {"L": 1.0, "Delta": 0.5, "start": 2.0}))
     problem |= {"algorithm": "tiki-taka", "transfer_every": every, "transfer_slice": slice_}
-    return file_calibration({"sync": (0.5, 0.3, 1e-12), "async": (0.4, 0.3, 1e-3, 0.2)}, problem,
-                            draws={"sync": ((0.45, 0.25, 1e-12), (0.55, 0.35, 1e-3))})
+    return file_calibration({"sync": (0.5, 0.3, 1e-12), "async": (0.4, 0.3, 1e-3, 0.2, 0.05)},
+                            problem, draws={"sync": ((0.45, 0.25, 1e-12), (0.55, 0.35, 1e-3))})
 
 
 # -- the one transfer timing rule -----------------------------------------------------------------

@@ -14,7 +14,8 @@ numeric packages :mod:`bounds` and :mod:`simulate` build on it and never restate
 Names are imported on first use (PEP 562, Scientific Python SPEC 1: :func:`theory.lazy.attach`),
 so ``import theory`` loads neither sympy nor the registry; ``theory.MODES`` stays sympy-free,
 ``theory.REGISTRY`` builds the registry. :mod:`theory.symbols`, :mod:`theory.admissible`,
-:mod:`theory.calibration` (its file: :mod:`theory.calibration_file`), :mod:`theory.step_choice`,
+:mod:`theory.calibration` (its form: :mod:`theory.calibration_model`; its file:
+:mod:`theory.calibration_file`), :mod:`theory.step_choice`,
 :mod:`theory.local_sgd` and
 :mod:`theory.commands` are used by their module path.
 """
@@ -68,9 +69,9 @@ _NAMES = {
 
 #: the submodules reachable as ``theory.NAME`` before anything imported them
 _SUBMODULES = (
-    "admissible", "calibration", "calibration_file", "commands", "compiled", "complexity",
-    "devices", "errors", "fileio", "lazy", "limits", "local_sgd", "mixed", "ranges", "schedules",
-    "step_choice", "symbols", "tables", "theorems", "userfiles", "vocabulary",
+    "admissible", "calibration", "calibration_file", "calibration_model", "commands", "compiled",
+    "complexity", "devices", "errors", "fileio", "lazy", "limits", "local_sgd", "mixed", "ranges",
+    "schedules", "step_choice", "symbols", "tables", "theorems", "userfiles", "vocabulary",
 )
 
 __getattr__, __dir__, __all__ = attach(__name__, _NAMES, _SUBMODULES)

@@ -11,77 +11,84 @@ update (``B b`` sync, ``b`` async) and the maximal stage delay :math:`D = M - 1`
     \hat g(K) = \underbrace{\frac{c_K}{\alpha K + c_K/S}}_{\text{transient}}
               + \underbrace{\frac{c_{\mathrm{noise}}\,\alpha}{n}}_{\text{noise}}
               + \underbrace{\frac{c_{\mathrm{floor}}}{n}}_{\text{floor}}
-              + \underbrace{\frac{c_{\mathrm{stale}}\,\alpha^2 D}{b}}_{\text{staleness (async)}} .
+              + \underbrace{\frac{c_{s1}\,\alpha^2 D}{b}}_{\text{staleness}}
+              + \underbrace{\frac{c_{s2}\,\alpha^2 D^2}{b}}_{\text{bias}} ,
 
-with :math:`S = \lVert\nabla f(W_0)\rVert^2` the start every run shares (measured by the
-calibration, ``problem["start"]``): the running average of a descent method cannot exceed its
-start, and :math:`c_K/(\alpha K + c_K/S)` is the theorems' :math:`c_K/(\alpha K)` once
-:math:`\alpha K \gg c_K/S`, saturating at :math:`S` for small ``K`` (without a recorded start the
-transient is :math:`c_K/(\alpha K)`). Term by term this is Theorem 2 / Corollary 3 (``sync``) and
-Theorem 4'B (``async``) of
-``docs/theory.md``: :math:`2\Delta/(\alpha q_{\min} K)`, :math:`L\alpha q_{\max}^2\sigma^2/(n
-q_{\min})`, :math:`G_\infty^2\sigma^2/(\theta n q_{\min}^2)` and
-:math:`8\kappa L_s^2\alpha^2 D q_{\max}^2\sigma^2/b`, with each product of constants replaced by
-one free coefficient :math:`c \ge 0` per mode (three for ``sync``, four for ``async``). At the
-best step of the bound this is the registry's rate form :math:`a/\sqrt K + c/K + \mathrm{floor}`
-(Proposition 5); at a given step it is inverted exactly:
+the last two async only (:mod:`theory.calibration_model` holds the form: :func:`model_terms`,
+:func:`model_floor`, :func:`iterations_to`, :func:`theory_coefficients`). Term by term this is
+Corollary 3 (``sync``) and Theorems 4'B / 4' (``async``) of ``docs/theory.md``:
+:math:`2\Delta/(\alpha q_{\min} K)`, :math:`L\alpha q_{\max}^2\sigma^2/(n q_{\min})`,
+:math:`G_\infty^2\sigma^2/(\theta n q_{\min}^2)`, the staleness
+:math:`8\kappa L_s^2\alpha^2 D q_{\max}^2\sigma^2/b` and Theorem 4''s bias
+:math:`8\kappa L_s^2\alpha^2 D^2 G_\infty^2\sigma^2/b` (Young's split of its
+:math:`4\kappa L_s^2\alpha^2(q_{\max}\sqrt{D} + G_\infty D)^2\sigma^2/b`; 4'B charges the bias
+to its floor only while :math:`L_s^2D^2\alpha^2 \le (1-\theta)/(8\kappa q_{\max}^2)`, which the
+design's steps near the stability limit pass), each product of constants replaced by one free
+coefficient :math:`c \ge 0` (three for ``sync``, five for ``async``).
+
+**The saturation** :math:`c_K/S` is a modelling term, not a theorem's: :math:`S =
+\lVert\nabla f(W_0)\rVert^2` is the start every run shares (``problem["start"]``), and the
+running average of a descent method that starts at :math:`S` stays near or below it for small
+``K``, where :math:`c_K/(\alpha K)` grows without bound. The transient equals the theorems'
+:math:`c_K/(\alpha K)` once :math:`\alpha K \gg c_K/S`. Kept because it fits: on the default
+design the rms log residual is 0.056 (sync) and 0.041 (async) with it, 0.106 and 0.075 without
+(``docs/results/calibration-identified.md``). Without a recorded start the transient is
+:math:`c_K/(\alpha K)`. At a given step the model is inverted exactly:
 
 .. math::
 
     K(\epsilon) = \frac{1}{\alpha}\Bigl(\frac{c_K}{\epsilon - F} - \frac{c_K}{S}\Bigr),
     \qquad
     F = \frac{c_{\mathrm{noise}}\alpha + c_{\mathrm{floor}}}{n}
-        + \frac{c_{\mathrm{stale}}\alpha^2 D}{b},
+        + \frac{(c_{s1} D + c_{s2} D^2)\alpha^2}{b},
 
 unreachable when :math:`\epsilon \le F`.
 
 **Per-sample writes.** A calibration of runs that write every sample (``problem["write"] =
 "per-sample"``, :data:`theory.vocabulary.WRITE_SEMANTICS`; a crossbar, aihwkit) fits the
-per-sample form, in which the floor is not divided by the batch:
+per-sample form, in which the floor :math:`c_{\mathrm{floor}}` and the bias
+:math:`c_{s2}\alpha^2D^2` are not divided by the batch: both are biases of one write (the
+asymmetric part :math:`G(V)\lvert h\rvert` of each write, Corollary 3PS and Theorem 4'PS,
+whose :math:`D^2G_\infty^2` part has no :math:`1/b`), and biases do not average over the
+``n`` writes. The noise ball and the staleness are variances of independent per-sample noise,
+and those do average: their ``1/n`` (``1/b``) stays. Corollary 3PS drops that ``1/n`` from its
+noise term (its Step 4 bounds :math:`\lVert\bar U\rVert^2` by convexity); measured, the form
+with the ``1/n`` fits simulated per-sample runs with 4x smaller log residuals
+(``bench/bench_per_sample_form.py``). A plan of other writes is refused (:func:`check_write`).
 
-.. math::
-
-    \hat g_{\mathrm{PS}}(K) = \frac{c_K}{\alpha K + c_K/S} + \frac{c_{\mathrm{noise}}\alpha}{n}
-        + c_{\mathrm{floor}} + \frac{c_{\mathrm{stale}}\alpha^2 D}{b} .
-
-The floor is the bias of the asymmetric part :math:`G(V)\lvert h\rvert` of each write, of the
-order of one sample's noise, and it does not average over the ``n`` writes (Corollary 3PS and
-its remark; Theorem 4'PS). The noise ball and the staleness are variances of independent
-per-sample noise, and those do average over the writes: the ``1/n`` (``1/b``) stays.
-Corollary 3PS's bound drops that ``1/n`` from its noise term, because its Step 4 bounds
-:math:`\lVert\bar U\rVert^2` by convexity; measured, the form with the ``1/n`` fits simulated
-per-sample runs with 4x smaller log residuals (``bench/bench_per_sample_form.py``: rms 0.036
-against 0.155 on the default problem, n = 1, 4, 8). 4'PS's staleness also has a part in
-:math:`D^2 G_\infty^2` that the form has no coefficient for. :func:`model_terms` takes
-``write``; the forecast uses the calibration's own (:attr:`Calibration.write`), and a plan of
-other writes is refused (:func:`check_write`).
+**What it knows.** Each fit records per coefficient its term's largest share of
+:math:`\hat g` over the design (:attr:`ModeFit.shares`) and whether the data identify it
+(:attr:`ModeFit.identified`: a share of at least :data:`SHARE_MIN` and a bootstrap interval
+that neither collapses nor reaches the fit's lower bound); a coefficient not identified has a
+**profile upper bound** instead (:attr:`ModeFit.profile_high`: the largest value whose refit
+keeps the residual sum of squares within the F threshold). A forecast's interval includes the
+model's own error: the bootstrap interval of the joint fit widened by the fit's leave-one-
+pipeline-out conformal factor (:attr:`ModeFit.error_factor`), at
+:attr:`Calibration.prediction_level` (:mod:`simulate.verification.calibration_error`).
 
 **Networks.** A calibration of a digits network (``problem["problem"]`` one of
 :data:`theory.networks.NETWORK_PROBLEMS`, written by ``aimc-pipeline calibrate --problem
-digits-mlp``) fits the same form to another descending measure of the run: the test error
-:math:`1 - \mathrm{accuracy}` (``target = "accuracy"``) or the training loss in nats
-(``target = "loss"``), ``eps`` that measure's level (:func:`theory.networks.target_level`) and
-:math:`S` its value at :math:`W_0`. No theorem gives this form for a network (its ``L``,
-``Delta``, ``sigma2`` are unknown, not recorded): it is a curve model with the theorems'
-dependence on the step, the batch and the delay, and its residuals (:attr:`ModeFit.residual_rms`)
-say how well it describes the runs. Its forecast is the updates to the calibration's own target
-(:attr:`Calibration.target`), which ``plan`` reports beside the guarantee (whose eps is in the
-units of the placeholder constants).
+digits-mlp``) fits the same form (async with both staleness terms) to another descending
+measure of the run: the test error :math:`1 - \mathrm{accuracy}` (``target = "accuracy"``) or
+the training loss in nats (``target = "loss"``), ``eps`` that measure's level
+(:func:`theory.networks.target_level`) and :math:`S` its value at :math:`W_0`. No theorem gives
+this form for a network: it is a curve model with the theorems' dependence on the step, the
+batch and the delay; its residuals and error factor say how well it describes the runs.
 
 Cycles come from the one timing rule,
 :func:`theory.schedules.cycles_after` (``sync`` :math:`2(B+M-1)K`, ``async`` :math:`2(K+M-1)`).
 
 **The file.** :class:`Calibration` (written by ``aimc-pipeline calibrate``, read by ``aimc-pipeline
-plan --calibration``) holds per mode the fitted coefficients, their bootstrap intervals and the
-bootstrap draws themselves (so a forecast's interval is that of the joint fit), the design, the
-seeds, the problem's constants and their fingerprint, the package version and the configuration
-that created it, and a checksum of all of it. :mod:`theory.calibration_file` writes it as strict
-JSON atomically (``write_calibration``) and reads it (``read_calibration``: schema, integrity,
-checksum), refusing a bad or edited file with one line naming the key. No pickle.
+plan --calibration``) holds per mode the fitted coefficients, their bootstrap intervals and
+draws, shares, identifiability, profile bounds and error factor, the design, the seeds, the
+problem's constants and their fingerprint, the package version and the configuration that
+created it, and a checksum of all of it. :mod:`theory.calibration_file` writes it as strict
+JSON atomically and reads it (schema, integrity, checksum), refusing a bad or edited file with
+one line naming the key. No pickle.
 
 Units: ``eps`` and :math:`\hat g` in squared-gradient units, :math:`\alpha` in weight^2/loss,
 ``K`` in updates; :math:`c_K` in loss units, :math:`c_{\mathrm{noise}}` per step unit,
-:math:`c_{\mathrm{floor}}` in squared-gradient units, :math:`c_{\mathrm{stale}}` per squared step.
+:math:`c_{\mathrm{floor}}` in squared-gradient units, :math:`c_{s1}, c_{s2}` per squared step.
 """
 
 from __future__ import annotations
@@ -91,41 +98,45 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
 
 import numpy as np
-import sympy as sp
 
-from .compiled import compile_expr
+from .calibration_model import (
+    BIAS_FORMS,
+    COEFFICIENTS,
+    MODEL_TERMS,
+    PROOF_FORMS,
+    TERM_OF,
+    iterations_to,
+    model_floor,
+    model_terms,
+    proof_label,
+    term_shares,
+    theory_coefficients,
+    valid_mode,
+    valid_write,
+)
 from .errors import ParameterError, check_range
 from .fileio import content_checksum, strict_json
 from .networks import NETWORK_PROBLEMS, target_level
 from .schedules import cycles_after, transfer_cycles
-from .symbols import B as B_sym
-from .symbols import D as D_sym
-from .symbols import K as K_sym
-from .symbols import alpha, n
-from .symbols import b as b_sym
-from .theorems import get_bound
-from .vocabulary import CALIBRATED_ALGORITHMS, CALIBRATED_MODES, WRITE_SEMANTICS
+from .vocabulary import CALIBRATED_ALGORITHMS, CALIBRATED_MODES
 
 __all__ = [
-    "CALIBRATED_ALGORITHMS", "CALIBRATED_MODES", "CALIBRATION_FORMAT", "COEFFICIENTS",
-    "Calibration", "FINGERPRINT_KEYS", "FINGERPRINT_SETTINGS", "Forecast", "MODEL_TERMS",
-    "ModeFit", "NETWORK_SETTINGS", "PROOF_FORMS", "check_algorithm", "check_write",
-    "forecast_iterations", "model_floor", "model_terms", "predicted_cycles",
-    "problem_fingerprint", "proof_label", "theory_coefficients",
+    "BIAS_FORMS", "CALIBRATED_ALGORITHMS", "CALIBRATED_MODES", "CALIBRATION_FORMAT",
+    "COEFFICIENTS", "Calibration", "FINGERPRINT_KEYS", "FINGERPRINT_SETTINGS", "Forecast",
+    "MODEL_TERMS", "ModeFit", "NETWORK_SETTINGS", "PROOF_FORMS", "SHARE_MIN", "TERM_OF",
+    "check_algorithm", "check_write", "forecast_iterations", "interval_label", "iterations_to",
+    "model_floor",
+    "model_terms", "predicted_cycles", "problem_fingerprint", "proof_label", "term_shares",
+    "theory_coefficients",
 ]
 
-#: version of the calibration file format (bumped when a field's meaning changes)
-CALIBRATION_FORMAT = 2
-#: the free coefficients of each mode, in order
-COEFFICIENTS: dict[str, tuple[str, ...]] = {
-    "sync": ("c_K", "c_noise", "c_floor"),
-    "async": ("c_K", "c_noise", "c_floor", "c_stale"),
-}
-#: the names of the model's terms (:func:`model_terms`), in the order of the coefficients
-MODEL_TERMS = ("transient", "noise", "floor", "staleness")
+#: version of the calibration file format (bumped when a field's meaning changes); 3: five async
+#: coefficients (c_s1, c_s2), shares, identifiability, profile bounds, error factors
+CALIBRATION_FORMAT = 3
+#: a coefficient whose term never reaches this share of the model on the design is not identified
+SHARE_MIN = 0.01
 #: the problem constants (symbol names of :mod:`theory.symbols`) a fingerprint covers
 FINGERPRINT_KEYS = ("L", "L_s", "Delta", "sigma2", "theta", "q_min", "q_max", "G_inf")
 #: the description of the runs a fingerprint covers beside the constants (the fields of
@@ -141,70 +152,6 @@ FINGERPRINT_SETTINGS = {
 NETWORK_SETTINGS = ("layers", "width", "activation", "data", "target", "target_value", "budget")
 #: significant digits of each constant in the fingerprint (printing and re-reading keeps it)
 _FINGERPRINT_DIGITS = 6
-
-
-#: the registry entry whose form each (mode, write) model takes (its coefficients are the proved
-#: ones): Corollary 3 and Theorem 4'B for batch-mean writes, Corollary 3PS and Theorem 4'PS for
-#: per-sample writes
-PROOF_FORMS = {("sync", "batch-mean"): "analog_sgd_sp", ("async", "batch-mean"): "analog_sgd_ap_b",
-               ("sync", "per-sample"): "analog_sgd_sp_per_sample",
-               ("async", "per-sample"): "analog_sgd_ap_per_sample"}
-
-
-@cache
-def _proved_coefficients(mode: str, write: str = "batch-mean") -> tuple[sp.Expr, ...]:
-    r"""The products of constants the registry entry of ``(mode, write)`` has where the model has
-    free coefficients (the ``alpha^-1 K^-1``, ``alpha`` and ``alpha^0`` parts, times the batch,
-    or ``b/D`` for the staleness part). Per-sample entries are read at one sample per write
-    (``B = b = 1``, and ``D = 1`` for the staleness): there the form's ``1/n`` on the noise,
-    which Corollary 3PS and Theorem 4'PS do not have, is 1, and 4'PS's staleness
-    :math:`4\kappa L_s^2\alpha^2(q_{\max}\sqrt{D/b} + G_\infty D)^2\sigma^2` has its
-    :math:`D^2` part counted at ``D = 1``."""
-    bound = get_bound(PROOF_FORMS[mode, _check_write(write)])
-    if write == "per-sample":
-        expr = sp.expand(bound.expr.subs({B_sym: 1, b_sym: 1}))
-        transient = sp.simplify(expr.coeff(K_sym, -1) * alpha)
-        rest = sp.expand(expr - transient / (alpha * K_sym))
-        out = [transient, rest.coeff(alpha, 1), rest.coeff(alpha, 0)]
-        if mode == "async":
-            out.append(rest.coeff(alpha, 2))
-        return tuple(sp.simplify(x.subs(D_sym, 1)) for x in out)
-    expr = sp.expand(bound.expr.subs(B_sym * b_sym, n)) if mode == "sync" else sp.expand(
-        bound.expr)
-    batch = n if mode == "sync" else b_sym
-    expr = expr.subs(B_sym, n / b_sym) if mode == "sync" else expr
-    transient = sp.simplify(expr.coeff(K_sym, -1) * alpha)
-    rest = sp.expand(expr - transient / (alpha * K_sym))
-    out = [transient, sp.simplify(rest.coeff(alpha, 1) * batch),
-           sp.simplify(rest.coeff(alpha, 0) * batch)]
-    if mode == "async":
-        out = [sp.simplify(x.subs(D_sym, 1)) for x in out]  # the floor factor for D >= 1
-        out.append(sp.simplify(rest.coeff(alpha, 2) * b_sym / D_sym))
-    return tuple(out)
-
-
-def theory_coefficients(mode: str, values: Mapping[str, float],
-                        write: str = "batch-mean") -> dict[str, float]:
-    r"""What the proofs put where the model has free coefficients, for these constants.
-
-    Read off the registry entry :data:`PROOF_FORMS` of the mode and write (batch-mean:
-    Corollary 3 for ``sync``, Theorem 4'B for ``async``; per-sample: Corollary 3PS and Theorem
-    4'PS at one sample per write), at ``values["theta"]``: :math:`c_K = 2\Delta/q_{\min}`,
-    :math:`c_{\mathrm{noise}} = L q_{\max}^2\sigma^2/q_{\min}`,
-    :math:`c_{\mathrm{floor}} = G_\infty^2\sigma^2/(	heta q_{\min}^2)` (times 4'B's factor
-    :math:`1 + 	heta(1-	heta)q_{\min}^2/q_{\max}^2` for batch-mean ``async``),
-    :math:`c_{\mathrm{stale}} = 8\kappa L_s^2 q_{\max}^2\sigma^2` (4'B) or
-    :math:`4\kappa L_s^2 (q_{\max} + G_\infty)^2\sigma^2` (4'PS at ``b = D = 1``). The fitted
-    coefficients divided by these say how much of each worst case the problem really has.
-    """
-    _check_mode(mode)
-    return {name: float(compile_expr(expr)(values)) for name, expr in
-            zip(COEFFICIENTS[mode], _proved_coefficients(mode, write), strict=True)}
-
-
-def proof_label(mode: str, write: str = "batch-mean") -> str:
-    """The proof whose products :func:`theory_coefficients` gives (``"Theorem 4'PS"``, ...)."""
-    return get_bound(PROOF_FORMS[_check_mode(mode), _check_write(write)]).proof
 
 
 def problem_fingerprint(values: Mapping) -> str:
@@ -238,64 +185,6 @@ def problem_fingerprint(values: Mapping) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _check_mode(mode: str) -> str:
-    if mode not in CALIBRATED_MODES:
-        raise ParameterError(f"mode={mode!r} is not calibrated; valid: "
-                             f"{', '.join(CALIBRATED_MODES)}")
-    return mode
-
-
-def _coefficient_arrays(mode: str, coefficients) -> list[np.ndarray]:
-    """The coefficients of ``mode`` as arrays (a trailing axis of draws is allowed)."""
-    names = COEFFICIENTS[mode]
-    values = [np.asarray(coefficients[name] if isinstance(coefficients, Mapping)
-                         else coefficients[i], dtype=float) for i, name in enumerate(names)]
-    if len(values) != len(names):
-        raise ParameterError(f"coefficients: {mode} needs {len(names)} ({', '.join(names)})")
-    return values + [np.zeros(())] * (4 - len(values))
-
-
-def _samples(mode: str, B, b):
-    return np.asarray(b, dtype=float) * (np.asarray(B, dtype=float) if mode == "sync" else 1.0)
-
-
-def _check_write(write: str) -> str:
-    if write not in WRITE_SEMANTICS:
-        raise ParameterError(f"write={write!r} is not valid; valid: {', '.join(WRITE_SEMANTICS)}")
-    return write
-
-
-def model_terms(mode: str, coefficients, K, *, lr, M, B=1, b=1, start=None,
-                write: str = "batch-mean") -> dict[str, np.ndarray]:
-    r"""The four terms of :math:`\hat g(K)` (module docstring) by :data:`MODEL_TERMS` name.
-
-    ``coefficients`` is a mapping by :data:`COEFFICIENTS` name or a sequence in that order
-    (arrays broadcast with ``K``, ``lr``, ``M``, ``B``, ``b``); ``staleness`` is 0 for ``sync``;
-    ``start`` is :math:`S` (``None``: the unsaturated transient :math:`c_K/(\alpha K)`).
-    ``write="per-sample"`` is the per-sample form (module docstring): the floor
-    :math:`c_{\mathrm{floor}}` is not divided by the batch.
-    """
-    _check_mode(mode)
-    c_k, c_noise, c_floor, c_stale = _coefficient_arrays(mode, coefficients)
-    lr = np.asarray(lr, dtype=float)
-    n = _samples(mode, B, b)
-    delay = np.maximum(np.asarray(M, dtype=float) - 1.0, 0.0) if mode == "async" else 0.0
-    return {
-        "transient": c_k / (lr * np.asarray(K, dtype=float)
-                            + (0.0 if start is None else c_k / float(start))),
-        "noise": c_noise * lr / n,
-        "floor": c_floor / (1.0 if _check_write(write) == "per-sample" else n),
-        "staleness": c_stale * lr**2 * delay / np.asarray(b, dtype=float),
-    }
-
-
-def model_floor(mode: str, coefficients, *, lr, M, B=1, b=1, write: str = "batch-mean"
-                ) -> np.ndarray:
-    """:math:`F`, the model's limit ``K -> inf`` at step ``lr`` (squared-gradient units)."""
-    terms = model_terms(mode, coefficients, np.inf, lr=lr, M=M, B=B, b=b, write=write)
-    return terms["noise"] + terms["floor"] + terms["staleness"]
-
-
 @dataclass(frozen=True)
 class ModeFit:
     """The fitted coefficients of one mode.
@@ -317,6 +206,21 @@ class ModeFit:
         Root mean square of the log residuals of the fit (natural log).
     observations : int
         Hitting times the fit used.
+    shares : tuple of float
+        Per coefficient, its term's largest share of the fitted model over the observations
+        (empty: not recorded, every coefficient counts as identified).
+    identified : tuple of bool
+        Per coefficient, whether the design identifies it (share at least :data:`SHARE_MIN`,
+        bootstrap interval neither of zero width nor reaching the lower bound 1e-12).
+    profile_high : tuple of float
+        Per coefficient not identified, its profile upper bound (``inf``: none within the
+        searched range); for an identified one, its interval's high end.
+    error_factor : float or None
+        The model's own error: the leave-one-pipeline-out conformal factor ``f >= 1`` (the
+        :attr:`Calibration.prediction_level` quantile of held-out ``|log K_pred/K_sim|``, as a
+        factor); ``None`` with fewer than three pipelines in the mode.
+    error_scores : int
+        Held-out hitting times behind ``error_factor``.
     """
 
     mode: str
@@ -326,9 +230,14 @@ class ModeFit:
     draws: tuple[tuple[float, ...], ...]
     residual_rms: float
     observations: int
+    shares: tuple[float, ...] = ()
+    identified: tuple[bool, ...] = ()
+    profile_high: tuple[float, ...] = ()
+    error_factor: float | None = None
+    error_scores: int = 0
 
     def __post_init__(self):
-        _check_mode(self.mode)
+        valid_mode(self.mode)
         width = len(COEFFICIENTS[self.mode])
         for name in ("values", "low", "high"):
             seq = tuple(float(v) for v in getattr(self, name))
@@ -350,6 +259,20 @@ class ModeFit:
             _positive(f"{self.mode}.draws", row)
         object.__setattr__(self, "draws", draws)
         _finite(f"{self.mode}.residual_rms", (self.residual_rms,))
+        for name, kind in (("shares", float), ("identified", bool), ("profile_high", float)):
+            seq = tuple(kind(v) for v in getattr(self, name))
+            if seq and len(seq) != width:
+                raise ParameterError(f"{name}: {self.mode} has {width} coefficients, got "
+                                     f"{len(seq)}")
+            object.__setattr__(self, name, seq)
+        if self.error_factor is not None:
+            _finite(f"{self.mode}.error_factor", (self.error_factor,))
+            if not self.error_factor >= 1:
+                raise ParameterError(f"{self.mode}.error_factor={self.error_factor!r} is below 1")
+
+    def is_identified(self, name: str) -> bool:
+        """Whether coefficient ``name`` is identified (:attr:`identified`; unrecorded: yes)."""
+        return not self.identified or self.identified[self.names.index(name)]
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -365,7 +288,10 @@ class ModeFit:
         return {"mode": self.mode, "names": list(self.names), "values": list(self.values),
                 "low": list(self.low), "high": list(self.high),
                 "draws": [list(row) for row in self.draws],
-                "residual_rms": self.residual_rms, "observations": self.observations}
+                "residual_rms": self.residual_rms, "observations": self.observations,
+                "shares": list(self.shares), "identified": list(self.identified),
+                "profile_high": [v if math.isfinite(v) else None for v in self.profile_high],
+                "error_factor": self.error_factor, "error_scores": self.error_scores}
 
 
 def _finite(name: str, values) -> None:
@@ -406,7 +332,10 @@ class Calibration:
     created_by : dict
         The configuration (command flags) that created it.
     ci_level : float
-        Central coverage of the intervals (e.g. 0.95).
+        Central coverage of the coefficients' bootstrap intervals (e.g. 0.95).
+    prediction_level : float
+        Central coverage of a forecast's interval (:func:`forecast_iterations`, e.g. 0.9): the
+        bootstrap interval at this level widened by the mode's :attr:`ModeFit.error_factor`.
     format : int
         :data:`CALIBRATION_FORMAT`.
     edited : bool
@@ -422,20 +351,23 @@ class Calibration:
     version: str
     created_by: dict = field(default_factory=dict)
     ci_level: float = 0.95
+    prediction_level: float = 0.9
     format: int = CALIBRATION_FORMAT
     edited: bool = field(default=False, compare=False)
 
     def __post_init__(self):
         if self.format != CALIBRATION_FORMAT:
             raise ParameterError(f"format={self.format!r} is not supported; valid: "
-                                 f"{CALIBRATION_FORMAT}")
+                                 f"{CALIBRATION_FORMAT} (re-run aimc-pipeline calibrate)")
         if not self.fits:
             raise ParameterError("fits: a calibration needs at least one mode")
         for mode, fit in self.fits.items():
-            _check_mode(mode)
+            valid_mode(mode)
             if not isinstance(fit, ModeFit) or fit.mode != mode:
                 raise ParameterError(f"fits: the entry of {mode} is not its ModeFit")
         check_range("ci_level", self.ci_level, 0, 1, low_open=True, high_open=True)
+        check_range("prediction_level", self.prediction_level, 0, 1, low_open=True,
+                    high_open=True)
         object.__setattr__(self, "design", tuple(dict(p) for p in self.design))
         if self.algorithm not in CALIBRATED_ALGORITHMS:
             raise ParameterError(f"algorithm={self.algorithm!r} is not calibrated; valid: "
@@ -446,9 +378,15 @@ class Calibration:
                 raise ParameterError(f"problem: a tiki-taka calibration records "
                                      f"{', '.join(missing)}")
 
+    def interval_level(self, mode: str) -> float:
+        """The coverage a forecast's interval of ``mode`` claims: :attr:`prediction_level` with
+        an error factor, else :attr:`ci_level` (the bootstrap's: seed noise only)."""
+        return (self.prediction_level if self.fit(mode).error_factor is not None
+                else self.ci_level)
+
     def fit(self, mode: str) -> ModeFit:
         """The :class:`ModeFit` of ``mode`` (a one-line error when the design had none)."""
-        _check_mode(mode)
+        valid_mode(mode)
         if mode not in self.fits:
             raise ParameterError(f"mode={mode!r} is not in this calibration; calibrated: "
                                  f"{', '.join(self.fits)}")
@@ -525,9 +463,16 @@ class Calibration:
             "fits": {mode: fit.to_dict() for mode, fit in self.fits.items()},
             "design": [dict(p) for p in self.design], "seeds": dict(self.seeds),
             "version": self.version, "created_by": dict(self.created_by),
-            "ci_level": self.ci_level,
+            "ci_level": self.ci_level, "prediction_level": self.prediction_level,
         })
         return {"format": out["format"], "checksum": content_checksum(out), **out}
+
+
+def interval_label(cal: Calibration, modes) -> str:
+    """The coverage of the forecast intervals of ``modes`` as printed: ``"90%"``, or
+    ``"90%/95%"`` when the modes' :meth:`Calibration.interval_level` differ."""
+    levels = sorted({cal.interval_level(mode) for mode in modes if mode in cal.fits})
+    return "/".join(f"{100 * level:g}%" for level in levels) or f"{100 * cal.ci_level:g}%"
 
 
 def check_algorithm(cal: Calibration, algorithm: str, source: str = "given") -> Calibration:
@@ -546,7 +491,7 @@ def check_write(cal: Calibration, write: str, source: str = "given") -> Calibrat
     """``cal`` if its runs wrote as ``write`` (:data:`theory.vocabulary.WRITE_SEMANTICS`), else
     a one-line :class:`ParameterError` naming both: the forecast of one write semantics is off
     by up to a factor ``n`` on the floor for the other (Corollary 3PS)."""
-    _check_write(write)
+    valid_write(write)
     if cal.write != write:
         raise ParameterError(
             f"calibration={source!r} was made with write {cal.write!r}, the plan is for write "
@@ -558,12 +503,13 @@ def check_write(cal: Calibration, write: str, source: str = "given") -> Calibrat
 
 def forecast_iterations(cal: Calibration, mode: str, eps, *, lr, M, B=1, b=1
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r"""Calibrated iterations to ``eps`` at step ``lr``: the fit and its bootstrap interval.
+    r"""Calibrated iterations to ``eps`` at step ``lr``: the fit and its prediction interval.
 
-    :math:`K(\epsilon) = \lceil (c_K/(\epsilon - F) - c_K/S)/\alpha\rceil` (at least 1; ``inf``
-    where :math:`\epsilon \le F`; :math:`S` = :attr:`Calibration.start`) for the fitted
-    coefficients, and the :attr:`Calibration.ci_level`
-    percentile interval of the same over the bootstrap draws. Arrays broadcast.
+    :math:`K(\epsilon)` of :func:`iterations_to` (:math:`S` = :attr:`Calibration.start`) for the
+    fitted coefficients, and the interval of level :meth:`Calibration.interval_level`: the
+    central percentile interval of the same over the bootstrap draws, widened to
+    :math:`[K/f, K f]` by the mode's error factor ``f`` (:attr:`ModeFit.error_factor`, the
+    model's own error measured leaving each design pipeline out). Arrays broadcast.
 
     Returns
     -------
@@ -571,30 +517,27 @@ def forecast_iterations(cal: Calibration, mode: str, eps, *, lr, M, B=1, b=1
         Iterations (float, whole numbers or ``inf``), the interval's low and high ends.
     """
     fit = cal.fit(mode)
-    start = cal.start
     eps = np.asarray(eps, dtype=float)
     shape = np.broadcast_shapes(eps.shape, *(np.shape(x) for x in (lr, M, B, b)))
 
     def solve(coeffs):
-        coeffs = [np.asarray(c, dtype=float) for c in coeffs]
-        floor = model_floor(mode, coeffs, lr=lr, M=M, B=B, b=b, write=cal.write)
-        gap = eps - floor
-        with np.errstate(divide="ignore", invalid="ignore"):
-            k = (coeffs[0] / gap - (0.0 if start is None else coeffs[0] / start)) / np.asarray(
-                lr, dtype=float)
-        k = np.where(gap > 0, np.maximum(np.ceil(k), 1.0), np.inf)
+        k = iterations_to(mode, [np.asarray(c, dtype=float) for c in coeffs], eps, lr=lr, M=M,
+                          B=B, b=b, start=cal.start, write=cal.write)
         return np.broadcast_to(k, np.broadcast_shapes(shape, np.shape(k)))
 
     point = solve(fit.values)
+    low = high = point
     if fit.draws:
         draws = np.asarray(fit.draws, dtype=float)  # (R, c)
         expand = (slice(None),) + (None,) * len(shape)
         ks = solve([draws[:, i][expand] for i in range(draws.shape[1])])
-        tail = (1.0 - cal.ci_level) / 2
+        tail = (1.0 - cal.interval_level(mode)) / 2
         low, high = (np.quantile(ks, q, axis=0, method="inverted_cdf")
                      for q in (tail, 1.0 - tail))
-    else:
-        low = high = point
+    if fit.error_factor is not None:
+        with np.errstate(invalid="ignore"):
+            low = np.minimum(low, np.maximum(np.floor(point / fit.error_factor), 1.0))
+            high = np.maximum(high, np.ceil(point * fit.error_factor))
     return point, np.asarray(low, dtype=float), np.asarray(high, dtype=float)
 
 
@@ -619,6 +562,14 @@ class Forecast:
         :func:`model_terms` at the forecast's ``K`` (``inf`` when unreachable: the floor terms).
     dominant : str
         The largest term.
+    shares : dict
+        Each term's share of the model at the forecast's ``K`` (:func:`term_shares`; at
+        as K grows without bound, the floor terms' split, when unreachable).
+    level : float
+        The interval's central coverage (:meth:`Calibration.interval_level`).
+    not_identified : tuple of str
+        The coefficients the design does not identify (:attr:`ModeFit.identified`): their
+        terms' shares are upper-bounded, not measured.
     """
 
     mode: str
@@ -633,6 +584,9 @@ class Forecast:
     high: float
     terms: dict
     dominant: str
+    shares: dict = field(default_factory=dict)
+    level: float = 0.95
+    not_identified: tuple = ()
 
     @property
     def reachable(self) -> bool:
@@ -676,11 +630,15 @@ def predicted_cycles(cal: Calibration, mode: str, eps: float, M: int, B: int = 1
         every = int(cal.transfer["transfer_every"])
         cycles, c_low, c_high = (c + float(transfer_cycles(float(x), every, event_cycles))
                                  for c, x in ((cycles, k), (c_low, low), (c_high, high)))
+    fit = cal.fit(mode)
     terms = {name: float(v) for name, v in model_terms(
-        mode, cal.fit(mode).values, k, lr=lr, M=M, B=B, b=b, start=cal.start,
-        write=cal.write).items()}
-    if mode == "sync":
-        terms.pop("staleness")
+        mode, fit.values, k, lr=lr, M=M, B=B, b=b, start=cal.start, write=cal.write).items()
+        if mode == "async" or name not in ("staleness", "bias")}
+    shares = term_shares(terms if math.isfinite(k) else {
+        name: v for name, v in terms.items() if name != "transient"})
     return Forecast(mode=mode, stages=M, micro_batches=B, micro_batch_size=b, eps=float(eps),
                     lr=float(lr), iterations=k, cycles=cycles, low=c_low, high=c_high,
-                    terms=terms, dominant=max(terms, key=terms.get))
+                    terms=terms, dominant=max(terms, key=terms.get), shares=shares,
+                    level=cal.interval_level(mode),
+                    not_identified=tuple(name for name in fit.names
+                                         if not fit.is_identified(name)))

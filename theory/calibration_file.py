@@ -2,7 +2,7 @@ r"""The calibration file: its schema, integrity checks, checksum and reader.
 
 A calibration file (written by ``aimc-pipeline calibrate --out DIR`` as ``DIR/calibration.json``,
 read by ``aimc-pipeline plan --calibration FILE``) is strict JSON of format
-:data:`~theory.calibration.CALIBRATION_FORMAT` (2), written by :func:`write_calibration`.
+:data:`~theory.calibration.CALIBRATION_FORMAT` (3), written by :func:`write_calibration`.
 :func:`read_calibration` reads it in these steps, and the first that fails is one
 :class:`~theory.errors.ParameterError` line ``calibration='FILE': key.path = value ...; valid:
 ...``:
@@ -10,9 +10,10 @@ read by ``aimc-pipeline plan --calibration FILE``) is strict JSON of format
 
 1. **The limits of every file users give** (:func:`theory.userfiles.load_json`): size, strict
    UTF-8, nesting depth, integer size, no ``NaN`` or infinity.
-2. **The format.** A file of format 1 (before this release: no checksum, a fingerprint of the
-   constants only) is refused with a line saying to re-run ``aimc-pipeline calibrate`` (its runs
-   are cached, so the refit is quick); no unverifiable file is read.
+2. **The format.** A file of an earlier format (1: no checksum, a fingerprint of the constants
+   only; 2: four async coefficients, no shares, identifiability or error factors) is refused
+   with one line saying to re-run ``aimc-pipeline calibrate`` (its runs are cached, so the
+   refit is quick); no unverifiable file is read.
 3. **The schema** :data:`CALIBRATION_SCHEMA` (JSON Schema, :func:`theory.userfiles.validate`):
    every key present and of its type (a network calibration: the network, its data and its
    target instead of the oracle's dimension and unknown ``L``, ``Delta``, ``sigma2``); every
@@ -26,7 +27,8 @@ read by ``aimc-pipeline plan --calibration FILE``) is strict JSON of format
    high``; each interval is the one its draws give (the ``ci_level`` central percentile interval,
    inverted CDF, widened to hold the fit: what
    :func:`simulate.verification.calibration_fit.fit_calibration` computes), so draws, intervals and
-   estimates cannot be edited apart; no more draws than ``seeds.resamples``; ``q_min <= q_max``;
+   estimates cannot be edited apart; a coefficient not identified has its profile upper bound at
+   or above its fit; no more draws than ``seeds.resamples``; ``q_min <= q_max``;
    every design point's mode is fitted; the ``fingerprint`` is that of the problem
    (:func:`theory.calibration.problem_fingerprint`).
 
@@ -77,11 +79,19 @@ PARAMETER = "calibration"
 #: the update kinds and pulse types a calibration's runs can have (:class:`simulate.SimConfig`)
 _UPDATES = ("expected", "pulsed")
 _PULSE_TYPES = ("deterministic", "stochastic", "mean-count")
+#: the earlier formats, refused with a line saying what they lack
+_EARLIER = {1: "no checksum; a fingerprint of the constants only",
+            2: "four async coefficients; no shares, identifiability or error factors"}
 
 
 def _coefficients(mode: str) -> dict:
     width = len(COEFFICIENTS[mode])
     return {**array(number(above=0)), "minItems": width, "maxItems": width}
+
+
+def _per_coefficient(mode: str, item: dict) -> dict:
+    width = len(COEFFICIENTS[mode])
+    return {**array(item), "minItems": width, "maxItems": width}
 
 
 def _fit_schema(mode: str) -> dict:
@@ -91,7 +101,13 @@ def _fit_schema(mode: str) -> dict:
         "values": _coefficients(mode), "low": _coefficients(mode), "high": _coefficients(mode),
         "draws": array(_coefficients(mode), 1), "residual_rms": number(minimum=0),
         "observations": integer(width),
-    }, ("mode", "names", "values", "low", "high", "draws", "residual_rms", "observations"))
+        "shares": _per_coefficient(mode, number(minimum=0, maximum=1)),
+        "identified": _per_coefficient(mode, {"type": "boolean"}),
+        "profile_high": _per_coefficient(mode, {"anyOf": [number(above=0), {"type": "null"}]}),
+        "error_factor": {"anyOf": [number(minimum=1), {"type": "null"}]},
+        "error_scores": integer(0),
+    }, ("mode", "names", "values", "low", "high", "draws", "residual_rms", "observations",
+        "shares", "identified", "profile_high", "error_factor", "error_scores"))
 
 
 #: the constants of the problem (symbol names) and their ranges
@@ -139,7 +155,7 @@ _POINT_SCHEMA = table({"mode": {"enum": list(CALIBRATED_MODES)}, "M": integer(1)
                        "updates": {"anyOf": [integer(1), {"type": "null"}]},
                        "diverged": {"type": "boolean"}},
                       ("mode", "M", "B", "b", "lr", "steps", "seeds"))
-#: the JSON Schema of a calibration file (format 2; the module docstring's step 3)
+#: the JSON Schema of a calibration file (format 3; the module docstring's step 3)
 CALIBRATION_SCHEMA = table({
     "format": {"const": CALIBRATION_FORMAT},
     "checksum": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
@@ -151,9 +167,9 @@ CALIBRATION_SCHEMA = table({
     "seeds": table({"root": integer(0), "R": array(integer(2), 1), "resamples": integer(1)},
                    ("root", "R", "resamples")),
     "version": STRING, "created_by": {"type": "object"},
-    "ci_level": number(above=0, below=1),
+    "ci_level": number(above=0, below=1), "prediction_level": number(above=0, below=1),
 }, ("format", "checksum", "fingerprint", "problem", "fits", "design", "seeds", "version",
-    "created_by", "ci_level"))
+    "created_by", "ci_level", "prediction_level"))
 
 
 def check_integrity(data: Mapping, path) -> None:
@@ -180,6 +196,12 @@ def check_integrity(data: Mapping, path) -> None:
                     f"{draws.shape[0]} draws give, [{want[0]!r}, {want[1]!r}] (the "
                     f"{100 * level:g}% percentile interval widened to hold the fit); valid: "
                     "the interval of the draws")
+        for i, (value, ok, bound) in enumerate(zip(fit["values"], fit["identified"],
+                                                   fit["profile_high"], strict=True)):
+            if not ok and bound is not None and bound < value:
+                raise file_error(PARAMETER, path, ("fits", mode, "profile_high", i),
+                                 f"= {bound!r} ({names[i]}) is below its fit {value!r}; valid: a "
+                                 "profile upper bound at or above the fit")
         if len(fit["draws"]) > data["seeds"]["resamples"]:
             raise file_error(PARAMETER, path, ("fits", mode, "draws"),
                              f"= {len(fit['draws'])} draws, more than seeds.resamples = "
@@ -209,13 +231,18 @@ def from_file_dict(data: Mapping, *, edited: bool = False) -> Calibration:
                           high=tuple(raw["high"]),
                           draws=tuple(tuple(row) for row in raw["draws"]),
                           residual_rms=float(raw["residual_rms"]),
-                          observations=int(raw["observations"]))
+                          observations=int(raw["observations"]), shares=tuple(raw["shares"]),
+                          identified=tuple(raw["identified"]),
+                          profile_high=tuple(math.inf if v is None else v
+                                             for v in raw["profile_high"]),
+                          error_factor=raw["error_factor"],
+                          error_scores=int(raw["error_scores"]))
             for mode, raw in data["fits"].items()}
     return Calibration(fits=fits, problem=dict(data["problem"]),
                        fingerprint=str(data["fingerprint"]), design=tuple(data["design"]),
                        seeds=dict(data["seeds"]), version=str(data["version"]),
                        created_by=dict(data["created_by"]), ci_level=float(data["ci_level"]),
-                       edited=edited)
+                       prediction_level=float(data["prediction_level"]), edited=edited)
 
 
 def calibration_of(data, path, *, accept_edited: bool = False) -> Calibration:
@@ -224,11 +251,11 @@ def calibration_of(data, path, *, accept_edited: bool = False) -> Calibration:
     if not isinstance(data, dict):
         raise file_error(PARAMETER, path, (), "the file does not hold a JSON object; valid: a "
                          "calibration file of aimc-pipeline calibrate")
-    if data.get("format") == 1:
-        raise file_error(PARAMETER, path, ("format",), "= 1 is the format of an earlier release "
-                         "(no checksum; a fingerprint of the constants only), which is no longer "
-                         "read; valid: 2 (re-run aimc-pipeline calibrate with the flags of its "
-                         "created_by: its runs are cached)")
+    if data.get("format") in _EARLIER:
+        raise file_error(PARAMETER, path, ("format",), f"= {data['format']} is the format of an "
+                         f"earlier release ({_EARLIER[data['format']]}), which is no longer read; "
+                         f"valid: {CALIBRATION_FORMAT} (re-run aimc-pipeline calibrate with the "
+                         "flags of its created_by: its runs are cached)")
     validate(data, CALIBRATION_SCHEMA, PARAMETER, path)
     check_integrity(data, path)
     want = content_checksum(data)

@@ -441,7 +441,8 @@ def _add_calibration_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--calibration", metavar="FILE", default=argparse.SUPPRESS,
         help="a calibration file of aimc-pipeline calibrate: choose by the predicted "
-        "(calibrated) time to eps, in seconds with its 95%% interval, and report the guaranteed "
+        "(calibrated) time to eps, in seconds with its prediction interval (the calibration's "
+        "level, 90%% by default, including the model's own error), and report the guaranteed "
         "(proved, worst-case) time beside it",
     )
     parser.add_argument(

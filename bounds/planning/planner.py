@@ -57,6 +57,7 @@ from theory.calibration import (
     Calibration,
     check_algorithm,
     check_write,
+    interval_label,
     model_terms,
 )
 from theory.complexity import REACHABLE, evaluate_complexity
@@ -434,6 +435,7 @@ def _row(objective: ForecastObjective, cand: Candidate) -> ForecastRow:
             write=calibration.write).items()}
         if cand.mode != "async":
             terms.pop("staleness")
+            terms.pop("bias")
     return ForecastRow(
         mode=cand.mode, stages=cand.stages, micro_batches=cand.micro_batches,
         micro_batch_size=cand.micro_batch_size, lr=lr, cycle_time_s=cand.cycle_time_s,
@@ -524,5 +526,7 @@ def forecast_plan(model: Model, hardware: PlanHardware, problem: ProblemParams, 
     return PlanForecast(source=source, fingerprint=calibration.fingerprint, matches=matches,
                         chosen=rows[0], alternatives=tuple(rows[1:]), guaranteed_choice=own,
                         eps=float(eps), warning=warning, edited=calibration.edited,
-                        target=target, step=None if step != "forecast" else _step_record(
+                        target=target, level=interval_label(
+                            calibration, {r.mode for r in (*rows, own)}),
+                        step=None if step != "forecast" else _step_record(
                             objective, rows[0], limits.write))

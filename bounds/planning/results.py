@@ -508,6 +508,9 @@ class PlanForecast:
     step : StepRecord or None
         With ``step="forecast"``: every row runs at its forecast-chosen step, and this is the
         chosen plan's step record; ``None``: every row runs at the guarantee's step.
+    level : str
+        The central coverage of the forecast intervals, as printed (``"90%"``; per mode
+        ``"90%/95%"`` when they differ: :meth:`theory.calibration.Calibration.interval_level`).
     """
 
     source: str
@@ -521,6 +524,7 @@ class PlanForecast:
     edited: bool = False
     target: dict | None = None
     step: StepRecord | None = None
+    level: str = "95%"
 
     @property
     def differ(self) -> bool:
@@ -582,7 +586,7 @@ class PlanForecast:
                "edited file's, not a fit's"] if self.edited else []),
             f"  plan                 {c.label}, step {c.lr:.4g}",
             *(self.step.lines() if self.step is not None else []),
-            f"  predicted time       {format_seconds(c.predicted_seconds)}  (95% interval "
+            f"  predicted time       {format_seconds(c.predicted_seconds)}  ({self.level} interval "
             f"{format_seconds(c.predicted_low_s)} - {format_seconds(c.predicted_high_s)}; "
             f"{c.predicted_iterations:,.0f} iterations)",
             f"  guaranteed time      {format_seconds(c.guaranteed_seconds)}  (proved worst case"
@@ -590,7 +594,8 @@ class PlanForecast:
             "guaranteed and predicted time of the chosen plan and the alternatives"
             + (" (predicted at each one's forecast step, guaranteed at the guarantee's step):"
                if self.step is not None else ":"),
-            f"  {'plan':<22} {'guaranteed s':>13} {'predicted s':>12} {'95% interval':>22} "
+            f"  {'plan':<22} {'guaranteed s':>13} {'predicted s':>12} "
+            f"{self.level + ' interval':>22} "
             f"{'bound term':>11} {'fit term':>10}",
         ]
         for r in self.rows():
@@ -610,6 +615,7 @@ class PlanForecast:
                 "guaranteed_choice": self.guaranteed_choice.to_dict(), "differ": self.differ,
                 "reason": self.reason, "warning": self.warning,
                 "calibration_edited": self.edited, "target": self.target,
+                "interval_level": self.level,
                 "step": None if self.step is None else self.step.to_dict()}
 
 

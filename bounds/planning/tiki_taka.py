@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from theory.calibration import Calibration
+from theory.calibration import Calibration, interval_label
 from theory.complexity import guarantee_entries, setting_conditions
 from theory.errors import ParameterError, UnreachableTargetError, check_range
 from theory.theorems import REGISTRY
@@ -231,5 +231,6 @@ def _forecast(search: GridSearch, limits: PlanLimits, transfer: TransferSettings
             f"{transfer.slice}")
     info = {"source": source, "fingerprint": calibration.fingerprint,
             "matches": calibration.matches(bounds.values), "transfer": dict(trained),
-            "warning": warning, "edited": calibration.edited}
+            "warning": warning, "edited": calibration.edited,
+            "level": interval_label(calibration, calibration.fits)}
     return tuple(rows), info

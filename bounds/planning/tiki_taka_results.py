@@ -210,7 +210,8 @@ class TikiTakaPlan:
                   if cal.get("edited") else []),
                 f"  plan                 {c.label}, step {c.lr:.4g}, "
                 f"{partition_summary(c.candidate.partition.sizes)}",
-                f"  predicted time       {format_seconds(c.candidate.seconds)}  (95% interval "
+                f"  predicted time       {format_seconds(c.candidate.seconds)}  "
+                f"({cal.get('level', '95%')} interval "
                 f"{format_seconds(c.predicted_low_s)} - {format_seconds(c.predicted_high_s)})",
                 "  guaranteed time      " + ("none (no proved tiki-taka bound for this mode)"
                                              if c.guaranteed_seconds is None
@@ -218,7 +219,7 @@ class TikiTakaPlan:
                 f"  transfers            {c.candidate.transfer_cycles:,d} of "
                 f"{c.candidate.cycles:,d} cycles (c_T = {c.candidate.event_cycles} per event)",
                 "predicted time of the chosen plan and the alternatives:",
-                header + f" {'95% interval':>22} {'guaranteed s':>13}",
+                header + f" {cal.get('level', '95%') + ' interval':>22} {'guaranteed s':>13}",
             ]
             for r in self.forecast:
                 k = r.candidate

@@ -40,6 +40,7 @@ from ..verification import (  # calibration_settings only: no simulation for --h
     NETWORK_CALIBRATION,
     NETWORK_CALIBRATION_QUICK,
     NETWORK_TARGET,
+    STABILITY_FRACTIONS,
     SYNC_DESIGN,
     ProblemFields,
 )
@@ -58,9 +59,12 @@ DESCRIPTION = (
     "Calibrate the complexity model of one oracle problem: simulate small ensembles of the "
     "synchronous (SP) and asynchronous (AP) pipelines at a designed set of (M, B, b, lr), fit per "
     "mode E||grad f||^2 after K updates = c_K/(lr K + c_K/S) + (c_noise lr + c_floor)/n "
-    "[+ c_stale lr^2 (M - 1)/b for AP], S = ||grad f(W_0)||^2 (the form of Corollary 3 and "
-    "Theorem 4'B with free coefficients, its transient saturating at the start) by least "
-    "squares on log residuals, with bootstrap intervals over seeds, and write the calibration "
+    "[+ (c_s1 D + c_s2 D^2) lr^2/b for AP, D = M - 1], S = ||grad f(W_0)||^2 (the form of "
+    "Corollary 3 and Theorems 4'B and 4' with free coefficients, its transient saturating at "
+    "the start) by least squares on log residuals, with bootstrap intervals over seeds, each "
+    "term's largest share of the model over the design, a profile upper bound for a "
+    "coefficient the design does not identify, and the model's own error measured leaving one "
+    "pipeline out (the forecast's interval includes it), and write the calibration "
     "file that 'aimc-pipeline plan --calibration' forecasts with. --write per-sample (one "
     "write per sample, as a crossbar) fits the per-sample form, whose floor c_floor is not "
     "divided by n (Corollary 3PS: the floor is one sample's); --update and --pulse-type as "
@@ -76,12 +80,13 @@ _MEANING = {
     "c_K": "transient c_K/(lr K + c_K/S); proof: 2 Delta/q_min",
     "c_noise": "noise ball c_noise lr/n; proof: L q_max^2 sigma2/q_min",
     "c_floor": "floor c_floor/n; proof: G_inf^2 sigma2/(theta q_min^2)",
-    "c_stale": "staleness c_stale lr^2 D/b; proof: 8 kappa L_s^2 q_max^2 sigma2",
+    "c_s1": "staleness c_s1 lr^2 D/b; proof: 8 kappa L_s^2 q_max^2 sigma2",
+    "c_s2": "bias c_s2 lr^2 D^2/b; proof: 8 kappa L_s^2 G_inf^2 sigma2 (Theorem 4')",
 }
-#: the term of the per-sample form that differs (its floor is not divided by the batch)
+#: the terms of the per-sample form that differ (its floor and bias are not divided by the batch)
 _PER_SAMPLE_TERMS = {"c_floor": ("c_floor/n", "c_floor"),
-                     "c_stale": ("8 kappa L_s^2 q_max^2 sigma2",
-                                 "4 kappa L_s^2 (q_max + G_inf)^2 sigma2")}
+                     "c_s2": ("D^2/b; proof: 8 kappa L_s^2 G_inf^2 sigma2 (Theorem 4')",
+                              "D^2; proof: 8 kappa L_s^2 G_inf^2 sigma2")}
 
 
 def build_parser(parser: argparse.ArgumentParser) -> None:
@@ -172,8 +177,41 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
     add_sweep_arguments(parser)
 
 
+def _interval(fit, i: int) -> str:
+    """A coefficient's bootstrap interval, or ``not identified, <= bound`` (its profile bound)."""
+    name = fit.names[i]
+    if fit.is_identified(name):
+        return f"[{fit.low[i]:.4g}, {fit.high[i]:.4g}]"
+    bound = fit.profile_high[i]
+    return "not identified, " + (f"<= {bound:.4g}" if bound < float("inf") else "unbounded")
+
+
+def _share(fit, i: int) -> str:
+    return f"{100 * fit.shares[i]:.3g}%" if fit.shares else "n/a"
+
+
+def _error_lines(cal: Calibration) -> list[str]:
+    """What the coefficients' and forecasts' intervals mean, and each mode's error factor."""
+    out = [f"interval: the {100 * cal.ci_level:g}% bootstrap interval over seeds; a coefficient "
+           "whose term is below 1% of the model everywhere on the design, or whose interval "
+           "collapses or reaches the bound 1e-12, is not identified and shows its profile upper "
+           f"bound (refits within the F threshold at {100 * cal.ci_level:g}%); share: the "
+           "term's largest share of the fitted model over the design"]
+    for mode, fit in cal.fits.items():
+        if fit.error_factor is None:
+            out.append(f"model error {mode}: not measured (fewer than 3 pipelines): a forecast's "
+                       f"interval is the {100 * cal.ci_level:g}% bootstrap's, seed noise only")
+        else:
+            out.append(f"model error {mode}: x{fit.error_factor:.3g} (leave-one-pipeline-out, "
+                       f"{fit.error_scores} held-out hitting times): a forecast's "
+                       f"{100 * cal.prediction_level:g}% interval is at least K/"
+                       f"{fit.error_factor:.3g} - K x {fit.error_factor:.3g}")
+    return out
+
+
 def coefficient_table(cal: Calibration) -> str:
-    """The fitted coefficients with their bootstrap intervals, one row per (mode, coefficient)."""
+    """The fitted coefficients with their bootstrap intervals (or profile bounds), shares and
+    the proofs' products, one row per (mode, coefficient)."""
     from theory.calibration import (
         COEFFICIENTS,
         FINGERPRINT_KEYS,
@@ -185,28 +223,27 @@ def coefficient_table(cal: Calibration) -> str:
     level = f"{100 * cal.ci_level:g}%"
     for mode, fit in cal.fits.items():
         proved = theory_coefficients(mode, cal.problem, cal.write)
-        for name, value, low, high in zip(COEFFICIENTS[mode], fit.values, fit.low, fit.high,
-                                          strict=True):
+        for i, (name, value) in enumerate(zip(COEFFICIENTS[mode], fit.values, strict=True)):
             meaning = _MEANING[name]
             if cal.write == "per-sample" and name in _PER_SAMPLE_TERMS:
                 meaning = meaning.replace(*_PER_SAMPLE_TERMS[name])
-            rows.append([mode, name, f"{value:.4g}", f"[{low:.4g}, {high:.4g}]",
+            rows.append([mode, name, f"{value:.4g}", _interval(fit, i), _share(fit, i),
                          f"{proved[name]:.4g}", f"{value / proved[name]:.3g}", meaning])
-    table = text_table(["mode", "coefficient", "fit", f"{level} interval", "proof",
+    table = text_table(["mode", "coefficient", "fit", f"{level} interval", "share", "proof",
                         "fit/proof", "term"], rows)
     fits = ", ".join(f"{mode}: {fit.observations} hitting times, rms log residual "
                      f"{fit.residual_rms:.3g}" for mode, fit in cal.fits.items())
     constants = " ".join(f"{key}={cal.problem[key]:.6g}" for key in FINGERPRINT_KEYS)
     runs = f"update {cal.update}" + (f", pulses {cal.pulse_type}" if cal.pulse_type else "")
-    lines = [table, f"fit: {fits}",
+    lines = [table, f"fit: {fits}", *_error_lines(cal),
              f"problem constants: {constants} (fingerprint {cal.fingerprint}, covering the "
              f"constants, problem, device, algorithm, {runs}, write {cal.write})"]
     if cal.write == "per-sample":
         proofs = " and ".join(f"{proof_label(mode, cal.write)}'s for {mode}" for mode in cal.fits)
-        lines.append("write per-sample: the per-sample form (its floor not divided by the "
-                     f"batch); the proof column is {proofs}, at one sample per write (n = 1, "
-                     "where the form's 1/n on the noise, which the proofs do not have, is 1; "
-                     "the staleness at D = 1)")
+        lines.append("write per-sample: the per-sample form (its floor and bias not divided by "
+                     f"the batch); the proof column is {proofs} (the noise at one sample per "
+                     "write, n = 1, where the form's 1/n, which the proofs do not have, is 1; "
+                     "the staleness square split by Young into c_s1 and c_s2)")
     if cal.algorithm != "analog":
         t = cal.transfer
         lines.append(f"algorithm {cal.algorithm} (transfer every {t['transfer_every']} updates, "
@@ -265,7 +302,8 @@ def run(args: argparse.Namespace) -> int:
     points = design(spec, sync=settings.get("sync", SYNC_DESIGN),
                     async_=settings.get("async", ASYNC_DESIGN),
                     fractions=settings.get("fractions", FRACTIONS), steps=settings["steps"],
-                    seeds=settings["seeds"])
+                    seeds=settings["seeds"],
+                    stability=settings.get("stability", STABILITY_FRACTIONS))
     options = sweep_options(args)
     created_by = {"command": "aimc-pipeline calibrate", "quick": bool(args.quick),
                   **spec.to_dict(), "steps": settings["steps"], "seeds": settings["seeds"],
@@ -347,17 +385,17 @@ def network_table(result) -> str:
 
     cal = result.calibration
     level = f"{100 * cal.ci_level:g}%"
-    rows = [[mode, name, f"{value:.4g}", f"[{low:.4g}, {high:.4g}]", _MEANING[name].split(";")[0]]
+    rows = [[mode, name, f"{value:.4g}", _interval(fit, i), _share(fit, i),
+             _MEANING[name].split(";")[0]]
             for mode, fit in cal.fits.items()
-            for name, value, low, high in zip(COEFFICIENTS[mode], fit.values, fit.low, fit.high,
-                                              strict=True)]
+            for i, (name, value) in enumerate(zip(COEFFICIENTS[mode], fit.values, strict=True))]
     target = cal.target
     reached = {mode: sum(1 for p in cal.design if p["mode"] == mode and p["reached"])
                for mode in cal.fits}
     points = {mode: sum(1 for p in cal.design if p["mode"] == mode) for mode in cal.fits}
     measure = "test error 1 - accuracy" if target["kind"] == "accuracy" else "training loss"
     lines = [
-        text_table(["mode", "coefficient", "fit", f"{level} interval", "term"], rows),
+        text_table(["mode", "coefficient", "fit", f"{level} interval", "share", "term"], rows),
         f"fit: {cal.problem['problem']}, the {measure} (eps = {target['eps']:.4g} at the target "
         f"{target['label']}, start S = {cal.start:.4g})",
         *(f"  {mode}: {fit.observations} hitting times fitted, {result.censored[mode]} levels "
@@ -371,6 +409,7 @@ def network_table(result) -> str:
         "its data and target, the device, update and write)",
         "no proof column: a network's L, Delta, sigma2 are unknown; the form is the theorems' "
         "dependence on the step, batch and delay with free coefficients",
+        *_error_lines(cal),
     ]
     return "\n".join(lines)
 

@@ -16,23 +16,30 @@ _EXPORTS = {
         "CALIBRATE_FORMAT", "CalibrationProblem", "DesignPoint", "calibrated_pulse_type",
         "calibration_run", "design", "design_sweep_points", "device_region",
     ),
+    ".calibration_error": (
+        "MIN_PIPELINES", "TINY", "conformal_quantile", "fit_log", "identified", "largest_shares",
+        "pipeline_error_factor", "profile_bound",
+    ),
     ".calibration_network": (
         "LEVELS", "LOG_POINTS", "NetworkCalibration", "NetworkCalibrationProblem",
         "calibrate_network", "network_design", "network_observations",
     ),
     ".calibration_settings": (
         "ASYNC_DESIGN", "CALIBRATION_QUICK", "CALIBRATION_STANDARD", "FRACTIONS",
-        "NETWORK_CALIBRATION", "NETWORK_CALIBRATION_QUICK", "NETWORK_TARGET", "SYNC_DESIGN",
-        "ProblemFields",
+        "NETWORK_CALIBRATION", "NETWORK_CALIBRATION_QUICK", "NETWORK_TARGET",
+        "STABILITY_FRACTIONS", "SYNC_DESIGN", "ProblemFields",
     ),
     ".checks": (
         "CHECKABLE", "TT0_SETTINGS", "Check", "CyclesToEps", "FloorEstimate", "check_bound",
         "config_for", "cycles_to_eps", "empirical_floor", "region_step_cap",
     ),
     ".heldout": (
-        "HELDOUT_TOLERANCE", "SUITE_FRACTIONS", "HeldOut", "SuiteForecast", "draw_instance",
-        "grid_target", "heldout_check", "hitting_run", "problem_of", "simulate_grid",
-        "suite_forecasts",
+        "HELDOUT_MAX_STEPS", "HELDOUT_TOLERANCE", "SUITE_FRACTIONS", "HeldOut", "SuiteForecast",
+        "draw_instance", "grid_target", "heldout_check", "hitting_run", "problem_of",
+        "simulate_grid", "suite_forecasts",
+    ),
+    ".heldout_coverage": (
+        "BROAD_DEVICES", "CoveragePoint", "broad_coverage", "broad_instance",
     ),
     ".prediction": (
         "Prediction", "bound_floor", "first_hit", "predict", "predicted_iterations",

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from theory.errors import ParameterError, check_range
 from theory.limits import MAX_ARRAY_BYTES, check_size
 from theory.schedules import transfer_event_cycles
+from theory.step_choice import stability_limit
 from theory.vocabulary import CALIBRATED_ALGORITHMS
 
 from ..config import SimConfig, device_from_config
@@ -37,6 +38,7 @@ from .calibration_settings import (
     ASYNC_DESIGN,
     CALIBRATION_STANDARD,
     FRACTIONS,
+    STABILITY_FRACTIONS,
     SYNC_DESIGN,
     ProblemFields,
 )
@@ -242,9 +244,12 @@ class DesignPoint:
 
 def design(spec: CalibrationProblem, *, sync: Sequence = SYNC_DESIGN,
            async_: Sequence = ASYNC_DESIGN, fractions: Sequence[float] = FRACTIONS,
-           steps: int = CALIBRATION_STANDARD["steps"], seeds: int = CALIBRATION_STANDARD["seeds"]
-           ) -> tuple[DesignPoint, ...]:
-    """Every ``(mode, M, B, b)`` of ``sync`` and ``async_`` at every step ``fraction`` of its cap.
+           steps: int = CALIBRATION_STANDARD["steps"], seeds: int = CALIBRATION_STANDARD["seeds"],
+           stability: Sequence[float] = STABILITY_FRACTIONS) -> tuple[DesignPoint, ...]:
+    """Every ``(mode, M, B, b)`` of ``sync`` and ``async_`` at every step ``fraction`` of its cap,
+    and every ``async_`` row also at every ``stability`` fraction of the stability limit
+    :func:`theory.step_choice.stability_limit` (``D = M - 1``, the problem's ``L`` and the
+    region's ``q_max``): the larger ``alpha D`` at which the staleness terms show.
 
     The cap is :func:`simulate.verification.checks.region_step_cap` of the mode's bound on
     :meth:`CalibrationProblem.region` (the supremum over theta; the cap of analog SGD with the
@@ -266,6 +271,7 @@ def design(spec: CalibrationProblem, *, sync: Sequence = SYNC_DESIGN,
             f"dim={spec.dim} is out of range for this design: its largest pipeline has {largest} "
             f"stages, one coordinate block each; valid range [{largest}, inf)")
     points = []
+    constants = spec.constants() if stability and async_ else {}
     for mode, rows in (("sync", sync), ("async", async_)):
         for stages, count, b in rows:
             count = count if mode == "sync" else 1
@@ -273,9 +279,17 @@ def design(spec: CalibrationProblem, *, sync: Sequence = SYNC_DESIGN,
             base = replace(spec, algorithm="analog", update="expected", pulse_type=None,
                            write="batch-mean").config(mode, stages, count, b, 0.1, steps, seeds)
             cap = region_step_cap(_CAP_BOUND[mode], base, *spec.region())
+            steps_of = [fraction * cap for fraction in fractions]
+            if mode == "async" and stability:
+                limit = stability_limit(int(stages) - 1, constants["L"], constants["q_max"])
+                for fraction in stability:
+                    check_range("stability fraction", fraction, 0, 1, low_open=True,
+                                high_open=True)
+                steps_of += [fraction * limit for fraction in stability]
             for fraction in fractions:
                 check_range("fraction", fraction, 0, 1, low_open=True)
-                lr = float(f"{fraction * cap:.4g}")
+            for step in steps_of:
+                lr = float(f"{step:.4g}")
                 points.append(DesignPoint(mode=mode, stages=int(stages), micro_batches=int(count),
                                           micro_batch_size=int(b), lr=lr, steps=int(steps),
                                           seeds=int(seeds)))

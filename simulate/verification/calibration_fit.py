@@ -34,9 +34,8 @@ import warnings
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.optimize import least_squares
 
-from theory.calibration import COEFFICIENTS, Calibration, ModeFit, model_terms, problem_fingerprint
+from theory.calibration import COEFFICIENTS, Calibration, ModeFit, problem_fingerprint
 from theory.errors import ParameterError, check_range
 
 from ..device import PinnedWarning
@@ -48,6 +47,13 @@ from .calibration_design import (
     calibration_run,
     design,
     design_sweep_points,
+)
+from .calibration_error import (
+    fit_log,
+    identified,
+    largest_shares,
+    pipeline_error_factor,
+    profile_bound,
 )
 from .calibration_settings import CALIBRATION_STANDARD
 from .prediction import first_hit
@@ -62,8 +68,6 @@ __all__ = [
 
 #: hitting-time targets per design point
 TARGETS = 8
-#: lower bound of every coefficient in the fit (log space): below it a term is nil
-_TINY = 1e-12
 
 
 def _targets(mean: np.ndarray) -> np.ndarray:
@@ -86,52 +90,15 @@ def observations(points: Sequence[DesignPoint], means: Sequence[np.ndarray],
     return {mode: np.asarray(r, dtype=float).reshape(-1, 6) for mode, r in rows.items()}
 
 
-def _residuals(x: np.ndarray, mode: str, obs: np.ndarray, start: float, write: str
-               ) -> np.ndarray:
-    m, big_b, b, lr, k, eps = obs.T
-    terms = model_terms(mode, np.exp(x), k, lr=lr, M=m, B=big_b, b=b, start=start, write=write)
-    return np.log(sum(terms.values())) - np.log(eps)
-
-
-def _start(mode: str, obs: np.ndarray, write: str) -> np.ndarray:
-    """Initial coefficients: the transient alone explains the median observation, each other
-    term a tenth of the smallest target (the floor's not divided by n under per-sample writes)."""
-    m, big_b, b, lr, k, eps = obs.T
-    n = b * (big_b if mode == "sync" else 1.0)
-    low = float(np.min(eps))
-    c_k = float(np.median(lr * k * eps))
-    c_noise = 0.1 * low * float(np.median(n / lr))
-    c_floor = 0.1 * low * (1.0 if write == "per-sample" else float(np.median(n)))
-    start = [c_k, c_noise, c_floor]
-    if mode == "async":
-        delay = np.maximum(m - 1, 1.0)
-        start.append(0.1 * low * float(np.median(b / (lr**2 * delay))))
-    return np.log(np.maximum(start, 10 * _TINY))
-
-
-def _fit(mode: str, obs: np.ndarray, start: float, write: str, x0: np.ndarray | None = None
-         ) -> tuple[np.ndarray, float]:
-    """Least squares in log space; returns ``(log coefficients, rms of the log residuals)``."""
-    width = len(COEFFICIENTS[mode])
-    if obs.shape[0] < width:
-        raise ParameterError(
-            f"design: {obs.shape[0]} reached targets for mode {mode!r}, fewer than its {width} "
-            "coefficients; valid: more design points or steps"
-        )
-    x0 = _start(mode, obs, write) if x0 is None else np.clip(x0, math.log(_TINY), None)
-    result = least_squares(_residuals, x0, args=(mode, obs, start, write), method="trf",
-                           bounds=(math.log(_TINY), np.inf), x_scale=1.0)
-    rms = float(np.sqrt(np.mean(result.fun**2)))
-    return result.x, rms
-
-
 def fit_calibration(spec: CalibrationProblem, points: Sequence[DesignPoint],
                     running: Sequence[np.ndarray], *,
                     resamples: int = CALIBRATION_STANDARD["resamples"], ci_level: float = 0.95,
-                    created_by: dict | None = None,
+                    prediction_level: float = 0.9, created_by: dict | None = None,
                     targets: Sequence[np.ndarray] | None = None) -> Calibration:
     """The :class:`~theory.calibration.Calibration` of ``points`` from their per-seed running
-    averages ``running[i]`` (shape ``(R, K)``; see the module docstring for fit and bootstrap).
+    averages ``running[i]`` (shape ``(R, K)``; see the module docstring for fit and bootstrap;
+    shares, identifiability, profile bounds at ``ci_level`` and the error factor at
+    ``prediction_level``: :mod:`simulate.verification.calibration_error`).
 
     ``targets[i]``: the levels of point ``i`` (default the module docstring's; a network's are
     its target's, :mod:`simulate.verification.calibration_network`: a level a curve does not
@@ -144,7 +111,7 @@ def fit_calibration(spec: CalibrationProblem, points: Sequence[DesignPoint],
     obs = observations(points, means, targets)
     start = float(np.median([mean[0] for mean in means]))  # every run starts at W_0
     modes = [mode for mode in ("sync", "async") if any(p.mode == mode for p in points)]
-    best = {mode: _fit(mode, obs[mode], start, spec.write) for mode in modes}
+    best = {mode: fit_log(mode, obs[mode], start, spec.write) for mode in modes}
     draws: dict[str, list] = {mode: [] for mode in modes}
     rng = bootstrap_generator(spec.seed)
     for _ in range(resamples):
@@ -152,8 +119,8 @@ def fit_calibration(spec: CalibrationProblem, points: Sequence[DesignPoint],
         again = observations(points, resampled, targets)
         for mode in modes:
             if again[mode].shape[0] >= len(COEFFICIENTS[mode]):
-                draws[mode].append(np.exp(_fit(mode, again[mode], start, spec.write,
-                                               best[mode][0])[0]))
+                draws[mode].append(np.exp(fit_log(mode, again[mode], start, spec.write,
+                                                  best[mode][0])[0]))
     fits = {}
     for mode in modes:
         values = np.exp(best[mode][0])
@@ -167,15 +134,26 @@ def fit_calibration(spec: CalibrationProblem, points: Sequence[DesignPoint],
             low, high = np.minimum(low, values), np.maximum(high, values)
         else:  # resamples=0 (point forecasts in memory, e.g. the held-out check): no interval
             low = high = values
+        x, rss = best[mode]
+        shares = largest_shares(mode, values, obs[mode], start, spec.write)
+        known = identified(values, low, high, shares, interval=bool(sample.shape[0]))
+        profile = tuple(float(high[i]) if ok else profile_bound(
+            mode, obs[mode], start, spec.write, x, i, rss, ci_level) for i, ok in enumerate(known))
+        factor, scores = pipeline_error_factor(mode, obs[mode], start, spec.write,
+                                               prediction_level, x)
         fits[mode] = ModeFit(mode=mode, values=tuple(values), low=tuple(low), high=tuple(high),
                              draws=tuple(tuple(row) for row in sample),
-                             residual_rms=best[mode][1], observations=int(obs[mode].shape[0]))
+                             residual_rms=math.sqrt(rss / obs[mode].shape[0]),
+                             observations=int(obs[mode].shape[0]), shares=shares,
+                             identified=known, profile_high=profile, error_factor=factor,
+                             error_scores=scores)
     problem = {**spec.to_dict(), **spec.constants(), "start": start}
     return Calibration(
         fits=fits, problem=problem, fingerprint=problem_fingerprint(problem),
         design=tuple(p.to_dict() for p in points),
         seeds={"root": spec.seed, "R": sorted({p.seeds for p in points}), "resamples": resamples},
         version=package_version(), created_by=dict(created_by or {}), ci_level=ci_level,
+        prediction_level=prediction_level,
     )
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "NETWORK_CALIBRATION_QUICK",
     "NETWORK_TARGET",
     "ProblemFields",
+    "STABILITY_FRACTIONS",
     "SYNC_DESIGN",
 ]
 
@@ -32,11 +33,16 @@ SYNC_DESIGN = ((1, 1, 1), (2, 4, 1), (4, 2, 2), (8, 8, 1))
 ASYNC_DESIGN = ((2, 1, 1), (4, 1, 2), (8, 1, 1), (16, 1, 1))
 #: the steps of the design as fractions of the mode's step cap
 FRACTIONS = (0.1, 0.3, 0.9)
+#: the further asynchronous steps as fractions of the stability limit of the delayed recursion
+#: (:func:`theory.step_choice.stability_limit` at the pipeline's delay, ``L`` and ``q_max``):
+#: larger ``alpha D`` than any proved cap, where the staleness and its bias show
+STABILITY_FRACTIONS = (0.3, 0.6)
 #: the settings of the standard and the quick design (``steps`` K, ensemble ``seeds`` R,
 #: bootstrap ``resamples``)
 CALIBRATION_STANDARD = {"steps": 3000, "seeds": 32, "resamples": 200}
 CALIBRATION_QUICK = {"steps": 1500, "seeds": 12, "resamples": 50,
-         "sync": ((2, 4, 1), (8, 1, 1)), "async": ((2, 1, 1), (8, 1, 1)), "fractions": (0.2, 0.8)}
+         "sync": ((2, 4, 1), (8, 1, 1)), "async": ((2, 1, 1), (8, 1, 1)), "fractions": (0.2, 0.8),
+         "stability": (0.6,)}
 
 
 #: the default target of each digits network (``calibrate --target-accuracy``): 85 % test

@@ -36,6 +36,7 @@ from .calibration_settings import CALIBRATION_STANDARD
 from .prediction import first_hit, running_average
 
 __all__ = [
+    "HELDOUT_MAX_STEPS",
     "HELDOUT_TOLERANCE",
     "HeldOut",
     "SUITE_FRACTIONS",
@@ -55,7 +56,7 @@ HELDOUT_TOLERANCE = 1.15
 #: a held-out simulation doubles its length from this many updates until it reaches eps
 _FIRST_STEPS = 256
 #: ... and gives up (unreached) beyond this many
-_MAX_STEPS = 2**16
+HELDOUT_MAX_STEPS = 2**16
 
 
 def hitting_run(point: dict) -> dict:
@@ -98,6 +99,11 @@ class HeldOut:
         Index of the grid point each planner picks (fewest predicted / guaranteed cycles).
     design : tuple of (str, int, int, int)
         The ``(mode, M, B, b)`` the calibration was fitted on.
+    low, high : tuple of float
+        The ends of each forecast's prediction interval, cycles
+        (:func:`theory.calibration.predicted_cycles`).
+    level : float
+        Their claimed coverage (:attr:`theory.calibration.Forecast.level`).
     """
 
     spec: CalibrationProblem
@@ -110,6 +116,16 @@ class HeldOut:
     calibrated_choice: int
     theory_choice: int
     design: tuple = ()
+    low: tuple = ()
+    high: tuple = ()
+    level: float = 0.9
+
+    @property
+    def covered(self) -> tuple[bool, ...]:
+        """Per grid point reached in simulation, whether its forecast interval holds the
+        simulated cycles (points not reached are left out)."""
+        return tuple(lo <= s <= hi for s, lo, hi in zip(self.simulated, self.low, self.high,
+                                                         strict=True) if math.isfinite(s))
 
     @property
     def best(self) -> float:
@@ -183,10 +199,10 @@ def simulate_grid(spec: CalibrationProblem, grid: Sequence[tuple], steps: Sequen
                   eps: float, *, seeds: int, jobs=None, scheduler=None, cache=True,
                   progress: bool | None = None) -> tuple[float, ...]:
     """Simulated cycles to ``eps`` of every ``(mode, M, B)`` (``b = 1``) at its step, one cached
-    sweep of :func:`hitting_run` (``inf``: not reached within :data:`_MAX_STEPS` updates)."""
+    sweep of :func:`hitting_run` (``inf``: not reached within :data:`HELDOUT_MAX_STEPS` updates)."""
     hits = run_sweep(hitting_run, [
         {"config": spec.config(mode, m, c, 1, lr, 10, seeds).to_dict(), "eps": eps,
-         "max_steps": _MAX_STEPS, "format": CALIBRATE_FORMAT}
+         "max_steps": HELDOUT_MAX_STEPS, "format": CALIBRATE_FORMAT}
         for (mode, m, c), lr in zip(grid, steps, strict=True)],
         jobs=jobs, scheduler=scheduler, cache=cache, progress=progress, desc="grid to eps")
     out = []
@@ -229,11 +245,14 @@ def heldout_check(seed: int, *, seeds: int = 8, steps: int = 2000,
                                      spec.event_cycles(m)))
                  for g, (_, m, _) in zip(guarantees, grid, strict=True)]
     guaranteed = tuple(float(g.cycles) + t for g, t in zip(guarantees, transfers, strict=True))
-    predicted = tuple(predicted_cycles(cal, mode, eps, m, c, 1, lr=lr,
-                                       event_cycles=spec.event_cycles(m)).cycles
-                      for (mode, m, c), lr in zip(grid, lrs, strict=True))
+    forecasts = [predicted_cycles(cal, mode, eps, m, c, 1, lr=lr,
+                                  event_cycles=spec.event_cycles(m))
+                 for (mode, m, c), lr in zip(grid, lrs, strict=True)]
+    predicted = tuple(f.cycles for f in forecasts)
     return HeldOut(spec=spec, eps=eps, grid=grid, steps=lrs, simulated=simulated,
                    guaranteed=guaranteed, predicted=predicted,
+                   low=tuple(f.low for f in forecasts), high=tuple(f.high for f in forecasts),
+                   level=min(f.level for f in forecasts),
                    calibrated_choice=int(np.argmin(predicted)),
                    theory_choice=int(np.argmin(guaranteed)),
                    design=tuple(sorted({(p.mode, p.stages, p.micro_batches, p.micro_batch_size)
