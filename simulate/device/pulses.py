@@ -34,10 +34,10 @@ def _stochastic_closed_form(w: np.ndarray, dw: np.ndarray, device, rng: Rng, bl:
     """The ``stochastic`` update of a noise-free affine device without spread by desired
     increments ``scale * dw`` in one compiled call
     (:func:`simulate.device.pulse_kernels.stochastic_affine_update`; into ``out`` if given, a
-    C-contiguous array of ``w``'s shape and dtype, float64 or float32), or ``None`` if it does not apply (then
-    :func:`pulsed_update` takes the general path; nothing is drawn). A member (row) whose
-    weights leave the range or whose mean counts exceed :data:`INVERSION_MEAN` is redone by the
-    general path from the same uniforms, so its bits are those it gets alone."""
+    C-contiguous array of ``w``'s shape and dtype, float64 or float32), or ``None`` if it does
+    not apply (then :func:`pulsed_update` takes the general path; nothing is drawn). A member
+    (row) whose weights leave the range or whose mean counts exceed :data:`INVERSION_MEAN` is
+    redone by the general path from the same uniforms, so its bits are those it gets alone."""
     from .pulse_kernels import stochastic_affine_update
 
     one = isinstance(rng, np.random.Generator)
