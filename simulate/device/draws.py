@@ -146,3 +146,11 @@ class DeviceSpread:
         bound = draw_bound_scale(device, shape, rng) if device.w_bounds_dtod > 0 else None
         return cls(step, bound)
 
+    def astype(self, dtype) -> DeviceSpread:
+        """The spreads rounded to ``dtype`` (a float32 run's: its pulse arithmetic in float32);
+        ``self`` for float64 (drawn in it)."""
+        if np.dtype(dtype) == np.float64:
+            return self
+        return DeviceSpread(*(None if a is None else a.astype(dtype)
+                              for a in (self.dw_min_scale, self.bound_scale)))
+

@@ -305,11 +305,16 @@ def apply_pulses(w: np.ndarray, pulses: np.ndarray, up: np.ndarray, device, rng:
     w = floating(w)  # every path below returns a new array
     if pulses.size == 0 or pulses.max() == 0:
         return w.copy()
+    out = None
     if method == "closed-form":
         pulse = device.pulse_map(up, step, bound_scale, overshoot=True)
         if pulse is not None and not (isinstance(pulse.rate, float) and pulse.rate >= 1.0):
-            return _closed_form_pulses(w, pulses, up, device, rng, step, bound_scale, pulse)
-    return _pulse_loop(w, pulses, up, device, rng, step, bound_scale)
+            out = _closed_form_pulses(w, pulses, up, device, rng, step, bound_scale, pulse)
+    if out is None:
+        out = _pulse_loop(w, pulses, up, device, rng, step, bound_scale)
+    # float32 weights: the paths whose pulse-count tables (geometric sums, spreads) or
+    # per-element spreads are float64 compute the weight in float64; it is rounded here
+    return out.astype(w.dtype, copy=False)
 
 
 def _first_increment(w, up, device, signed_step, bound_scale):

@@ -168,7 +168,7 @@ class OracleTraining:
         self._noise_rngs, self._device_rngs = streams["noise"], streams["device"]
         self.w = w = np.tile(problem.w0, (n_members * reps, 1))
         self._spread = spread = (DeviceSpread.draw(updater.device, w.shape, self._device_rngs)
-                                 if updater.uses_dtod else None)
+                                 .astype(dtype) if updater.uses_dtod else None)
         self._blocks = blocks = problem.blocks
         self._updater = updater = tiki_taka.wrap(config, updater, spread, w,
                                                  tiki_taka.oracle_tiles(blocks),
