@@ -16,6 +16,7 @@ from simulate.problems import make_problem
 from simulate.problems.oracle_run import OracleTraining
 from simulate.verification.checks import check_bound
 from simulate.verification.suites import SUITES, VERIFY_FORMAT, check_point
+from theory.errors import DivergenceError
 
 #: one-sided statistical margin of the agreement tests (the design's z >= 4)
 Z = 4.0
@@ -124,3 +125,8 @@ def test_the_cli_runs_an_oracle_problem_in_float32(capsys):
     assert trace["config"]["dtype"] == "float32"
     assert simulate_command.main(["--dtype", "float32", "--steps", "20"]) in (0, None)
     assert "dtype=float32" in capsys.readouterr().out
+
+
+def test_a_diverging_float32_run_is_reported_with_its_step():
+    with pytest.raises(DivergenceError, match=r"step \d+"):
+        run(SimConfig(algorithm="digital", lr=3.0, steps=400, dtype="float32"))
