@@ -191,7 +191,6 @@ RULES: tuple[Rule, ...] = (
          "an oracle problem draws its own samples; valid for it: data='digits'"),
     Rule("grad_bias", _ORACLES,
          "a network's gradient error comes from its IO non-idealities (forward_io, backward_io)"),
-    Rule("dtype", _NETWORKS, "the oracle problems run in float64 only"),
     Rule("replicas", _ORACLES, "replicas are simulated for the oracle problems only"),
     Rule("replicas", OneOf("algorithm", ("digital", "analog")),
          "replicas are simulated for digital and analog SGD only"),

@@ -41,6 +41,12 @@ programmed back every ``average_every`` updates; the trace records the replicas'
 :math:`\bar W_k` (loss, ``||grad f||^2``), every replica's samples and the averagings' cycles.
 ``R = 1`` is the run above, bit for bit.
 
+**Floating-point type** (``SimConfig.dtype``, ``float64`` or ``float32``). The problem's arrays are
+rounded to the dtype (:meth:`simulate.problems.oracle.OracleProblem.in_dtype`; the exact constants
+stay those of the float64 problem), and the iterate, gradients, noise draws, bias and device
+updates are in it; the trace's loss and :math:`\|\nabla f\|^2` columns and ``avg_grad_norm2``
+accumulate in float64. Same seed and dtype, same bits; the two dtypes draw different noise.
+
 Cycles come from :func:`simulate.pipeline.staleness.cycles_after` (the closed forms of
 :mod:`theory.schedules`).
 

@@ -58,7 +58,7 @@ __all__ = [
 
 PROBLEMS = ORACLE_PROBLEMS + NETWORK_PROBLEMS
 UPDATES = ("expected", "pulsed")
-#: floating-point types of a network run (``SimConfig.dtype``; the first is the default)
+#: floating-point types of a run (``SimConfig.dtype``; the first is the default)
 DTYPES = ("float64", "float32")
 #: the pulse types that draw bit trains (what update and BL management act on)
 TRAIN_PULSE_TYPES = ("stochastic", "mean-count")
@@ -153,14 +153,20 @@ class ProblemSpec(_Spec):
     })
 
     dtype: str = field(default="float64", metadata={
-        "help": "floating-point type of a digits network's data, weights, activations and "
-                "gradients: float64 or float32",
+        "help": "floating-point type of the run's arithmetic (every problem): float64 or "
+                "float32 (the weights, gradients, noise draws and device updates; the "
+                "accumulated statistics stay float64)",
         "choices": DTYPES,
-        "doc": "A network run in ``float32`` casts the data and the initial weights (drawn in "
-               "float64 from the same streams), stores its weights in it and computes its "
-               "products, activations and gradients in it; its bits are reproducible within the "
-               "dtype, and its curves agree with ``float64`` within their seed intervals "
-               "(``tests/test_dtype.py``). The oracle problems run in ``float64``.",
+        "doc": "A ``float32`` run stores its weights in ``float32`` and computes in it. A network "
+               "casts its data and initial weights (drawn in float64 from the same streams) and "
+               "computes its products, activations and gradients in it. An oracle problem "
+               "rounds its arrays (``A``, ``W*``, ``W_0``) and computes its gradients, the "
+               "gradient noise (drawn in float32), the bias and the device updates in it; its "
+               "exact constants (``L``, ``Delta``, ``f*``) and the accumulated statistics (the "
+               "trace's loss and ``||grad f||^2`` columns, ``avg_grad_norm2``) are float64. The "
+               "uniforms that round pulse counts stay float64 (they decide integers). Bits are "
+               "reproducible within the dtype; the results agree with ``float64`` within their "
+               "seed intervals (``tests/test_dtype.py``, ``tests/test_oracle_dtype.py``).",
     })
 
     def __post_init__(self):

@@ -18,8 +18,7 @@ GIVEN = {"micro_batches": 4, "update": "pulsed", "pulse_type": "deterministic",
          "forward_io": "companion", "backward_io": "companion", "transfer_every": 5,
          "transfer_lr": 0.5, "tt_gamma": 0.3, "transfer_slice": "all", "fast_device": "digital",
          "transfer_reset": True, "digital_stages": "1", "data": "digits-holdout",
-         "grad_bias": 0.1, "replicas": 2, "average_every": 4, "programming_error": 0.01,
-         "dtype": "float32"}
+         "grad_bias": 0.1, "replicas": 2, "average_every": 4, "programming_error": 0.01}
 FAILS = {("mode",): dict(mode="async"), ("update",): dict(update="expected"),
          ("pulse_type",): dict(update="pulsed", pulse_type="deterministic")}
 

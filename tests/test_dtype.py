@@ -1,5 +1,5 @@
 """Network runs in float32 (``SimConfig.dtype``): the same bits within the dtype, curves that agree
-with float64 within their seed intervals, refused for the oracle problems."""
+with float64 within their seed intervals (the oracle problems: tests/test_oracle_dtype.py)."""
 
 import json
 from dataclasses import replace
@@ -60,11 +60,11 @@ def test_float32_agrees_with_float64_within_the_seed_intervals():
     assert double.loss[:, -1].mean() < 0.8 * double.loss[:, 0].mean()  # the runs did train
 
 
-def test_oracle_problems_refuse_float32():
-    with pytest.raises(ParameterError, match=r"^dtype='float32' applies to the network problems"):
-        SimConfig(dtype="float32")
+def test_an_unknown_dtype_is_refused():
     with pytest.raises(ParameterError, match=r"^dtype='float16' is unknown; valid: float64, "):
         SimConfig(problem="digits-mlp", dtype="float16")
+    with pytest.raises(ParameterError, match=r"^dtype='float16' is unknown; valid: float64, "):
+        SimConfig(dtype="float16")  # an oracle problem (which runs in float32 too)
 
 
 def test_the_cli_takes_dtype(capsys):
@@ -73,7 +73,7 @@ def test_the_cli_takes_dtype(capsys):
     assert code in (0, None)
     trace = json.loads(capsys.readouterr().out)["trace"]
     assert trace["config"]["dtype"] == "float32"
-    assert simulate_command.main(["--dtype", "float32", "--steps", "2"]) == 2
-    assert capsys.readouterr().err == (
-        "aimc-pipeline simulate: error: --dtype=float32 applies to the network problems only, "
-        "not --problem quadratic: the oracle problems run in float64 only\n")
+    with pytest.raises(SystemExit) as stop:
+        simulate_command.main(["--dtype", "float16", "--steps", "2"])
+    assert stop.value.code == 2
+    assert "--dtype: invalid choice: 'float16'" in capsys.readouterr().err

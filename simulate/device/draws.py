@@ -15,6 +15,8 @@ __all__ = [
     "Rng",
     "draw_bound_scale",
     "draw_dw_min_scale",
+    "floating",
+    "in_dtype",
     "per_member",
     "pulse_noise",
     "uniforms",
@@ -48,6 +50,20 @@ def per_member(rng: Rng, draw, shape: tuple[int, ...], sizes=None) -> np.ndarray
     return out
 
 
+def floating(x) -> np.ndarray:
+    """``x`` as an array of a weights' floating-point type: a float32 array stays float32
+    (``SimConfig.dtype``), anything else becomes float64 (no copy where it already is)."""
+    x = np.asarray(x)
+    return x if x.dtype == np.float32 else x.astype(np.float64, copy=False)
+
+
+def in_dtype(values: Sequence, dtype) -> tuple:
+    """Constants of a kernel in the weights' ``dtype``: each scalar as a ``dtype`` scalar, each
+    array as a ``dtype`` array (float64 constants keep their values, so float64 bits)."""
+    kind = np.dtype(dtype).type
+    return tuple(np.asarray(v).astype(kind) if np.ndim(v) else kind(v) for v in values)
+
+
 def uniforms(rng: Rng, shape: tuple[int, ...]) -> np.ndarray:
     """``per_member(rng, lambda g, s: g.random(s), shape)``, each member's uniforms drawn into
     its row of the result (the same numbers, one array fewer)."""
@@ -63,20 +79,22 @@ def uniforms(rng: Rng, shape: tuple[int, ...]) -> np.ndarray:
 NOISE_BLOCK = 1 << 20
 
 
-def pulse_noise(rng: Rng, shape: tuple[int, ...], sizes, first: int, count: int) -> np.ndarray:
-    """Standard normals of pulses ``first .. first + count - 1``, shape ``(count, *shape)``.
+def pulse_noise(rng: Rng, shape: tuple[int, ...], sizes, first: int, count: int,
+                dtype=np.float64) -> np.ndarray:
+    """Standard normals of pulses ``first .. first + count - 1``, shape ``(count, *shape)``, in
+    ``dtype`` (the weights': float64 or float32).
 
     The numbers are those of one draw of every pulse at once, in the same order. One generator:
     one draw. A sequence: member ``r`` draws only its own pulses ``p < sizes[r]``, so its numbers
     do not depend on the others; rows past a member's pulse count are zero (inactive there).
     """
     if isinstance(rng, np.random.Generator):
-        return rng.standard_normal((count, *shape))
-    out = np.zeros((count, *shape))
+        return rng.standard_normal((count, *shape), dtype)
+    out = np.zeros((count, *shape), dtype)
     for r, (g, size) in enumerate(zip(rng, sizes, strict=True)):
         rows = min(count, int(size) - first)
         if rows > 0:
-            out[:rows, r] = g.standard_normal((rows, *shape[1:]))
+            out[:rows, r] = g.standard_normal((rows, *shape[1:]), dtype)
     return out
 
 
@@ -127,4 +145,12 @@ class DeviceSpread:
         step = draw_dw_min_scale(device, shape, rng) if device.dw_min_dtod > 0 else None
         bound = draw_bound_scale(device, shape, rng) if device.w_bounds_dtod > 0 else None
         return cls(step, bound)
+
+    def astype(self, dtype) -> DeviceSpread:
+        """The spreads rounded to ``dtype`` (a float32 run's: its pulse arithmetic in float32);
+        ``self`` for float64 (drawn in it)."""
+        if np.dtype(dtype) == np.float64:
+            return self
+        return DeviceSpread(*(None if a is None else a.astype(dtype)
+                              for a in (self.dw_min_scale, self.bound_scale)))
 

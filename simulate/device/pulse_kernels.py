@@ -263,7 +263,7 @@ def stochastic_affine_update(w, values, u, rows, dw_min, bl, cut, alpha_up, beta
     size = w.size
     per = size // rows if rows else 0
     if out is None:
-        out = np.empty(size)
+        out = np.empty(size, w.dtype)  # (the weights' dtype: float64 or float32)
     ok = np.ones(rows, dtype=np.bool_)
     factor = _factors(bl)
     short = bl <= _FIRST_STEPS  # (the branch-free steps need bl > _FIRST_STEPS)
@@ -328,9 +328,9 @@ def affine_split(w, n, up, lo, hi):  # pragma: no cover - compiled
         a += need & up[i]
         d += need & (not up[i])
     up_index = np.empty(a + 1, dtype=np.int64)  # one spare slot: branch-free appends
-    w_up = np.empty(a + 1)
+    w_up = np.empty(a + 1, w.dtype)  # (the weights' dtype: float64 or float32)
     down_index = np.empty(d + 1, dtype=np.int64)
-    w_down = np.empty(d + 1)
+    w_down = np.empty(d + 1, w.dtype)
     a = 0
     d = 0
     for i in range(size):

@@ -9,7 +9,7 @@ from theory.errors import ParameterError
 from theory.limits import MAX_PULSES_PER_UPDATE, check_size
 
 from .catalog import PULSE_METHODS, PULSE_TYPES
-from .draws import NOISE_BLOCK, Rng, pulse_noise, uniforms
+from .draws import NOISE_BLOCK, Rng, floating, in_dtype, pulse_noise, uniforms
 from .trains import (
     INVERSION_MEAN,
     affine_constants,
@@ -34,10 +34,10 @@ def _stochastic_closed_form(w: np.ndarray, dw: np.ndarray, device, rng: Rng, bl:
     """The ``stochastic`` update of a noise-free affine device without spread by desired
     increments ``scale * dw`` in one compiled call
     (:func:`simulate.device.pulse_kernels.stochastic_affine_update`; into ``out`` if given, a
-    C-contiguous float64 array of ``w``'s shape), or ``None`` if it does not apply (then
-    :func:`pulsed_update` takes the general path; nothing is drawn). A member (row) whose
-    weights leave the range or whose mean counts exceed :data:`INVERSION_MEAN` is redone by the
-    general path from the same uniforms, so its bits are those it gets alone."""
+    C-contiguous array of ``w``'s shape and dtype, float64 or float32), or ``None`` if it does
+    not apply (then :func:`pulsed_update` takes the general path; nothing is drawn). A member
+    (row) whose weights leave the range or whose mean counts exceed :data:`INVERSION_MEAN` is
+    redone by the general path from the same uniforms, so its bits are those it gets alone."""
     from .pulse_kernels import stochastic_affine_update
 
     one = isinstance(rng, np.random.Generator)
@@ -47,12 +47,14 @@ def _stochastic_closed_form(w: np.ndarray, dw: np.ndarray, device, rng: Rng, bl:
     if constants is None:
         return None
     flat = np.ascontiguousarray(w).reshape(-1)
-    increments = np.ascontiguousarray(dw).reshape(-1)
+    increments = np.ascontiguousarray(dw, dtype=w.dtype).reshape(-1)
     rows = 1 if one else len(rng)
     u = uniforms(rng, w.shape).reshape(-1)
+    # the weights' arithmetic in their dtype (float32 or float64; the probabilities in float64)
+    constants = in_dtype(constants, w.dtype)
     result, ok = stochastic_affine_update(flat, increments, u, rows, float(device.dw_min), bl,
-                                          INVERSION_MEAN, *constants, float(scale),
-                                          None if out is None else out.reshape(-1))
+                                          INVERSION_MEAN, *constants, w.dtype.type(scale),
+                                          np.empty_like(flat) if out is None else out.reshape(-1))
     result = result.reshape(w.shape)
     if not ok.all():
         for r in np.flatnonzero(~ok):
@@ -198,8 +200,8 @@ def pulsed_update(
         raise ParameterError(
             f"pulse_type={pulse_type!r} is unknown; valid: {', '.join(PULSE_TYPES)}"
         )
-    w = np.asarray(w, dtype=float)  # (apply_pulses returns a new array)
-    dw = np.asarray(dw, dtype=float)
+    w = floating(w)  # (apply_pulses returns a new array)
+    dw = np.asarray(dw, dtype=w.dtype)
     if dw.shape != w.shape:
         dw = np.broadcast_to(dw, w.shape)
     step = device.dw_min * (1.0 if dw_min_scale is None else dw_min_scale)
@@ -300,14 +302,19 @@ def apply_pulses(w: np.ndarray, pulses: np.ndarray, up: np.ndarray, device, rng:
     """
     if method not in PULSE_METHODS:
         raise ParameterError(f"method={method!r} is unknown; valid: {', '.join(PULSE_METHODS)}")
-    w = np.asarray(w, dtype=float)  # every path below returns a new array
+    w = floating(w)  # every path below returns a new array
     if pulses.size == 0 or pulses.max() == 0:
         return w.copy()
+    out = None
     if method == "closed-form":
         pulse = device.pulse_map(up, step, bound_scale, overshoot=True)
         if pulse is not None and not (isinstance(pulse.rate, float) and pulse.rate >= 1.0):
-            return _closed_form_pulses(w, pulses, up, device, rng, step, bound_scale, pulse)
-    return _pulse_loop(w, pulses, up, device, rng, step, bound_scale)
+            out = _closed_form_pulses(w, pulses, up, device, rng, step, bound_scale, pulse)
+    if out is None:
+        out = _pulse_loop(w, pulses, up, device, rng, step, bound_scale)
+    # float32 weights: the paths whose pulse-count tables (geometric sums, spreads) or
+    # per-element spreads are float64 compute the weight in float64; it is rounded here
+    return out.astype(w.dtype, copy=False)
 
 
 def _first_increment(w, up, device, signed_step, bound_scale):
@@ -364,13 +371,14 @@ def _affine_after(w, pulses, up, device, step: float, pulse) -> np.ndarray | Non
     if direction.shape != w.shape:
         direction = np.broadcast_to(direction, w.shape)
     direction = np.ascontiguousarray(direction).reshape(-1)
-    lo, hi = float(pulse.lo), float(pulse.hi)
+    kind = flat.dtype.type  # the arithmetic in the weights' dtype (float32 or float64)
+    lo, hi = kind(pulse.lo), kind(pulse.hi)
     up_index, w_up, down_index, w_down, inside, most = affine_split(flat, n, direction, lo, hi)
     if not inside:
         return None
     table = geometric_sum(np.arange(most + 1), pulse.rate)  # PulseMap.per_count's table
     out = affine_apply(flat, n, up_index, device.q_plus(w_up), down_index,
-                       device.q_minus(w_down), step, table, lo, hi)
+                       device.q_minus(w_down), kind(step), table.astype(kind), lo, hi)
     return out.reshape(w.shape)
 
 
@@ -401,7 +409,7 @@ def _closed_form_sum(w, n, inc, up, pulses, device, rng, step, bound_scale, puls
         reach = _NEAR_BOUND_STD * std
         near = ((np.minimum(w, mean) - reach < pulse.lo) | (np.maximum(w, mean) + reach > pulse.hi))
         near &= n > 0
-    mean += std * _member_normals(rng, w.shape, pulses)
+    mean += std * _member_normals(rng, w.shape, pulses, w.dtype)
     out = np.clip(mean, pulse.lo, pulse.hi, out=mean)
     if near is not None and near.any():
         _loop_where(out, near, w, n, device, rng, step, bound_scale, up)
@@ -445,18 +453,19 @@ def _loop_where(out, mask, w, n, device, rng, step, bound_scale, up) -> None:
             fire((r, mask[r]), g)
 
 
-def _member_normals(rng: Rng, shape: tuple[int, ...], pulses: np.ndarray) -> np.ndarray:
-    """One standard normal per element; a member of a sequence of generators draws its own only
-    if any of its elements fires a pulse (zeros otherwise)."""
+def _member_normals(rng: Rng, shape: tuple[int, ...], pulses: np.ndarray,
+                    dtype=np.float64) -> np.ndarray:
+    """One standard normal per element (in ``dtype``, the weights'); a member of a sequence of
+    generators draws its own only if any of its elements fires a pulse (zeros otherwise)."""
     if isinstance(rng, np.random.Generator):
-        return rng.standard_normal(shape)
+        return rng.standard_normal(shape, dtype)
     if len(rng) != shape[0]:
         raise ParameterError(f"got {len(rng)} generators for an ensemble axis of {shape[0]}")
-    out = np.zeros(shape)
+    out = np.zeros(shape, dtype)
     most = pulses.reshape(len(pulses), -1).max(axis=1)
     for r, g in enumerate(rng):
         if most[r] > 0:
-            out[r] = g.standard_normal(shape[1:])
+            out[r] = g.standard_normal(shape[1:], dtype)
     return out
 
 
@@ -480,7 +489,7 @@ def _pulse_loop(w, pulses, up, device, rng, step, bound_scale) -> np.ndarray:
             # drawn a block of pulses at a time: bounded memory, whatever the pulse count
             if p % block == 0:
                 count = min(block, int(pulses.max()) - p)
-                xi = pulse_noise(rng, w.shape, sizes, p, count)
+                xi = pulse_noise(rng, w.shape, sizes, p, count, w.dtype)
             noise = device.dw_min_std * xi[p % block]
             if device.c2c_noise == "additive":
                 inc = signed_step * q + step * noise

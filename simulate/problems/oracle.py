@@ -16,6 +16,7 @@ with ``n = B b``, so one draw with ``n = B b`` is the mini-batch mean in distrib
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -71,7 +72,7 @@ def row_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if math.prod(lead) <= 1:
         return np.einsum("...i,...i->...", a, b)
     a, b = np.broadcast_to(a, lead + a.shape[-1:]), np.broadcast_to(b, lead + b.shape[-1:])
-    out = np.empty(lead)
+    out = np.empty(lead, dtype=np.result_type(a, b))
     for index in np.ndindex(*lead):
         out[index] = np.einsum("...i,...i->...", a[index][None], b[index][None])[0]
     return out
@@ -118,11 +119,41 @@ class OracleProblem:
         r""":math:`\Delta = f(W_0) - f^*` (exact)."""
         return float(self.loss(self.w0) - self.f_star)
 
-    def noise_scale(self, n: int) -> np.float64:
+    #: the names of the problem's arrays (cast by :meth:`in_dtype`)
+    _ARRAYS = ("w0",)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The floating-point type of the problem's arrays and arithmetic (that of ``w0``)."""
+        return np.asarray(self.w0).dtype
+
+    def in_dtype(self, dtype) -> OracleProblem:
+        r"""The same problem with its arrays (``w0``, ``A``, ...) rounded to ``dtype``, so that its
+        :meth:`loss`, :meth:`grad` and :meth:`noise` compute in ``dtype``; ``self`` if it is
+        already in ``dtype``.
+
+        The exact constants (``L``, ``Delta``, ``f_star``, the least-squares minimiser) are those
+        of ``self``, computed before the cast (in float64 for a problem of :func:`make_problem`),
+        not those of the rounded arrays.
+        """
+        dtype = np.dtype(dtype)
+        if dtype == self.dtype:
+            return self
+        for name in ("L", "Delta", "f_star", *self._CONSTANTS):
+            getattr(self, name)  # cached before the copy (the copy keeps them)
+        cast = copy.copy(self)
+        for name in self._ARRAYS:
+            object.__setattr__(cast, name, np.asarray(getattr(self, name)).astype(dtype))
+        return cast
+
+    #: cached constants computed from the float64 arrays before a cast (:meth:`in_dtype`)
+    _CONSTANTS = ()
+
+    def noise_scale(self, n: int) -> np.floating:
         r"""The scale :math:`\sqrt{\sigma^2 / (n d)}` of the noise of a batch of ``n``
-        (:meth:`noise`; a run computes it once, not per update)."""
+        (:meth:`noise`; a run computes it once, not per update), in the problem's dtype."""
         check_range("n", n, 1, None, integer=True)
-        return np.sqrt(self.sigma2 / (n * self.dim))
+        return self.dtype.type(np.sqrt(self.sigma2 / (n * self.dim)))
 
     def noise(self, xi: np.ndarray, n: int) -> np.ndarray:
         r"""Scale standard normals ``xi`` (shape ``(..., dim)``) to the noise of a batch of ``n``.
@@ -133,8 +164,8 @@ class OracleProblem:
 
     def noisy_grad(self, w_hat: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
         """Stochastic gradient of a batch of ``n`` samples at ``w_hat`` (shape ``(..., dim)``)."""
-        w_hat = np.asarray(w_hat, dtype=float)
-        return self.grad(w_hat) + self.noise(rng.standard_normal(w_hat.shape), n)
+        w_hat = np.asarray(w_hat, dtype=self.dtype)
+        return self.grad(w_hat) + self.noise(rng.standard_normal(w_hat.shape, self.dtype), n)
 
 
 @dataclass(frozen=True, eq=False)
@@ -163,6 +194,8 @@ class Quadratic(OracleProblem):
     A: np.ndarray = field(default=None)
     w_star: np.ndarray = field(default=None)
     L: float = 1.0
+
+    _ARRAYS = ("w0", "A", "w_star")
 
     def __post_init__(self):
         a = np.asarray(self.A, dtype=float)
@@ -218,12 +251,12 @@ class Quadratic(OracleProblem):
 
     def loss(self, w: np.ndarray) -> np.ndarray:
         r""":math:`\tfrac12 (W - W^*)^\top A (W - W^*)`, over the last axis."""
-        e = np.asarray(w, dtype=float) - self.w_star
+        e = np.asarray(w, dtype=self.dtype) - self.w_star
         return 0.5 * row_dot(_matvec(e, self.A), e)
 
     def grad(self, w: np.ndarray) -> np.ndarray:
         r""":math:`A (W - W^*)`, over the last axis."""
-        return _matvec(np.asarray(w, dtype=float) - self.w_star, self.A)
+        return _matvec(np.asarray(w, dtype=self.dtype) - self.w_star, self.A)
 
 
 @dataclass(frozen=True, eq=False)
@@ -247,6 +280,9 @@ class LeastSquares(OracleProblem):
     A: np.ndarray = field(default=None)
     y: np.ndarray = field(default=None)
     x_star: np.ndarray = field(default=None)
+
+    _ARRAYS = ("w0", "A", "y", "x_star")
+    _CONSTANTS = ("x_lstsq",)
 
     def __post_init__(self):
         a = np.asarray(self.A, dtype=float)
@@ -310,9 +346,10 @@ class LeastSquares(OracleProblem):
 
     def loss(self, w: np.ndarray) -> np.ndarray:
         r""":math:`\frac{1}{2 n_r}\|A x - y\|^2`, over the last axis."""
-        r = _matvec(np.asarray(w, dtype=float), self.A.T) - self.y
+        r = _matvec(np.asarray(w, dtype=self.dtype), self.A.T) - self.y
         return 0.5 * row_dot(r, r) / self.rows
 
     def grad(self, w: np.ndarray) -> np.ndarray:
         r""":math:`A^\top (A x - y) / n_r`, over the last axis."""
-        return _matvec(_matvec(np.asarray(w, dtype=float), self.A.T) - self.y, self.A) / self.rows
+        w = np.asarray(w, dtype=self.dtype)
+        return _matvec(_matvec(w, self.A.T) - self.y, self.A) / self.rows

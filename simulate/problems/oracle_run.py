@@ -158,13 +158,17 @@ class OracleTraining:
     def __init__(self, config, seed: int, problem: OracleProblem, updater,
                  members: Sequence[int], progress: Progress | None = None,
                  record_versions: VersionHook | None = None):
+        # the arithmetic in config.dtype (the exact constants those of the float64 problem)
+        self._dtype = dtype = np.dtype(config.dtype)
+        self._bias = _in_dtype(gradient_bias(problem, config.grad_bias), dtype)  # None: unbiased
+        problem = problem.in_dtype(dtype)
         self.config, self.seed, self.problem, self.members = config, seed, problem, members
         n_members, reps = len(members), config.replicas
         self._streams = streams = replica_generators(seed, members, reps)  # rows member-major
         self._noise_rngs, self._device_rngs = streams["noise"], streams["device"]
         self.w = w = np.tile(problem.w0, (n_members * reps, 1))
         self._spread = spread = (DeviceSpread.draw(updater.device, w.shape, self._device_rngs)
-                                 if updater.uses_dtod else None)
+                                 .astype(dtype) if updater.uses_dtod else None)
         self._blocks = blocks = problem.blocks
         self._updater = updater = tiki_taka.wrap(config, updater, spread, w,
                                                  tiki_taka.oracle_tiles(blocks),
@@ -196,7 +200,6 @@ class OracleTraining:
         self._write_update = self._write_samples if per_sample else self._write_batch
         # the noise of one write (a sample's, or the batch's): problem.noise's scale, once
         self._noise_scale = problem.noise_scale(1 if per_sample else n)
-        self._bias = gradient_bias(problem, config.grad_bias)  # None: unbiased (nothing added)
         self._gradient(0)
 
     def run(self) -> Trace:
@@ -235,7 +238,7 @@ class OracleTraining:
         chunk = self._chunk
         if k % chunk == 0:
             rows = min(chunk, config.steps - k)
-            self._xi = np.stack([r.standard_normal((rows, *self._noise_shape))
+            self._xi = np.stack([r.standard_normal((rows, *self._noise_shape), self._dtype)
                                  for r in self._noise_rngs])
         g = self._g
         if not self._stale.stale:
@@ -250,7 +253,7 @@ class OracleTraining:
         if reps > 1 and (k + 1) % config.average_every == 0:  # after update k
             w = program_mean(self.w, reps, config.programming_error, self._streams["program"],
                              self._lo, self._hi)
-            self.w = w
+            self.w = w = w.astype(self._dtype, copy=False)
             self._w_lo = np.minimum(self._w_lo, w.min(axis=1))
             self._w_hi = np.maximum(self._w_hi, w.max(axis=1))
         self._gradient(k + 1)
@@ -341,8 +344,16 @@ def _analog_columns(dim: int, blocks, digital_stages: tuple[int, ...]):
 def _write(updater, w: np.ndarray, dw: np.ndarray, rngs, spread, digital) -> np.ndarray:
     """One write of desired increment ``dw``: through the updater, except on the ``digital``
     blocks (``mixed`` runs, Theorem 2M), which take ``w + dw``."""
-    w_next = updater(w, dw, rngs, spread)
+    w_next = updater(w, dw, rngs, spread).astype(w.dtype, copy=False)  # (see _in_dtype)
     return digital_blocks(w_next, w, dw, digital) if digital else w_next
+
+
+def _in_dtype(x: np.ndarray | None, dtype: np.dtype) -> np.ndarray | None:
+    """``x`` rounded to the run's ``dtype`` (``None`` stays ``None``): the float64 constants of a
+    run (the gradient bias) and the result of an update that computes in float64 inside
+    (Tiki-Taka, the pulse paths that do; docs/guide/simulation.md) are rounded to the dtype of
+    the weights, so the iterate stays in ``SimConfig.dtype``."""
+    return None if x is None else np.asarray(x).astype(dtype, copy=False)
 
 
 def _stale_point(stale: StaleVersions, k: int, w: np.ndarray, blocks) -> tuple[np.ndarray, tuple]:

@@ -559,8 +559,10 @@ def _bind(fn: Callable, params: tuple[float, ...]) -> Callable:
     """``fn(x, *params)`` as a function of ``x`` alone, with numpy semantics and ``x``'s shape."""
 
     def response(x):
-        x = np.asarray(x, dtype=float)
-        out = np.asarray(fn(x, *params), dtype=float)
+        x = np.asarray(x)
+        if x.dtype != np.float32:  # float32 stays float32 (SimConfig.dtype), the rest float64
+            x = x.astype(float, copy=False)
+        out = np.asarray(fn(x, *params), dtype=x.dtype)
         if out.shape != x.shape:  # a constant response
             out = np.full(x.shape, out)
         return out[()] if x.ndim == 0 else out
