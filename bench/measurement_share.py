@@ -2,7 +2,10 @@
 
 Run from the repository root: ``python bench/measurement_share.py [--quick]``. Every number is a
 time or a ratio measured in this same process; each timing is the minimum over a few repeats
-whose rounds interleave the cases (the machine may be shared).
+whose rounds interleave the cases (the machine may be shared). One BLAS thread (the script sets
+the thread counts before numpy is imported, as the issue's measurements and the other benches
+do; a network run limits BLAS to one thread itself, :func:`simulate.problems.network.one_blas_thread`,
+but the parts timed in (a) and (c) are called outside a run).
 
 The runs are the package's defaults apart from the digits MLP, micro-batches of 4 and 256 updates
 (``simulate --problem digits-mlp --micro-batch-size 4 --steps 256``: no pipeline, analog expected
@@ -24,13 +27,18 @@ of issue 28 (``log_every = 10``, every image).
 
 from __future__ import annotations
 
-import argparse
-import sys
-import time
-from dataclasses import replace
-from pathlib import Path
+import os
 
-import numpy as np
+for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_name] = "1"
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from dataclasses import replace  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 

@@ -39,14 +39,21 @@ from ..pipeline import (
 from ..rng import member_generators
 from ..trace import Trace, log_steps
 from .digits import (
-    SUBSET_SEED,
     DigitsData,
     accuracy_subset,
     load_digits_data,
     loss_subset,
+    measurement_record,
     sample_indices,
 )
-from .network import Buffers, Network, NetworkSpec, StageView, softmax_cross_entropy
+from .network import (
+    Buffers,
+    Network,
+    NetworkSpec,
+    StageView,
+    one_blas_thread,
+    softmax_cross_entropy,
+)
 from .oracle import row_dot
 from .sizes import DRAW_CHUNK, network_bytes_per_member
 
@@ -54,7 +61,6 @@ __all__ = [
     "NetworkRun",
     "NetworkTraining",
     "io_passes",
-    "measurement_record",
     "run_network",
     "train_network",
 ]
@@ -230,13 +236,15 @@ class NetworkTraining:
         self._test_subset = accuracy_subset(data, spec.test_rows)
 
     def run(self) -> NetworkRun:
-        """Every measurement and update in order, then :meth:`finish`."""
+        """Every measurement and update in order, then :meth:`finish`, on one BLAS thread
+        (:func:`simulate.problems.network.one_blas_thread`)."""
         steps = self.config.steps
-        for k in range(steps + 1):
-            if k == self.log_at[len(self._records)]:
-                self.measure(k)
-            if k < steps:
-                self.step(k)
+        with one_blas_thread():
+            for k in range(steps + 1):
+                if k == self.log_at[len(self._records)]:
+                    self.measure(k)
+                if k < steps:
+                    self.step(k)
         return self.finish()
 
     def measure(self, k: int) -> None:
@@ -622,24 +630,6 @@ def _write(update: Updater, w: np.ndarray, gw: np.ndarray, rngs, spread, factors
                 bl_management=config.bl_management).T
     new = update.fire(w, counts, gw >= 0, rngs, spread)
     np.copyto(w, digital_blocks(new, w, gw, digital) if digital else new)
-
-
-def measurement_record(data: DigitsData, loss_rows: int, test_rows: int, grad_norm: bool,
-                       log_every: int) -> dict:
-    """What a network run's curves were measured on (the trace's ``config["measurement"]``):
-    the logging period ``log_every`` (:attr:`simulate.SimConfig.log_period`, also where the
-    config's ``log_every`` is ``None``), images per curve before the last logging point
-    (``loss``, ``grad_norm2``: the loss subset, 0 where not measured; ``test_accuracy``: the test
-    subset; ``validation_accuracy``: every validation image, 0 without them), at the last point
-    ``final_loss_rows`` (its loss and gradient norm: every training loss row) and
-    ``final_test_rows`` (every test image), and the subsets' ``subset_seed``
-    (:func:`simulate.problems.digits.loss_subset`,
-    :func:`~simulate.problems.digits.accuracy_subset`)."""
-    return {"log_every": int(log_every), "loss": int(loss_rows),
-            "grad_norm2": int(loss_rows) if grad_norm else 0, "test_accuracy": int(test_rows),
-            "validation_accuracy": 0 if data.x_val is None else int(data.x_val.shape[0]),
-            "final_loss_rows": int(data.x_loss.shape[0]),
-            "final_test_rows": int(data.x_test.shape[0]), "subset_seed": SUBSET_SEED}
 
 
 def _measure(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray, grad_norm: bool,
