@@ -4,8 +4,9 @@ Run from the repository root: ``python bench/measurement_share.py [--quick]``. E
 time or a ratio measured in this same process; each timing is the minimum over a few repeats
 whose rounds interleave the cases (the machine may be shared). One BLAS thread (the script sets
 the thread counts before numpy is imported, as the issue's measurements and the other benches
-do; a network run limits BLAS to one thread itself, :func:`simulate.problems.network.one_blas_thread`,
-but the parts timed in (a) and (c) are called outside a run).
+do; a network run limits BLAS to one thread itself,
+:func:`simulate.problems.network.one_blas_thread`, but the parts timed in (a) and (c) are called
+outside a run).
 
 The runs are the package's defaults apart from the digits MLP, micro-batches of 4 and 256 updates
 (``simulate --problem digits-mlp --micro-batch-size 4 --steps 256``: no pipeline, analog expected
