@@ -46,7 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.bench_simulate import best_times  # noqa: E402
 from simulate import NetworkSpec, SimConfig, train_network  # noqa: E402
 from simulate.problems.network import softmax_cross_entropy  # noqa: E402
-from simulate.problems.network_run import NetworkTraining, _measure  # noqa: E402
+from simulate.problems.network_measure import MemberViews, measure_members  # noqa: E402
+from simulate.problems.network_run import NetworkTraining  # noqa: E402
 
 DEFAULT = SimConfig(problem="digits-mlp", micro_batch_size=4, steps=256)
 SUBSET, FULL = NetworkSpec(), NetworkSpec(loss_rows=None, test_rows=None)
@@ -110,8 +111,9 @@ def bench_ensemble(repeats: int, seeds: int = 16) -> None:
 
 
 def stacked_measure(network, data, w, c, x_loss, y_loss):
-    """One stacked pass of every member (the alternative to :func:`_measure`, loss without the
-    gradient norm)."""
+    """One stacked pass of every member (the alternative to
+    :func:`~simulate.problems.network_measure.measure_members`, loss without the gradient
+    norm)."""
     loss = softmax_cross_entropy(network.logits(w, c, x_loss), y_loss)
     accuracy = np.mean(np.argmax(network.logits(w, c, data.x_test), axis=-1) == data.y_test,
                        axis=-1)
@@ -123,10 +125,11 @@ def bench_batched(repeats: int, seeds: int = 16) -> None:
           f"min of {repeats}")
     training = NetworkTraining(replace(DEFAULT, seeds=seeds), spec=SUBSET)
     network, data, w, c = training.network, training.data, training.w, training.c
+    members = MemberViews.of(network, w, c)
     for rows, (x, y) in (("subset", training._subset), ("all rows", (data.x_loss, data.y_loss))):
         times = best_times({
-            "member by member": lambda x=x, y=y: _measure(network, data, w, c, False, x, y,
-                                                          data.x_test, data.y_test),
+            "member by member": lambda x=x, y=y: measure_members(
+                network, data, members, False, x, y, data.x_test, data.y_test),
             "stacked": lambda x=x, y=y: stacked_measure(network, data, w, c, x, y),
         }, repeats)
         print(f"    loss on {rows:8s} member by member {1e3 * times['member by member']:7.1f} ms, "

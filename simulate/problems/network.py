@@ -495,11 +495,13 @@ class Network:
         return loss
 
     def logits(self, w: np.ndarray, c: np.ndarray, x: np.ndarray,
-               mvm: AnalogPass | None = None) -> np.ndarray:
+               mvm: AnalogPass | None = None,
+               views: Sequence[StageView] | None = None) -> np.ndarray:
         """Logits of ``x`` through the flat weights ``w`` and biases ``c`` (one version), exact
-        or through the analog forward products ``mvm``."""
+        or through the analog forward products ``mvm``; ``views``: their :meth:`views`, if
+        built already."""
         h = x
-        for s, params in enumerate(self.views(w, c)):
+        for s, params in enumerate(self.views(w, c) if views is None else views):
             h, _ = self.forward_stage(s, params, h, mvm)
         return h
 
