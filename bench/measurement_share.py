@@ -6,7 +6,9 @@ whose rounds interleave the cases (the machine may be shared). One BLAS thread (
 the thread counts before numpy is imported, as the issue's measurements and the other benches
 do; a network run limits BLAS to one thread itself,
 :func:`simulate.problems.network.one_blas_thread`, but the parts timed in (a) and (c) are called
-outside a run).
+outside a run). ``--cpu``: every time is this process's CPU seconds (``time.process_time``; on
+one thread the work of the run, without the waits for a core of a loaded machine) instead of
+wall-clock seconds; ``--repeats N`` (default 3, 1 with ``--quick``).
 
 The runs are the package's defaults apart from the digits MLP, micro-batches of 4 and 256 updates
 (``simulate --problem digits-mlp --micro-batch-size 4 --steps 256``: no pipeline, analog expected
@@ -53,21 +55,26 @@ DEFAULT = SimConfig(problem="digits-mlp", micro_batch_size=4, steps=256)
 SUBSET, FULL = NetworkSpec(), NetworkSpec(loss_rows=None, test_rows=None)
 
 
+#: the clock of every timing (``--cpu``: ``time.process_time``)
+CLOCK = [time.perf_counter]
+
+
 def timed_run(config: SimConfig, spec: NetworkSpec) -> tuple[float, float]:
     """Seconds of one run (set-up, measurements, updates, finish) and of its measurements."""
-    start = time.perf_counter()
+    clock = CLOCK[0]
+    start = clock()
     training = NetworkTraining(config, spec=spec)
     measuring, logged = 0.0, 0
     for k in range(config.steps + 1):
         if k == training.log_at[logged]:
-            t = time.perf_counter()
+            t = clock()
             training.measure(k)
-            measuring += time.perf_counter() - t
+            measuring += clock() - t
             logged += 1
         if k < config.steps:
             training.step(k)
     training.finish()
-    return time.perf_counter() - start, measuring
+    return clock() - start, measuring
 
 
 #: name -> (config, spec) of the measurements compared by (a) and (b)
@@ -104,7 +111,7 @@ def bench_ensemble(repeats: int, seeds: int = 16) -> None:
             "ensemble": lambda c=config, s=spec: train_network(c, spec=s),
             "sequential": lambda c=config, s=spec: [train_network(c, spec=s, members=[r])
                                                     for r in range(seeds)],
-        }, repeats)
+        }, repeats, CLOCK[0])
         ratio = times["sequential"] / times["ensemble"]
         print(f"    {name:52s} ensemble {times['ensemble']:6.3f} s, sequential "
               f"{times['sequential']:6.3f} s, ratio {ratio:4.2f}x")
@@ -131,7 +138,7 @@ def bench_batched(repeats: int, seeds: int = 16) -> None:
             "member by member": lambda x=x, y=y: measure_members(
                 network, data, members, False, x, y, data.x_test, data.y_test),
             "stacked": lambda x=x, y=y: stacked_measure(network, data, w, c, x, y),
-        }, repeats)
+        }, repeats, CLOCK[0])
         print(f"    loss on {rows:8s} member by member {1e3 * times['member by member']:7.1f} ms, "
               f"stacked {1e3 * times['stacked']:7.1f} ms")
 
@@ -142,7 +149,8 @@ def bench_dtype(repeats: int, seeds: int = 16) -> None:
     train_network(replace(config, steps=5, seeds=1, dtype="float32"))  # compile the float32 kernels
     for name, every in (("default logging", None), ("first and last points only", config.steps)):
         configs = {d: replace(config, log_every=every, dtype=d) for d in ("float64", "float32")}
-        times = best_times({d: lambda c=c: train_network(c) for d, c in configs.items()}, repeats)
+        times = best_times({d: lambda c=c: train_network(c) for d, c in configs.items()},
+                           repeats, CLOCK[0])
         print(f"    {name:28s} float64 {times['float64']:6.3f} s, float32 "
               f"{times['float32']:6.3f} s, ratio {times['float64'] / times['float32']:4.2f}x")
 
@@ -150,8 +158,13 @@ def bench_dtype(repeats: int, seeds: int = 16) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
+    parser.add_argument("--repeats", type=int, default=None, help="repeats (default 3)")
+    parser.add_argument("--cpu", action="store_true",
+                        help="time this process's CPU seconds, not wall-clock seconds")
     args = parser.parse_args(argv)
-    repeats = 1 if args.quick else 3
+    repeats = args.repeats or (1 if args.quick else 3)
+    CLOCK[0] = time.process_time if args.cpu else time.perf_counter
+    print(f"clock: {'CPU seconds of this process' if args.cpu else 'wall-clock seconds'}")
     train_network(replace(DEFAULT, steps=5))  # warm caches (data, compiled device)
     bench_share(repeats)
     bench_ensemble(repeats)
