@@ -26,6 +26,11 @@ of issue 28 (``log_every = 10``, every image).
 (d) A 16-seed ensemble in float32 against the same ensemble in float64 (``SimConfig.dtype``) at
     micro-batches of 32, 256 updates (target: >= 1.5x), with the default logging and with only
     the first and last points.
+(e) Where the time of a default run goes, for 16 members together and for one member alone:
+    the set-up, the updates (the gradient's forward and backward products, the write and the
+    rest of a step) and the measurements (the points before the last, the last point), and the
+    ensemble ratio each part allows (16 sequential runs over the ensemble's time with that part
+    alone).
 """
 
 from __future__ import annotations
@@ -155,6 +160,65 @@ def bench_dtype(repeats: int, seeds: int = 16) -> None:
               f"{times['float32']:6.3f} s, ratio {times['float64'] / times['float32']:4.2f}x")
 
 
+def decomposed_run(config: SimConfig) -> dict[str, float]:
+    """Seconds of the parts of one run (``timed_run``'s loop, the gradient and the write of
+    every step timed inside it)."""
+    clock, parts = CLOCK[0], dict.fromkeys(
+        ("set-up", "gradient (products)", "write", "rest of the steps", "points before the last",
+         "last point"), 0.0)
+    start = clock()
+    training = NetworkTraining(config)
+    parts["set-up"] = clock() - start
+    network, write = training.network, training._write
+
+    def timed(part, fn):
+        def call(*args, **kwargs):
+            t = clock()
+            out = fn(*args, **kwargs)
+            parts[part] += clock() - t
+            return out
+        return call
+
+    proxy = type("Timed", (), {"gradient": staticmethod(timed("gradient (products)",
+                                                               network.gradient))})()
+    training._write = timed("write", write)
+    training._write.wants_factors = write.wants_factors
+    logged = 0
+    for k in range(config.steps + 1):
+        if k == training.log_at[logged]:
+            t = clock()
+            training.measure(k)
+            parts["last point" if k == config.steps else "points before the last"] += clock() - t
+            logged += 1
+        if k < config.steps:
+            training.network = proxy  # (the step reads only its gradient)
+            t = clock()
+            training.step(k)
+            parts["rest of the steps"] += clock() - t
+            training.network = network
+    parts["rest of the steps"] -= parts["gradient (products)"] + parts["write"]
+    return parts
+
+
+def bench_decomposition(repeats: int, seeds: int = 16) -> None:
+    print(f"(e) where a default run's time goes (b = 4, 256 updates), min of {repeats}, ms")
+    best: dict = {}
+    for _ in range(repeats):
+        for members in (seeds, 1):
+            parts = decomposed_run(replace(DEFAULT, seeds=members))
+            for part, seconds in parts.items():
+                best[members, part] = min(best.get((members, part), float("inf")), seconds)
+    parts = [part for (members, part) in best if members == seeds]
+    ensemble = sum(best[seeds, p] for p in parts)
+    sequential = seeds * sum(best[1, p] for p in parts)
+    print(f"    {'part':28s} {seeds} members  1 member  x{seeds}   ratio with this part alone")
+    for part in parts:
+        print(f"    {part:28s} {1e3 * best[seeds, part]:9.1f} {1e3 * best[1, part]:9.2f} "
+              f"{1e3 * seeds * best[1, part]:7.1f}   {sequential / best[seeds, part]:6.1f}x")
+    print(f"    {'total':28s} {1e3 * ensemble:9.1f} {1e3 * sequential / seeds:9.2f} "
+          f"{1e3 * sequential:7.1f}   ratio {sequential / ensemble:4.2f}x")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
@@ -170,6 +234,7 @@ def main(argv=None) -> None:
     bench_ensemble(repeats)
     bench_batched(repeats)
     bench_dtype(repeats)
+    bench_decomposition(repeats)
 
 
 if __name__ == "__main__":
