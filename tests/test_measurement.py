@@ -162,4 +162,4 @@ def test_a_network_run_is_on_one_blas_thread_and_restores_the_limits():
         train_network(_config(), spec=SMALL, progress=lambda done: inside.append(blas_threads()))
         after = blas_threads()
     assert inside and all(threads == {1} for threads in inside)
-    assert after == before == {2}
+    assert after == before and 2 in before  # (a BLAS built single-threaded stays at 1)

@@ -576,24 +576,21 @@ class Buffers:
         return array
 
 
-_CONTROLLER = []  # the process's threadpoolctl controller, made at the first run (0.4 ms)
-
-
 def one_blas_thread():
-    """A context in which BLAS runs on one thread (:mod:`threadpoolctl`; the limits before it are
-    restored after it).
+    """A context in which BLAS runs on one thread (:func:`threadpoolctl.threadpool_limits`, of
+    every BLAS library loaded at its start, about 0.4 ms; the limits before it are restored
+    after it).
 
     A network's products are small (at most a few hundred rows by 64 by 32 per member): BLAS
     threads gain nothing on them and, on a loaded machine, cost a waiting core at every call
     (measured in one process on 2 shared cores: a 16-seed ensemble at ``b = 4`` 1.5x slower on
-    two threads, float32 at ``b = 32`` 1.7x, ``docs/results/throughput.md``). A network run
+    two threads, float32 at ``b = 32`` 1.7x, ``docs/results/throughput.md``), and the bits of a
+    float32 product split between threads depend on their number. A network run
     (:meth:`simulate.problems.network_run.NetworkTraining.run`) is run in it.
     """
-    if not _CONTROLLER:
-        from threadpoolctl import ThreadpoolController
+    from threadpoolctl import threadpool_limits
 
-        _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0].limit(limits=1, user_api="blas")
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def contiguous_slices(sizes: Sequence[int]) -> tuple[slice, ...]:
