@@ -576,10 +576,13 @@ class Buffers:
         return array
 
 
+#: the threadpoolctl controller of :func:`one_blas_thread` and ``len(sys.modules)`` when it was made
+_CONTROLLER: list = [None, -1]
+
+
 def one_blas_thread():
-    """A context in which BLAS runs on one thread (:func:`threadpoolctl.threadpool_limits`, of
-    every BLAS library loaded at its start, about 0.4 ms; the limits before it are restored
-    after it).
+    """A context in which BLAS runs on one thread (:mod:`threadpoolctl`; the limits before it are
+    restored after it).
 
     A network's products are small (at most a few hundred rows by 64 by 32 per member): BLAS
     threads gain nothing on them and, on a loaded machine, cost a waiting core at every call
@@ -587,10 +590,19 @@ def one_blas_thread():
     two threads, float32 at ``b = 32`` 1.7x, ``docs/results/throughput.md``), and the bits of a
     float32 product split between threads depend on their number. A network run
     (:meth:`simulate.problems.network_run.NetworkTraining.run`) is run in it.
-    """
-    from threadpoolctl import threadpool_limits
 
-    return threadpool_limits(limits=1, user_api="blas")
+    Finding the loaded BLAS libraries costs about 3 ms (5 % of a default run), so the controller
+    is kept, and made again when modules were imported since (a library loaded later, as
+    scipy's, is then limited too); a kept controller limits in about 10 us.
+    """
+    import sys
+
+    if _CONTROLLER[1] != len(sys.modules):
+        from threadpoolctl import ThreadpoolController
+
+        _CONTROLLER[0] = ThreadpoolController()
+        _CONTROLLER[1] = len(sys.modules)
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
 def contiguous_slices(sizes: Sequence[int]) -> tuple[slice, ...]:
