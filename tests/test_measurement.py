@@ -148,3 +148,18 @@ def test_the_default_subset_loss_estimates_the_full_loss():
     z = (subset - full) / standard_error
     assert np.all(np.abs(z) < 4), z
     assert np.all(np.abs(subset - full) > 0)
+
+
+def test_a_network_run_is_on_one_blas_thread_and_restores_the_limits():
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads():
+        return {info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
+
+    inside = []
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        train_network(_config(), spec=SMALL, progress=lambda done: inside.append(blas_threads()))
+        after = blas_threads()
+    assert inside and all(threads == {1} for threads in inside)
+    assert after == before and 2 in before  # (a BLAS built single-threaded stays at 1)

@@ -110,6 +110,33 @@ def test_the_network_loss_rule_uses_its_own_factor():
     assert divergence_limit([0.2], factor=NETWORK_LOSS_FACTOR) == NETWORK_LOSS_FACTOR
 
 
+def test_pinned_monitor_of_an_ensemble_counts_the_whole_array():
+    """Member by member, with per-weight bounds (a device-to-device spread) or scalar ones,
+    float32 or float64 weights: the point is pinned exactly when more than half of all the
+    ensemble's weights are within one pulse of a bound."""
+    from simulate.device import PINNED_FRACTION, PinnedMonitor
+
+    rng = np.random.default_rng(np.random.SeedSequence(11))
+    outcomes = set()
+    for trial in range(40):
+        shape = (int(rng.integers(1, 5)), int(rng.integers(1, 9)))
+        spread = trial % 2 == 1
+        lo = -rng.uniform(0.9, 1.1, shape) if spread else -1.0
+        hi = rng.uniform(0.9, 1.1, shape) if spread else 1.0
+        dw = rng.uniform(0.05, 0.2, shape) if trial % 4 == 3 else 0.1
+        # about half of the weights near a bound (the fraction on either side of one half)
+        near = rng.random(shape) < rng.uniform(0.3, 0.7)
+        w = np.where(near, rng.choice([-1.0, 1.0], shape) * rng.uniform(0.85, 1.0, shape),
+                     rng.uniform(-0.5, 0.5, shape))
+        w = w.astype(np.float32 if trial % 3 == 0 else np.float64)
+        expected = np.count_nonzero(np.minimum(w - lo, hi - w) <= dw) / w.size > PINNED_FRACTION
+        outcomes.add(bool(expected))
+        monitor = PinnedMonitor(lo, hi, dw, lr=1.0)
+        monitor.observe(1, w)
+        assert (monitor.points, monitor.pinned) == (1, int(expected))
+    assert outcomes == {False, True}
+
+
 def test_pinned_monitor_counts_points_within_one_pulse_of_a_bound():
     from simulate import PinnedWarning
     from simulate.device import PINNED_FRACTION, PinnedMonitor

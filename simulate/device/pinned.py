@@ -54,10 +54,20 @@ class PinnedMonitor:
         counted)."""
         if step == 0:
             return
-        gap = np.minimum(w - self.lo, self.hi - w)
         self.points += 1
+        # member by member: an ensemble's temporaries of the whole array would cost a page
+        # fault per page at every point (16 members: 20x the members' rows one at a time); the
+        # count of pinned weights is the same integer
+        # (a scalar bound stays the scalar it was: the same promotion as on the whole array)
+        lo, hi, dw_min = (x if np.ndim(x) == 0 else np.broadcast_to(x, w.shape)
+                          for x in (self.lo, self.hi, self.dw_min))
+        count = 0
+        for r in range(w.shape[0]):
+            row = [x if np.ndim(x) == 0 else x[r] for x in (lo, hi, dw_min)]
+            gap = np.minimum(w[r] - row[0], row[1] - w[r])
+            count += np.count_nonzero(gap <= row[2])
         # (the mean of the booleans, without np.mean's overhead: the same integer over the size)
-        self.pinned += bool(np.count_nonzero(gap <= self.dw_min) / gap.size > PINNED_FRACTION)
+        self.pinned += bool(count / w.size > PINNED_FRACTION)
 
     def warn(self) -> None:
         """Issue a :class:`PinnedWarning` if more than half of the observed points were pinned."""

@@ -15,7 +15,10 @@ _EXPORTS = {
     ),
     ".network": (
         "ACTIVATIONS", "Buffers", "CURVE_SPEC", "DenseLayer", "Network", "NetworkSpec",
-        "StageView", "contiguous_slices", "softmax_cross_entropy",
+        "StageView", "contiguous_slices", "one_blas_thread", "softmax_cross_entropy",
+    ),
+    ".network_measure": (
+        "MEASURE_CHUNK", "MemberViews", "measure_members",
     ),
     ".network_run": (
         "NetworkRun", "NetworkTraining", "io_passes", "run_network", "train_network",

@@ -49,7 +49,7 @@ from theory.errors import ParameterError, check_range
 __all__ = [
     "AUGMENT_COPIES", "AUGMENT_SEED", "DATA_SETS", "DigitsData", "SUBSET_SEED", "VALIDATION_SIZE",
     "accuracy_subset", "augment", "load_digits_data", "load_digits_split", "loss_subset",
-    "sample_indices", "train_rows", "transform_image",
+    "measurement_record", "sample_indices", "train_rows", "transform_image",
 ]
 
 #: number of test images of the fixed split (the remaining 1437 images train)
@@ -334,3 +334,21 @@ def sample_indices(
     count = 1 if batches is None else check_range("batches", batches, 1, None, integer=True)
     draws = np.stack([rng.integers(0, population, size=(count, size)) for rng in rngs], axis=1)
     return draws[0] if batches is None else draws
+
+
+def measurement_record(data: DigitsData, loss_rows: int, test_rows: int, grad_norm: bool,
+                       log_every: int) -> dict:
+    """What a network run's curves were measured on (the trace's ``config["measurement"]``):
+    the logging period ``log_every`` (:attr:`simulate.SimConfig.log_period`, also where the
+    config's ``log_every`` is ``None``), images per curve before the last logging point
+    (``loss``, ``grad_norm2``: the loss subset, 0 where not measured; ``test_accuracy``: the test
+    subset; ``validation_accuracy``: every validation image, 0 without them), at the last point
+    ``final_loss_rows`` (its loss and gradient norm: every training loss row) and
+    ``final_test_rows`` (every test image), and the subsets' ``subset_seed``
+    (:func:`simulate.problems.digits.loss_subset`,
+    :func:`~simulate.problems.digits.accuracy_subset`)."""
+    return {"log_every": int(log_every), "loss": int(loss_rows),
+            "grad_norm2": int(loss_rows) if grad_norm else 0, "test_accuracy": int(test_rows),
+            "validation_accuracy": 0 if data.x_val is None else int(data.x_val.shape[0]),
+            "final_loss_rows": int(data.x_loss.shape[0]),
+            "final_test_rows": int(data.x_test.shape[0]), "subset_seed": SUBSET_SEED}

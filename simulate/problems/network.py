@@ -131,6 +131,7 @@ __all__ = [
     "StageView",
     "TEST_ROWS",
     "contiguous_slices",
+    "one_blas_thread",
     "softmax_cross_entropy",
 ]
 
@@ -494,11 +495,13 @@ class Network:
         return loss
 
     def logits(self, w: np.ndarray, c: np.ndarray, x: np.ndarray,
-               mvm: AnalogPass | None = None) -> np.ndarray:
+               mvm: AnalogPass | None = None,
+               views: Sequence[StageView] | None = None) -> np.ndarray:
         """Logits of ``x`` through the flat weights ``w`` and biases ``c`` (one version), exact
-        or through the analog forward products ``mvm``."""
+        or through the analog forward products ``mvm``; ``views``: their :meth:`views`, if
+        built already."""
         h = x
-        for s, params in enumerate(self.views(w, c)):
+        for s, params in enumerate(self.views(w, c) if views is None else views):
             h, _ = self.forward_stage(s, params, h, mvm)
         return h
 
@@ -571,6 +574,35 @@ class Buffers:
         if array is None or array.shape != shape or array.dtype != like.dtype:
             array = self._arrays[s, i, role] = np.empty(shape, dtype=like.dtype)
         return array
+
+
+#: the threadpoolctl controller of :func:`one_blas_thread` and ``len(sys.modules)`` when it was made
+_CONTROLLER: list = [None, -1]
+
+
+def one_blas_thread():
+    """A context in which BLAS runs on one thread (:mod:`threadpoolctl`; the limits before it are
+    restored after it).
+
+    A network's products are small (at most a few hundred rows by 64 by 32 per member): BLAS
+    threads gain nothing on them and, on a loaded machine, cost a waiting core at every call
+    (measured in one process on 2 shared cores: a 16-seed ensemble at ``b = 4`` 1.5x slower on
+    two threads, float32 at ``b = 32`` 1.7x, ``docs/results/throughput.md``), and the bits of a
+    float32 product split between threads depend on their number. A network run
+    (:meth:`simulate.problems.network_run.NetworkTraining.run`) is run in it.
+
+    Finding the loaded BLAS libraries costs about 3 ms (5 % of a default run), so the controller
+    is kept, and made again when modules were imported since (a library loaded later, as
+    scipy's, is then limited too); a kept controller limits in about 10 us.
+    """
+    import sys
+
+    if _CONTROLLER[1] != len(sys.modules):
+        from threadpoolctl import ThreadpoolController
+
+        _CONTROLLER[0] = ThreadpoolController()
+        _CONTROLLER[1] = len(sys.modules)
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
 def contiguous_slices(sizes: Sequence[int]) -> tuple[slice, ...]:

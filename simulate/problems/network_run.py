@@ -39,29 +39,29 @@ from ..pipeline import (
 from ..rng import member_generators
 from ..trace import Trace, log_steps
 from .digits import (
-    SUBSET_SEED,
-    DigitsData,
     accuracy_subset,
     load_digits_data,
     loss_subset,
+    measurement_record,
     sample_indices,
 )
-from .network import Buffers, Network, NetworkSpec, StageView, softmax_cross_entropy
-from .oracle import row_dot
+from .network import (
+    Buffers,
+    Network,
+    NetworkSpec,
+    StageView,
+    one_blas_thread,
+)
+from .network_measure import MemberViews, measure_members
 from .sizes import DRAW_CHUNK, network_bytes_per_member
 
 __all__ = [
     "NetworkRun",
     "NetworkTraining",
     "io_passes",
-    "measurement_record",
     "run_network",
     "train_network",
 ]
-
-#: rows per chunk of a measured loss (:func:`_chunked_loss`; the default loss subset is one chunk)
-MEASURE_CHUNK = 256
-
 
 @dataclass(frozen=True, eq=False)
 class NetworkRun:
@@ -228,15 +228,18 @@ class NetworkTraining:
         self._chunk = None
         self._subset = loss_subset(data, spec.loss_rows)
         self._test_subset = accuracy_subset(data, spec.test_rows)
+        self._members = MemberViews.of(network, w, c)  # the measurement's views, built once
 
     def run(self) -> NetworkRun:
-        """Every measurement and update in order, then :meth:`finish`."""
+        """Every measurement and update in order, then :meth:`finish`, on one BLAS thread
+        (:func:`simulate.problems.network.one_blas_thread`)."""
         steps = self.config.steps
-        for k in range(steps + 1):
-            if k == self.log_at[len(self._records)]:
-                self.measure(k)
-            if k < steps:
-                self.step(k)
+        with one_blas_thread():
+            for k in range(steps + 1):
+                if k == self.log_at[len(self._records)]:
+                    self.measure(k)
+                if k < steps:
+                    self.step(k)
         return self.finish()
 
     def measure(self, k: int) -> None:
@@ -255,8 +258,8 @@ class NetworkTraining:
         last = k == self.config.steps
         rows = (data.x_loss, data.y_loss) if last else self._subset
         test = (data.x_test, data.y_test) if last else self._test_subset
-        self._records.append(_measure(self.network, data, self.w, self.c,
-                                      self.spec.grad_norm, *rows, *test))
+        self._records.append(measure_members(self.network, data, self._members,
+                                             self.spec.grad_norm, *rows, *test))
         if self._monitor is not None:
             self._monitor.observe(k, self.w)
         if self._loss_limit is None:
@@ -622,75 +625,3 @@ def _write(update: Updater, w: np.ndarray, gw: np.ndarray, rngs, spread, factors
                 bl_management=config.bl_management).T
     new = update.fire(w, counts, gw >= 0, rngs, spread)
     np.copyto(w, digital_blocks(new, w, gw, digital) if digital else new)
-
-
-def measurement_record(data: DigitsData, loss_rows: int, test_rows: int, grad_norm: bool,
-                       log_every: int) -> dict:
-    """What a network run's curves were measured on (the trace's ``config["measurement"]``):
-    the logging period ``log_every`` (:attr:`simulate.SimConfig.log_period`, also where the
-    config's ``log_every`` is ``None``), images per curve before the last logging point
-    (``loss``, ``grad_norm2``: the loss subset, 0 where not measured; ``test_accuracy``: the test
-    subset; ``validation_accuracy``: every validation image, 0 without them), at the last point
-    ``final_loss_rows`` (its loss and gradient norm: every training loss row) and
-    ``final_test_rows`` (every test image), and the subsets' ``subset_seed``
-    (:func:`simulate.problems.digits.loss_subset`,
-    :func:`~simulate.problems.digits.accuracy_subset`)."""
-    return {"log_every": int(log_every), "loss": int(loss_rows),
-            "grad_norm2": int(loss_rows) if grad_norm else 0, "test_accuracy": int(test_rows),
-            "validation_accuracy": 0 if data.x_val is None else int(data.x_val.shape[0]),
-            "final_loss_rows": int(data.x_loss.shape[0]),
-            "final_test_rows": int(data.x_test.shape[0]), "subset_seed": SUBSET_SEED}
-
-
-def _measure(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray, grad_norm: bool,
-             x_loss: np.ndarray, y_loss: np.ndarray, x_test: np.ndarray, y_test: np.ndarray):
-    """Training loss and squared gradient norm on the training rows ``x_loss`` (labels
-    ``y_loss``), test accuracy on the test rows ``x_test`` (labels ``y_test``), validation
-    accuracy (``nan`` without validation images), per member.
-
-    Member by member: each member's arrays (its rows through one network) then stay in cache,
-    and a member computes what its run alone computes (measured faster than one stacked pass of
-    every member, ``bench/measurement_share.py``)."""
-    columns = [_measure_member(network, data, w[r:r + 1], c[r:r + 1], grad_norm, x_loss, y_loss,
-                               x_test, y_test)
-               for r in range(w.shape[0])]
-    return tuple(np.concatenate(column) for column in zip(*columns, strict=True))
-
-
-def _measure_member(network: Network, data: DigitsData, w: np.ndarray, c: np.ndarray,
-                    grad_norm: bool, x_loss: np.ndarray, y_loss: np.ndarray, x_test: np.ndarray,
-                    y_test: np.ndarray):
-    """:func:`_measure` of one member, ``w`` of shape ``(1, n_weights)``."""
-    loss, norm2 = _chunked_loss(network, w, c, x_loss, y_loss, grad_norm)
-    predicted = np.argmax(network.logits(w, c, x_test), axis=-1)
-    accuracy = np.mean(predicted == y_test, axis=-1)
-    if data.x_val is None:
-        return loss, norm2, accuracy, np.full(w.shape[0], np.nan)
-    validation = np.argmax(network.logits(w, c, data.x_val), axis=-1) == data.y_val
-    return loss, norm2, accuracy, np.mean(validation, axis=-1)
-
-
-def _chunked_loss(network: Network, w: np.ndarray, c: np.ndarray, x: np.ndarray, y: np.ndarray,
-                  grad_norm: bool):
-    r"""Mean loss of the rows ``x`` and the squared norm of its gradient (``nan`` unless
-    ``grad_norm``), in chunks of at most :data:`MEASURE_CHUNK` rows (whose activations stay in
-    cache): :math:`L = \sum_j (n_j / n) L_j` and :math:`g = \sum_j (n_j / n) g_j` over chunks
-    ``j`` of ``n_j`` rows (one chunk, the loss subset: the unchunked bits)."""
-    n = x.shape[0]
-    loss, gw_sum, gc_sum = 0.0, 0.0, 0.0
-    if grad_norm:
-        gw, gc = np.empty_like(w), np.empty_like(c)
-        current = network.views(w, c)
-        backward, grads = [view.weights for view in current], network.views(gw, gc)
-    for start in range(0, n, MEASURE_CHUNK):
-        xs, ys = x[start:start + MEASURE_CHUNK], y[start:start + MEASURE_CHUNK]
-        share = xs.shape[0] / n
-        if grad_norm:
-            part = network.gradient(xs, ys, current, backward, grads)
-            gw_sum, gc_sum = (gw, gc) if share == 1 else (gw_sum + share * gw, gc_sum + share * gc)
-        else:
-            part = softmax_cross_entropy(network.logits(w, c, xs), ys)
-        loss = part if share == 1 else loss + share * part
-    if not grad_norm:
-        return loss, np.full(w.shape[0], np.nan)
-    return loss, row_dot(gw_sum, gw_sum) + row_dot(gc_sum, gc_sum)
