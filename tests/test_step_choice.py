@@ -66,7 +66,8 @@ def test_forecast_steps_finds_the_brute_force_minimum(mode, M, B, b):
 def test_the_chosen_step_never_exceeds_the_stability_limit():
     """Without staleness or noise the forecast falls with the step: the search stops at the
     limit, never beyond, on a grid of configurations (vectorised)."""
-    cal = file_calibration({"sync": (0.15, 1e-12, 1e-12), "async": (0.13, 1e-12, 1e-12, 1e-12, 1e-12)})
+    cal = file_calibration({"sync": (0.15, 1e-12, 1e-12),
+                            "async": (0.13, 1e-12, 1e-12, 1e-12, 1e-12)})
     M = np.arange(1, 13)[:, None]
     b = np.array([1, 2, 8])[None, :]
     for mode in ("sync", "async"):
