@@ -55,6 +55,7 @@ __all__ = [
     "VERIFY_FORMAT",
     "capped_step",
     "check_point",
+    "local_cases",
     "ranking_agreement",
     "run_suite",
     "step_region",
@@ -175,8 +176,8 @@ class Case:
 
 _QUICK = dict(steps=400, seeds=16)
 
-#: one check per entry, and least squares once (seconds)
-QUICK: tuple[Case, ...] = (
+#: one check per entry, and least squares once (seconds); the local-floor rows follow
+_QUICK_WORST_CASE: tuple[Case, ...] = (
     Case("digital_sgd", 0.5, **_QUICK),
     Case("analog_sgd", 0.5, **_QUICK),
     Case("analog_sgd_sp", 0.5, stages=4, micro_batches=4, **_QUICK),
@@ -208,6 +209,18 @@ QUICK: tuple[Case, ...] = (
     Case("tiki_taka_reset_ap_b_per_sample", 0.5, stages=8, micro_batch_size=2, transfer_every=2,
          **_QUICK),
 )
+
+
+def local_cases(cases: Sequence[Case]) -> tuple[Case, ...]:
+    """Theorem LF's check of every case whose entry has a local-floor row (``bound + "_local"``):
+    the same run (the local row's step cap is the worst-case row's), the floor's ``G_inf^2``
+    replaced by the ``G2_iter`` measured along it."""
+    return tuple(replace(case, bound=f"{case.bound}_local") for case in cases
+                 if f"{case.bound}_local" in CHECKABLE)
+
+
+#: every entry once, then the local-floor rows of the same runs (Theorem LF)
+QUICK: tuple[Case, ...] = (*_QUICK_WORST_CASE, *local_cases(_QUICK_WORST_CASE))
 
 #: step fractions of the asynchronous rows at Theorem 4''s cap: half, most, all but 0.1 % of it
 #: (a fraction is below 1: the 4-digit rounding of the step must stay admissible)
