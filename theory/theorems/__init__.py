@@ -29,9 +29,9 @@ dictionary), not at import. The package's rooms:
 
 - :mod:`theory.theorems.bound`: :class:`Bound`, one entry, and its LaTeX;
 - :mod:`theory.theorems.formulas`: the formulas without a pipeline delay (Theorems 1, 2, 2M (a),
-  (b), Corollaries 3, 3PS, TT0, the companion and literature rows) and Theorem LF's substitution
-  of the worst-case floor by the iterate average (:func:`~theory.theorems.formulas.local_floor_parts`,
-  the ``*_local`` rows, ``Bound.floor_kind = "iterate-average"``);
+  (b), Corollaries 3, 3PS, TT0, the companion and literature rows) and Theorem LF's
+  substitution of the worst-case floor by the iterate average (``local_floor_parts``, the
+  ``*_local`` rows, ``Bound.floor_kind = "iterate-average"``);
 - :mod:`theory.theorems.biased`: the biased-gradient formulas (Propositions IO and IO');
 - :mod:`theory.theorems.delayed`: the asynchronous pipeline's (Theorems 4', 4'B, 4'PS, 2M (c),
   Corollary TT0-AP) and their constants (:func:`ap_kappa`, :func:`ap_inv_step_cap`, ...);
