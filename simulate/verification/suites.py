@@ -230,7 +230,7 @@ _STANDARD = dict(steps=3000, seeds=48)
 
 #: noise levels, devices (``tau=None``: a preset keeps its own range), pipelines, step fractions
 #: (a row that two groups generate is kept once, in its first place)
-STANDARD: tuple[Case, ...] = tuple(dict.fromkeys((
+_STANDARD_WORST_CASE: tuple[Case, ...] = tuple(dict.fromkeys((
     # Theorem 1
     *(Case("digital_sgd", 0.5, sigma2=sigma2, **_STANDARD) for sigma2 in (0.1, 1.0, 4.0)),
     Case("digital_sgd", 0.9, problem="least-squares", micro_batch_size=4, **_STANDARD),
@@ -352,6 +352,9 @@ STANDARD: tuple[Case, ...] = tuple(dict.fromkeys((
                                                   (0.5, 4, 8, 4, 0.1, 1.0),
                                                   (0.9, 16, 4, 20, 1.0, 0.5))),
 )))
+
+#: the standard rows, then Theorem LF's local rows of the same runs
+STANDARD: tuple[Case, ...] = (*_STANDARD_WORST_CASE, *local_cases(_STANDARD_WORST_CASE))
 
 _THOROUGH = dict(steps=3000, seeds=32)
 
@@ -620,9 +623,13 @@ def ranking_agreement(checks: Sequence[Check]) -> RankingAgreement:
     a tie). Pairs without a common target (a floor at or above the start: vacuous) or with a run
     that did not reach it are counted apart and not ranked.
 
+    Only the worst-case rows are paired: a local-floor row (Theorem LF) reads its ``G2_iter`` off
+    its own run, so it is no guarantee made before the run.
+
     Every check needs its :attr:`~simulate.verification.checks.Check.prediction`.
     """
     checks = list(checks)
+    worst_case = [get_bound(check.bound_name).floor_kind == "worst-case" for check in checks]
     if any(check.prediction is None for check in checks):
         raise ParameterError("checks: every check needs its prediction (simulate.check_bound "
                              "computes it); valid: checks of run_suite or check_bound")
@@ -639,6 +646,8 @@ def ranking_agreement(checks: Sequence[Check]) -> RankingAgreement:
         for j, b in enumerate(checks):
             if i == j or (a.bound_name == b.bound_name and j < i):
                 continue  # a stages pair once; a mode pair in its (sync, async) order
+            if not (worst_case[i] and worst_case[j]):
+                continue
             kind = _pair_kind(a, b, fraction)
             if kind is None:
                 continue
