@@ -24,6 +24,7 @@ from theory.errors import ParameterError
 from ..config import SimConfig, device_from_config
 from ..device import Updater
 from ..problems import NETWORK_PROBLEMS, make_problem, stage_blocks
+from ..problems.oracle import Quadratic
 from ..problems.oracle_run import OracleTraining
 from ..trace import Trace
 
@@ -46,7 +47,7 @@ def g2_of_weights(config: SimConfig, w: np.ndarray) -> np.ndarray:
 
 
 class G2Measurement:
-    """A run's trace and its measured iterate average (Theorem LF).
+    r"""A run's trace and its measured iterate average (Theorem LF).
 
     Attributes
     ----------
@@ -56,10 +57,26 @@ class G2Measurement:
         Per member, the mean of :func:`g2_of_weights` over the logged iterates ``k < K``.
     points : int
         Logged iterates averaged (``K`` when every iterate is logged).
+    distance2 : ndarray, shape (R,)
+        Per member, the mean over the logged iterates ``k < K`` of
+        :math:`\sum_i s_i (W_{k,i} - w^*_i)^2` (:math:`s_i = 1/d`; :math:`W^*` the quadratic's
+        ``w_star``, the least-squares ``x_lstsq``): Corollary LF's condition :math:`C_\rho`
+        holds for :math:`\rho^2` at least its ensemble mean (:attr:`radius`).
+    g_star : float
+        :math:`g_\star = (\sum_i s_i G(w^*_i)^2)^{1/2}` at that :math:`W^*`
+        (:func:`g2_of_weights`).
     """
 
-    def __init__(self, trace: Trace, per_seed: np.ndarray, points: int):
+    def __init__(self, trace: Trace, per_seed: np.ndarray, points: int, distance2: np.ndarray,
+                 g_star: float):
         self.trace, self.per_seed, self.points = trace, per_seed, points
+        self.distance2, self.g_star = distance2, g_star
+
+    @property
+    def radius(self) -> float:
+        r"""The smallest :math:`\rho` of :math:`C_\rho` on this ensemble: the root of the mean
+        of :attr:`distance2`."""
+        return float(np.sqrt(np.mean(self.distance2)))
 
     @property
     def mean(self) -> float:
@@ -84,14 +101,19 @@ def run_measuring_g2(config: SimConfig) -> G2Measurement:
     members = list(range(config.seeds))
     training = OracleTraining(config, config.seed, problem, updater, members)
     steps, logged = config.steps, training.log_at
+    w_star = np.asarray(problem.w_star if isinstance(problem, Quadratic) else problem.x_lstsq,
+                        dtype=float)
     total, points, t = np.zeros(len(members)), 0, 0
+    distance2 = np.zeros(len(members))
     for k in range(steps + 1):
         if k == logged[t]:
             training.measure(k)
             t += 1
             if k < steps:
                 total += g2_of_weights(config, training.w)
+                distance2 += np.mean((training.w - w_star) ** 2, axis=1)
                 points += 1
         if k < steps:
             training.step(k)
-    return G2Measurement(training.finish(), total / points, points)
+    g_star = float(np.sqrt(g2_of_weights(config, w_star[None, :])[0]))
+    return G2Measurement(training.finish(), total / points, points, distance2 / points, g_star)
