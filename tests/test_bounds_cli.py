@@ -240,3 +240,20 @@ def test_constants_beyond_the_float_range_name_the_flag(capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nan" not in err
     assert "--L=1e+308 puts the rate coefficient c of analog_sgd beyond the float range" in err
+
+
+def test_g_star_and_radius_show_the_local_rows_conditional_on_c_rho(capsys):
+    """Corollary LF: with --g-star and --radius the *_local rows get numbers, below their
+    worst-case rows (G_rho <= G_inf), and a note names the condition; one flag alone is refused."""
+    status, out, _ = _run(capsys, "--g-star", "0.1", "--radius", "0.1", "--json")
+    assert status == 0
+    rows = {row["algorithm"]: row for row in json.loads(out)["rows"]}
+    local = [name for name, bound in REGISTRY.items() if bound.floor_kind != "worst-case"]
+    assert set(local) <= set(rows)
+    for name in local:
+        worst = rows[name.removesuffix("_local")]
+        assert rows[name]["floor"] <= worst["floor"]
+    status, out, _ = _run(capsys, "--g-star", "0.1", "--radius", "0.1")
+    assert status == 0 and "conditional on C_rho" in out and "analog_sgd_local" in out
+    status, _, err = _run(capsys, "--g-star", "0.1")
+    assert status != 0 and "--g-star and --radius go together" in err

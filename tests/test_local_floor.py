@@ -21,6 +21,7 @@ from simulate.engine import run
 from simulate.verification.checks import check_bound
 from simulate.verification.local_floor import g2_of_weights, run_measuring_g2
 from simulate.verification.suites import QUICK, Case, local_cases
+from theory.errors import ParameterError
 from theory.symbols import D, G2_bar, G2_iter, G_inf, n, q_max, q_min, sigma2, theta
 from theory.theorems import FLOOR_KINDS, REGISTRY, bounds_for
 
@@ -183,3 +184,45 @@ def test_the_quick_suite_checks_every_local_row_on_its_worst_case_run():
     assert {case.bound for case in local} == set(LOCAL)
     for case in local:
         assert case.config() == replace(case, bound=case.bound.removesuffix("_local")).config()
+
+
+# ---- Corollary LF: the conditional value a user evaluates ------------------------------------
+
+def test_corollary_lf_lipschitz_of_the_affine_families():
+    from theory import devices
+    from theory.local_floor import asymmetry_lipschitz, ball_g2_iter
+
+    soft = devices.make_device("softbounds", tau=2.0, dw_min=0.01)
+    assert asymmetry_lipschitz(soft) == pytest.approx(0.5)  # G(w) = w/tau
+    w = np.linspace(-1.5, 1.5, 7)
+    np.testing.assert_allclose(np.abs(np.diff(soft.G(w))), 0.5 * np.diff(w))
+    assert ball_g2_iter(soft, 0.1, 0.2, 1.0) == pytest.approx((0.1 + 0.5 * 0.2) ** 2)
+    assert ball_g2_iter(soft, 0.1, 10.0, 0.3) == pytest.approx(0.09)  # capped at G_inf^2
+    exponential = [name for name in devices.list_presets()
+                   if devices.load_preset(name).response.affine_responses() is None]
+    if exponential:
+        with pytest.raises(ParameterError, match="non-affine"):
+            asymmetry_lipschitz(devices.load_preset(exponential[0]))
+
+
+@pytest.mark.parametrize("index", [1, 3, 9])
+def test_corollary_lf_holds_at_suite_points(index):
+    """C_rho at the measured rho holds by construction; the corollary's chain (Lipschitz,
+    Minkowski) must put the measured G2_iter below G_rho^2, and the local row at G_rho^2 must
+    still hold against the simulation (quick-suite runs, fewer steps)."""
+    from theory.local_floor import ball_g2_iter
+
+    case = replace(QUICK[index], steps=100, seeds=6)
+    config = replace(case.config(), log_every=1)
+    measured = run_measuring_g2(config)
+    device = device_from_config(config)
+    g_rho2 = ball_g2_iter(device, measured.g_star, measured.radius, 10.0)
+    assert measured.mean <= g_rho2
+    local = check_bound(f"{case.bound}_local", case.config())
+    empirical = local.empirical
+    from theory.admissible import compiled_bound
+
+    values = dict(local.constants, G2_iter=g_rho2)
+    value = float(compiled_bound(local.bound_name).value(values["theta"], values["K"],
+                                                         values["alpha"], values))
+    assert empirical <= value and local.bound <= value
