@@ -12,10 +12,14 @@ with the device constants on the weight region :func:`step_region` (``[-0.5, 0.5
 of the device range), rounded to :data:`STEP_DIGITS` significant digits. The tables:
 
 - :data:`QUICK`: one row per entry (seconds; ``aimc-pipeline verify`` and the report);
-- :data:`STANDARD`: ~100 rows over noise, devices, stages, micro-batches and step fractions
+- :data:`STANDARD`: 132 rows over noise, devices, stages, micro-batches and step fractions
   (write semantics: the per-sample rows of Corollary 3PS and Theorem 4'PS; every other row
   writes the batch mean);
 - :data:`THOROUGH`: a grid of 270 rows over three root seeds.
+
+:data:`QUICK` and :data:`STANDARD` end with the local-floor rows of Theorem LF
+(:func:`local_cases`: each ``*_local`` entry on the run of its worst-case row, ``G2_iter``
+measured along it; 21 and 128 rows).
 
 :func:`run_suite` runs a table as one cached sweep of :func:`check_point` (each row is
 :func:`simulate.verification.checks.check_bound`; a cached row is checked by
