@@ -181,7 +181,14 @@ def _values(hardware: HardwareParams, problem: ProblemParams, pipeline: Pipeline
     return values
 
 
-def _not_applicable(bound: theorems.Bound, hardware: HardwareParams) -> str | None:
+def _not_applicable(bound: theorems.Bound, hardware: HardwareParams,
+                    g2_iter: float | None = None) -> str | None:
+    if bound.floor_kind != "worst-case" and g2_iter is None:
+        return (
+            f"not applicable: {bound.name} (Theorem LF) needs G2_iter, the iterate average of "
+            "the squared asymmetry measured along a run (aimc-pipeline verify measures it), or "
+            "Corollary LF's value under C_r (bounds --g-star X --radius R)"
+        )
     if {"tau", "W_max"} & set(bound.parameters) and not isinstance(
         hardware.device.response, SoftBounds
     ):
@@ -198,6 +205,8 @@ def evaluate(
     hardware: HardwareParams,
     problem: ProblemParams | None = None,
     pipeline: PipelineConfig | None = None,
+    *,
+    g2_iter: float | None = None,
 ) -> BoundResult:
     r"""Evaluate registry entry ``algorithm`` at target ``eps`` for the given parameters.
 
@@ -214,6 +223,9 @@ def evaluate(
         Default ``ProblemParams()``.
     pipeline : PipelineConfig, optional
         Default ``PipelineConfig()``.
+    g2_iter : float, optional
+        Theorem LF's ``G2_iter`` for a local-floor row (``*_local``), e.g. Corollary LF's
+        :func:`theory.local_floor.ball_g2_iter`; without it such a row is not applicable.
 
     Returns
     -------
@@ -234,6 +246,8 @@ def evaluate(
     bound = theorems.get_bound(algorithm)
     eps = float(check_range("eps", eps, 0, low_open=True))
     values = _values(hardware, problem, pipeline)
+    if g2_iter is not None:
+        values["G2_iter"] = float(check_range("g2_iter", g2_iter, 0, None))
     cycle_time = float(hardware.timing.cycle_time_s(pipeline.stages, pipeline.micro_batch_size))
     batch = int(_batch(algorithm)(values))
     empty = dict(
@@ -241,7 +255,7 @@ def evaluate(
         iterations=None, samples=None, cycles=None, seconds=None, cycle_time_s=cycle_time,
         value=None, step=None, rate_a=None, rate_c=None,
     )
-    reason = _not_applicable(bound, hardware)
+    reason = _not_applicable(bound, hardware, g2_iter)
     if reason is not None:
         return BoundResult(**empty, floor=None, limiting="not applicable", reason=reason)
     try:
@@ -432,8 +446,14 @@ def compare(
     hardware: HardwareParams,
     problem: ProblemParams | None = None,
     pipeline: PipelineConfig | None = None,
+    *,
+    g2_iter: float | None = None,
 ) -> Comparison:
     """Evaluate every registry entry at ``eps`` (see :func:`evaluate`) and the speedups.
+
+    The local-floor rows of Theorem LF (``Bound.floor_kind = "iterate-average"``) are left out
+    unless ``g2_iter`` is given (their ``G2_iter`` is measured along a run, or Corollary LF's
+    value under the condition C_r, :func:`theory.local_floor.ball_g2_iter`).
 
     Parameters
     ----------
@@ -450,7 +470,9 @@ def compare(
     hardware, problem, pipeline = check_arguments(hardware, problem, pipeline)
     eps = check_range("eps", eps, 0, low_open=True)
     results = tuple(
-        evaluate(name, eps, hardware, problem, pipeline) for name in theorems.REGISTRY
+        evaluate(name, eps, hardware, problem, pipeline, g2_iter=g2_iter)
+        for name, bound in theorems.REGISTRY.items()
+        if bound.floor_kind == "worst-case" or g2_iter is not None
     )
     base = next(r for r in results if r.algorithm == BASELINE)
 

@@ -35,6 +35,7 @@ BASE = dict(
     G_inf=0.3, theta=0.5, tau=1.0, W_max=0.3, beta=0.05, R=2, P=3, nu=0.01,  # R, P, nu: local_sgd
     p2_bar=1.3**2, G2_bar=0.3**2,  # Theorem 2M: every block on this device
     T=4, rho=2.0,  # Corollary TT0: transfer period and rate
+    G2_iter=0.1**2,  # Theorem LF: the iterate average, below G_inf^2
 )
 
 
@@ -62,6 +63,8 @@ def point(draw):
         G2_bar=draw(st.floats(0.0, 1.0)) * ((qmax - qmin) / 2) ** 2,
         R=draw(st.integers(1, 16)), P=draw(st.integers(1, 16)), nu=draw(st.floats(0.0, 1.0)),
         T=draw(st.integers(1, 64)), rho=draw(st.floats(1e-2, 1e2)),  # Corollary TT0 (last)
+        # Theorem LF's iterate average, in its range (drawn after the others: their draws kept)
+        G2_iter=draw(st.floats(0.0, 1.0)) * ((qmax - qmin) / 2) ** 2,
     )
 
 

@@ -18,6 +18,7 @@ from simulate.verification import (
     VERIFY_FORMAT,
     Case,
     check_point,
+    local_cases,
     region_step_cap,
     step_region,
     suite_points,
@@ -48,7 +49,12 @@ def test_suites_cover_every_checkable_bound():
     assert {p["bound"] for p in quick} == set(CHECKABLE)
     # a size budget: 61 rows + 12 per-sample + 12 mixed + 8 TT0 + 8 TT0-AP + 6 per-sample AP (IO'
     # took two IO rows) + 16 TT0PS (four per-sample Tiki-Taka entries, the minimum 4 rows each)
-    assert 35 <= len(standard) <= 132
+    # Theorem LF: every row's local-floor row on the same run follows the worst-case rows
+    worst = [case for case in STANDARD if not case.bound.endswith("_local")]
+    assert 35 <= len(worst) <= 132
+    assert STANDARD == (*worst, *local_cases(worst)) and len(standard) == len(STANDARD)
+    assert QUICK == (*(c for c in QUICK if not c.bound.endswith("_local")),
+                     *local_cases([c for c in QUICK if not c.bound.endswith("_local")]))
     for name in CHECKABLE:
         assert sum(p["bound"] == name for p in standard) >= 4
     for point in standard:

@@ -41,6 +41,7 @@ from theory.symbols import (
     D,
     Delta,
     G2_bar,
+    G2_iter,
     G_inf,
     K,
     L,
@@ -115,6 +116,17 @@ def opaque_root(expr):
 
 # ---- registry structure --------------------------------------------------------------------------
 
+#: Theorem LF's rows, in the registry's order (one per derived row with a floor)
+LOCAL_FLOOR_ROWS = [f"{name}_local" for name in (
+    "analog_sgd", "analog_sgd_sp", "analog_sgd_ap", "analog_sgd_ap_b", "analog_sgd_per_sample",
+    "analog_sgd_sp_per_sample", "analog_sgd_ap_per_sample", "tiki_taka_reset",
+    "tiki_taka_reset_sp", "tiki_taka_reset_ap", "tiki_taka_reset_ap_b",
+    "tiki_taka_reset_per_sample", "tiki_taka_reset_sp_per_sample",
+    "tiki_taka_reset_ap_per_sample", "tiki_taka_reset_ap_b_per_sample", "analog_sgd_mixed",
+    "analog_sgd_sp_mixed", "analog_sgd_ap_mixed", "analog_sgd_biased", "analog_sgd_biased_sharp",
+)]
+
+
 def test_registry_names_and_order():
     assert list(REGISTRY) == [
         "digital_sgd", "analog_sgd_companion", "analog_sgd", "analog_sgd_sp", "analog_sgd_ap",
@@ -124,7 +136,8 @@ def test_registry_names_and_order():
         "tiki_taka_reset_ap", "tiki_taka_reset_ap_b", "tiki_taka_reset_per_sample",
         "tiki_taka_reset_sp_per_sample", "tiki_taka_reset_ap_per_sample",
         "tiki_taka_reset_ap_b_per_sample", "analog_sgd_mixed", "analog_sgd_sp_mixed",
-        "analog_sgd_ap_mixed", "analog_sgd_biased", "analog_sgd_biased_sharp", "literature_sgd",
+        "analog_sgd_ap_mixed", "analog_sgd_biased", "analog_sgd_biased_sharp",
+        *LOCAL_FLOOR_ROWS, "literature_sgd",
         "literature_delay_fixed", "literature_delay_arbitrary", "literature_async_sgd", "local_sgd",
     ]
     for name, bound in REGISTRY.items():
@@ -155,7 +168,8 @@ def test_derived_entries_name_a_heading_of_docs():
                                            "tiki_taka_reset_ap", "tiki_taka_reset_ap_b",
                                            *(f"{name}_per_sample" for name in (
                                                "tiki_taka_reset", "tiki_taka_reset_sp",
-                                               "tiki_taka_reset_ap", "tiki_taka_reset_ap_b"))}
+                                               "tiki_taka_reset_ap", "tiki_taka_reset_ap_b")),
+                                           *LOCAL_FLOOR_ROWS}
     for bound in derived:
         assert any(h.startswith(f"{bound.proof} ") for h in headings), bound.proof
         assert f"`{bound.name}`" in next(h for h in headings if h.startswith(f"{bound.proof} "))
@@ -206,7 +220,9 @@ def test_bound_for_maps_every_schedule_to_its_theorem():
     assert [bd.name for bd in bounds_for("async")] == list(ASYNC_ANALOG)
     for bound in REGISTRY.values():
         if bound.provenance == "derived":
-            assert bound in bounds_for(bound.mode, bound.algorithm, bound.write, bound.gradient)
+            found = bounds_for(bound.mode, bound.algorithm, bound.write, bound.gradient)
+            # Theorem LF's rows need a measured G2_iter: never a guarantee of the planner
+            assert (bound in found) == (bound.floor_kind == "worst-case"), bound.name
     # the biased-gradient entry is no guarantee of the planner (it needs a measured beta)
     assert [bd.name for bd in bounds_for("none")] == ["analog_sgd"]
     assert [bd.name for bd in bounds_for("none", gradient="biased")] == [
@@ -337,6 +353,8 @@ def constants(draw):
         local_sgd.nu: draw(st.floats(0, 1)),
         # Corollary TT0's transfer period and rate (drawn last: the other draws are unchanged)
         T: draw(st.integers(1, 64)), rho: draw(st.floats(1e-2, 1e2)),
+        # Theorem LF's iterate average (drawn last: the other draws are unchanged)
+        G2_iter: draw(st.floats(0, 1)),
     }
 
 
@@ -467,17 +485,23 @@ INCREASING = {
     "literature_async_sgd": (sigma2, L, Delta, M),
     "local_sgd": (sigma2, L, Delta, G_inf, local_sgd.nu),
 }
+# Theorem LF: each local row increases in what its worst-case row does, G2_iter for G_inf
+INCREASING |= {
+    name: tuple(G2_iter if var is G_inf else var for var in INCREASING[name.removesuffix("_local")])
+    + ((G2_iter,) if G_inf not in INCREASING[name.removesuffix("_local")] else ())
+    for name in LOCAL_FLOOR_ROWS
+}
 
 
 def _positive_g(expr):
-    return expr.subs(G_inf, g_pos)
+    return expr.subs({G_inf: g_pos, G2_iter: g_pos**2})
 
 
 @pytest.mark.parametrize("name", list(REGISTRY))
 def test_bound_increasing_in_problem_constants(name):
     bound = REGISTRY[name]
     for var in INCREASING[name]:
-        target = g_pos if var is G_inf else var
+        target = g_pos if var in (G_inf, G2_iter) else var
         expr = _positive_g(bound.expr)
         if var is D and delay_cases(bound) != [{}]:
             # min(D, 1): the step D = 0 -> 1, then the derivative in d on D = 1 + d

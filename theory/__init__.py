@@ -15,8 +15,8 @@ Names are imported on first use (PEP 562, Scientific Python SPEC 1: :func:`theor
 so ``import theory`` loads neither sympy nor the registry; ``theory.MODES`` stays sympy-free,
 ``theory.REGISTRY`` builds the registry. :mod:`theory.symbols`, :mod:`theory.admissible`,
 :mod:`theory.calibration` (its form: :mod:`theory.calibration_model`; its file:
-:mod:`theory.calibration_file`), :mod:`theory.step_choice`,
-:mod:`theory.local_sgd` and
+:mod:`theory.calibration_file`), :mod:`theory.step_choice`, :mod:`theory.local_sgd`,
+:mod:`theory.local_floor` (Corollary LF) and
 :mod:`theory.commands` are used by their module path.
 """
 

@@ -28,6 +28,7 @@ PARAMETER_RANGES: dict[str, tuple] = {
     "G_inf": _NONNEGATIVE,
     "p2_bar": _POSITIVE,
     "G2_bar": _NONNEGATIVE,
+    "G2_iter": _NONNEGATIVE,  # Theorem LF's iterate average of the noise-weighted G^2
     "beta": _NONNEGATIVE,
     "theta": _UNIT_OPEN,
     **dict.fromkeys(("n", "b", "B", "M"), _COUNT),
@@ -85,10 +86,11 @@ def _refuse_first(bad: np.ndarray, message) -> None:
 
 def _check_block_sums(values: dict[str, np.ndarray]) -> None:
     """Theorem 2M: ``q_min^2 <= p2_bar <= q_max^2`` and ``G2_bar <= ((q_max - q_min)/2)^2``
-    (noise-weighted means of per-block values that lie in those ranges)."""
+    (noise-weighted means of per-block values that lie in those ranges); Theorem LF's ``G2_iter``
+    is such a mean too."""
     if not {"q_min", "q_max"} <= set(values):
         return
-    for name in ("p2_bar", "G2_bar"):
+    for name in ("p2_bar", "G2_bar", "G2_iter"):
         if name not in values:
             continue
         x, lo, hi = np.broadcast_arrays(values[name], values["q_min"], values["q_max"])
@@ -96,7 +98,7 @@ def _check_block_sums(values: dict[str, np.ndarray]) -> None:
             low, high, text = lo * lo, hi * hi, "q_min^2 <= p2_bar <= q_max^2"
         else:
             low, high, text = np.zeros_like(lo), ((hi - lo) / 2) ** 2, \
-                "G2_bar <= ((q_max - q_min)/2)^2"
+                f"{name} <= ((q_max - q_min)/2)^2"
         slack = _A3_SLACK * (1 + high)
         bad = (x < low * (1 - _A3_SLACK) - slack) | (x > high * (1 + _A3_SLACK) + slack)
         _refuse_first(bad, lambda i, name=name, x=x, low=low, high=high, text=text: (

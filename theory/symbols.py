@@ -12,9 +12,9 @@ from __future__ import annotations
 import sympy as sp
 
 __all__ = [
-    "B", "D", "Delta", "G2_bar", "G_inf", "K", "L", "L_s", "M", "N", "T", "W_max", "alpha", "b",
-    "beta", "eps", "kappa_2", "lam", "m", "mb", "n", "p2_bar", "q_max", "q_min", "rho", "sigma2",
-    "tau", "theta",
+    "B", "D", "Delta", "G2_bar", "G2_iter", "G_inf", "K", "L", "L_s", "M", "N", "T", "W_max",
+    "alpha", "b", "beta", "eps", "kappa_2", "lam", "m", "mb", "n", "p2_bar", "q_max", "q_min",
+    "rho", "sigma2", "tau", "theta",
 ]
 
 # problem (A1, A2)
@@ -61,3 +61,8 @@ W_max = sp.Symbol("W_max", positive=True)  #: bound on ||W_k||_inf, W_max < tau
 p2_bar = sp.Symbol("p2_bar", positive=True)
 #: noise-weighted mean of the blocks' G_inf^2: sum_m s_m G_inf,m^2 (digital block: 0)
 G2_bar = sp.Symbol("G2_bar", nonnegative=True)
+
+# the iterate average of Theorem LF (docs/theory.md; the local-floor rows ``*_local``)
+#: (1/K) sum_k E sum_i s_i G_i(W_k)^2 (s_i: the noise's share of coordinate i, A2S) over the
+#: points where the proof evaluates the response; at most G_inf^2 (G2_bar for mixed blocks)
+G2_iter = sp.Symbol("G2_iter", nonnegative=True)

@@ -23,6 +23,7 @@ __all__ = [
     "ALGORITHMS",
     "CALIBRATED_ALGORITHMS",
     "CALIBRATED_MODES",
+    "FLOOR_KINDS",
     "GRADIENT_SIGNALS",
     "MIXED_ENTRIES",
     "MODES",
@@ -55,6 +56,11 @@ WRITE_SEMANTICS = ("batch-mean", "per-sample")
 #: (A2_beta, Proposition IO); the planner's guarantees (:func:`theory.theorems.bounds_for`) are
 #: the unbiased ones
 GRADIENT_SIGNALS = ("unbiased", "biased")
+
+#: what a bound's floor is taken over: the worst case of |G| on the visited region (A3), or the
+#: iterate average G2_iter of Theorem LF (the ``*_local`` rows, which need a measured G2_iter and
+#: are not planned with)
+FLOOR_KINDS = ("worst-case", "iterate-average")
 
 #: the pipeline modes a calibration fits (:mod:`theory.calibration`)
 CALIBRATED_MODES = ("sync", "async")

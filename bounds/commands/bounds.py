@@ -20,6 +20,7 @@ from pathlib import Path
 
 from theory import devices
 from theory.commands import add_alias, command_main, print_json
+from theory.errors import ParameterError
 from theory.fileio import atomic_write, check_output_dir, check_output_file, output_errors
 
 from ..params import (
@@ -95,6 +96,15 @@ def build_parser(parser: argparse.ArgumentParser) -> None:
     add_flags(parser, [("--layers", "layers", int, "N",
                         "analog layers of the model (timing model); default 16")])
     add_problem_flags(parser)
+    ball = parser.add_argument_group(
+        "Corollary LF (the local-floor rows *_local, conditional on C_rho)",
+        "G2_iter <= min(g_star + l RHO, G_inf)^2 when the iterates' noise-weighted RMS distance "
+        "to W* is at most RHO (C_rho), l the Lipschitz constant of the device's G; both flags "
+        "or neither")
+    ball.add_argument("--g-star", type=float, metavar="X", default=None,
+                      help="noise-weighted RMS of G at W* (any upper bound, e.g. max_i |G(w*_i)|)")
+    ball.add_argument("--radius", type=float, metavar="RHO", default=None,
+                      help="RHO of C_rho: the iterates' RMS distance to W* (weight units)")
     output = parser.add_mutually_exclusive_group()
     output.add_argument(
         "--json", action="store_true",
@@ -195,13 +205,19 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluation import compare  # sympy and the registry: imported to compute, not for --help
 
     config = bounds_config_from_args(args)
-    comparison = compare(config.eps, config.hardware, config.problem, config.pipeline)
+    g2_iter = _ball_g2_iter(args, config.hardware)
+    comparison = compare(config.eps, config.hardware, config.problem, config.pipeline,
+                         g2_iter=g2_iter)
     comparison.require_analog()
     rows = comparison.to_rows()
     if args.json:
         print_json("bounds", indent=2, rows=rows)
     else:
         print(comparison.table())
+        if g2_iter is not None:
+            print(f"note: *_local rows: Corollary LF, conditional on C_rho (the iterates' RMS "
+                  f"distance to W* at most {args.radius:g}): G2_iter <= {g2_iter:.4g} "
+                  f"(g_star = {args.g_star:g})")
     if target is not None:
         table = io.StringIO(newline="")
         writer = csv.DictWriter(table, fieldnames=list(rows[0]))
@@ -211,6 +227,19 @@ def run(args: argparse.Namespace) -> int:
             target.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(target, table.getvalue().encode("utf-8"))
     return 0
+
+
+def _ball_g2_iter(args: argparse.Namespace, hardware: HardwareParams) -> float | None:
+    """Corollary LF's ``G2_iter`` from ``--g-star`` and ``--radius`` (``None`` without them)."""
+    if args.g_star is None and args.radius is None:
+        return None
+    if args.g_star is None or args.radius is None:
+        raise ParameterError("--g-star and --radius go together (Corollary LF's C_rho); "
+                             "valid: both or neither")
+    from theory.local_floor import ball_g2_iter  # the device's response: not for --help
+
+    return ball_g2_iter(hardware.device, args.g_star, args.radius,
+                        float(hardware.device_constants().G_inf))
 
 
 def _csv_target(args: argparse.Namespace) -> tuple[Path | None, str]:

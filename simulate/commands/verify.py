@@ -46,6 +46,7 @@ __all__ = [
     "config_label",
     "main",
     "markdown_table",
+    "median_line",
     "prediction_summaries",
     "ratio_summaries",
     "run",
@@ -68,15 +69,16 @@ CSV_COLUMNS = (
     "bound", "problem", "mode", "algorithm", "stages", "micro_batches", "micro_batch_size",
     "device", "tau", "sigma2", "lr", "steps", "seeds", "seed", "empirical", "stderr",
     "bound_value", "ratio", "margin_z", "passed", "theta", "L", "Delta", "q_min", "q_max",
-    "G_inf", "w_lo", "w_hi", "eps", "predicted_cycles", "simulated_cycles", "simulated_ci_low",
-    "simulated_ci_high", "prediction_ratio", "vacuous",
+    "G_inf", "w_lo", "w_hi", "G2_iter", "floor_kind", "eps", "predicted_cycles",
+    "simulated_cycles", "simulated_ci_low", "simulated_ci_high", "prediction_ratio", "vacuous",
 )
 
 
 def build_parser(parser: argparse.ArgumentParser) -> None:
     """Add the ``verify`` options (and the sweep options) to ``parser``."""
     parser.add_argument("--suite", choices=SUITE_NAMES, default="quick",
-                        help="quick (seconds), standard (~40 checks, 1-3 min), thorough (hundreds)")
+                        help="quick (43 checks, seconds), standard (260 checks, minutes), thorough "
+                        "(hundreds); quick and standard add Theorem LF's local-floor rows")
     parser.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="write verify.csv and verify.json (the checks) into DIR")
     output = parser.add_mutually_exclusive_group()
@@ -103,6 +105,13 @@ def config_label(check: Check) -> str:
             f"K={c.steps} R={c.seeds}")
 
 
+def _floor_kind(check: Check) -> str:
+    """The entry's ``Bound.floor_kind`` (``worst-case``; ``iterate-average`` for Theorem LF)."""
+    from theory.theorems import get_bound  # the registry (sympy): not for --help
+
+    return get_bound(check.bound_name).floor_kind
+
+
 def _row(check: Check) -> dict:
     c, k, p = check.config, check.constants, check.prediction
     prediction = {} if p is None else {
@@ -119,7 +128,8 @@ def _row(check: Check) -> dict:
         "ratio": check.ratio, "margin_z": check.margin_z, "passed": check.passed,
         "theta": k.get("theta"), "L": k.get("L"), "Delta": k.get("Delta"),
         "q_min": k.get("q_min"), "q_max": k.get("q_max"), "G_inf": k.get("G_inf"),
-        "w_lo": k.get("w_lo"), "w_hi": k.get("w_hi"),
+        "w_lo": k.get("w_lo"), "w_hi": k.get("w_hi"), "G2_iter": k.get("G2_iter"),
+        "floor_kind": _floor_kind(check),
         **{name: prediction.get(name) for name in CSV_COLUMNS[-7:]},
     }
 
@@ -275,12 +285,23 @@ def _predictions(checks: list[Check]) -> tuple[list[tuple[str, ...]], str] | Non
 def _table_rows(checks: list[Check]) -> list[tuple[str, ...]]:
     return [
         (check.bound_name, config_label(check), f"{check.empirical:.4g} +- {check.stderr:.2g}",
-         f"{check.bound:.4g}", f"{check.ratio:.3g}", "yes" if check.passed else "NO")
+         f"{check.bound:.4g}", f"{check.ratio:.3g}", _floor_kind(check),
+         "yes" if check.passed else "NO")
         for check in checks
     ]
 
 
-_HEADER = ("bound", "config", "empirical +- stderr", "bound value", "ratio", "pass")
+_HEADER = ("bound", "config", "empirical +- stderr", "bound value", "ratio", "floor", "pass")
+
+
+def median_line(checks: list[Check]) -> str:
+    """The median ``bound / empirical`` over every check, and over the worst-case rows alone."""
+    worst = [check.ratio for check in checks if _floor_kind(check) == "worst-case"]
+    line = f"Median ratio {np.median([c.ratio for c in checks]):.3g} over {len(checks)} checks"
+    if len(worst) < len(checks):
+        line += (f" ({np.median(worst):.3g} over the {len(worst)} worst-case floors; the others "
+                 "use the iterate average G2_iter of Theorem LF, measured along the same runs)")
+    return line + "."
 
 
 def markdown_table(checks: list[Check]) -> str:
@@ -289,7 +310,8 @@ def markdown_table(checks: list[Check]) -> str:
     summary = [(f"`{s.bound_name}`", str(s.checks), str(s.passed), f"{s.min_ratio:.3g}",
                 f"{s.median_ratio:.3g}") for s in ratio_summaries(checks)]
     summary_header = ("bound", "checks", "passed", "smallest ratio", "median ratio")
-    out = md_table(_HEADER, rows) + "\n\n" + md_table(summary_header, summary) + "\n"
+    out = (md_table(_HEADER, rows) + "\n\n" + md_table(summary_header, summary) + "\n\n"
+           + median_line(checks) + "\n")
     predictions = _predictions(checks)
     if predictions is not None:
         rows, line = predictions
@@ -340,6 +362,7 @@ def run(args: argparse.Namespace) -> int:
         print(text_table(_HEADER, _table_rows(checks)))
         print()
         print(_summary_text(checks))
+        print(median_line(checks))
         predictions = _predictions(checks)
         if predictions is not None:
             rows, line = predictions

@@ -41,6 +41,9 @@ _EXPORTS = {
     ".heldout_coverage": (
         "BROAD_DEVICES", "CoveragePoint", "broad_coverage", "broad_instance",
     ),
+    ".local_floor": (
+        "G2Measurement", "g2_of_weights", "run_measuring_g2",
+    ),
     ".prediction": (
         "Prediction", "bound_floor", "first_hit", "predict", "predicted_iterations",
         "running_average", "target",
@@ -52,7 +55,8 @@ _EXPORTS = {
     ".suites": (
         "DEVICE_MARGIN", "LR_REGION", "QUICK", "STANDARD", "STEP_DIGITS", "SUITES", "THOROUGH",
         "VERIFY_FORMAT", "Case", "RankedPair", "RankingAgreement", "capped_step", "check_point",
-        "ranking_agreement", "run_suite", "step_region", "suite_points", "validate_check",
+        "local_cases", "ranking_agreement", "run_suite", "step_region", "suite_points",
+        "validate_check",
     ),
     ".suite_names": (
         "SUITE_NAMES",

@@ -21,7 +21,11 @@ the constants that held in the run:
   per-sample writes the weights between the writes of one update are visited too);
 - ``mixed`` runs (Theorem 2M): those device constants on every analog stage, ``(1, 1, 0)`` on the
   stages of ``digital_stages``, noise shares :math:`d_m/d`, aggregated by
-  :func:`theory.mixed.mixed_constants` into ``q_min``, ``q_max``, ``p2_bar``, ``G2_bar``.
+  :func:`theory.mixed.mixed_constants` into ``q_min``, ``q_max``, ``p2_bar``, ``G2_bar``;
+- the local-floor rows (Theorem LF, ``*_local``): ``G2_iter``, the ensemble mean of
+  :math:`\lVert G(W_k)\rVert_\infty^2` over the iterates, measured along the same run
+  (:func:`simulate.verification.local_floor.run_measuring_g2`, the same bits as
+  :func:`simulate.engine.run`; assumption A2S).
 
 **Write semantics.** An analog entry is checked on runs with its own write semantics
 (``Bound.write``; :func:`config_for` sets it): Theorem 2 and Corollary 3 on batch-mean writes,
@@ -77,6 +81,7 @@ from ..engine import run
 from ..pipeline import cycles_after, forward_delays
 from ..problems import ORACLE_PROBLEMS, W_STAR_SCALE, make_problem, stage_blocks
 from ..trace import Trace
+from .local_floor import run_measuring_g2
 from .prediction import Prediction, predict
 from .stats import one_sided_pass, standard_error
 
@@ -340,17 +345,21 @@ class Check:
         return cls(**data)
 
 
-def _run_every_iterate(config: SimConfig, why: str) -> Trace:
-    """``run(config)`` with every iterate logged (``log_every = 1``), or a one-line error naming
+def _every_iterate(config: SimConfig, why: str) -> SimConfig:
+    """``config`` with every iterate logged (``log_every = 1``), or a one-line error naming
     ``steps`` when that trace would exceed the memory limit (``why`` says who needs it)."""
     try:
-        every = replace(config, log_every=1)
+        return replace(config, log_every=1)
     except ParameterError as error:  # the trace of every iterate would be too large
         raise ParameterError(
             f"steps={config.steps} with seeds={config.seeds}: {why}, and that trace is too large "
             f"({error}); valid: fewer steps or seeds"
         ) from None
-    return run(every)
+
+
+def _run_every_iterate(config: SimConfig, why: str) -> Trace:
+    """``run(config)`` with every iterate logged (:func:`_every_iterate`)."""
+    return run(_every_iterate(config, why))
 
 
 def check_bound(name: str, config: SimConfig, *, z: float = 4.0) -> Check:
@@ -376,11 +385,19 @@ def check_bound(name: str, config: SimConfig, *, z: float = 4.0) -> Check:
     check_range("z", z, 0, None)
     # every iterate logged (for the prediction's running average): the iterates, their average
     # and the visited region do not depend on log_every (the check's numbers keep their bits)
-    trace = _run_every_iterate(config, "the check logs every iterate for its prediction")
+    why = "the check logs every iterate for its prediction"
+    local = "G2_iter" in get_bound(name).parameters  # Theorem LF: measured along the run
+    if local:
+        measured = run_measuring_g2(_every_iterate(config, why))
+        trace = measured.trace
+    else:
+        trace = _run_every_iterate(config, why)
     per_seed = np.asarray(trace.avg_grad_norm2, dtype=float)
     empirical = float(per_seed.mean())
     stderr = standard_error(per_seed)
     values = _constants_of_run(name, config, trace)
+    if local:
+        values["G2_iter"] = measured.mean
     theta, bound = tightest_theta(name, config.lr, config.steps, values)
     used = {p: values[p] for p in compiled_bound(name).parameters}
     constants = used | {

@@ -12,10 +12,14 @@ with the device constants on the weight region :func:`step_region` (``[-0.5, 0.5
 of the device range), rounded to :data:`STEP_DIGITS` significant digits. The tables:
 
 - :data:`QUICK`: one row per entry (seconds; ``aimc-pipeline verify`` and the report);
-- :data:`STANDARD`: ~100 rows over noise, devices, stages, micro-batches and step fractions
+- :data:`STANDARD`: 132 rows over noise, devices, stages, micro-batches and step fractions
   (write semantics: the per-sample rows of Corollary 3PS and Theorem 4'PS; every other row
   writes the batch mean);
 - :data:`THOROUGH`: a grid of 270 rows over three root seeds.
+
+:data:`QUICK` and :data:`STANDARD` end with the local-floor rows of Theorem LF
+(:func:`local_cases`: each ``*_local`` entry on the run of its worst-case row, ``G2_iter``
+measured along it; 21 and 128 rows).
 
 :func:`run_suite` runs a table as one cached sweep of :func:`check_point` (each row is
 :func:`simulate.verification.checks.check_bound`; a cached row is checked by
@@ -55,6 +59,7 @@ __all__ = [
     "VERIFY_FORMAT",
     "capped_step",
     "check_point",
+    "local_cases",
     "ranking_agreement",
     "run_suite",
     "step_region",
@@ -175,8 +180,8 @@ class Case:
 
 _QUICK = dict(steps=400, seeds=16)
 
-#: one check per entry, and least squares once (seconds)
-QUICK: tuple[Case, ...] = (
+#: one check per entry, and least squares once (seconds); the local-floor rows follow
+_QUICK_WORST_CASE: tuple[Case, ...] = (
     Case("digital_sgd", 0.5, **_QUICK),
     Case("analog_sgd", 0.5, **_QUICK),
     Case("analog_sgd_sp", 0.5, stages=4, micro_batches=4, **_QUICK),
@@ -209,6 +214,18 @@ QUICK: tuple[Case, ...] = (
          **_QUICK),
 )
 
+
+def local_cases(cases: Sequence[Case]) -> tuple[Case, ...]:
+    """Theorem LF's check of every case whose entry has a local-floor row (``bound + "_local"``):
+    the same run (the local row's step cap is the worst-case row's), the floor's ``G_inf^2``
+    replaced by the ``G2_iter`` measured along it."""
+    return tuple(replace(case, bound=f"{case.bound}_local") for case in cases
+                 if f"{case.bound}_local" in CHECKABLE)
+
+
+#: every entry once, then the local-floor rows of the same runs (Theorem LF)
+QUICK: tuple[Case, ...] = (*_QUICK_WORST_CASE, *local_cases(_QUICK_WORST_CASE))
+
 #: step fractions of the asynchronous rows at Theorem 4''s cap: half, most, all but 0.1 % of it
 #: (a fraction is below 1: the 4-digit rounding of the step must stay admissible)
 _AP_FRACTIONS = (0.5, 0.9, 0.999)
@@ -217,7 +234,7 @@ _STANDARD = dict(steps=3000, seeds=48)
 
 #: noise levels, devices (``tau=None``: a preset keeps its own range), pipelines, step fractions
 #: (a row that two groups generate is kept once, in its first place)
-STANDARD: tuple[Case, ...] = tuple(dict.fromkeys((
+_STANDARD_WORST_CASE: tuple[Case, ...] = tuple(dict.fromkeys((
     # Theorem 1
     *(Case("digital_sgd", 0.5, sigma2=sigma2, **_STANDARD) for sigma2 in (0.1, 1.0, 4.0)),
     Case("digital_sgd", 0.9, problem="least-squares", micro_batch_size=4, **_STANDARD),
@@ -339,6 +356,9 @@ STANDARD: tuple[Case, ...] = tuple(dict.fromkeys((
                                                   (0.5, 4, 8, 4, 0.1, 1.0),
                                                   (0.9, 16, 4, 20, 1.0, 0.5))),
 )))
+
+#: the standard rows, then Theorem LF's local rows of the same runs
+STANDARD: tuple[Case, ...] = (*_STANDARD_WORST_CASE, *local_cases(_STANDARD_WORST_CASE))
 
 _THOROUGH = dict(steps=3000, seeds=32)
 
@@ -607,9 +627,13 @@ def ranking_agreement(checks: Sequence[Check]) -> RankingAgreement:
     a tie). Pairs without a common target (a floor at or above the start: vacuous) or with a run
     that did not reach it are counted apart and not ranked.
 
+    Only the worst-case rows are paired: a local-floor row (Theorem LF) reads its ``G2_iter`` off
+    its own run, so it is no guarantee made before the run.
+
     Every check needs its :attr:`~simulate.verification.checks.Check.prediction`.
     """
     checks = list(checks)
+    worst_case = [get_bound(check.bound_name).floor_kind == "worst-case" for check in checks]
     if any(check.prediction is None for check in checks):
         raise ParameterError("checks: every check needs its prediction (simulate.check_bound "
                              "computes it); valid: checks of run_suite or check_bound")
@@ -626,6 +650,8 @@ def ranking_agreement(checks: Sequence[Check]) -> RankingAgreement:
         for j, b in enumerate(checks):
             if i == j or (a.bound_name == b.bound_name and j < i):
                 continue  # a stages pair once; a mode pair in its (sync, async) order
+            if not (worst_case[i] and worst_case[j]):
+                continue
             kind = _pair_kind(a, b, fraction)
             if kind is None:
                 continue

@@ -29,7 +29,9 @@ dictionary), not at import. The package's rooms:
 
 - :mod:`theory.theorems.bound`: :class:`Bound`, one entry, and its LaTeX;
 - :mod:`theory.theorems.formulas`: the formulas without a pipeline delay (Theorems 1, 2, 2M (a),
-  (b), Corollaries 3, 3PS, TT0, the companion and literature rows);
+  (b), Corollaries 3, 3PS, TT0, the companion and literature rows) and Theorem LF's
+  substitution of the worst-case floor by the iterate average (``local_floor_parts``, the
+  ``*_local`` rows, ``Bound.floor_kind = "iterate-average"``);
 - :mod:`theory.theorems.biased`: the biased-gradient formulas (Propositions IO and IO');
 - :mod:`theory.theorems.delayed`: the asynchronous pipeline's (Theorems 4', 4'B, 4'PS, 2M (c),
   Corollary TT0-AP) and their constants (:func:`ap_kappa`, :func:`ap_inv_step_cap`, ...);
@@ -39,7 +41,14 @@ dictionary), not at import. The package's rooms:
 
 from __future__ import annotations
 
-from ..vocabulary import ALGORITHMS, GRADIENT_SIGNALS, MIXED_ENTRIES, PROVENANCES, WRITE_SEMANTICS
+from ..vocabulary import (
+    ALGORITHMS,
+    FLOOR_KINDS,
+    GRADIENT_SIGNALS,
+    MIXED_ENTRIES,
+    PROVENANCES,
+    WRITE_SEMANTICS,
+)
 from .bound import LATEX_NAMES, LHS_LATEX, Bound
 from .delayed import (
     ap_b_floor_factor,
@@ -52,8 +61,8 @@ from .delayed import (
 from .entries import bound_for, bounds_for, get_bound, registry
 
 __all__ = [
-    "ALGORITHMS", "Bound", "GRADIENT_SIGNALS", "LATEX_NAMES", "LHS_LATEX", "MIXED_ENTRIES",
-    "PROVENANCES", "REGISTRY", "WRITE_SEMANTICS",
+    "ALGORITHMS", "Bound", "FLOOR_KINDS", "GRADIENT_SIGNALS", "LATEX_NAMES", "LHS_LATEX",
+    "MIXED_ENTRIES", "PROVENANCES", "REGISTRY", "WRITE_SEMANTICS",
     "ap_b_floor_factor", "ap_general_parts", "ap_inv_step_cap", "ap_kappa", "ap_kappa_3", "ap_root",
     "bound_for", "bounds_for", "get_bound", "registry",
 ]

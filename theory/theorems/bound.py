@@ -15,6 +15,7 @@ import sympy as sp
 from ..errors import ParameterError
 from ..symbols import (
     G2_bar,
+    G2_iter,
     G_inf,
     K,
     L_s,
@@ -28,7 +29,14 @@ from ..symbols import (
     q_min,
     sigma2,
 )
-from ..vocabulary import ALGORITHMS, GRADIENT_SIGNALS, MODES, PROVENANCES, WRITE_SEMANTICS
+from ..vocabulary import (
+    ALGORITHMS,
+    FLOOR_KINDS,
+    GRADIENT_SIGNALS,
+    MODES,
+    PROVENANCES,
+    WRITE_SEMANTICS,
+)
 
 __all__ = ["Bound", "LATEX_NAMES", "LHS_LATEX"]
 
@@ -37,6 +45,7 @@ LATEX_NAMES = {
     sigma2: r"\sigma^2", G_inf: r"G_\infty", q_min: r"q_{\min}", q_max: r"q_{\max}",
     W_max: r"W_{\max}", L_s: "L_s", kappa_2: r"\kappa_2", lam: r"\lambda",
     p2_bar: r"\overline{p^2}", G2_bar: r"\overline{G^2}", beta: r"\beta",
+    G2_iter: r"\overline{G^2}_K",
 }
 
 #: the left-hand side every bound bounds (LaTeX; no ``|`` so it can sit inside a Markdown table)
@@ -86,6 +95,11 @@ class Bound:
     gradient : str
         The gradient signal the bound assumes (:data:`GRADIENT_SIGNALS`): ``"unbiased"`` (A2, the
         default) or ``"biased"`` (A2_beta: a bias of norm at most ``beta``, Propositions IO, IO').
+    floor_kind : str
+        What the floor's :math:`|G|` is taken over (:data:`FLOOR_KINDS`): ``"worst-case"`` (the
+        sup of A3 on the visited region, the default) or ``"iterate-average"`` (Theorem LF: the
+        iterate average ``G2_iter`` of :math:`\lVert G(W_k)\rVert_\infty^2`, a measured quantity;
+        the ``*_local`` rows).
     """
 
     name: str
@@ -105,6 +119,7 @@ class Bound:
     min_iterations: sp.Expr = field(default=sp.Integer(0))
     write: str = "batch-mean"
     gradient: str = "unbiased"
+    floor_kind: str = "worst-case"
 
     def __post_init__(self):
         if self.provenance not in PROVENANCES:
@@ -124,6 +139,10 @@ class Bound:
         if self.gradient not in GRADIENT_SIGNALS:
             raise ParameterError(
                 f"gradient={self.gradient!r} is unknown; valid: {', '.join(GRADIENT_SIGNALS)}"
+            )
+        if self.floor_kind not in FLOOR_KINDS:
+            raise ParameterError(
+                f"floor_kind={self.floor_kind!r} is unknown; valid: {', '.join(FLOOR_KINDS)}"
             )
         if self.provenance == "derived" and not self.proof:
             raise ParameterError(f"bound {self.name!r} is derived but names no proof")

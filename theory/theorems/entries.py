@@ -35,6 +35,7 @@ from .formulas import (
     companion_parts,
     digital_parts,
     literature_parts,
+    local_floor_parts,
     tiki_taka_parts,
     tiki_taka_reset_parts,
 )
@@ -56,6 +57,7 @@ class _Row:
     proof: str | None = None
     write: str = "batch-mean"
     gradient: str = "unbiased"
+    floor_kind: str = "worst-case"
 
     def build(self) -> Bound:
         """The registry entry of this row (its formula evaluated)."""
@@ -63,7 +65,7 @@ class _Row:
             name=self.name, provenance=self.provenance, reference=self.reference,
             proof=self.proof, mode=self.mode, algorithm=self.algorithm,
             conditions=tuple(self.conditions), write=self.write, gradient=self.gradient,
-            **self.parts(),
+            floor_kind=self.floor_kind, **self.parts(),
         )
 
 
@@ -411,11 +413,43 @@ _LITERATURE_ROWS = (
     ),
 )
 
+#: Theorem LF's assumption on what G2_iter is (the local-floor rows)
+_A2S = (
+    "A2S (noise shares): E_k nu_i^2 <= s_i sigma2/batch per coordinate i, sum_i s_i = 1 (the "
+    "oracle noise is isotropic: s_i = 1/d)",
+    "G2_iter = (1/K) sum_k E sum_i s_i G_i(W_k)^2, the iterate average over the points where the "
+    "proof evaluates the response (per-sample writes: the intermediate weights V_{k,i}; "
+    "Tiki-Taka: C at its writes; mixed blocks: digital coordinates G = 0); at most G_inf^2 "
+    "(G2_bar); measured, not a hardware constant: a check estimates it by the ensemble mean over "
+    "the iterates W_k of its run",
+)
+
+
+def _local(row: _Row) -> _Row:
+    """Theorem LF: ``row`` (an analog row with a floor) with the worst case of ``|G|`` replaced by
+    the iterate average ``G2_iter`` (:func:`local_floor_parts`), name ``row.name + "_local"``."""
+    parts = row.parts
+    return replace(row, name=f"{row.name}_local", proof="Theorem LF",
+                   reference=f"Theorem LF of docs/theory.md ({row.name} with G_inf^2 replaced "
+                   "by the iterate average G2_iter)",
+                   floor_kind="iterate-average", conditions=[*row.conditions, *_A2S],
+                   parts=lambda: local_floor_parts(parts()))
+
+
+#: the derived rows with a floor (every analog, Tiki-Taka-variant and mixed row)
+_FLOORED_ROWS = tuple(
+    row for row in (*_ANALOG_ROWS, *_PER_SAMPLE_ROWS, *_TIKI_TAKA_ROWS, *_TT0_PER_SAMPLE_ROWS,
+                    *_MIXED_ROWS, *_BIASED_ROWS)
+    if row.provenance == "derived"
+)
+#: Theorem LF: one local-floor row per floored row, in the same order
+_LOCAL_ROWS = tuple(_local(row) for row in _FLOORED_ROWS)
+
 #: every row, in the registry's order (derived first, then the literature rows)
 _ROWS = (
     *_DIGITAL_ROWS, *_ANALOG_ROWS, *_PER_SAMPLE_ROWS, *_TIKI_TAKA_ROWS, *_TT0_PER_SAMPLE_ROWS,
     *_MIXED_ROWS,
-    *_BIASED_ROWS, *_LITERATURE_ROWS,
+    *_BIASED_ROWS, *_LOCAL_ROWS, *_LITERATURE_ROWS,
 )
 
 
@@ -446,13 +480,14 @@ def _check_choice(name: str, value: str, valid: tuple[str, ...]) -> None:
 
 
 def _derived_by_kind() -> dict[tuple[str, str, str, str], tuple[Bound, ...]]:
-    """``(mode, algorithm, write, gradient)`` -> the ``derived`` entries of that kind, in order.
+    """``(mode, algorithm, write, gradient)`` -> the ``derived`` entries of that kind with a
+    worst-case floor (the local-floor rows of Theorem LF need a measured ``G2_iter``), in order.
 
     Read from :func:`registry` on every call, so that an entry added to it is found.
     """
     table: dict[tuple[str, str, str, str], tuple[Bound, ...]] = {}
     for bound in registry().values():
-        if bound.provenance == "derived":
+        if bound.provenance == "derived" and bound.floor_kind == "worst-case":
             kind = (bound.mode, bound.algorithm, bound.write, bound.gradient)
             table[kind] = (*table.get(kind, ()), bound)
     return table
@@ -487,7 +522,8 @@ def bounds_for(mode: str, algorithm: str = "analog",
 
     The default ``gradient="unbiased"`` (A2) gives the guarantees of the planner; ``"biased"``
     the entries for a gradient with a bias of norm at most ``beta`` (Propositions IO, IO'), which
-    need a measured ``beta`` and are not planned with.
+    need a measured ``beta`` and are not planned with. The local-floor rows of Theorem LF
+    (``floor_kind = "iterate-average"``) need a measured ``G2_iter`` and are never returned.
 
     These are the guarantees the package turns into iterations, cycles and plans; the first one is
     :func:`bound_for`'s answer. A digital update is linear in its increment, so per-sample digital

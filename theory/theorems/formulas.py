@@ -18,6 +18,7 @@ import sympy as sp
 from ..symbols import (
     Delta,
     G2_bar,
+    G2_iter,
     G_inf,
     K,
     L,
@@ -41,6 +42,7 @@ __all__ = [
     "companion_parts",
     "digital_parts",
     "literature_parts",
+    "local_floor_parts",
     "tiki_taka_parts",
     "tiki_taka_reset_parts",
 ]
@@ -207,6 +209,21 @@ def analog_mixed_parts(batch: sp.Expr) -> dict[str, sp.Expr]:
     )
 
 
+
+
+def local_floor_parts(parts: dict[str, sp.Expr]) -> dict[str, sp.Expr]:
+    r"""Theorem LF of docs/theory.md: a row's ``parts`` with the worst case of :math:`|G|` replaced
+    by the iterate average (Steps 1-3 there).
+
+    .. math:: G_\infty \to \sqrt{\overline{G^2}_K}, \qquad \overline{G^2} \to \overline{G^2}_K,
+        \qquad \overline{G^2}_K = \frac1K\sum_{k<K}\mathbb{E}\sum_i s_i G_i(W_k)^2
+
+    (``G2_iter``, :math:`s_i` the noise's share of coordinate :math:`i`, A2S). Every other
+    symbol, the step cap (free of :math:`G`) and ``batch`` are unchanged; at
+    ``G2_iter = G_inf**2`` (``G2_bar``) it is ``parts`` exactly.
+    """
+    local = {G_inf: sp.sqrt(G2_iter), G2_bar: G2_iter}
+    return {key: sp.sympify(value).subs(local, simultaneous=True) for key, value in parts.items()}
 
 
 def literature_parts(batch: sp.Expr, delay_factor: sp.Expr) -> dict[str, sp.Expr]:
