@@ -71,6 +71,9 @@ def test_run_suite_quick_passes_and_equals_direct_checks(tmp_path):
     assert all(check.ratio >= 1 for check in checks)
     direct = check_bound(checks[0].bound_name, checks[0].config)
     assert direct == checks[0]
+    # a local-floor row, checked on its worst-case row's run, is the check of a run of its own
+    local = next(check for check in checks if check.bound_name.endswith("_local"))
+    assert check_bound(local.bound_name, local.config) == local
     assert run_suite("quick", jobs=1, cache=tmp_path) == checks  # from the cache
 
 
@@ -204,3 +207,27 @@ def test_a_tampered_prediction_is_refused_by_validate_check():
             suites.validate_check(replace(sp2, prediction=bad).to_dict())
     with pytest.raises(ValueError, match="no prediction"):
         suites.validate_check(replace(sp2, prediction=None).to_dict())
+
+
+def test_the_rows_of_one_configuration_share_one_run():
+    """run_suite's points: one per distinct configuration, every row of the table in exactly one
+    place, each local-floor row on the point of its worst-case row."""
+    rows = suite_points("quick")
+    points, where = suites.suite_runs("quick")
+    assert len(where) == len(rows) and len(set(where)) == len(rows)
+    assert len(points) == len({str(sorted(row["config"].items())) for row in rows}) < len(rows)
+    for row, (point, i) in zip(rows, where, strict=True):
+        assert points[point]["bounds"][i] == row["bound"]
+        assert points[point]["config"] == row["config"]
+        if row["bound"].endswith("_local"):
+            assert row["bound"].removesuffix("_local") in points[point]["bounds"]
+
+
+def test_validate_group_refuses_checks_of_different_runs():
+    first, second = (check_bound(case.bound, case.config(), z=Z).to_dict()
+                     for case in QUICK[:2])
+    suites.validate_group({"checks": [first]})
+    with pytest.raises(ValueError, match="differ in their empirical"):
+        suites.validate_group({"checks": [first, second]})
+    with pytest.raises(ValueError, match="non-empty list"):
+        suites.validate_group({"checks": []})

@@ -239,7 +239,7 @@ def test_a_damaged_cached_check_is_recomputed_and_counted(tmp_path, capsys):
 
     from simulate import ResultCache, run_suite
     from simulate.execution import canonical_json, function_name
-    from simulate.verification import check_point, validate_check
+    from simulate.verification import check_group, suite_runs, validate_group
 
     cache = tmp_path / "c"
     argv = ["verify", "--suite", "quick", "--jobs", "1", "--cache-dir", str(cache), "--json"]
@@ -247,18 +247,18 @@ def test_a_damaged_cached_check_is_recomputed_and_counted(tmp_path, capsys):
     clean = capsys.readouterr()
     assert "damaged" not in clean.err
     store = ResultCache(cache)
-    points = suite_points("quick")
-    keys = [store.key(function_name(check_point), p) for p in points]
+    points, _ = suite_runs("quick")
+    keys = [store.key(function_name(check_group), p) for p in points]
     edited = json.loads(store.paths(keys[0])[0].read_text())
-    edited["result"]["empirical"] *= 1000
+    edited["result"]["checks"][0]["empirical"] *= 1000
     store.paths(keys[0])[0].write_text(json.dumps(edited))
     forged = json.loads(store.paths(keys[1])[0].read_text())
-    forged["result"]["bound"] = float("nan")
+    forged["result"]["checks"][0]["bound"] = float("nan")
     body = {k: v for k, v in forged.items() if k != "checksum"}
     forged["checksum"] = hashlib.sha256(canonical_json(body).encode()).hexdigest()
     store.paths(keys[1])[0].write_text(json.dumps(forged))
     with pytest.raises(ValueError, match="bound=nan is not a finite number"):
-        validate_check(store.read(keys[1]))
+        validate_group(store.read(keys[1]))
     assert main(argv) == 0
     again = capsys.readouterr()
     assert again.out == clean.out  # the same checks, recomputed

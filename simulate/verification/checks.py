@@ -66,6 +66,7 @@ tables of :mod:`simulate.verification.suites`.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -92,6 +93,7 @@ __all__ = [
     "FloorEstimate",
     "TT0_SETTINGS",
     "check_bound",
+    "check_bounds",
     "config_for",
     "cycles_to_eps",
     "empirical_floor",
@@ -381,36 +383,53 @@ def check_bound(name: str, config: SimConfig, *, z: float = 4.0) -> Check:
         Mismatched config, or an inadmissible run: the weights hit the device range, or no theta
         admits ``lr`` with the constants that held.
     """
-    _validate(name, config)
+    return check_bounds((name,), config, z=z)[0]
+
+
+def check_bounds(names: Sequence[str], config: SimConfig, *, z: float = 4.0
+                 ) -> tuple[Check, ...]:
+    """Run ``config`` once and check every bound of ``names`` against that one run.
+
+    A worst-case row and its local-floor row (Theorem LF, ``*_local``) are checked on the same
+    run: its iterates do not depend on who reads them, and ``G2_iter`` is measured along it
+    (:func:`simulate.verification.local_floor.run_measuring_g2`, the bits of
+    :func:`simulate.engine.run`) when some entry needs it. Each check is that of
+    :func:`check_bound` (the same numbers as one run per entry, at the cost of one).
+    """
+    for name in names:
+        _validate(name, config)
     check_range("z", z, 0, None)
     # every iterate logged (for the prediction's running average): the iterates, their average
     # and the visited region do not depend on log_every (the check's numbers keep their bits)
     why = "the check logs every iterate for its prediction"
-    local = "G2_iter" in get_bound(name).parameters  # Theorem LF: measured along the run
-    if local:
+    g2_iter = None
+    if any("G2_iter" in get_bound(name).parameters for name in names):  # Theorem LF
         measured = run_measuring_g2(_every_iterate(config, why))
-        trace = measured.trace
+        trace, g2_iter = measured.trace, measured.mean
     else:
         trace = _run_every_iterate(config, why)
     per_seed = np.asarray(trace.avg_grad_norm2, dtype=float)
     empirical = float(per_seed.mean())
     stderr = standard_error(per_seed)
-    values = _constants_of_run(name, config, trace)
-    if local:
-        values["G2_iter"] = measured.mean
-    theta, bound = tightest_theta(name, config.lr, config.steps, values)
-    used = {p: values[p] for p in compiled_bound(name).parameters}
-    constants = used | {
-        "theta": theta, "K": config.steps, "alpha": config.lr,
-        "w_lo": values["w_lo"], "w_hi": values["w_hi"],
-    }
-    prediction = predict(name, config, constants, trace.grad_norm2[:, :-1])
-    return Check(
-        bound_name=name, config=config, empirical=empirical, stderr=stderr, bound=bound,
-        ratio=bound / empirical if empirical > 0 else math.inf, margin_z=float(z),
-        passed=one_sided_pass(empirical, stderr, bound, z), constants=constants,
-        prediction=prediction,
-    )
+    checks = []
+    for name in names:
+        values = _constants_of_run(name, config, trace)
+        if "G2_iter" in get_bound(name).parameters:
+            values["G2_iter"] = g2_iter
+        theta, bound = tightest_theta(name, config.lr, config.steps, values)
+        used = {p: values[p] for p in compiled_bound(name).parameters}
+        constants = used | {
+            "theta": theta, "K": config.steps, "alpha": config.lr,
+            "w_lo": values["w_lo"], "w_hi": values["w_hi"],
+        }
+        prediction = predict(name, config, constants, trace.grad_norm2[:, :-1])
+        checks.append(Check(
+            bound_name=name, config=config, empirical=empirical, stderr=stderr, bound=bound,
+            ratio=bound / empirical if empirical > 0 else math.inf, margin_z=float(z),
+            passed=one_sided_pass(empirical, stderr, bound, z), constants=constants,
+            prediction=prediction,
+        ))
+    return tuple(checks)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -21,9 +21,13 @@ of the device range), rounded to :data:`STEP_DIGITS` significant digits. The tab
 (:func:`local_cases`: each ``*_local`` entry on the run of its worst-case row, ``G2_iter``
 measured along it; 21 and 128 rows).
 
-:func:`run_suite` runs a table as one cached sweep of :func:`check_point` (each row is
-:func:`simulate.verification.checks.check_bound`; a cached row is checked by
-:func:`validate_check`); the tests are parametrized over the rows of :data:`QUICK`.
+:func:`run_suite` runs a table as one cached sweep of :func:`check_group`, one point per
+distinct run (:func:`suite_runs`): the rows of one configuration, a worst-case row and its
+local-floor row, are checked on one run
+(:func:`simulate.verification.checks.check_bounds`; each row's check is
+:func:`~simulate.verification.checks.check_bound`'s, and :func:`check_point` is that of one
+row). A cached point is checked by :func:`validate_group`; the tests are parametrized over the
+rows of :data:`QUICK`.
 """
 
 from __future__ import annotations
@@ -38,9 +42,9 @@ from theory.errors import ParameterError, check_range
 from theory.theorems import get_bound
 
 from ..config import SimConfig, device_from_config
-from ..execution import SweepResult, run_sweep
+from ..execution import SweepResult, canonical_json, run_sweep
 from ..pipeline import cycles_after
-from .checks import CHECKABLE, Check, check_bound, config_for, region_step_cap
+from .checks import CHECKABLE, Check, check_bound, check_bounds, config_for, region_step_cap
 from .prediction import Prediction, bound_floor, first_hit, predicted_iterations, target
 from .stats import one_sided_pass
 from .suite_names import SUITE_NAMES
@@ -58,13 +62,16 @@ __all__ = [
     "THOROUGH",
     "VERIFY_FORMAT",
     "capped_step",
+    "check_group",
     "check_point",
     "local_cases",
     "ranking_agreement",
     "run_suite",
     "step_region",
     "suite_points",
+    "suite_runs",
     "validate_check",
+    "validate_group",
 ]
 
 #: bumped when the meaning of a cached check changes (part of every sweep point)
@@ -399,6 +406,36 @@ def check_point(point: dict) -> dict:
     return check.to_dict()
 
 
+def check_group(point: dict) -> dict:
+    """Sweep function of :func:`run_suite`: the checks of ``point["bounds"]`` on one run of
+    ``point["config"]`` (:func:`simulate.verification.checks.check_bounds`).
+
+    ``point = {"bounds": [str, ...], "config": SimConfig.to_dict(), "z": float, "format":
+    VERIFY_FORMAT}``; returns ``{"checks": [Check.to_dict(), ...]}`` in the order of ``bounds``.
+    """
+    checks = check_bounds(point["bounds"], SimConfig(**point["config"]), z=point["z"])
+    return {"checks": [check.to_dict() for check in checks]}
+
+
+def suite_runs(suite: str, *, z: float = 4.0) -> tuple[list[dict], list[tuple[int, int]]]:
+    """The sweep points of :func:`run_suite`: one :func:`check_group` point per distinct
+    configuration of ``suite`` (its rows in table order), and for each row of the table
+    (:func:`suite_points`) the point and the position in it that check it."""
+    points: list[dict] = []
+    where: list[tuple[int, int]] = []
+    of_config: dict[str, int] = {}
+    for row in suite_points(suite, z=z):
+        key = canonical_json(row["config"])
+        if key not in of_config:
+            of_config[key] = len(points)
+            points.append({"bounds": [], "config": row["config"], "z": row["z"],
+                           "format": row["format"]})
+        point = points[of_config[key]]
+        where.append((of_config[key], len(point["bounds"])))
+        point["bounds"].append(row["bound"])
+    return points, where
+
+
 def suite_points(suite: str, *, z: float = 4.0) -> list[dict]:
     """The sweep points of ``suite`` (see :func:`check_point`), one per row of its table."""
     if suite not in SUITES:
@@ -436,6 +473,18 @@ def validate_check(result: dict) -> None:
     if not math.isclose(check.ratio, ratio, rel_tol=1e-12):
         raise ValueError(f"ratio={check.ratio!r} is not bound/empirical")
     _validate_prediction(check)
+
+
+def validate_group(result: dict) -> None:
+    """The sweep's ``validate`` for :func:`check_group` results: a non-empty list of checks,
+    each one :func:`validate_check` accepts, of one run (the same empirical numbers)."""
+    checks = result["checks"]
+    if not isinstance(checks, list) or not checks:
+        raise ValueError(f"checks={checks!r} is not a non-empty list of checks")
+    for check in checks:
+        validate_check(check)
+    if len({(c["empirical"], c["stderr"]) for c in checks}) != 1:
+        raise ValueError("the checks of one run differ in their empirical mean or error")
 
 
 def _validate_prediction(check: Check) -> None:
@@ -488,12 +537,12 @@ def run_suite(
     counts
     of computed, cached and damaged entries).
     """
-    points = suite_points(name, z=z)
-    sweep = run_sweep(check_point, points, jobs=jobs, scheduler=scheduler, cache=cache,
-                      progress=progress, desc=f"verify {name}", validate=validate_check)
+    points, where = suite_runs(name, z=z)
+    sweep = run_sweep(check_group, points, jobs=jobs, scheduler=scheduler, cache=cache,
+                      progress=progress, desc=f"verify {name}", validate=validate_group)
     if on_sweep is not None:
         on_sweep(sweep)
-    return [Check.from_dict(result) for result in sweep.results]
+    return [Check.from_dict(sweep.results[point]["checks"][i]) for point, i in where]
 
 
 # ------------------------------------------------------------------------------------------------
