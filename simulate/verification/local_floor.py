@@ -31,12 +31,13 @@ from ..trace import Trace
 __all__ = ["G2Measurement", "g2_of_weights", "run_measuring_g2"]
 
 
-def g2_of_weights(config: SimConfig, w: np.ndarray) -> np.ndarray:
+def g2_of_weights(config: SimConfig, w: np.ndarray, device=None) -> np.ndarray:
     r"""Per row of ``w`` (shape ``(R, d)``): :math:`\sum_i s_i G(w_i)^2` with the oracle noise's
     shares :math:`s_i = 1/d` (isotropic, :meth:`simulate.problems.oracle.OracleProblem.noise`),
     i.e. the mean of :math:`G(w_i)^2` over the coordinates; the stages of ``digital_stages``
-    (``mixed`` runs, Theorem 2M) contribute 0."""
-    device = device_from_config(config)
+    (``mixed`` runs, Theorem 2M) contribute 0. ``device``: the config's device
+    (:func:`simulate.config.device_from_config`), built here when not given."""
+    device = device_from_config(config) if device is None else device
     g2 = device.G(np.asarray(w, dtype=float)) ** 2
     if config.algorithm == "mixed" and config.digital_stage_indices:
         blocks = stage_blocks(g2.shape[1], config.stages)
@@ -97,7 +98,8 @@ def run_measuring_g2(config: SimConfig) -> G2Measurement:
             f"problem={config.problem!r}, replicas={config.replicas}: G2_iter is measured on "
             "oracle runs of one replica")
     problem = make_problem(config, config.seed)
-    updater = Updater.from_config(config, device_from_config(config))
+    device = device_from_config(config)
+    updater = Updater.from_config(config, device)
     members = list(range(config.seeds))
     training = OracleTraining(config, config.seed, problem, updater, members)
     steps, logged = config.steps, training.log_at
@@ -110,10 +112,10 @@ def run_measuring_g2(config: SimConfig) -> G2Measurement:
             training.measure(k)
             t += 1
             if k < steps:
-                total += g2_of_weights(config, training.w)
+                total += g2_of_weights(config, training.w, device)
                 distance2 += np.mean((training.w - w_star) ** 2, axis=1)
                 points += 1
         if k < steps:
             training.step(k)
-    g_star = float(np.sqrt(g2_of_weights(config, w_star[None, :])[0]))
+    g_star = float(np.sqrt(g2_of_weights(config, w_star[None, :], device)[0]))
     return G2Measurement(training.finish(), total / points, points, distance2 / points, g_star)
