@@ -19,6 +19,7 @@ from simulate.verification import (
     Case,
     check_point,
     local_cases,
+    ranking,
     region_step_cap,
     step_region,
     suite_points,
@@ -153,7 +154,7 @@ def test_ranking_agreement_equals_a_hand_count():
     ap2 = _with_running(ap2, 20, min(eps_mode, eps_24))
     ap4 = _with_running(ap4, 60, eps_24)
     ap8 = replace(ap8, prediction=replace(ap8.prediction, floor=2 * start))
-    result = suites.ranking_agreement([sp2, ap2, ap4, ap8])
+    result = ranking.ranking_agreement([sp2, ap2, ap4, ap8])
     (mode,) = [p for p in result.pairs if p.kind == "mode"]
     (stages,) = [p for p in result.pairs if p.kind == "stages"]
     assert (mode.first, mode.second, stages.first, stages.second) == (0, 1, 1, 2)
@@ -183,7 +184,7 @@ def test_ranking_agreement_equals_a_hand_count():
 
 def test_ranking_agreement_on_the_quick_suite(tmp_path):
     checks = run_suite("quick", jobs=1, cache=tmp_path)
-    result = suites.ranking_agreement(checks)
+    result = ranking.ranking_agreement(checks)
     for kind in ("mode", "stages"):
         agree, ranked = result.count(kind)
         assert 0 <= agree <= ranked
@@ -192,7 +193,7 @@ def test_ranking_agreement_on_the_quick_suite(tmp_path):
     # the quick suite's one SP row (M = 4, B = 4) and its AP row (M = 4) form one mode pair
     assert result.count("mode")[1] + result.vacuous["mode"] + result.unreached["mode"] == 1
     with pytest.raises(ParameterError, match="every check needs its prediction"):
-        suites.ranking_agreement([replace(checks[0], prediction=None)])
+        ranking.ranking_agreement([replace(checks[0], prediction=None)])
 
 
 def test_a_tampered_prediction_is_refused_by_validate_check():

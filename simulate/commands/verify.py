@@ -8,7 +8,7 @@ pass), a summary per registry entry (smallest and median ratio) and the bounds r
 predictions (:mod:`simulate.verification.prediction`: per entry the median and worst ratio of
 predicted to simulated cycles to ``eps = sqrt(floor * start)`` at the run's step, over the checks
 that have such a target, and the fractions of pairs ranked like the simulation,
-:func:`simulate.verification.suites.ranking_agreement`), writes ``verify.csv`` and ``verify.json``
+:func:`simulate.verification.ranking.ranking_agreement`), writes ``verify.csv`` and ``verify.json``
 (the list of checks) into ``--out``, and exits 1 when a check fails (naming it on stderr).
 ``--json`` prints ``{"schema": "aimc-pipeline/verify/1", "version": ..., "checks": [...]}``.
 """

@@ -54,9 +54,12 @@ _EXPORTS = {
     ),
     ".suites": (
         "DEVICE_MARGIN", "LR_REGION", "QUICK", "STANDARD", "STEP_DIGITS", "SUITES", "THOROUGH",
-        "VERIFY_FORMAT", "Case", "RankedPair", "RankingAgreement", "capped_step", "check_group",
-        "check_point", "local_cases", "ranking_agreement", "run_suite", "step_region",
-        "suite_points", "suite_runs", "validate_check", "validate_group",
+        "VERIFY_FORMAT", "Case", "capped_step", "check_group", "check_point", "local_cases",
+        "run_suite", "step_region", "suite_points", "suite_runs", "validate_check",
+        "validate_group",
+    ),
+    ".ranking": (
+        "RankedPair", "RankingAgreement", "ranking_agreement",
     ),
     ".suite_names": (
         "SUITE_NAMES",

@@ -289,7 +289,7 @@ class SuiteForecast:
         The same checks' bound / simulated ratios
         (:attr:`simulate.verification.prediction.Prediction.ratio`).
     mode_pairs, stage_pairs : (int, int)
-        ``(agreeing, ranked)`` pairs of :func:`simulate.verification.suites.ranking_agreement` that
+        ``(agreeing, ranked)`` pairs of :func:`simulate.verification.ranking.ranking_agreement` that
         the calibration ranks like the simulation (SP vs AP; M vs M').
     calibrations : int
         Problems calibrated (one per distinct problem of the checks).
@@ -310,12 +310,12 @@ def suite_forecasts(checks: Sequence, *, steps: int = CALIBRATION_STANDARD["step
     Each distinct problem gets the standard design at :data:`SUITE_FRACTIONS` (no design point
     is a checked run); each check's calibrated cycles to its own ``eps`` at its own step
     (:func:`theory.calibration.predicted_cycles`) are divided by its simulated cycles; the pairs
-    of :func:`simulate.verification.suites.ranking_agreement` between two such checks are ranked
+    of :func:`simulate.verification.ranking.ranking_agreement` between two such checks are ranked
     again with the calibrated cycles at the pair's common target.
     """
     from theory.calibration import predicted_cycles
 
-    from .suites import ranking_agreement
+    from .ranking import ranking_agreement
 
     checks = list(checks)
     usable = [i for i, c in enumerate(checks) if c.bound_name in _ENTRY_MODE

@@ -39,7 +39,7 @@ running average, and the :data:`~simulate.verification.stats.CI_LEVEL` central i
 (a resample that does not reach ``eps`` within the run counts as beyond it; an
 end beyond the run is ``None``).
 
-For a comparison at a larger target (:func:`simulate.verification.suites.ranking_agreement`) a
+For a comparison at a larger target (:func:`simulate.verification.ranking.ranking_agreement`) a
 :class:`Prediction` keeps the ensemble mean running average up to ``K_sim``
 (:attr:`Prediction.running`): the first ``K`` of any larger target lies in that prefix.
 """
