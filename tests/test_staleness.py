@@ -110,11 +110,17 @@ def test_the_network_loss_rule_uses_its_own_factor():
     assert divergence_limit([0.2], factor=NETWORK_LOSS_FACTOR) == NETWORK_LOSS_FACTOR
 
 
-def test_pinned_monitor_of_an_ensemble_counts_the_whole_array():
-    """Member by member, with per-weight bounds (a device-to-device spread) or scalar ones,
-    float32 or float64 weights: the point is pinned exactly when more than half of all the
-    ensemble's weights are within one pulse of a bound."""
+@pytest.mark.parametrize("by_member", [False, True])
+def test_pinned_monitor_of_an_ensemble_counts_the_whole_array(by_member, monkeypatch):
+    """In one pass (a small ensemble) or member by member (a large one: forced here), with
+    per-weight bounds (a device-to-device spread) or scalar ones, float32 or float64 weights:
+    the point is pinned exactly when more than half of all the ensemble's weights are within
+    one pulse of a bound."""
+    import simulate.device.pinned as pinned
     from simulate.device import PINNED_FRACTION, PinnedMonitor
+
+    if by_member:
+        monkeypatch.setattr(pinned, "WHOLE_ARRAY_ELEMENTS", 0)
 
     rng = np.random.default_rng(np.random.SeedSequence(11))
     outcomes = set()
