@@ -121,7 +121,8 @@ class SampleWrites:
     """
 
     def __init__(self, device, lr: float, pulse_type: str, update_management: bool,
-                 bl_management: bool, resp: np.ndarray, tables, *, exact: bool = False):
+                 bl_management: bool, resp: np.ndarray, tables, *, exact: bool = False,
+                 spread=None):
         self.device, self.lr, self.pulse_type = device, float(lr), pulse_type
         self.um, self.blm, self.exact = bool(update_management), bool(bl_management), exact
         self.resp = resp
@@ -129,15 +130,27 @@ class SampleWrites:
         self.bl = int(device.desired_bl)
         self.kind = MEAN_COUNT if pulse_type == "mean-count" else STOCHASTIC
         self.draws = self.cursor = None
+        self.normals = self.ncursor = None
+        (_, beta_plus), (_, beta_minus) = device.response.affine_responses()
+        self.slopes = np.array([-beta_plus, beta_minus], dtype=float)
+        self.sigma = float(device.dw_min_std)
+        self.additive = device.c2c_noise == "additive"
+        scales = (None, None) if spread is None else (spread.dw_min_scale, spread.bound_scale)
+        self.step_scale, self.bound_scale = (
+            None if a is None else np.ascontiguousarray(a, dtype=float) for a in scales)
+        #: fire by the general closed form (noise or spread), not the tables
+        self.general = self.sigma != 0 or any(a is not None for a in scales)
 
     @classmethod
     def of(cls, update, spread=None, *, exact: bool = False) -> SampleWrites | None:
-        """The compiled writes of ``update`` (a :class:`simulate.device.updates.Updater`), or
-        ``None`` where they do not apply: not a plain updater of kind ``pulsed`` with the
-        ``stochastic`` or ``mean-count`` pulse type and the closed form; cycle-to-cycle noise; a
-        device-to-device spread; ``desired_bl > 64``; a response other than soft bounds,
-        asymmetric soft bounds, linear step or constant step (or whose bits differ); a rate
-        outside ``[0, 1)``."""
+        """The compiled writes of ``update`` (a :class:`simulate.device.updates.Updater`) with
+        the run's device-to-device ``spread`` (a :class:`simulate.device.DeviceSpread` of the
+        weights' shape, or ``None``), or ``None`` where they do not apply: not a plain updater
+        of kind ``pulsed`` with the ``stochastic`` or ``mean-count`` pulse type and the closed
+        form; ``desired_bl > 64``; a response other than soft bounds, asymmetric soft bounds,
+        linear step or constant step (or whose bits differ); a nominal rate outside ``[0, 1)``;
+        ``exact`` with cycle-to-cycle noise (the numpy path's normals interleave with its
+        trains)."""
         from .updates import Updater
 
         if type(update) is not Updater or update.kind != "pulsed" or \
@@ -145,17 +158,14 @@ class SampleWrites:
                 update.pulse_method != "closed-form" or update.lr is None:
             return None
         device = update.device
-        if device.dw_min_std != 0 or device.desired_bl > MAX_KERNEL_BL:
-            return None
-        if spread is not None and (spread.dw_min_scale is not None or
-                                   spread.bound_scale is not None):
+        if device.desired_bl > MAX_KERNEL_BL or (exact and device.dw_min_std != 0):
             return None
         resp = response_constants(device)
         tables = train_tables(device, int(device.desired_bl)) if resp is not None else None
         if tables is None:
             return None
         return cls(device, update.lr, update.pulse_type, update.update_management,
-                   update.bl_management, resp, tables, exact=exact)
+                   update.bl_management, resp, tables, exact=exact, spread=spread)
 
     def write(self, w: np.ndarray, layers: Sequence[SampleLayer],
               rngs: Sequence[np.random.Generator], w_min: np.ndarray, w_max: np.ndarray) -> bool:
@@ -171,7 +181,11 @@ class SampleWrites:
         blocks = [w] if not any(layer.digital for layer in layers) else \
             [w[:, layer.base:layer.base + layer.h.shape[2] * layer.dz.shape[2]]
              for layer in layers if not layer.digital]
-        if not all(block.min() >= lo and block.max() <= hi for block in blocks if block.size):
+        # (general: the kernel fires a start outside an element's range as the loop does)
+        low, high = (-np.inf, np.inf) if self.general else (lo, hi)
+        if not all(low <= block.min() and block.max() <= high and
+                   np.isfinite(block.min()) and np.isfinite(block.max())
+                   for block in blocks if block.size):
             return False
         if (self.um or self.blm) and not all(np.isfinite(layer.h).all() and
                                              np.isfinite(layer.dz).all() for layer in layers):
@@ -187,6 +201,14 @@ class SampleWrites:
         cursor = np.zeros(members, dtype=np.int64)
         if fast:
             self._buffers(layers, members)
+        noisy = self.general and self.sigma != 0
+        if noisy:
+            self._normal_buffers(layers, members)
+        normals = self.normals if noisy else no_draws
+        ncursor = self.ncursor if noisy else np.zeros(members, dtype=np.int64)
+        none = np.zeros((1, 0))
+        step_scale = none if self.step_scale is None else self.step_scale
+        bound_scale = none if self.bound_scale is None else self.bound_scale
         for index, layer in enumerate(layers):
             h = np.ascontiguousarray(layer.h, dtype=float)
             dz = np.ascontiguousarray(layer.dz, dtype=float)
@@ -199,12 +221,43 @@ class SampleWrites:
                     self.blm, self.resp, self.step, self.t_up, self.t_down, lo, hi, self.exact,
                     u, no_offsets if offsets is None else offsets[index],
                     self.draws if fast else no_draws, self.cursor if fast else cursor, worst,
-                    *start, w_min, w_max)
+                    *start, w_min, w_max, self.general, self.slopes, self.sigma,
+                    self.additive, step_scale, bound_scale, normals, ncursor,
+                    self._normal_worst(h.shape[2] * dz.shape[2]))
                 if r < 0:
                     break
-                self._refill(r, rngs[r])
+                if fast:
+                    self._refill(r, rngs[r])
+                if noisy:
+                    self._refill_normals(r, rngs[r])
                 start = (r, t)
         return True
+
+    def _normal_worst(self, size: int) -> int:
+        """The most normals one sample of a layer of ``size`` weights reads: one per weight,
+        ``desired_bl`` per weight where some may be fired pulse by pulse (additive noise, a
+        spread)."""
+        loops = self.additive or self.step_scale is not None or self.bound_scale is not None
+        return size * (self.bl if loops else 1)
+
+    def _normal_buffers(self, layers, members: int) -> None:
+        """Allocate the normals' buffers (empty: every member refills at its first need)."""
+        if self.normals is not None and self.normals.shape[0] == members:
+            return
+        widest = max((self._normal_worst(layer.h.shape[2] * layer.dz.shape[2])
+                      for layer in layers), default=0)
+        size = max(BUFFER_WORDS, 2 * widest)
+        self.normals = np.zeros((members, size))
+        self.ncursor = np.full(members, size, dtype=np.int64)
+
+    def _refill_normals(self, r: int, rng: np.random.Generator) -> None:
+        """Member ``r``'s unread normals to the front of its buffer, the rest drawn from ``rng``
+        into it (``standard_normal``)."""
+        normals, size = self.normals[r], self.normals.shape[1]
+        left = size - int(self.ncursor[r])
+        normals[:left] = normals[size - left:].copy()
+        rng.standard_normal(out=normals[left:])
+        self.ncursor[r] = 0
 
     def _buffers(self, layers, members: int) -> None:
         """Allocate the uniform buffers (empty: every member refills at its first need)."""
