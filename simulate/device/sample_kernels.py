@@ -10,8 +10,10 @@ IEEE operations, in the same order); device ``(j, i)`` fires one pulse per coinc
 pulses are fired by the closed form of a noise-free affine response
 (:func:`simulate.device.pulses.apply_pulses`: :math:`w_n = \mathrm{clip}(T_\pm[n]\,
 (\pm\Delta w_{\min})\, q_\pm(w) + w, lo, hi)`, the responses evaluated here with the operations of
-their compiled expressions, the tables :math:`T_\pm` from numpy). The next sample reads the
-weights this one left.
+their compiled expressions, the tables :math:`T_\pm` from numpy). With cycle-to-cycle noise or a
+device-to-device spread (``general``) each element is fired by :func:`_fire_general` instead:
+its own granularity, range and rate, the closed form's mean and std (one normal), or pulse by
+pulse where the numpy closed form loops. The next sample reads the weights this one left.
 
 Two sources of train bits (``exact``):
 
@@ -433,6 +435,34 @@ def _fire_rows_general(w, base, fan_in, fan_out, x, d, lr, x_mask, d_mask, activ
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _mean_count_general(w, base, fan_in, fan_out, x, d, lr, bl, scale_d, x_count, resp, slopes,
+                        dw_min, sigma, additive, per_step, step_scale, per_bound, bound_scale,
+                        w_lo, w_hi, normals, npos, a, b):  # pragma: no cover - compiled
+    """The ``mean-count`` pulses of one sample (the counts of :func:`layer_sample_writes`), each
+    element fired by :func:`_fire_general` (arguments as :func:`_fire_rows_general`). Returns
+    ``(a, b, npos)``."""
+    for i in range(fan_out):
+        c_d = min(max(np.rint(bl * _probability(scale_d, d[i])), 0.0), bl)
+        if not c_d > 0:
+            continue
+        row_share = c_d / bl
+        for j in range(fan_in):
+            count = np.int64(np.rint(row_share * x_count[j]))
+            if count > 0:
+                idx = base + j * fan_out + i
+                step = dw_min * step_scale[idx] if per_step else dw_min
+                scale = bound_scale[idx] if per_bound else 1.0
+                lo, hi = (w_lo * scale, w_hi * scale) if per_bound else (w_lo, w_hi)
+                new, npos = _fire_general(w[idx], count, (x[j] * d[i]) * (-lr) >= 0, step,
+                                          scale, resp, slopes, lo, hi, sigma, additive, normals,
+                                          npos)
+                w[idx] = new
+                a = min(a, w[idx])
+                b = max(b, w[idx])
+    return a, b, npos
+
+
+@numba.njit(cache=True, error_model="numpy")
 def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, resp, step,
                         t_up, t_down, lo, hi, exact, u, u_off, draws, cursor, worst, start_r,
                         start_t, w_min, w_max, general, slopes, sigma, additive, step_scale,
@@ -521,6 +551,12 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
             if kind == MEAN_COUNT:
                 for j in range(fan_in):
                     x_count[j] = min(max(np.rint(bl * _probability(scale_x, x[j])), 0.0), bl)
+                if general:
+                    a, b, npos = _mean_count_general(
+                        w[r], base, fan_in, fan_out, x, d, lr, bl, scale_d, x_count, resp,
+                        slopes, dw_min, sigma, additive, per_step, steps, per_bound, scales, lo,
+                        hi, normals[r], npos, a, b)
+                    continue
                 for i in range(fan_out):
                     c_d = min(max(np.rint(bl * _probability(scale_d, d[i])), 0.0), bl)
                     if not c_d > 0:
@@ -528,18 +564,7 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
                     row_share = c_d / bl
                     for j in range(fan_in):
                         count = np.int64(np.rint(row_share * x_count[j]))
-                        if count > 0 and general:
-                            idx = base + j * fan_out + i
-                            e_step = dw_min * steps[idx] if per_step else dw_min
-                            e_scale = scales[idx] if per_bound else 1.0
-                            w_lo, w_hi = (lo * e_scale, hi * e_scale) if per_bound else (lo, hi)
-                            new, npos = _fire_general(
-                                w[r, idx], count, (x[j] * d[i]) * (-lr) >= 0, e_step, e_scale,
-                                resp, slopes, w_lo, w_hi, sigma, additive, normals[r], npos)
-                            w[r, idx] = new
-                            a = min(a, w[r, idx])
-                            b = max(b, w[r, idx])
-                        elif count > 0:
+                        if count > 0:
                             new = _fire(w, r, base, fan_out, j, i, count, (x[j] * d[i]) * (-lr),
                                         resp, step, t_up, t_down, lo, hi)
                             a = min(a, new)

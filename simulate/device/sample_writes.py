@@ -5,10 +5,24 @@ A crossbar, and aihwkit, write a mini-batch as one rank-1 update per sample: sam
 aihwkit's bit trains on each layer's outer product :math:`-\eta\, h_t dz_t^T`
 (:func:`simulate.device.trains.coincidence_counts`), the pulses through the device at the
 weights sample ``t - 1`` left. :class:`SampleWrites` does that for a whole batch and every layer
-where the device allows it (the ``stochastic`` and ``mean-count`` pulse types, a noise-free
-affine response fired by the closed form, no device-to-device spread, ``desired_bl <= 64``);
-elsewhere the caller keeps the numpy path (:mod:`simulate.problems.network_run`), which is also
-the tests' reference.
+where the device allows it (the ``stochastic`` and ``mean-count`` pulse types, an affine
+response (soft bounds, asymmetric soft bounds, linear step, constant step) fired by the closed
+form, ``desired_bl <= 64``), with or without cycle-to-cycle noise (multiplicative or additive) and
+device-to-device spreads of ``dw_min`` and of the range; elsewhere the caller keeps the numpy path
+(:mod:`simulate.problems.network_run`), which is also the tests' reference.
+
+Noise and spreads. Each element is fired as :func:`simulate.device.pulses.apply_pulses`' closed
+form fires it (``sample_kernels._fire_general``): its own granularity and range, a start outside
+its range first clipped by one noise-free pulse, the mean :math:`w + \mathrm{inc}\, S_n(c)` plus
+the closed form's std times one standard normal (multiplicative noise: its Gaussian
+approximation; additive: exact), and pulse by pulse, one normal per pulse, where the numpy path
+loops (a rate :math:`c \ge 1`; an additive walk ending within six std of a bound). The normals
+come from per-member buffers (:attr:`SampleWrites.normals`, ``standard_normal``), one per
+element fired, not the numpy path's one per weight and sample, so under noise both pulse types
+have other bits than the numpy path and its distribution (tested: the mean and variance of every
+weight after a write). With a spread and no noise, ``mean-count`` and the exact mode give the
+numpy path's weights up to the last bits of ``expm1`` / ``log1p`` (numpy's SIMD versions against
+libm's; 4 ulp, tested) and its draws.
 
 Bits. ``mean-count`` draws nothing and gives the numpy path's bits. ``stochastic`` with
 ``exact=True`` draws one uniform per train bit in the numpy path's order and gives its bits too
@@ -118,6 +132,12 @@ class SampleWrites:
         Per member, uniforms of its generator not yet read from ``cursor[r]`` on (allocated
         at the first write).
     cursor : ndarray of int64, shape (R,), or None
+    normals : ndarray of float64, shape (R, S'), or None
+        Per member, standard normals of the cycle-to-cycle noise not yet read from
+        ``ncursor[r]`` on (allocated at the first noisy write).
+    ncursor : ndarray of int64, shape (R,), or None
+    general : bool
+        Fire by the general closed form (noise or a spread), not by the tables.
     """
 
     def __init__(self, device, lr: float, pulse_type: str, update_management: bool,
