@@ -364,3 +364,18 @@ def test_noisy_writes_have_the_numpy_paths_moments(case):
     z_var = (var_a - var_b) / np.sqrt(var_se2(a) + var_se2(b))
     assert np.abs(z_mean).max() < 4.5, z_mean
     assert np.abs(z_var).max() < 4.5, z_var
+
+
+@pytest.mark.parametrize("pulse_type", ["stochastic", "mean-count"])
+def test_float32_noisy_runs_take_the_kernel_in_float32(pulse_type, monkeypatch):
+    """A float32 run on a noisy preset writes through the kernel (float32 weights) and, drawing
+    the same float64 uniforms and normals, stays within float32 rounding of the float64 run."""
+    chosen = []
+    original = SampleWrites.of
+    monkeypatch.setattr(network_run.SampleWrites, "of",
+                        lambda *a, **k: chosen.append(original(*a, **k)) or chosen[-1])
+    config = _config(device="ecram-linearstep", tau=None, pulse_type=pulse_type, dtype="float32")
+    single = train_network(config, spec=SPEC)
+    assert chosen[-1] is not None and single.weights.dtype == np.float32
+    double = train_network(replace(config, dtype="float64"), spec=SPEC)
+    np.testing.assert_allclose(single.weights, double.weights, rtol=0, atol=1e-5)
