@@ -434,6 +434,26 @@ def _fire_rows_general(w, base, fan_in, fan_out, x, d, lr, x_mask, d_mask, activ
     return a, b, npos
 
 
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _mean_count(w, r, base, fan_in, fan_out, x, d, lr, bl, scale_d, x_count, resp, step, t_up,
+                t_down, lo, hi, a, b):  # pragma: no cover - compiled
+    """The ``mean-count`` pulses of one sample of member ``r`` (``x_count``: the x-trains'
+    counts), fired by :func:`_fire`. Returns the running extremes ``(a, b)``."""
+    for i in range(fan_out):
+        c_d = min(max(np.rint(bl * _probability(scale_d, d[i])), 0.0), bl)
+        if not c_d > 0:
+            continue
+        row_share = c_d / bl
+        for j in range(fan_in):
+            count = np.int64(np.rint(row_share * x_count[j]))
+            if count > 0:
+                new = _fire(w, r, base, fan_out, j, i, count, (x[j] * d[i]) * (-lr), resp, step,
+                            t_up, t_down, lo, hi)
+                a = min(a, new)
+                b = max(b, new)
+    return a, b
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _mean_count_general(w, base, fan_in, fan_out, x, d, lr, bl, scale_d, x_count, resp, slopes,
                         dw_min, sigma, additive, per_step, step_scale, per_bound, bound_scale,
@@ -494,14 +514,10 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
         Where to start (a call that stopped resumes there).
     w_min, w_max : float64 (R,)
         Running extremes, lowered / raised by every weight written.
-    general, slopes, sigma, additive, step_scale, bound_scale
-        ``general``: fire every element by :func:`_fire_general` (cycle-to-cycle noise
-        ``sigma``, ``additive`` or multiplicative; the rates' slopes :math:`(-\beta_+, \beta_-)`;
-        the device-to-device factors of ``dw_min`` and of the range, (R, P), or (R, 0) where
-        there is none), not by the tables.
-    normals, ncursor, nworst
-        Standard normals (R, S') of the noise, ``ncursor[r]`` the next unread one (advanced),
-        ``nworst`` the most one sample can read.
+    general, slopes, sigma, additive, step_scale, bound_scale, normals, ncursor, nworst
+        ``general``: every element fired by :func:`_fire_general` (noise ``sigma``, slopes
+        :math:`(-\beta_+, \beta_-)`, spreads (R, P) or (1, 0)), normals (R, S') read from
+        ``ncursor[r]`` on, ``nworst`` the most one sample reads.
 
     Returns
     -------
@@ -557,18 +573,8 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
                         slopes, dw_min, sigma, additive, per_step, steps, per_bound, scales, lo,
                         hi, normals[r], npos, a, b)
                     continue
-                for i in range(fan_out):
-                    c_d = min(max(np.rint(bl * _probability(scale_d, d[i])), 0.0), bl)
-                    if not c_d > 0:
-                        continue
-                    row_share = c_d / bl
-                    for j in range(fan_in):
-                        count = np.int64(np.rint(row_share * x_count[j]))
-                        if count > 0:
-                            new = _fire(w, r, base, fan_out, j, i, count, (x[j] * d[i]) * (-lr),
-                                        resp, step, t_up, t_down, lo, hi)
-                            a = min(a, new)
-                            b = max(b, new)
+                a, b = _mean_count(w, r, base, fan_in, fan_out, x, d, lr, bl, scale_d, x_count,
+                                   resp, step, t_up, t_down, lo, hi, a, b)
                 continue
             if not exact and size - pos < worst:
                 cursor[r], ncursor[r] = pos, npos
