@@ -9,12 +9,13 @@ digits MLP (16 layers of width 32, tanh; soft bounds, tau = 1, lr = 0.05; ``K`` 
 default, logged at the first and the last) at ``b = 32`` and ``b = 4``, samples per second of
 
 - the expected update (batch-mean writes): the baseline of every ratio;
-  (``--device PRESET``: the same cases on a preset, e.g. one with cycle-to-cycle noise and
-  device-to-device spreads, which the kernel covers too)
 - pulsed ``stochastic`` per-sample writes through the compiled kernel (target >= 0.30x);
 - the same through the numpy path (the kernel switched off), the speed before the kernel;
 - pulsed ``mean-count`` per-sample writes (compiled; the numpy path's bits);
 - pulsed ``stochastic`` batch-mean writes (a path the kernel does not touch).
+
+``--device PRESET`` runs the same cases on a preset with its own range, e.g. one with
+cycle-to-cycle noise and device-to-device spreads (which the kernel covers too).
 
 Each number is the minimum over interleaved repeats, so a change of the machine's load affects
 all cases alike. No timing is asserted; the numbers are ratios and rates of this same run.

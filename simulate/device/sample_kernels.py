@@ -485,8 +485,8 @@ def _mean_count_general(w, base, fan_in, fan_out, x, d, lr, bl, scale_d, x_count
 @numba.njit(cache=True, error_model="numpy")
 def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, resp, step,
                         t_up, t_down, lo, hi, exact, u, u_off, draws, cursor, worst, start_r,
-                        start_t, w_min, w_max, general, slopes, sigma, additive, step_scale,
-                        bound_scale, normals, ncursor, nworst):  # pragma: no cover - compiled
+                        start_t, w_min, w_max, general, noise, scales, normals, ncursor,
+                        nworst):  # pragma: no cover - compiled
     r"""The ``n`` per-sample writes of one layer for every member, in place.
 
     Parameters
@@ -514,9 +514,10 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
         Where to start (a call that stopped resumes there).
     w_min, w_max : float64 (R,)
         Running extremes, lowered / raised by every weight written.
-    general, slopes, sigma, additive, step_scale, bound_scale, normals, ncursor, nworst
-        ``general``: every element fired by :func:`_fire_general` (noise ``sigma``, slopes
-        :math:`(-\beta_+, \beta_-)`, spreads (R, P) or (1, 0)), normals (R, S') read from
+    general, noise, scales, normals, ncursor, nworst
+        ``general``: every element fired by :func:`_fire_general` (``noise`` =
+        :math:`(-\beta_+, \beta_-, \sigma_c, \mathrm{additive})`, ``scales`` (2, R, P) the
+        factors of ``dw_min`` and of the range, or (2, 1, 0): none), normals (R, S') read from
         ``ncursor[r]`` on, ``nworst`` the most one sample reads.
 
     Returns
@@ -537,14 +538,15 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
     d_mask = np.empty(fan_out, dtype=np.uint64)
     size = draws.shape[1]
     nsize = normals.shape[1]
-    per_step, per_bound = step_scale.shape[1] > 0, bound_scale.shape[1] > 0
+    slopes, sigma, additive = noise[:2], noise[2], noise[3] != 0.0
+    per_step = per_bound = scales.shape[2] > 0
     noisy = general and sigma != 0.0
     for r in range(start_r, members):
         a, b = w_min[r], w_max[r]
         pos = cursor[r]
         npos = ncursor[r]
-        steps = step_scale[r] if per_step else step_scale[0]
-        scales = bound_scale[r] if per_bound else bound_scale[0]
+        steps = scales[0, r] if per_step else scales[0, 0]
+        ranges = scales[1, r] if per_bound else scales[1, 0]
         for t in range(start_t if r == start_r else 0, n):
             x = h[r, t]
             d = dz[r, t]
@@ -570,7 +572,7 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
                 if general:
                     a, b, npos = _mean_count_general(
                         w[r], base, fan_in, fan_out, x, d, lr, bl, scale_d, x_count, resp,
-                        slopes, dw_min, sigma, additive, per_step, steps, per_bound, scales, lo,
+                        slopes, dw_min, sigma, additive, per_step, steps, per_bound, ranges, lo,
                         hi, normals[r], npos, a, b)
                     continue
                 a, b = _mean_count(w, r, base, fan_in, fan_out, x, d, lr, bl, scale_d, x_count,
@@ -590,7 +592,7 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
             if m and general:
                 a, b, npos = _fire_rows_general(
                     w[r], base, fan_in, fan_out, x, d, lr, x_mask, d_mask, active, m, resp,
-                    slopes, dw_min, sigma, additive, per_step, steps, per_bound, scales, lo, hi,
+                    slopes, dw_min, sigma, additive, per_step, steps, per_bound, ranges, lo, hi,
                     normals[r], npos, a, b, hits, hit_counts)
             elif m:
                 a, b = _fire_rows(w[r], base, fan_in, fan_out, x, d, lr, x_mask, d_mask, active,

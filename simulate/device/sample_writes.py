@@ -152,14 +152,22 @@ class SampleWrites:
         self.draws = self.cursor = None
         self.normals = self.ncursor = None
         (_, beta_plus), (_, beta_minus) = device.response.affine_responses()
-        self.slopes = np.array([-beta_plus, beta_minus], dtype=float)
         self.sigma = float(device.dw_min_std)
         self.additive = device.c2c_noise == "additive"
+        #: ``(-beta_+, beta_-, sigma, additive)``: the rates' slopes and the noise
+        self.noise = np.array([-beta_plus, beta_minus, self.sigma, self.additive], dtype=float)
         scales = (None, None) if spread is None else (spread.dw_min_scale, spread.bound_scale)
-        self.step_scale, self.bound_scale = (
-            None if a is None else np.ascontiguousarray(a, dtype=float) for a in scales)
+        self.spread = any(a is not None for a in scales)
         #: fire by the general closed form (noise or spread), not the tables
-        self.general = self.sigma != 0 or any(a is not None for a in scales)
+        self.general = self.sigma != 0 or self.spread
+        #: the factors of ``dw_min`` and of the range, (2, R, P) (ones where there is none; a
+        #: factor 1 changes no bit), or (2, 1, 0) without a spread
+        self.scales = np.zeros((2, 1, 0))
+        if self.spread:
+            shape = next(np.shape(a) for a in scales if a is not None)
+            self.scales = np.stack([np.ones(shape) if a is None else np.asarray(a, dtype=float)
+                                    for a in scales])
+        self._empty = {}
 
     @classmethod
     def of(cls, update, spread=None, *, exact: bool = False) -> SampleWrites | None:
@@ -202,10 +210,8 @@ class SampleWrites:
             [w[:, layer.base:layer.base + layer.h.shape[2] * layer.dz.shape[2]]
              for layer in layers if not layer.digital]
         # (general: the kernel fires a start outside an element's range as the loop does)
-        low, high = (-np.inf, np.inf) if self.general else (lo, hi)
-        if not all(low <= block.min() and block.max() <= high and
-                   np.isfinite(block.min()) and np.isfinite(block.max())
-                   for block in blocks if block.size):
+        low, high = (-np.finfo(float).max, np.finfo(float).max) if self.general else (lo, hi)
+        if not all(low <= block.min() and block.max() <= high for block in blocks if block.size):
             return False
         if (self.um or self.blm) and not all(np.isfinite(layer.h).all() and
                                              np.isfinite(layer.dz).all() for layer in layers):
@@ -216,19 +222,17 @@ class SampleWrites:
         else:
             u, offsets = np.zeros((members, 1)), None
         fast = not self.exact and self.kind == STOCHASTIC
-        no_offsets = np.zeros((members, 1), dtype=np.int64)
-        no_draws = np.zeros((members, 1))
-        cursor = np.zeros(members, dtype=np.int64)
+        if members not in self._empty:  # work arrays of the unused inputs (never read)
+            self._empty[members] = (np.zeros((members, 1), dtype=np.int64),
+                                    np.zeros((members, 1)), np.zeros(members, dtype=np.int64),
+                                    np.zeros(members, dtype=np.int64))
+        no_offsets, no_draws, cursor, no_ncursor = self._empty[members]
         if fast:
             self._buffers(layers, members)
-        noisy = self.general and self.sigma != 0
+        noisy = self.sigma != 0
         if noisy:
             self._normal_buffers(layers, members)
-        normals = self.normals if noisy else no_draws
-        ncursor = self.ncursor if noisy else np.zeros(members, dtype=np.int64)
-        none = np.zeros((1, 0))
-        step_scale = none if self.step_scale is None else self.step_scale
-        bound_scale = none if self.bound_scale is None else self.bound_scale
+        normals, ncursor = (self.normals, self.ncursor) if noisy else (no_draws, no_ncursor)
         for index, layer in enumerate(layers):
             h = np.ascontiguousarray(layer.h, dtype=float)
             dz = np.ascontiguousarray(layer.dz, dtype=float)
@@ -241,9 +245,8 @@ class SampleWrites:
                     self.blm, self.resp, self.step, self.t_up, self.t_down, lo, hi, self.exact,
                     u, no_offsets if offsets is None else offsets[index],
                     self.draws if fast else no_draws, self.cursor if fast else cursor, worst,
-                    *start, w_min, w_max, self.general, self.slopes, self.sigma,
-                    self.additive, step_scale, bound_scale, normals, ncursor,
-                    self._normal_worst(h.shape[2] * dz.shape[2]))
+                    *start, w_min, w_max, self.general, self.noise, self.scales, normals,
+                    ncursor, self._normal_worst(h.shape[2] * dz.shape[2]) if noisy else 0)
                 if r < 0:
                     break
                 if fast:
@@ -257,7 +260,7 @@ class SampleWrites:
         """The most normals one sample of a layer of ``size`` weights reads: one per weight,
         ``desired_bl`` per weight where some may be fired pulse by pulse (additive noise, a
         spread)."""
-        loops = self.additive or self.step_scale is not None or self.bound_scale is not None
+        loops = self.additive or self.spread
         return size * (self.bl if loops else 1)
 
     def _normal_buffers(self, layers, members: int) -> None:
