@@ -2,7 +2,7 @@
 issue 26 item 3).
 
 Run from the repository root: ``python -m bench.per_sample_writes [--updates K] [--repeats R]
-[--no-numpy-path]``.
+[--no-numpy-path] [--device NAME]``.
 
 One thread (the script sets the BLAS and OpenMP thread counts before numpy is imported). For the
 digits MLP (16 layers of width 32, tanh; soft bounds, tau = 1, lr = 0.05; ``K`` updates, 300 by
@@ -13,6 +13,9 @@ default, logged at the first and the last) at ``b = 32`` and ``b = 4``, samples 
 - the same through the numpy path (the kernel switched off), the speed before the kernel;
 - pulsed ``mean-count`` per-sample writes (compiled; the numpy path's bits);
 - pulsed ``stochastic`` batch-mean writes (a path the kernel does not touch).
+
+``--device PRESET`` runs the same cases on a preset with its own range, e.g. one with
+cycle-to-cycle noise and device-to-device spreads (which the kernel covers too).
 
 Each number is the minimum over interleaved repeats, so a change of the machine's load affects
 all cases alike. No timing is asserted; the numbers are ratios and rates of this same run.
@@ -54,9 +57,12 @@ def _numpy_path(config):
         network_run.SampleWrites.of = original
 
 
-def cases(batch: int, updates: int, numpy_path: bool) -> dict[str, object]:
-    """The timed runs at micro-batch ``batch`` (name -> zero-argument function)."""
-    base = SimConfig(problem="digits-mlp", device="softbounds", tau=1.0, lr=0.05,
+def cases(batch: int, updates: int, numpy_path: bool, device: str = "softbounds"
+          ) -> dict[str, object]:
+    """The timed runs at micro-batch ``batch`` (name -> zero-argument function) on ``device``
+    (soft bounds with tau = 1, or a preset with its own range, noise and spreads)."""
+    base = SimConfig(problem="digits-mlp", device=device,
+                     tau=1.0 if device == "softbounds" else None, lr=0.05,
                      micro_batch_size=batch, steps=updates, log_every=updates)
     stochastic = replace(base, update="pulsed", pulse_type="stochastic")
     configs = {
@@ -77,9 +83,10 @@ def cases(batch: int, updates: int, numpy_path: bool) -> dict[str, object]:
     return functions
 
 
-def rates(batch: int, updates: int, repeats: int, numpy_path: bool = True) -> dict[str, float]:
+def rates(batch: int, updates: int, repeats: int, numpy_path: bool = True,
+          device: str = "softbounds") -> dict[str, float]:
     """Samples per second of each case at micro-batch ``batch`` (min over ``repeats``)."""
-    times = best_times(cases(batch, updates, numpy_path), repeats)
+    times = best_times(cases(batch, updates, numpy_path, device), repeats)
     return {name: updates * batch / seconds for name, seconds in times.items()}
 
 
@@ -89,11 +96,15 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats (min taken)")
     parser.add_argument("--no-numpy-path", action="store_true",
                         help="skip the (slow) numpy path of the per-sample writes")
+    parser.add_argument("--device", default="softbounds",
+                        help="softbounds (tau = 1, noise-free; the default) or a preset, e.g. "
+                             "ecram-linearstep (cycle-to-cycle noise and spreads)")
     args = parser.parse_args(argv)
     ratios = {}
     for batch in (32, 4):
-        rate = rates(batch, args.updates, args.repeats, not args.no_numpy_path)
-        print(f"digits MLP, b = {batch}, {args.updates} updates, min of {args.repeats}")
+        rate = rates(batch, args.updates, args.repeats, not args.no_numpy_path, args.device)
+        print(f"digits MLP, {args.device}, b = {batch}, {args.updates} updates, "
+              f"min of {args.repeats}")
         for name, value in rate.items():
             print(f"    {name:34s} {value:9.0f} samples/s   {value / rate['expected']:6.3f}x "
                   "expected")

@@ -6,9 +6,13 @@
   constant step), update and BL management on and off, and digital layers;
 - the fast trains (``exact=False``) have the moments of aihwkit's trains: per-device mean and
   variance of the coincidences and the covariance of two devices sharing a d-train;
+- with a device-to-device spread and no cycle-to-cycle noise, the exact kernel and mean-count give
+  the numpy path's weights to 4 ulp (numpy's SIMD expm1 / log1p against libm's), the same draws;
+- with cycle-to-cycle noise (multiplicative, additive, hard bounds) and a spread, the kernel's
+  weights after a write have the numpy path's mean and variance;
 - end to end, a network run with the kernel in exact mode is the numpy path's run bit for bit, the
-  fast kernel is reproducible and a member's bits do not depend on the others; where the kernel
-  does not apply, the numpy path runs.
+  fast kernel is reproducible and a member's bits do not depend on the others (also on the noisy
+  presets); where the kernel does not apply, the numpy path runs.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ def _device(name: str, bl: int):
     return make_device(params.pop("family"), desired_bl=bl, **params)
 
 
-def _numpy_path(update, net, w, factors, rngs, lr, n, digital_stages):
+def _numpy_path(update, net, w, factors, rngs, lr, n, digital_stages, spread=None):
     """The numpy per-sample path of simulate.problems.network_run on ``w`` (in place)."""
     counts = np.zeros(w.shape, dtype=np.int64)
     views = (counts, net.views(counts, np.zeros((w.shape[0], net.n_biases), dtype=np.int64)))
@@ -55,7 +59,7 @@ def _numpy_path(update, net, w, factors, rngs, lr, n, digital_stages):
     gw = np.empty_like(w)
     grads = net.views(gw, np.empty((w.shape[0], net.n_biases)))
     digital = [net.weight_slices[s] for s in digital_stages]
-    general = network_run._UpdaterWrite(update, rngs, None, True, views, config, digital)
+    general = network_run._UpdaterWrite(update, rngs, spread, True, views, config, digital)
     w_min, w_max = w.min(axis=1), w.max(axis=1)
     network_run._PerSampleWrite(general, grads, n, lr)(w, gw, factors, w_min, w_max)
     return w_min, w_max
@@ -221,13 +225,14 @@ def test_where_the_kernel_does_not_apply():
     assert SampleWrites.of(Updater("expected", soft, 0.1)) is None
     assert SampleWrites.of(Updater("pulsed", soft, 0.1, "stochastic", "loop")) is None
     noisy = make_device("softbounds", tau=1.0, dw_min=0.01, dw_min_std=0.3)
-    assert SampleWrites.of(Updater("pulsed", noisy, 0.1, "stochastic")) is None
+    assert SampleWrites.of(Updater("pulsed", noisy, 0.1, "stochastic")) is not None
+    assert SampleWrites.of(Updater("pulsed", noisy, 0.1, "stochastic"), exact=True) is None
     long = make_device("softbounds", tau=1.0, dw_min=0.01, desired_bl=65)
     assert SampleWrites.of(Updater("pulsed", long, 0.1, "stochastic")) is None
     power = make_device("power", tau=1.0, pow_gamma=2.0, dw_min=0.01)
     assert SampleWrites.of(Updater("pulsed", power, 0.1, "stochastic")) is None
     spread = DeviceSpread(dw_min_scale=np.ones((1, 4)))
-    assert SampleWrites.of(Updater("pulsed", soft, 0.1, "stochastic"), spread) is None
+    assert SampleWrites.of(Updater("pulsed", soft, 0.1, "stochastic"), spread).general
     # a weight outside the range: nothing drawn or written, the caller takes the numpy path
     writes = SampleWrites.of(Updater("pulsed", soft, 0.1, "stochastic"))
     w = np.full((1, 4), 0.5)
@@ -239,11 +244,18 @@ def test_where_the_kernel_does_not_apply():
     assert g.bit_generator.state == state and w[0, 2] == 1.5
 
 
-def test_noisy_preset_runs_the_numpy_path(monkeypatch):
-    """reram-softbounds (cycle-to-cycle noise, device-to-device spreads): the numpy path."""
-    config = _config(device="reram-softbounds", tau=None, steps=3)
-    assert np.array_equal(_run(config, monkeypatch, "fast").weights,
-                          _run(config, monkeypatch, "numpy").weights)
+@pytest.mark.parametrize("device", ["reram-softbounds", "ecram-linearstep"])
+def test_noisy_preset_runs_the_kernel(device, monkeypatch):
+    """Presets with cycle-to-cycle noise (additive, multiplicative) and device-to-device spreads
+    run the kernel: reproducible, a member's bits its own, other bits than the numpy path's."""
+    config = _config(device=device, tau=None, steps=3)
+    a, b = _run(config, monkeypatch, "fast"), _run(config, monkeypatch, "fast")
+    assert np.array_equal(a.weights, b.weights)
+    assert np.array_equal(train_network(config, spec=SPEC, members=[1]).weights[0], a.weights[1])
+    assert not np.array_equal(a.weights, _run(config, monkeypatch, "numpy").weights)
+    mean_count = replace(config, pulse_type="mean-count")
+    assert not np.array_equal(_run(mean_count, monkeypatch, "fast").weights,
+                              _run(mean_count, monkeypatch, "numpy").weights)
 
 
 def test_one_sample_per_update_keeps_the_numpy_path(monkeypatch):
@@ -253,3 +265,117 @@ def test_one_sample_per_update_keeps_the_numpy_path(monkeypatch):
                           _run(config, monkeypatch, "numpy").weights)
     assert np.array_equal(train_network(replace(config, write="batch-mean"), spec=SPEC).weights,
                           _run(config, monkeypatch, "fast").weights)
+
+
+def _small_write(family, pulse_type, params, members, n=3, seed=3):
+    """A two-layer net's update, weights (some on the device bounds, so outside the range of an
+    element whose bound spread is < 1), factors, and a spread whose doubled ``dw_min`` factors
+    give some rates >= 1 (fired pulse by pulse)."""
+    device = make_device(family, dw_min_dtod=0.3, w_bounds_dtod=0.05, desired_bl=31, **params)
+    update = Updater("pulsed", device, 0.5, pulse_type)
+    net = Network.build("digits-mlp", NetworkSpec(layers=2, width=4), 1, 3, 2)
+    rng = np.random.default_rng(seed)
+    w = rng.uniform(device.w_min, device.w_max, (members, net.n_weights))
+    w[:, ::5] = rng.choice([device.w_min, device.w_max], w[:, ::5].shape)
+    spread = DeviceSpread.draw(device, w.shape, [np.random.default_rng([9, m])
+                                                 for m in range(members)])
+    spread = DeviceSpread(spread.dw_min_scale * 2, spread.bound_scale)
+    factors = []
+    for s in range(net.n_stages - 1, -1, -1):
+        for i in range(len(net.stages[s]) - 1, -1, -1):
+            layer = net.stages[s][i]
+            factors.append((s, i, np.tanh(rng.normal(0, 1, (members, n, layer.fan_in))),
+                            rng.normal(0, 0.5, (members, n, layer.fan_out))))
+    return update, net, w, factors, spread
+
+
+@pytest.mark.parametrize("family", sorted(DEVICES))
+@pytest.mark.parametrize("pulse_type", ["stochastic", "mean-count"])
+def test_spread_without_noise_is_the_numpy_path_to_the_last_bits(family, pulse_type):
+    """A device-to-device spread (no cycle-to-cycle noise), with rates >= 1 and starts outside
+    an element's range: the exact kernel and mean-count give the numpy path's weights to 4 ulp
+    of the range (its closed forms use numpy's SIMD expm1 / log1p, the kernel libm's; the
+    affine families without a rate, constant step, bit for bit) and draw the same numbers."""
+    params = dict(DEVICES[family])
+    name = params.pop("family")
+    update, net, w, factors, spread = _small_write(name, pulse_type, params, members=2)
+    gens = [np.random.default_rng([5, m]) for m in range(2)]
+    w_ref, gens_ref = w.copy(), copy.deepcopy(gens)
+    ref_min, ref_max = _numpy_path(update, net, w_ref, factors, gens_ref, 0.5, 3, set(), spread)
+    writes = SampleWrites.of(update, spread, exact=True)
+    w_min, w_max = w.min(axis=1), w.max(axis=1)
+    assert writes.general and writes.write(w, _layers(net, factors, set()), gens, w_min, w_max)
+    device = update.device
+    ulp = np.spacing(device.w_max - device.w_min)
+    assert np.abs(w - w_ref).max() <= 4 * ulp
+    assert np.abs(w - w_ref).max() > 0 or family == "constant-step" or pulse_type == "mean-count"
+    if family == "constant-step":
+        assert np.array_equal(w, w_ref)
+    assert np.allclose(w_min, ref_min, rtol=0, atol=4 * ulp)
+    assert np.allclose(w_max, ref_max, rtol=0, atol=4 * ulp)
+    assert not np.array_equal(w, _small_write(name, pulse_type, params, 2)[2])  # it wrote
+    for g, g_ref in zip(gens, gens_ref, strict=True):
+        assert g.bit_generator.state == g_ref.bit_generator.state
+
+
+NOISY = {
+    "multiplicative": ("linear-step", dict(w_min=-0.5, w_max=0.4, gamma_up=0.7, gamma_down=0.2,
+                                           dw_min=0.015, dw_min_std=0.3), "stochastic"),
+    "additive": ("asymmetric-softbounds", dict(w_min=-0.4, w_max=0.7, up=1.3, down=0.6,
+                                               dw_min=0.02, dw_min_std=1.5,
+                                               c2c_noise="additive"), "stochastic"),
+    "hard bounds": ("constant-step", dict(w_min=-0.05, w_max=0.06, up=1.0, down=0.8,
+                                          dw_min=0.01, dw_min_std=0.3), "mean-count"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOISY))
+def test_noisy_writes_have_the_numpy_paths_moments(case):
+    """Cycle-to-cycle noise with a device-to-device spread (rates >= 1, starts outside the
+    range, weights on hard bounds; additive noise large enough for walks near a bound, fired
+    pulse by pulse): the mean and the variance of every weight after a three-sample write, the
+    kernel's (2,000 writes from one generator) against the numpy path's (2,000 members), z < 4.5
+    (two-sample; the variance's standard error from the fourth moment)."""
+    family, params, pulse_type = NOISY[case]
+    trials = 2000
+    update, net, w0, factors, spread = _small_write(family, pulse_type, params, members=1)
+    many = np.repeat(w0, trials, axis=0)
+    ref = many.copy()
+    _numpy_path(update, net, ref, [(s, i, np.repeat(h, trials, axis=0),
+                                    np.repeat(dz, trials, axis=0)) for s, i, h, dz in factors],
+                [np.random.default_rng([1, k]) for k in range(trials)], 0.5, 3, set(),
+                DeviceSpread(*(np.repeat(a, trials, axis=0)
+                               for a in (spread.dw_min_scale, spread.bound_scale))))
+    writes = SampleWrites.of(update, spread)
+    g, layers, got = np.random.default_rng(2), _layers(net, factors, set()), np.empty_like(many)
+    for k in range(trials):
+        w = w0.copy()
+        assert writes.write(w, layers, [g], w.min(axis=1), w.max(axis=1))
+        got[k] = w[0]
+    a, b = ref - w0, got - w0
+    var_a, var_b = a.var(axis=0), b.var(axis=0)
+    assert np.all(var_a > 0)  # every weight pulsed, with noise
+
+    def var_se2(x):
+        c = x - x.mean(axis=0)
+        return ((c ** 4).mean(axis=0) - c.var(axis=0) ** 2) / trials
+
+    z_mean = (a.mean(axis=0) - b.mean(axis=0)) / np.sqrt((var_a + var_b) / trials)
+    z_var = (var_a - var_b) / np.sqrt(var_se2(a) + var_se2(b))
+    assert np.abs(z_mean).max() < 4.5, z_mean
+    assert np.abs(z_var).max() < 4.5, z_var
+
+
+@pytest.mark.parametrize("pulse_type", ["stochastic", "mean-count"])
+def test_float32_noisy_runs_take_the_kernel_in_float32(pulse_type, monkeypatch):
+    """A float32 run on a noisy preset writes through the kernel (float32 weights) and, drawing
+    the same float64 uniforms and normals, stays within float32 rounding of the float64 run."""
+    chosen = []
+    original = SampleWrites.of
+    monkeypatch.setattr(network_run.SampleWrites, "of",
+                        lambda *a, **k: chosen.append(original(*a, **k)) or chosen[-1])
+    config = _config(device="ecram-linearstep", tau=None, pulse_type=pulse_type, dtype="float32")
+    single = train_network(config, spec=SPEC)
+    assert chosen[-1] is not None and single.weights.dtype == np.float32
+    double = train_network(replace(config, dtype="float64"), spec=SPEC)
+    np.testing.assert_allclose(single.weights, double.weights, rtol=0, atol=1e-5)

@@ -10,8 +10,10 @@ IEEE operations, in the same order); device ``(j, i)`` fires one pulse per coinc
 pulses are fired by the closed form of a noise-free affine response
 (:func:`simulate.device.pulses.apply_pulses`: :math:`w_n = \mathrm{clip}(T_\pm[n]\,
 (\pm\Delta w_{\min})\, q_\pm(w) + w, lo, hi)`, the responses evaluated here with the operations of
-their compiled expressions, the tables :math:`T_\pm` from numpy). The next sample reads the
-weights this one left.
+their compiled expressions, the tables :math:`T_\pm` from numpy). With cycle-to-cycle noise or a
+device-to-device spread (``general``) each element is fired by :func:`_fire_general` instead:
+its own granularity, range and rate, the closed form's mean and std (one normal), or pulse by
+pulse where the numpy closed form loops. The next sample reads the weights this one left.
 
 Two sources of train bits (``exact``):
 
@@ -318,10 +320,173 @@ def _fire_rows(w, base, fan_in, fan_out, x, d, lr, x_mask, d_mask, active, m, re
     return a, b
 
 
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _geometric(n, rate):  # pragma: no cover - compiled
+    r""":func:`theory.devices.geometric_sum` of one count and rate (its operations):
+    ``-expm1(n log1p(-c)) / c``, exactly ``n`` for ``n <= 1`` or ``c <= 0``."""
+    if rate > 0.0 and n > 1:
+        return -math.expm1(n * math.log1p(-rate)) / rate
+    return float(n)
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _spread_std(n, rate, sigma):  # pragma: no cover - compiled
+    r"""The std of ``n`` multiplicative-noise pulses per unit first increment
+    (:func:`simulate.device.pulses._multiplicative_spread`, its operations)."""
+    if rate > 0.0:
+        growth = math.sqrt(math.expm1(n * math.log1p((rate * sigma / (1.0 - rate)) ** 2)))
+        spread = growth / rate
+    else:
+        spread = sigma * math.sqrt(n)
+    return spread * math.exp(n * math.log1p(-rate))
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _increment(x, signed, scale, s, g, e):  # pragma: no cover - compiled
+    """One noise-free pulse's increment at ``x`` (range scale ``scale``):
+    ``signed q(x / scale)``."""
+    return signed * (s * (1.0 - (g * (x / scale)) / e))
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _fire_general(x, count, up, step, scale, resp, slopes, lo, hi, sigma, additive, normals,
+                  npos):  # pragma: no cover - compiled
+    r"""``count`` pulses from ``x`` on one element of granularity ``step`` and range scale
+    ``scale`` (range ``[lo, hi]``, responses :math:`q_\pm(w / s)`) with cycle-to-cycle noise
+    ``sigma`` (``additive`` or multiplicative), as :func:`simulate.device.pulses.apply_pulses`'
+    closed form fires them: an element outside its range first gets one noise-free pulse clipped
+    into it; rate :math:`c = \Delta w\, |\beta| / s \ge 1` fires pulse by pulse; else the mean
+    :math:`w + \mathrm{inc}\, S_n(c)` plus its std times one normal (the additive walk ending
+    within six std of a bound pulse by pulse), clipped. The normals are read from ``normals`` at
+    ``npos``. Returns ``(new, npos)``."""
+    k = 0 if up else 3
+    s, g, e = resp[k], resp[k + 1], resp[k + 2]
+    signed = step if up else -step
+    rate = (step * (slopes[0] if up else slopes[1])) / scale
+    n = count
+    if not rate < 1.0:
+        loop = True
+    else:
+        inc = _increment(x, signed, scale, s, g, e)
+        if x < lo or x > hi:  # the loop's first pulse clips it into the range (noise-free)
+            x = x + inc
+            x = lo if x < lo else (hi if x > hi else x)
+            n -= 1
+            if n == 0:
+                return x, npos
+            inc = _increment(x, signed, scale, s, g, e)
+        mean = _geometric(n, rate) * inc + x
+        if sigma == 0.0:
+            return (lo if mean < lo else (hi if mean > hi else mean)), npos
+        if additive:
+            std = math.sqrt(_geometric(n, rate * (2.0 - rate))) * sigma * step
+            reach = 6.0 * std
+            loop = min(x, mean) - reach < lo or max(x, mean) + reach > hi
+        else:
+            std = _spread_std(n, rate, sigma) * abs(inc)
+            loop = False
+        if not loop:
+            mean += std * normals[npos]
+            return (lo if mean < lo else (hi if mean > hi else mean)), npos + 1
+    for _ in range(n):  # pulse by pulse (simulate.device.pulses._pulse_loop)
+        q = s * (1.0 - (g * (x / scale)) / e)
+        if sigma == 0.0:
+            inc = signed * q
+        else:
+            noise = sigma * normals[npos]
+            npos += 1
+            inc = signed * q + step * noise if additive else signed * q * (1.0 + noise)
+        x = x + inc
+        x = lo if x < lo else (hi if x > hi else x)
+    return x, npos
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _fire_rows_general(w, base, fan_in, fan_out, x, d, lr, x_mask, d_mask, active, m, resp,
+                       slopes, dw_min, sigma, additive, per_step, step_scale, per_bound,
+                       bound_scale, w_lo, w_hi, normals, npos, a, b, hits, hit_counts
+                       ):  # pragma: no cover - compiled
+    r""":func:`_fire_rows` with per-element granularity ``dw_min * step_scale`` (``per_step``)
+    and range scale ``bound_scale`` (``per_bound``; both the member's flat rows) and noise, each
+    element fired by :func:`_fire_general`. Returns ``(a, b, npos)``."""
+    for k in range(m):
+        i = active[k]
+        rows = d_mask[i]
+        n_hits = 0
+        for j in range(fan_in):
+            count = _popcount(x_mask[j] & rows)
+            hits[n_hits] = j
+            hit_counts[n_hits] = count
+            n_hits += count > 0
+        di = d[i]
+        for e in range(n_hits):
+            j = hits[e]
+            idx = base + j * fan_out + i
+            step = dw_min * step_scale[idx] if per_step else dw_min
+            scale = bound_scale[idx] if per_bound else 1.0
+            lo, hi = (w_lo * scale, w_hi * scale) if per_bound else (w_lo, w_hi)
+            new, npos = _fire_general(w[idx], hit_counts[e], (x[j] * di) * (-lr) >= 0, step,
+                                      scale, resp, slopes, lo, hi, sigma, additive, normals,
+                                      npos)
+            w[idx] = new
+            a = min(a, w[idx])
+            b = max(b, w[idx])
+    return a, b, npos
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _mean_count(w, r, base, fan_in, fan_out, x, d, lr, bl, scale_d, x_count, resp, step, t_up,
+                t_down, lo, hi, a, b):  # pragma: no cover - compiled
+    """The ``mean-count`` pulses of one sample of member ``r`` (``x_count``: the x-trains'
+    counts), fired by :func:`_fire`. Returns the running extremes ``(a, b)``."""
+    for i in range(fan_out):
+        c_d = min(max(np.rint(bl * _probability(scale_d, d[i])), 0.0), bl)
+        if not c_d > 0:
+            continue
+        row_share = c_d / bl
+        for j in range(fan_in):
+            count = np.int64(np.rint(row_share * x_count[j]))
+            if count > 0:
+                new = _fire(w, r, base, fan_out, j, i, count, (x[j] * d[i]) * (-lr), resp, step,
+                            t_up, t_down, lo, hi)
+                a = min(a, new)
+                b = max(b, new)
+    return a, b
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _mean_count_general(w, base, fan_in, fan_out, x, d, lr, bl, scale_d, x_count, resp, slopes,
+                        dw_min, sigma, additive, per_step, step_scale, per_bound, bound_scale,
+                        w_lo, w_hi, normals, npos, a, b):  # pragma: no cover - compiled
+    """The ``mean-count`` pulses of one sample (the counts of :func:`layer_sample_writes`), each
+    element fired by :func:`_fire_general` (arguments as :func:`_fire_rows_general`). Returns
+    ``(a, b, npos)``."""
+    for i in range(fan_out):
+        c_d = min(max(np.rint(bl * _probability(scale_d, d[i])), 0.0), bl)
+        if not c_d > 0:
+            continue
+        row_share = c_d / bl
+        for j in range(fan_in):
+            count = np.int64(np.rint(row_share * x_count[j]))
+            if count > 0:
+                idx = base + j * fan_out + i
+                step = dw_min * step_scale[idx] if per_step else dw_min
+                scale = bound_scale[idx] if per_bound else 1.0
+                lo, hi = (w_lo * scale, w_hi * scale) if per_bound else (w_lo, w_hi)
+                new, npos = _fire_general(w[idx], count, (x[j] * d[i]) * (-lr) >= 0, step,
+                                          scale, resp, slopes, lo, hi, sigma, additive, normals,
+                                          npos)
+                w[idx] = new
+                a = min(a, w[idx])
+                b = max(b, w[idx])
+    return a, b, npos
+
+
 @numba.njit(cache=True, error_model="numpy")
 def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, resp, step,
                         t_up, t_down, lo, hi, exact, u, u_off, draws, cursor, worst, start_r,
-                        start_t, w_min, w_max):  # pragma: no cover - compiled
+                        start_t, w_min, w_max, general, noise, scales, normals, ncursor,
+                        nworst):  # pragma: no cover - compiled
     r"""The ``n`` per-sample writes of one layer for every member, in place.
 
     Parameters
@@ -349,12 +514,18 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
         Where to start (a call that stopped resumes there).
     w_min, w_max : float64 (R,)
         Running extremes, lowered / raised by every weight written.
+    general, noise, scales, normals, ncursor, nworst
+        ``general``: every element fired by :func:`_fire_general` (``noise`` =
+        :math:`(-\beta_+, \beta_-, \sigma_c, \mathrm{additive})`, ``scales`` (2, R, P) the
+        factors of ``dw_min`` and of the range, or (2, 1, 0): none), normals (R, S') read from
+        ``ncursor[r]`` on, ``nworst`` the most one sample reads.
 
     Returns
     -------
     (int, int)
         ``(-1, -1)`` when done; else ``(r, t)``, where member ``r`` stopped before sample ``t``
-        because fewer than ``worst`` draws were left (the caller refills and calls again).
+        because fewer than ``worst`` draws (or ``nworst`` normals, where there is noise) were
+        left (the caller refills and calls again).
     """
     members, n, fan_in = h.shape
     fan_out = dz.shape[2]
@@ -366,9 +537,16 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
     x_mask = np.empty(fan_in, dtype=np.uint64)
     d_mask = np.empty(fan_out, dtype=np.uint64)
     size = draws.shape[1]
+    nsize = normals.shape[1]
+    slopes, sigma, additive = noise[:2], noise[2], noise[3] != 0.0
+    per_step = per_bound = scales.shape[2] > 0
+    noisy = general and sigma != 0.0
     for r in range(start_r, members):
         a, b = w_min[r], w_max[r]
         pos = cursor[r]
+        npos = ncursor[r]
+        steps = scales[0, r] if per_step else scales[0, 0]
+        ranges = scales[1, r] if per_bound else scales[1, 0]
         for t in range(start_t if r == start_r else 0, n):
             x = h[r, t]
             d = dz[r, t]
@@ -384,24 +562,24 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
             bl, scale_x, scale_d = _scales(x, d, lr, dw_min, desired_bl, um, blm)
             if bl == 0:
                 continue
+            if noisy and nsize - npos < nworst:
+                cursor[r], ncursor[r] = pos, npos
+                w_min[r], w_max[r] = a, b
+                return r, t
             if kind == MEAN_COUNT:
                 for j in range(fan_in):
                     x_count[j] = min(max(np.rint(bl * _probability(scale_x, x[j])), 0.0), bl)
-                for i in range(fan_out):
-                    c_d = min(max(np.rint(bl * _probability(scale_d, d[i])), 0.0), bl)
-                    if not c_d > 0:
-                        continue
-                    row_share = c_d / bl
-                    for j in range(fan_in):
-                        count = np.int64(np.rint(row_share * x_count[j]))
-                        if count > 0:
-                            new = _fire(w, r, base, fan_out, j, i, count, (x[j] * d[i]) * (-lr),
-                                        resp, step, t_up, t_down, lo, hi)
-                            a = min(a, new)
-                            b = max(b, new)
+                if general:
+                    a, b, npos = _mean_count_general(
+                        w[r], base, fan_in, fan_out, x, d, lr, bl, scale_d, x_count, resp,
+                        slopes, dw_min, sigma, additive, per_step, steps, per_bound, ranges, lo,
+                        hi, normals[r], npos, a, b)
+                    continue
+                a, b = _mean_count(w, r, base, fan_in, fan_out, x, d, lr, bl, scale_d, x_count,
+                                   resp, step, t_up, t_down, lo, hi, a, b)
                 continue
             if not exact and size - pos < worst:
-                cursor[r] = pos
+                cursor[r], ncursor[r] = pos, npos
                 w_min[r], w_max[r] = a, b
                 return r, t
             pos = train_masks(x, d, scale_x, scale_d, bl, exact, u[r],
@@ -411,9 +589,15 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
             for i in range(fan_out):  # the rows with a d bit (branch-free appends)
                 active[m] = i
                 m += d_mask[i] != 0
-            if m:
+            if m and general:
+                a, b, npos = _fire_rows_general(
+                    w[r], base, fan_in, fan_out, x, d, lr, x_mask, d_mask, active, m, resp,
+                    slopes, dw_min, sigma, additive, per_step, steps, per_bound, ranges, lo, hi,
+                    normals[r], npos, a, b, hits, hit_counts)
+            elif m:
                 a, b = _fire_rows(w[r], base, fan_in, fan_out, x, d, lr, x_mask, d_mask, active,
                                   m, resp, step, t_up, t_down, lo, hi, a, b, hits, hit_counts)
         cursor[r] = pos
+        ncursor[r] = npos
         w_min[r], w_max[r] = a, b
     return -1, -1

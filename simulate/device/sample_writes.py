@@ -5,10 +5,24 @@ A crossbar, and aihwkit, write a mini-batch as one rank-1 update per sample: sam
 aihwkit's bit trains on each layer's outer product :math:`-\eta\, h_t dz_t^T`
 (:func:`simulate.device.trains.coincidence_counts`), the pulses through the device at the
 weights sample ``t - 1`` left. :class:`SampleWrites` does that for a whole batch and every layer
-where the device allows it (the ``stochastic`` and ``mean-count`` pulse types, a noise-free
-affine response fired by the closed form, no device-to-device spread, ``desired_bl <= 64``);
-elsewhere the caller keeps the numpy path (:mod:`simulate.problems.network_run`), which is also
-the tests' reference.
+where the device allows it (the ``stochastic`` and ``mean-count`` pulse types, an affine
+response (soft bounds, asymmetric soft bounds, linear step, constant step) fired by the closed
+form, ``desired_bl <= 64``), with or without cycle-to-cycle noise (multiplicative or additive) and
+device-to-device spreads of ``dw_min`` and of the range; elsewhere the caller keeps the numpy path
+(:mod:`simulate.problems.network_run`), which is also the tests' reference.
+
+Noise and spreads. Each element is fired as :func:`simulate.device.pulses.apply_pulses`' closed
+form fires it (``sample_kernels._fire_general``): its own granularity and range, a start outside
+its range first clipped by one noise-free pulse, the mean :math:`w + \mathrm{inc}\, S_n(c)` plus
+the closed form's std times one standard normal (multiplicative noise: its Gaussian
+approximation; additive: exact), and pulse by pulse, one normal per pulse, where the numpy path
+loops (a rate :math:`c \ge 1`; an additive walk ending within six std of a bound). The normals
+come from per-member buffers (:attr:`SampleWrites.normals`, ``standard_normal``), one per
+element fired, not the numpy path's one per weight and sample, so under noise both pulse types
+have other bits than the numpy path and its distribution (tested: the mean and variance of every
+weight after a write). With a spread and no noise, ``mean-count`` and the exact mode give the
+numpy path's weights up to the last bits of ``expm1`` / ``log1p`` (numpy's SIMD versions against
+libm's; 4 ulp, tested) and its draws.
 
 Bits. ``mean-count`` draws nothing and gives the numpy path's bits. ``stochastic`` with
 ``exact=True`` draws one uniform per train bit in the numpy path's order and gives its bits too
@@ -118,10 +132,17 @@ class SampleWrites:
         Per member, uniforms of its generator not yet read from ``cursor[r]`` on (allocated
         at the first write).
     cursor : ndarray of int64, shape (R,), or None
+    normals : ndarray of float64, shape (R, S'), or None
+        Per member, standard normals of the cycle-to-cycle noise not yet read from
+        ``ncursor[r]`` on (allocated at the first noisy write).
+    ncursor : ndarray of int64, shape (R,), or None
+    general : bool
+        Fire by the general closed form (noise or a spread), not by the tables.
     """
 
     def __init__(self, device, lr: float, pulse_type: str, update_management: bool,
-                 bl_management: bool, resp: np.ndarray, tables, *, exact: bool = False):
+                 bl_management: bool, resp: np.ndarray, tables, *, exact: bool = False,
+                 spread=None):
         self.device, self.lr, self.pulse_type = device, float(lr), pulse_type
         self.um, self.blm, self.exact = bool(update_management), bool(bl_management), exact
         self.resp = resp
@@ -129,15 +150,35 @@ class SampleWrites:
         self.bl = int(device.desired_bl)
         self.kind = MEAN_COUNT if pulse_type == "mean-count" else STOCHASTIC
         self.draws = self.cursor = None
+        self.normals = self.ncursor = None
+        (_, beta_plus), (_, beta_minus) = device.response.affine_responses()
+        self.sigma = float(device.dw_min_std)
+        self.additive = device.c2c_noise == "additive"
+        #: ``(-beta_+, beta_-, sigma, additive)``: the rates' slopes and the noise
+        self.noise = np.array([-beta_plus, beta_minus, self.sigma, self.additive], dtype=float)
+        scales = (None, None) if spread is None else (spread.dw_min_scale, spread.bound_scale)
+        self.spread = any(a is not None for a in scales)
+        #: fire by the general closed form (noise or spread), not the tables
+        self.general = self.sigma != 0 or self.spread
+        #: the factors of ``dw_min`` and of the range, (2, R, P) (ones where there is none; a
+        #: factor 1 changes no bit), or (2, 1, 0) without a spread
+        self.scales = np.zeros((2, 1, 0))
+        if self.spread:
+            shape = next(np.shape(a) for a in scales if a is not None)
+            self.scales = np.stack([np.ones(shape) if a is None else np.asarray(a, dtype=float)
+                                    for a in scales])
+        self._empty = {}
 
     @classmethod
     def of(cls, update, spread=None, *, exact: bool = False) -> SampleWrites | None:
-        """The compiled writes of ``update`` (a :class:`simulate.device.updates.Updater`), or
-        ``None`` where they do not apply: not a plain updater of kind ``pulsed`` with the
-        ``stochastic`` or ``mean-count`` pulse type and the closed form; cycle-to-cycle noise; a
-        device-to-device spread; ``desired_bl > 64``; a response other than soft bounds,
-        asymmetric soft bounds, linear step or constant step (or whose bits differ); a rate
-        outside ``[0, 1)``."""
+        """The compiled writes of ``update`` (a :class:`simulate.device.updates.Updater`) with
+        the run's device-to-device ``spread`` (a :class:`simulate.device.DeviceSpread` of the
+        weights' shape, or ``None``), or ``None`` where they do not apply: not a plain updater
+        of kind ``pulsed`` with the ``stochastic`` or ``mean-count`` pulse type and the closed
+        form; ``desired_bl > 64``; a response other than soft bounds, asymmetric soft bounds,
+        linear step or constant step (or whose bits differ); a nominal rate outside ``[0, 1)``;
+        ``exact`` with cycle-to-cycle noise (the numpy path's normals interleave with its
+        trains)."""
         from .updates import Updater
 
         if type(update) is not Updater or update.kind != "pulsed" or \
@@ -145,17 +186,14 @@ class SampleWrites:
                 update.pulse_method != "closed-form" or update.lr is None:
             return None
         device = update.device
-        if device.dw_min_std != 0 or device.desired_bl > MAX_KERNEL_BL:
-            return None
-        if spread is not None and (spread.dw_min_scale is not None or
-                                   spread.bound_scale is not None):
+        if device.desired_bl > MAX_KERNEL_BL or (exact and device.dw_min_std != 0):
             return None
         resp = response_constants(device)
         tables = train_tables(device, int(device.desired_bl)) if resp is not None else None
         if tables is None:
             return None
         return cls(device, update.lr, update.pulse_type, update.update_management,
-                   update.bl_management, resp, tables, exact=exact)
+                   update.bl_management, resp, tables, exact=exact, spread=spread)
 
     def write(self, w: np.ndarray, layers: Sequence[SampleLayer],
               rngs: Sequence[np.random.Generator], w_min: np.ndarray, w_max: np.ndarray) -> bool:
@@ -171,7 +209,9 @@ class SampleWrites:
         blocks = [w] if not any(layer.digital for layer in layers) else \
             [w[:, layer.base:layer.base + layer.h.shape[2] * layer.dz.shape[2]]
              for layer in layers if not layer.digital]
-        if not all(block.min() >= lo and block.max() <= hi for block in blocks if block.size):
+        # (general: the kernel fires a start outside an element's range as the loop does)
+        low, high = (-np.finfo(float).max, np.finfo(float).max) if self.general else (lo, hi)
+        if not all(low <= block.min() and block.max() <= high for block in blocks if block.size):
             return False
         if (self.um or self.blm) and not all(np.isfinite(layer.h).all() and
                                              np.isfinite(layer.dz).all() for layer in layers):
@@ -182,11 +222,17 @@ class SampleWrites:
         else:
             u, offsets = np.zeros((members, 1)), None
         fast = not self.exact and self.kind == STOCHASTIC
-        no_offsets = np.zeros((members, 1), dtype=np.int64)
-        no_draws = np.zeros((members, 1))
-        cursor = np.zeros(members, dtype=np.int64)
+        if members not in self._empty:  # work arrays of the unused inputs (never read)
+            self._empty[members] = (np.zeros((members, 1), dtype=np.int64),
+                                    np.zeros((members, 1)), np.zeros(members, dtype=np.int64),
+                                    np.zeros(members, dtype=np.int64))
+        no_offsets, no_draws, cursor, no_ncursor = self._empty[members]
         if fast:
             self._buffers(layers, members)
+        noisy = self.sigma != 0
+        if noisy:
+            self._normal_buffers(layers, members)
+        normals, ncursor = (self.normals, self.ncursor) if noisy else (no_draws, no_ncursor)
         for index, layer in enumerate(layers):
             h = np.ascontiguousarray(layer.h, dtype=float)
             dz = np.ascontiguousarray(layer.dz, dtype=float)
@@ -199,12 +245,42 @@ class SampleWrites:
                     self.blm, self.resp, self.step, self.t_up, self.t_down, lo, hi, self.exact,
                     u, no_offsets if offsets is None else offsets[index],
                     self.draws if fast else no_draws, self.cursor if fast else cursor, worst,
-                    *start, w_min, w_max)
+                    *start, w_min, w_max, self.general, self.noise, self.scales, normals,
+                    ncursor, self._normal_worst(h.shape[2] * dz.shape[2]) if noisy else 0)
                 if r < 0:
                     break
-                self._refill(r, rngs[r])
+                if fast:
+                    self._refill(r, rngs[r])
+                if noisy:
+                    self._refill_normals(r, rngs[r])
                 start = (r, t)
         return True
+
+    def _normal_worst(self, size: int) -> int:
+        """The most normals one sample of a layer of ``size`` weights reads: one per weight,
+        ``desired_bl`` per weight where some may be fired pulse by pulse (additive noise, a
+        spread)."""
+        loops = self.additive or self.spread
+        return size * (self.bl if loops else 1)
+
+    def _normal_buffers(self, layers, members: int) -> None:
+        """Allocate the normals' buffers (empty: every member refills at its first need)."""
+        if self.normals is not None and self.normals.shape[0] == members:
+            return
+        widest = max((self._normal_worst(layer.h.shape[2] * layer.dz.shape[2])
+                      for layer in layers), default=0)
+        size = max(BUFFER_WORDS, 2 * widest)
+        self.normals = np.zeros((members, size))
+        self.ncursor = np.full(members, size, dtype=np.int64)
+
+    def _refill_normals(self, r: int, rng: np.random.Generator) -> None:
+        """Member ``r``'s unread normals to the front of its buffer, the rest drawn from ``rng``
+        into it (``standard_normal``)."""
+        normals, size = self.normals[r], self.normals.shape[1]
+        left = size - int(self.ncursor[r])
+        normals[:left] = normals[size - left:].copy()
+        rng.standard_normal(out=normals[left:])
+        self.ncursor[r] = 0
 
     def _buffers(self, layers, members: int) -> None:
         """Allocate the uniform buffers (empty: every member refills at its first need)."""
