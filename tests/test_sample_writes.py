@@ -134,16 +134,16 @@ def test_fast_trains_have_the_moments_of_aihwkit_trains(p_d):
     p_x = np.array([0.1, 0.35, 0.8, 1.0, 0.0])
     # rows of small p: most of their trains are empty (decided by the bound 1 - BL p)
     x, d = p_x.copy(), np.array([p_d, p_d * 0.5, 0.0, 0.004, 0.006, 0.003, 0.01])
-    words = np.random.default_rng(7).random(trials * 400)
+    words = np.random.default_rng(7).bit_generator.random_raw(trials * 200).view(np.uint32)
     x_mask = np.empty(x.size, dtype=np.uint64)
     d_mask = np.empty(d.size, dtype=np.uint64)
-    lanes = np.empty(64, dtype=np.uint64)
+    thresholds = np.empty(x.size, dtype=np.int64)
     listed = np.empty(d.size, dtype=np.int64)
     counts = np.empty((trials, x.size, d.size))
     pos, u = 0, np.zeros(1)
     for k in range(trials):
-        pos = train_masks(x, d, 1.0, 1.0, bl, False, u, 0, words, pos, x_mask, d_mask, lanes,
-                          listed)
+        pos = train_masks(x, d, 1.0, 1.0, bl, False, u, 0, words, pos, x_mask, d_mask,
+                          thresholds, listed)
         counts[k] = _popcounts(x_mask[:, None] & d_mask[None, :])
     assert pos < words.size
     p = p_x[:, None] * d[None, :]

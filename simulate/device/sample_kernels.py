@@ -57,10 +57,6 @@ _M2 = np.uint64(0x3333333333333333)
 _M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
 _H01 = np.uint64(0x0101010101010101)
 
-#: an x-train needed at this many positions or fewer draws one uniform per position; at more,
-#: its count and positions (:func:`_train`)
-_FEW_LANES = 8
-
 #: ``kind`` of a layer: stochastic trains, mean-count trains, digital (``w + dw``)
 STOCHASTIC, MEAN_COUNT, DIGITAL = 0, 1, 2
 
@@ -82,13 +78,31 @@ def _full(m):  # pragma: no cover - compiled
     return (_ONE << np.uint64(m)) - _ONE
 
 
+#: the 32-bit draws' range: draw ``k`` is the uniform ``k / 2^32`` on ``[0, 1)`` (exact in float64)
+_TWO32 = 2.0 ** 32
+_U32 = 1.0 / _TWO32
+
+
+@numba.njit(cache=True, inline="always")
+def _uniform(draws, k):  # pragma: no cover - compiled
+    r"""Draw ``k`` (a uint32 of the generator's raw bits) as a uniform :math:`k\,2^{-32}`."""
+    return draws[k] * _U32
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _threshold(p):  # pragma: no cover - compiled
+    r"""The integer threshold of a Bernoulli(``p``) on a 32-bit draw ``k``: ``k < ceil(p 2^32)``
+    exactly where :math:`k\,2^{-32} < p` (``p 2^32`` is exact); 0 for ``p`` nan or ``<= 0``."""
+    return np.int64(math.ceil(p * _TWO32)) if p > 0.0 else np.int64(0)
+
+
 @numba.njit(cache=True, inline="always", error_model="numpy")
 def _subset(c, m, draws, pos):  # pragma: no cover - compiled
     """A uniformly random ``c``-subset of the bits ``0 .. m-1`` (Floyd's algorithm, one uniform per
     element); returns ``(mask, pos)``."""
     mask = np.uint64(0)
     for j in range(m - c, m):
-        t = np.int64(math.floor(draws[pos] * (j + 1)))
+        t = np.int64(math.floor(_uniform(draws, pos) * (j + 1)))
         pos += 1
         t = min(t, j)
         bit = _ONE << np.uint64(t)
@@ -138,7 +152,7 @@ def _train(p, m, draws, pos):  # pragma: no cover - compiled
     if not p > 0.0:
         return np.uint64(0), pos
     flip = p > 0.5
-    n = _count(1.0 - p if flip else p, m, draws[pos])
+    n = _count(1.0 - p if flip else p, m, _uniform(draws, pos))
     return _with_ones(m - n if flip else n, m, draws, pos + 1)
 
 
@@ -183,12 +197,12 @@ def _probability(scale, value):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
 def train_masks(x, d, scale_x, scale_d, bl, exact, u, off, draws, pos, x_mask, d_mask,
-                lane_bits, listed):  # pragma: no cover - compiled
+                thresholds, listed):  # pragma: no cover - compiled
     r"""The x- and d-trains of one rank-1 update as bit masks (bit ``k``: pulse slot ``k``) into
     ``x_mask`` ``(x.size,)`` and ``d_mask`` ``(d.size,)``: from the uniforms ``u`` at ``off``
     (``exact``: every bit ``u < p``, x-trains first, row-major) or from the draws at ``pos``
     (d-trains by count and positions, then each x-train at the d-trains' union only;
-    ``lane_bits`` (64) and ``listed`` (``d.size``, int64) are work space).
+    ``thresholds`` (``x.size``) and ``listed`` (``d.size``), int64, are work space).
     Returns the position after the last uniform read (``pos`` when ``exact``)."""
     if exact:
         for j in range(x.size):
@@ -212,7 +226,7 @@ def train_masks(x, d, scale_x, scale_d, bl, exact, u, off, draws, pos, x_mask, d
     m = 0
     for i in range(d.size):
         p = _probability(scale_d, d[i])
-        empty = (draws[pos + i] < 1.0 - bl * p) | (not p > 0.0)
+        empty = (_uniform(draws, pos + i) < 1.0 - bl * p) | (not p > 0.0)
         d_mask[i] = 0
         listed[m] = i
         m += not empty
@@ -223,41 +237,23 @@ def train_masks(x, d, scale_x, scale_d, bl, exact, u, off, draws, pos, x_mask, d
         i = listed[k]
         p = _probability(scale_d, d[i])
         if p <= 0.5:  # the count by inversion of the same uniform (exact P(0) now)
-            mask, pos = _train_from(p, bl, draws[start + i], draws, pos)
+            mask, pos = _train_from(p, bl, _uniform(draws, start + i), draws, pos)
         else:
             mask, pos = _train(p, bl, draws, pos)
         d_mask[i] = mask
         union |= mask
-    lanes = _popcount(union)
-    if 0 < lanes <= _FEW_LANES:  # one uniform per bit (branch-free: p <= 0 or nan sets none)
-        rest = union
-        for k in range(lanes):
-            lane_bits[k] = rest & (~rest + _ONE)
-            rest ^= lane_bits[k]
-        for j in range(x.size):
-            p = _probability(scale_x, x[j])
-            mask = np.uint64(0)
-            for k in range(lanes):
-                mask |= lane_bits[k] * np.uint64(draws[pos + k] < p)
-            pos += lanes
-            x_mask[j] = mask
-        return pos
+    # each x-train at the union's positions only, lane by lane: one draw per bit (a vectorised
+    # integer comparison; p <= 0 or nan sets none, p >= 1 all)
     for j in range(x.size):
-        p = _probability(scale_x, x[j])
-        mask = np.uint64(0)
-        if union and p > 0.0:
-            if p >= 1.0:
-                mask = union
-            else:  # a train of `lanes` bits (count and positions), deposited into the union
-                packed, pos = _train(p, lanes, draws, pos)
-                rest = union
-                while rest:
-                    low = rest & (~rest + _ONE)
-                    if packed & _ONE:
-                        mask |= low
-                    packed >>= _ONE
-                    rest ^= low
-        x_mask[j] = mask
+        thresholds[j] = _threshold(_probability(scale_x, x[j]))
+        x_mask[j] = 0
+    rest = union
+    while rest:
+        bit = rest & (~rest + _ONE)
+        rest ^= bit
+        for j in range(x.size):
+            x_mask[j] |= bit * np.uint64(draws[pos + j] < thresholds[j])
+        pos += x.size
     return pos
 
 
@@ -530,7 +526,7 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
     members, n, fan_in = h.shape
     fan_out = dz.shape[2]
     active = np.empty(fan_out, dtype=np.int64)
-    lane_bits = np.empty(64, dtype=np.uint64)
+    thresholds = np.empty(fan_in, dtype=np.int64)
     x_count = np.empty(fan_in)
     hits = np.empty(fan_in, dtype=np.int64)
     hit_counts = np.empty(fan_in, dtype=np.int64)
@@ -584,7 +580,7 @@ def layer_sample_writes(w, base, h, dz, kind, lr, dw_min, desired_bl, um, blm, r
                 return r, t
             pos = train_masks(x, d, scale_x, scale_d, bl, exact, u[r],
                               u_off[r, t] if exact else 0, draws[r], pos, x_mask, d_mask,
-                              lane_bits, active)
+                              thresholds, active)
             m = 0
             for i in range(fan_out):  # the rows with a d bit (branch-free appends)
                 active[m] = i

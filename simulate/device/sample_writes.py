@@ -51,9 +51,9 @@ __all__ = ["SampleLayer", "SampleWrites", "response_constants", "train_tables"]
 
 #: the most bits of one train the kernel holds (one 64-bit word)
 MAX_KERNEL_BL = 64
-#: uniforms per member buffer at least (256 KiB); four samples' worst case of the widest layer
-#: if more
-BUFFER_WORDS = 1 << 15
+#: uniforms (32-bit draws) per member buffer at least (256 KiB); four samples' worst case of the
+#: widest layer if more
+BUFFER_WORDS = 1 << 16
 
 
 class SampleLayer(NamedTuple):
@@ -123,14 +123,15 @@ def train_tables(device, bl: int):
 
 
 class SampleWrites:
-    """The compiled per-sample writes of one run (:func:`SampleWrites.of`), with its members'
+    r"""The compiled per-sample writes of one run (:func:`SampleWrites.of`), with its members'
     uniform buffers.
 
     Attributes
     ----------
-    draws : ndarray of float64, shape (R, S), or None
-        Per member, uniforms of its generator not yet read from ``cursor[r]`` on (allocated
-        at the first write).
+    draws : ndarray of uint32, shape (R, S), or None
+        Per member, 32-bit draws of its generator (its raw 64-bit output, each word two draws)
+        not yet read from ``cursor[r]`` on (allocated at the first write); the kernel reads
+        draw ``k`` as the uniform :math:`k\,2^{-32}`.
     cursor : ndarray of int64, shape (R,), or None
     normals : ndarray of float64, shape (R, S'), or None
         Per member, standard normals of the cycle-to-cycle noise not yet read from
@@ -225,8 +226,9 @@ class SampleWrites:
         if members not in self._empty:  # work arrays of the unused inputs (never read)
             self._empty[members] = (np.zeros((members, 1), dtype=np.int64),
                                     np.zeros((members, 1)), np.zeros(members, dtype=np.int64),
-                                    np.zeros(members, dtype=np.int64))
-        no_offsets, no_draws, cursor, no_ncursor = self._empty[members]
+                                    np.zeros(members, dtype=np.int64),
+                                    np.zeros((members, 2), dtype=np.uint32))
+        no_offsets, no_draws, cursor, no_ncursor, no_bits = self._empty[members]
         if fast:
             self._buffers(layers, members)
         noisy = self.sigma != 0
@@ -244,7 +246,7 @@ class SampleWrites:
                     w, layer.base, h, dz, kind, self.lr, self.device.dw_min, self.bl, self.um,
                     self.blm, self.resp, self.step, self.t_up, self.t_down, lo, hi, self.exact,
                     u, no_offsets if offsets is None else offsets[index],
-                    self.draws if fast else no_draws, self.cursor if fast else cursor, worst,
+                    self.draws if fast else no_bits, self.cursor if fast else cursor, worst,
                     *start, w_min, w_max, self.general, self.noise, self.scales, normals,
                     ncursor, self._normal_worst(h.shape[2] * dz.shape[2]) if noisy else 0)
                 if r < 0:
@@ -289,16 +291,18 @@ class SampleWrites:
         widest = max((layer.h.shape[2] * self.bl + layer.dz.shape[2] * (1 + self.bl // 2)
                       for layer in layers), default=0)
         size = max(BUFFER_WORDS, 4 * widest)
-        self.draws = np.zeros((members, size))
+        self.draws = np.zeros((members, size), dtype=np.uint32)
         self.cursor = np.full(members, size, dtype=np.int64)
 
     def _refill(self, r: int, rng: np.random.Generator) -> None:
-        """Member ``r``'s unread uniforms to the front of its buffer, the rest drawn from ``rng``
-        into it (``random``)."""
+        """Member ``r``'s unread draws to the front of its buffer, the rest from ``rng``'s raw
+        64-bit output (``bit_generator.random_raw``), each word as two 32-bit draws (the native
+        byte order's halves; an odd count drops the last half)."""
         draws, size = self.draws[r], self.draws.shape[1]
         left = size - int(self.cursor[r])
         draws[:left] = draws[size - left:].copy()
-        rng.random(out=draws[left:])
+        fresh = size - left
+        draws[left:] = rng.bit_generator.random_raw((fresh + 1) // 2).view(np.uint32)[:fresh]
         self.cursor[r] = 0
 
     def _uniforms(self, layers, rngs, members: int, n: int):
