@@ -369,7 +369,7 @@ def test_noisy_writes_have_the_numpy_paths_moments(case):
 @pytest.mark.parametrize("pulse_type", ["stochastic", "mean-count"])
 def test_float32_noisy_runs_take_the_kernel_in_float32(pulse_type, monkeypatch):
     """A float32 run on a noisy preset writes through the kernel (float32 weights) and, drawing
-    the same float64 uniforms and normals, stays within float32 rounding of the float64 run."""
+    the same draws and normals, stays within float32 rounding of the float64 run."""
     chosen = []
     original = SampleWrites.of
     monkeypatch.setattr(network_run.SampleWrites, "of",

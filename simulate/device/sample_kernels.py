@@ -21,8 +21,9 @@ Two sources of train bits (``exact``):
   order (per sample, per layer in the gradient's order: the ``BL`` bits of every x-train, then
   of every d-train); bit ``k`` is ``u < p``. The counts, the pulses and the weights are then
   those of the numpy path bit for bit (tested), at the numpy path's cost of the draws.
-- **draws** (``exact=False``, the fast default): uniforms of the caller's generator
-  (``Generator.random``), consumed in order, as many as the trains need. A d-train's number of set
+- **draws** (``exact=False``, the fast default): 32-bit draws of the caller's generator (its
+  raw 64-bit output, two draws per word), consumed in order, as many as the trains need; draw
+  ``k`` is the uniform :math:`u = k\,2^{-32}`. A d-train's number of set
   bits is Binomial(``BL``, ``p``), drawn by inversion of one uniform (the CDF walk of
   :func:`simulate.device.pulse_kernels._walk`, on :math:`\min(p, 1 - p)`), and its positions are a
   uniform subset of that size (Floyd's algorithm, one uniform per position of the smaller of the
@@ -30,11 +31,15 @@ Two sources of train bits (``exact``):
   the train has no bit without computing :math:`P(0)` (one branch-free pass over the rows; the
   others invert the same uniform). Only the
   positions where some d-train of the sample has a bit can make a coincidence, so each x-train
-  draws only those bits: one uniform each (``u < p``, also where ``p`` is 0 or 1) at up to eight
-  positions, else as a train of that many bits (count and positions, as a d-train) laid onto them.
-  The bits are exactly Bernoulli and independent in distribution, up to the rounding of the CDF and
-  the 53-bit uniforms (the numpy path's own quantisation); the draws are 10-15 times fewer on the
-  digits MLP. Not the numpy path's bits.
+  draws only those bits, one draw each, position by position over all x-trains (``k <
+  ceil(p 2^32)``, exactly :math:`u < p`, as one vectorised integer comparison; also where ``p`` is
+  0 or 1). The bits are Bernoulli and independent in distribution up to the rounding of the CDF
+  and the 32-bit grid of the uniforms: :math:`P(u < p) = \lceil p\,2^{32}\rceil 2^{-32}`, within
+  :math:`2^{-32} \approx 2.3\cdot 10^{-10}` of ``p`` (a cell of the CDF or of Floyd's choice
+  likewise), against a train's own resolution of :math:`1/BL \ge 2^{-6}` per bit and a bit's
+  std :math:`\sqrt{p(1-p)}`; the numpy path's float64 uniforms are on a :math:`2^{-53}` grid.
+  The draws are about 12 times fewer than the numpy path's uniforms on the digits MLP (25 times
+  fewer generator words). Not the numpy path's bits.
 
 No ``fastmath``; ``error_model="numpy"``; ``cache=True``. The kernel draws nothing: the uniforms
 of both modes come from the callers' generators, in their order.
