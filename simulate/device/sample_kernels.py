@@ -76,6 +76,31 @@ def _popcount(x):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, inline="always")
+def _row_hits(x_mask, rows, fan_in, hits, hit_counts):  # pragma: no cover - compiled
+    """The columns with a coincidence of the d bits ``rows`` (one row) and their x-trains
+    ``x_mask``: their indices in ``hits`` and counts (popcount) in ``hit_counts``, listed
+    branch-free; returns how many."""
+    n_hits = 0
+    for j in range(fan_in):
+        count = _popcount(x_mask[j] & rows)
+        hits[n_hits] = j
+        hit_counts[n_hits] = count
+        n_hits += count > 0
+    return n_hits
+
+
+@numba.njit(cache=True, inline="always")
+def _element(idx, dw_min, per_step, step_scale, per_bound, bound_scale, w_lo, w_hi
+             ):  # pragma: no cover - compiled
+    """One element's pulse granularity, range scale and range ``(step, scale, lo, hi)``: the
+    device's, scaled by the member's device-to-device spread where there is one."""
+    step = dw_min * step_scale[idx] if per_step else dw_min
+    scale = bound_scale[idx] if per_bound else 1.0
+    lo, hi = (w_lo * scale, w_hi * scale) if per_bound else (w_lo, w_hi)
+    return step, scale, lo, hi
+
+
+@numba.njit(cache=True, inline="always")
 def _full(m):  # pragma: no cover - compiled
     """The mask of the lowest ``m`` bits (``m <= 64``)."""
     if m >= 64:
@@ -294,12 +319,7 @@ def _fire_rows(w, base, fan_in, fan_out, x, d, lr, x_mask, d_mask, active, m, re
     for k in range(m):
         i = active[k]
         rows = d_mask[i]
-        n_hits = 0
-        for j in range(fan_in):
-            count = _popcount(x_mask[j] & rows)
-            hits[n_hits] = j
-            hit_counts[n_hits] = count
-            n_hits += count > 0
+        n_hits = _row_hits(x_mask, rows, fan_in, hits, hit_counts)
         di = d[i]
         for e in range(n_hits):
             j = hits[e]
@@ -413,19 +433,13 @@ def _fire_rows_general(w, base, fan_in, fan_out, x, d, lr, x_mask, d_mask, activ
     for k in range(m):
         i = active[k]
         rows = d_mask[i]
-        n_hits = 0
-        for j in range(fan_in):
-            count = _popcount(x_mask[j] & rows)
-            hits[n_hits] = j
-            hit_counts[n_hits] = count
-            n_hits += count > 0
+        n_hits = _row_hits(x_mask, rows, fan_in, hits, hit_counts)
         di = d[i]
         for e in range(n_hits):
             j = hits[e]
             idx = base + j * fan_out + i
-            step = dw_min * step_scale[idx] if per_step else dw_min
-            scale = bound_scale[idx] if per_bound else 1.0
-            lo, hi = (w_lo * scale, w_hi * scale) if per_bound else (w_lo, w_hi)
+            step, scale, lo, hi = _element(idx, dw_min, per_step, step_scale, per_bound,
+                                           bound_scale, w_lo, w_hi)
             new, npos = _fire_general(w[idx], hit_counts[e], (x[j] * di) * (-lr) >= 0, step,
                                       scale, resp, slopes, lo, hi, sigma, additive, normals,
                                       npos)
@@ -471,9 +485,8 @@ def _mean_count_general(w, base, fan_in, fan_out, x, d, lr, bl, scale_d, x_count
             count = np.int64(np.rint(row_share * x_count[j]))
             if count > 0:
                 idx = base + j * fan_out + i
-                step = dw_min * step_scale[idx] if per_step else dw_min
-                scale = bound_scale[idx] if per_bound else 1.0
-                lo, hi = (w_lo * scale, w_hi * scale) if per_bound else (w_lo, w_hi)
+                step, scale, lo, hi = _element(idx, dw_min, per_step, step_scale, per_bound,
+                                               bound_scale, w_lo, w_hi)
                 new, npos = _fire_general(w[idx], count, (x[j] * d[i]) * (-lr) >= 0, step,
                                           scale, resp, slopes, lo, hi, sigma, additive, normals,
                                           npos)
