@@ -90,6 +90,15 @@ def _row_hits(x_mask, rows, fan_in, hits, hit_counts):  # pragma: no cover - com
 
 
 @numba.njit(cache=True, inline="always")
+def _row_share(bl, scale_d, di):  # pragma: no cover - compiled
+    """``mean-count``: the share ``c_d / BL`` of the x-trains' pulses that row ``d = di`` takes
+    (``c_d`` its d-train's count, rounded to the nearest of ``0..BL``); 0 (or ``nan``) fires
+    nothing."""
+    c_d = min(max(np.rint(bl * _probability(scale_d, di)), 0.0), bl)
+    return c_d / bl
+
+
+@numba.njit(cache=True, inline="always")
 def _element(idx, dw_min, per_step, step_scale, per_bound, bound_scale, w_lo, w_hi
              ):  # pragma: no cover - compiled
     """One element's pulse granularity, range scale and range ``(step, scale, lo, hi)``: the
@@ -455,10 +464,9 @@ def _mean_count(w, r, base, fan_in, fan_out, x, d, lr, bl, scale_d, x_count, res
     """The ``mean-count`` pulses of one sample of member ``r`` (``x_count``: the x-trains'
     counts), fired by :func:`_fire`. Returns the running extremes ``(a, b)``."""
     for i in range(fan_out):
-        c_d = min(max(np.rint(bl * _probability(scale_d, d[i])), 0.0), bl)
-        if not c_d > 0:
+        row_share = _row_share(bl, scale_d, d[i])
+        if not row_share > 0:
             continue
-        row_share = c_d / bl
         for j in range(fan_in):
             count = np.int64(np.rint(row_share * x_count[j]))
             if count > 0:
@@ -477,10 +485,9 @@ def _mean_count_general(w, base, fan_in, fan_out, x, d, lr, bl, scale_d, x_count
     element fired by :func:`_fire_general` (arguments as :func:`_fire_rows_general`). Returns
     ``(a, b, npos)``."""
     for i in range(fan_out):
-        c_d = min(max(np.rint(bl * _probability(scale_d, d[i])), 0.0), bl)
-        if not c_d > 0:
+        row_share = _row_share(bl, scale_d, d[i])
+        if not row_share > 0:
             continue
-        row_share = c_d / bl
         for j in range(fan_in):
             count = np.int64(np.rint(row_share * x_count[j]))
             if count > 0:
