@@ -53,19 +53,27 @@ from simulate.verification import (
 from theory import CALIBRATED_ALGORITHMS, TRANSFER_SLICES
 
 
-def _label(point) -> str:
+def point_label(point) -> str:
+    """``sync M=4 B=8`` / ``async M=4``: a grid point ``(mode, M, B)`` as the benches print it."""
     mode, m, big_b = point
     return f"{mode} M={m}" + (f" B={big_b}" if mode == "sync" else "")
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--instances", type=int, default=40, help="instances to draw")
+def instance_arguments(description: str, instances: int) -> argparse.ArgumentParser:
+    """The held-out benches' parser: ``--instances`` (default ``instances``), ``--first``,
+    ``--jobs``, ``--cache-dir``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--instances", type=int, default=instances, help="instances to draw")
     parser.add_argument("--first", type=int, default=100,
                         help="seed of the first instance (the test uses 0..9)")
     parser.add_argument("--jobs", type=int, default=1, help="local worker processes")
     parser.add_argument("--cache-dir", default=None,
                         help="result cache directory (default: no cache)")
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = instance_arguments(__doc__.splitlines()[0], 40)
     parser.add_argument("--suite", choices=SUITES, default=None,
                         help="read this verification suite with calibrations instead")
     parser.add_argument("--algorithm", choices=CALIBRATED_ALGORITHMS, default="analog",
@@ -107,8 +115,8 @@ def main(argv=None) -> int:
         best = int(np.argmin(h.simulated))
         device = h.spec.device if h.spec.tau is None else f"{h.spec.device}(tau={h.spec.tau:g})"
         print(f"{seed:>5} {device:<22} {h.spec.sigma2:>7.3g} {h.eps:>8.4g}  "
-              f"{_label(h.grid[best]):<17} {_label(h.grid[h.calibrated_choice]):<17} "
-              f"{_label(h.grid[h.theory_choice]):<17} {str(h.calibrated_success):<7} "
+              f"{point_label(h.grid[best]):<17} {point_label(h.grid[h.calibrated_choice]):<17} "
+              f"{point_label(h.grid[h.theory_choice]):<17} {str(h.calibrated_success):<7} "
               f"{h.theory_success}")
     n = args.instances
     if args.algorithm != "analog":

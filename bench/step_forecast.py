@@ -27,17 +27,21 @@ forecast not within 2x. Nothing is asserted: these are measurements.
 
 from __future__ import annotations
 
-import argparse
 import math
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from simulate.verification.calibration_design import design
-from simulate.verification.calibration_fit import calibrate
-from simulate.verification.heldout import draw_instance, grid_target, simulate_grid
-from theory.calibration import predicted_cycles
-from theory.step_choice import forecast_steps, guarantee_at_step
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.bench_heldout import instance_arguments, point_label  # noqa: E402
+from simulate.verification.calibration_design import design  # noqa: E402
+from simulate.verification.calibration_fit import calibrate  # noqa: E402
+from simulate.verification.heldout import draw_instance, grid_target, simulate_grid  # noqa: E402
+from theory.calibration import predicted_cycles  # noqa: E402
+from theory.step_choice import forecast_steps, guarantee_at_step  # noqa: E402
 
 #: the held-out check's calibration (simulate.verification.heldout.heldout_check's defaults)
 SEEDS, STEPS, FRACTIONS = 8, 2000, (0.05, 0.2, 0.6)
@@ -83,13 +87,7 @@ def _within(forecast: float, simulated: float, factor: float = 2.0) -> bool:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--instances", type=int, default=10, help="instances to draw")
-    parser.add_argument("--first", type=int, default=100,
-                        help="seed of the first instance (bench_heldout's default)")
-    parser.add_argument("--jobs", type=int, default=1, help="local worker processes")
-    parser.add_argument("--cache-dir", default=None,
-                        help="result cache directory (default: no cache)")
+    parser = instance_arguments(__doc__.splitlines()[0], 10)
     args = parser.parse_args(argv)
     cache = args.cache_dir if args.cache_dir else False
     start = time.perf_counter()
@@ -100,9 +98,8 @@ def main(argv=None) -> int:
         found = instance(seed, jobs=args.jobs, cache=cache)
         rows += found
         for r in found:
-            mode, m, c = r["point"]
-            label = f"{mode} M={m}" + (f" B={c}" if mode == "sync" else "")
-            print(f"{seed:>5} {label:<14} {r['lr_guarantee']:>9.4g} {r['lr_forecast']:>9.4g} "
+            print(f"{seed:>5} {point_label(r['point']):<14} {r['lr_guarantee']:>9.4g} "
+                  f"{r['lr_forecast']:>9.4g} "
                   f"{r['limit']:>8.4g} {'inside' if r['inside'] else 'outside':>7} "
                   f"{r['sim_guarantee']:>10.4g} {r['sim_forecast']:>10.4g} "
                   f"{r['forecast']:>10.4g} "
