@@ -76,6 +76,7 @@ from .problems import (
     NETWORK_PROBLEMS,
     Progress,
     VersionHook,
+    WeightsHook,
     make_problem,
     run_network,
     run_oracle,
@@ -93,6 +94,7 @@ def run(
     members: Iterable[int] | None = None,
     progress: Progress | None = None,
     record_versions: VersionHook | None = None,
+    observe: WeightsHook | None = None,
 ) -> Trace:
     """Simulate ``config`` and return its :class:`~simulate.trace.Trace`.
 
@@ -110,6 +112,10 @@ def run(
     record_versions : callable, optional
         Instrumentation (oracle problems): called as ``record_versions(k, versions)`` before update
         ``k``, where ``versions[m - 1]`` is the iterate index whose block ``m`` the signal read.
+    observe : callable, optional
+        Instrumentation (oracle problems): called as ``observe(k, w)`` at every logging point
+        ``k``, after its measurement, with the iterate (``(members, d)``; read only); the run's
+        bits do not depend on it (:func:`simulate.verification.local_floor.run_measuring_g2`).
 
     Networks (``digits-mlp``, ``digits-resmlp``) are delegated to
     :func:`simulate.problems.network_run.run_network` (the default architecture) with ``members``
@@ -138,9 +144,9 @@ def run(
     """
     seed = config.seed if seed is None else seed
     if config.problem in NETWORK_PROBLEMS:
-        if record_versions is not None:
+        if record_versions is not None or observe is not None:
             raise ParameterError(
-                "record_versions is for the oracle problems; for networks use "
+                "record_versions and observe are for the oracle problems; for networks use "
                 "simulate.problems.network_run.train_network(..., record_versions=True)"
             )
         return run_network(
@@ -149,4 +155,5 @@ def run(
     problem = make_problem(config, seed)
     updater = Updater.from_config(config, device_from_config(config))
     members = list(range(config.seeds) if members is None else members)
-    return run_oracle(config, seed, problem, updater, members, progress, record_versions)
+    return run_oracle(config, seed, problem, updater, members, progress, record_versions,
+                      observe)

@@ -28,7 +28,7 @@ _EXPORTS = {
         "row_dot", "stage_blocks",
     ),
     ".oracle_run": (
-        "W_STAR_SCALE", "OracleTraining", "Progress", "VersionHook", "gradient_bias",
+        "W_STAR_SCALE", "OracleTraining", "Progress", "VersionHook", "WeightsHook", "gradient_bias",
         "make_problem", "run_oracle",
     ),
     ".sizes": (

@@ -31,6 +31,7 @@ __all__ = [
     "Progress",
     "VersionHook",
     "W_STAR_SCALE",
+    "WeightsHook",
     "gradient_bias",
     "make_problem",
     "run_oracle",
@@ -46,6 +47,9 @@ _NOISE_CHUNK = 256
 Progress = Callable[[int], None]
 #: called as ``hook(k, versions)`` before update ``k`` (which iterate each block's signal read)
 VersionHook = Callable[[int, tuple[int, ...]], None]
+#: called as ``hook(k, w)`` at every logging point ``k``, after its measurement, with the
+#: iterate ``W_k`` (``(members * replicas, d)``; read it, do not keep or change it)
+WeightsHook = Callable[[int, np.ndarray], None]
 
 
 def make_problem(config, seed: int | None = None) -> OracleProblem:
@@ -92,7 +96,8 @@ def gradient_bias(problem: OracleProblem, beta: float) -> np.ndarray | None:
 
 
 def run_oracle(config, seed: int, problem: OracleProblem, updater, members: Sequence[int],
-               progress: Progress | None, record_versions: VersionHook | None) -> Trace:
+               progress: Progress | None, record_versions: VersionHook | None,
+               observe: WeightsHook | None = None) -> Trace:
     """Run the oracle iteration of :mod:`simulate.engine` on ``problem``: an
     :class:`OracleTraining` measured at every logging point and stepped between them.
 
@@ -112,6 +117,8 @@ def run_oracle(config, seed: int, problem: OracleProblem, updater, members: Sequ
         Called with the number of updates done since its previous call (:data:`Progress`).
     record_versions : callable or None
         Called as ``hook(k, versions)`` before update ``k`` (:data:`VersionHook`).
+    observe : callable or None
+        Called as ``hook(k, w)`` at every logging point (:data:`WeightsHook`).
 
     Returns
     -------
@@ -124,7 +131,7 @@ def run_oracle(config, seed: int, problem: OracleProblem, updater, members: Sequ
         non-finite.
     """
     return OracleTraining(config, seed, problem, updater, members, progress,
-                          record_versions).run()
+                          record_versions).run(observe)
 
 
 class OracleTraining:
@@ -202,12 +209,15 @@ class OracleTraining:
         self._noise_scale = problem.noise_scale(1 if per_sample else n)
         self._gradient(0)
 
-    def run(self) -> Trace:
-        """Every measurement and update in order, then :meth:`finish`."""
+    def run(self, observe: WeightsHook | None = None) -> Trace:
+        """Every measurement and update in order, then :meth:`finish`; ``observe(k, w)`` after
+        each measurement (:data:`WeightsHook`)."""
         steps = self.config.steps
         for k in range(steps + 1):
             if k == self.log_at[self._t]:
                 self.measure(k)
+                if observe is not None:
+                    observe(k, self.w)
             if k < steps:
                 self.step(k)
         return self.finish()

@@ -6,8 +6,8 @@ Theorem LF (docs/theory.md) replaces the worst case :math:`G_\infty^2` of a floo
 
 with :math:`s_i` the noise's share of coordinate :math:`i` (assumption A2S; the oracle noise is
 isotropic, :math:`s_i = 1/d`; digital coordinates of a ``mixed`` run have :math:`G = 0`).
-:func:`run_measuring_g2` runs an oracle configuration as :func:`simulate.engine.run` does
-(:class:`simulate.problems.oracle_run.OracleTraining`, the same bits) and evaluates
+:func:`run_measuring_g2` runs an oracle configuration with :func:`simulate.engine.run`
+(its ``observe`` hook reads the iterates: the same bits) and evaluates
 :math:`\sum_i s_i G_i(W)^2` at the **logging points** only, outside the update loop's arithmetic.
 The estimate is the ensemble mean over the logged iterates
 ``k < K`` (with per-sample writes the proof's points are the
@@ -22,10 +22,9 @@ import numpy as np
 from theory.errors import ParameterError
 
 from ..config import SimConfig, device_from_config
-from ..device import Updater
+from ..engine import run
 from ..problems import NETWORK_PROBLEMS, make_problem, stage_blocks
 from ..problems.oracle import Quadratic
-from ..problems.oracle_run import OracleTraining
 from ..trace import Trace
 
 __all__ = ["G2Measurement", "g2_of_weights", "run_measuring_g2"]
@@ -97,25 +96,20 @@ def run_measuring_g2(config: SimConfig) -> G2Measurement:
         raise ParameterError(
             f"problem={config.problem!r}, replicas={config.replicas}: G2_iter is measured on "
             "oracle runs of one replica")
-    problem = make_problem(config, config.seed)
+    problem = make_problem(config, config.seed)  # for W* only: the run builds its own
     device = device_from_config(config)
-    updater = Updater.from_config(config, device)
-    members = list(range(config.seeds))
-    training = OracleTraining(config, config.seed, problem, updater, members)
-    steps, logged = config.steps, training.log_at
     w_star = np.asarray(problem.w_star if isinstance(problem, Quadratic) else problem.x_lstsq,
                         dtype=float)
-    total, points, t = np.zeros(len(members)), 0, 0
-    distance2 = np.zeros(len(members))
-    for k in range(steps + 1):
-        if k == logged[t]:
-            training.measure(k)
-            t += 1
-            if k < steps:
-                total += g2_of_weights(config, training.w, device)
-                distance2 += np.mean((training.w - w_star) ** 2, axis=1)
-                points += 1
-        if k < steps:
-            training.step(k)
+    total, distance2 = np.zeros(config.seeds), np.zeros(config.seeds)
+    points = 0
+
+    def observe(k: int, w: np.ndarray) -> None:  # the logged iterates k < K
+        nonlocal total, distance2, points
+        if k < config.steps:
+            total = total + g2_of_weights(config, w, device)
+            distance2 = distance2 + np.mean((w - w_star) ** 2, axis=1)
+            points += 1
+
+    trace = run(config, observe=observe)
     g_star = float(np.sqrt(g2_of_weights(config, w_star[None, :], device)[0]))
-    return G2Measurement(training.finish(), total / points, points, distance2 / points, g_star)
+    return G2Measurement(trace, total / points, points, distance2 / points, g_star)
