@@ -39,12 +39,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.bench_heldout import instance_arguments, point_label  # noqa: E402
 from simulate.verification.calibration_design import design  # noqa: E402
 from simulate.verification.calibration_fit import calibrate  # noqa: E402
-from simulate.verification.heldout import draw_instance, grid_target, simulate_grid  # noqa: E402
+from simulate.verification.heldout import (  # noqa: E402
+    HELDOUT_FRACTIONS,
+    HELDOUT_SEEDS,
+    HELDOUT_STEPS,
+    draw_instance,
+    grid_target,
+    simulate_grid,
+)
 from theory.calibration import predicted_cycles  # noqa: E402
 from theory.step_choice import forecast_steps, guarantee_at_step  # noqa: E402
-
-#: the held-out check's calibration (simulate.verification.heldout.heldout_check's defaults)
-SEEDS, STEPS, FRACTIONS = 8, 2000, (0.05, 0.2, 0.6)
 
 
 def instance(seed: int, *, jobs: int, cache) -> list[dict]:
@@ -54,16 +58,16 @@ def instance(seed: int, *, jobs: int, cache) -> list[dict]:
     eps, guarantees = grid_target(spec, grid)
     values = spec.constants()
     options = dict(jobs=jobs, cache=cache, progress=False)
-    cal = calibrate(spec, design(spec, sync=sync, async_=async_, fractions=FRACTIONS,
-                                 steps=STEPS, seeds=SEEDS), resamples=0, **options)
+    cal = calibrate(spec, design(spec, sync=sync, async_=async_, fractions=HELDOUT_FRACTIONS,
+                                 steps=HELDOUT_STEPS, seeds=HELDOUT_SEEDS), resamples=0, **options)
     chosen = [forecast_steps(cal, mode, eps, m, c, 1, L=values["L"], q_max=values["q_max"])
               for mode, m, c in grid]
     at_guarantee = simulate_grid(spec, grid, [float(g.step) for g in guarantees], eps,
-                                 seeds=SEEDS, **options)
+                                 seeds=HELDOUT_SEEDS, **options)
     reached = [s for s in chosen if s.found]
     at_choice = iter(simulate_grid(spec, [p for p, s in zip(grid, chosen, strict=True)
                                           if s.found], [s.lr for s in reached], eps,
-                                   seeds=SEEDS, **options) if reached else ())
+                                   seeds=HELDOUT_SEEDS, **options) if reached else ())
     rows = []
     for (mode, m, c), g, s, sim_g in zip(grid, guarantees, chosen, at_guarantee, strict=True):
         sim_f = next(at_choice) if s.found else math.inf

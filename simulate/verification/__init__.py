@@ -34,7 +34,8 @@ _EXPORTS = {
         "config_for", "cycles_to_eps", "empirical_floor", "region_step_cap",
     ),
     ".heldout": (
-        "HELDOUT_MAX_STEPS", "HELDOUT_TOLERANCE", "SUITE_FRACTIONS", "HeldOut", "SuiteForecast",
+        "HELDOUT_FRACTIONS", "HELDOUT_MAX_STEPS", "HELDOUT_SEEDS", "HELDOUT_STEPS",
+        "HELDOUT_TOLERANCE", "SUITE_FRACTIONS", "HeldOut", "SuiteForecast",
         "draw_instance", "grid_target", "heldout_check", "hitting_run", "problem_of",
         "simulate_grid", "suite_forecasts",
     ),

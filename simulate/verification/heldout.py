@@ -36,7 +36,10 @@ from .calibration_settings import CALIBRATION_STANDARD
 from .prediction import first_hit, running_average
 
 __all__ = [
+    "HELDOUT_FRACTIONS",
     "HELDOUT_MAX_STEPS",
+    "HELDOUT_SEEDS",
+    "HELDOUT_STEPS",
     "HELDOUT_TOLERANCE",
     "HeldOut",
     "SUITE_FRACTIONS",
@@ -57,6 +60,8 @@ HELDOUT_TOLERANCE = 1.15
 _FIRST_STEPS = 256
 #: ... and gives up (unreached) beyond this many
 HELDOUT_MAX_STEPS = 2**16
+#: the held-out instances' calibration: seeds, updates per design point, step fractions of the cap
+HELDOUT_SEEDS, HELDOUT_STEPS, HELDOUT_FRACTIONS = 8, 2000, (0.05, 0.2, 0.6)
 
 
 def hitting_run(point: dict) -> dict:
@@ -213,8 +218,8 @@ def simulate_grid(spec: CalibrationProblem, grid: Sequence[tuple], steps: Sequen
     return tuple(out)
 
 
-def heldout_check(seed: int, *, seeds: int = 8, steps: int = 2000,
-                  fractions: Sequence[float] = (0.05, 0.2, 0.6), resamples: int = 0,
+def heldout_check(seed: int, *, seeds: int = HELDOUT_SEEDS, steps: int = HELDOUT_STEPS,
+                  fractions: Sequence[float] = HELDOUT_FRACTIONS, resamples: int = 0,
                   jobs=1, scheduler=None, cache=False, progress: bool | None = False,
                   algorithm: str = "analog", transfer_every: int = 1,
                   transfer_slice: str = "column") -> HeldOut:

@@ -28,15 +28,13 @@ from ..pipeline import cycles_after
 from .calibration_design import CALIBRATE_FORMAT, CalibrationProblem, design
 from .calibration_fit import calibrate
 from .checks import region_step_cap
-from .heldout import HELDOUT_MAX_STEPS, hitting_run
+from .heldout import HELDOUT_FRACTIONS, HELDOUT_MAX_STEPS, hitting_run
 
 __all__ = ["BROAD_DEVICES", "CoveragePoint", "broad_coverage", "broad_instance"]
 
 #: the devices of the broad set (``tau`` drawn for the soft-bounds family only)
 BROAD_DEVICES = ("softbounds", "reram-softbounds", "ecram-linearstep", "capacitor-linearstep",
                  "asymmetric-softbounds", "linear-step")
-#: the design's step fractions of the proved cap
-_FRACTIONS = (0.05, 0.2, 0.6)
 
 
 @dataclass(frozen=True)
@@ -116,7 +114,7 @@ def broad_coverage(seed: int, *, seeds: int = 8, steps: int = 2000, jobs=1, cach
     """
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0xC0FE]))
     spec, judged, sync, async_ = broad_instance(rng)
-    points = design(spec, sync=sync, async_=async_, fractions=_FRACTIONS, steps=steps,
+    points = design(spec, sync=sync, async_=async_, fractions=HELDOUT_FRACTIONS, steps=steps,
                     seeds=seeds)
     options = dict(jobs=jobs, cache=cache, progress=progress)
     cal = calibrate(spec, points, resamples=0, **options)
