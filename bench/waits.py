@@ -1,7 +1,7 @@
 """The waits a user feels (issue 28 item 3), as seconds and as ratios to a reference run.
 
 Run from the repository root: ``python -m bench.waits [--only NAME[,NAME]] [--jobs N]
-[--record FILE]`` or ``python -m bench.waits --profile NAME``.
+[--checkout DIR] [--record FILE]`` or ``python -m bench.waits --profile NAME``.
 
 The waits, each one ``aimc-pipeline`` command run in a fresh process with a fresh result cache
 (``--cache-dir`` in a temporary folder, so no sweep point is reused; numba's compiled kernels
@@ -19,6 +19,12 @@ ratios are what compare across machines; nothing is asserted (the machine may be
 reference is measured again right before each wait (its ratio uses that one), and each wait's
 CPU seconds (user + system of its process tree, the pool workers included) are printed beside
 its seconds: on a shared machine they move less than the wall-clock time.
+
+``--checkout DIR`` times the commands of another checkout of the repository (for example
+``git worktree add --detach DIR COMMIT``): the waits import the package from ``DIR`` (first on
+``PYTHONPATH``), while the reference run stays this checkout's, so that the ratios of two
+checkouts timed alternately share one yardstick. The commands must exist there; the record
+names the checkout's commit.
 
 ``--profile NAME`` runs one wait in this process under :mod:`cProfile` with ``--jobs 1`` and prints
 the 25 entries of largest cumulative time, each labelled with its group (simulation steps,
@@ -118,12 +124,14 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def time_wait(name: str, jobs: int) -> dict:
-    """Wall-clock seconds of one wait in a fresh process with a fresh cache."""
+def time_wait(name: str, jobs: int, checkout: Path = ROOT) -> dict:
+    """Wall-clock seconds of one wait in a fresh process with a fresh cache, the package
+    imported from ``checkout``."""
     with tempfile.TemporaryDirectory(prefix=f"waits-{name}-") as tmp:
         args = command(name, jobs, Path(tmp) / "cache", Path(tmp) / "out")
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+            [str(checkout)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                               if p]))
         cpu, start = _children_cpu(), time.perf_counter()
         done = subprocess.run([sys.executable, "-c", _CLI, *args], cwd=tmp, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -183,6 +191,13 @@ def profile(name: str, top: int = 25) -> None:
         print(f"  {seconds:8.1f} s {100 * seconds / total:5.1f} %  {group}")
 
 
+def commit_of(checkout: Path) -> str | None:
+    """The commit checked out at ``checkout`` (``None`` outside git)."""
+    done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"],
+                          capture_output=True, text=True)
+    return done.stdout.strip() or None
+
+
 def machine() -> dict:
     """The machine the numbers were measured on."""
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
@@ -211,10 +226,18 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default: 2)")
     parser.add_argument("--profile", metavar="NAME", choices=list(WAITS),
                         help="run this one wait under cProfile in this process (jobs 1) instead")
+    parser.add_argument("--checkout", metavar="DIR", type=Path, default=ROOT,
+                        help="time the commands of this checkout of the repository (default: "
+                             "this one; the reference run is always this one's)")
     parser.add_argument("--record", metavar="FILE", help="also write the results as JSON to FILE")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         print("bench.waits: error: --jobs: must be >= 1", file=sys.stderr)
+        return 2
+    checkout = args.checkout.resolve()
+    if not (checkout / "paper_figures" / "cli.py").is_file():
+        print(f"bench.waits: error: --checkout: {checkout} holds no paper_figures/cli.py",
+              file=sys.stderr)
         return 2
     if args.profile:
         profile(args.profile)
@@ -223,6 +246,7 @@ def main(argv=None) -> int:
     started = datetime.now(UTC).isoformat(timespec="seconds")
     load_start = machine()["load_average"]
     reference, reference_cpu = reference_seconds()
+    print(f"checkout: {checkout} at {commit_of(checkout)}")
     print(f"reference: digits-mlp, 2,000 samples, analog, no pipeline: {reference:.3f} s, "
           f"{reference_cpu:.3f} CPU s (min of 3, this process; measured again before each wait)")
     results = []
@@ -230,7 +254,7 @@ def main(argv=None) -> int:
           f"{'x ref CPU':>10} {'load':>5}  exit")
     for name in names:
         before, before_cpu = reference_seconds()
-        result = time_wait(name, args.jobs)
+        result = time_wait(name, args.jobs, checkout)
         result.update(reference_seconds=before, reference_cpu_seconds=before_cpu,
                       ratio=result["seconds"] / before,
                       cpu_ratio=result["cpu_seconds"] / before_cpu)
@@ -243,7 +267,9 @@ def main(argv=None) -> int:
     if args.record:
         record = {"date": started, "finished": datetime.now(UTC).isoformat(
             timespec="seconds"), "config": {"jobs": args.jobs, "waits": names,
-                                            "reference": repr(REFERENCE)},
+                                            "reference": repr(REFERENCE),
+                                            "checkout": str(checkout),
+                                            "commit": commit_of(checkout)},
                   "machine": dict(machine(), load_average_start=load_start),
                   "reference_seconds": reference,
                   "reference_cpu_seconds": reference_cpu, "waits": results}

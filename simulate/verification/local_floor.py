@@ -100,16 +100,58 @@ def run_measuring_g2(config: SimConfig) -> G2Measurement:
     device = device_from_config(config)
     w_star = np.asarray(problem.w_star if isinstance(problem, Quadratic) else problem.x_lstsq,
                         dtype=float)
-    total, distance2 = np.zeros(config.seeds), np.zeros(config.seeds)
-    points = 0
-
-    def observe(k: int, w: np.ndarray) -> None:  # the logged iterates k < K
-        nonlocal total, distance2, points
-        if k < config.steps:
-            total = total + g2_of_weights(config, w, device)
-            distance2 = distance2 + np.mean((w - w_star) ** 2, axis=1)
-            points += 1
-
-    trace = run(config, observe=observe)
+    measured = _IterateSums(config, device, w_star)
+    trace = run(config, observe=measured.observe)
+    total, distance2, points = measured.sums()
     g_star = float(np.sqrt(g2_of_weights(config, w_star[None, :], device)[0]))
     return G2Measurement(trace, total / points, points, distance2 / points, g_star)
+
+
+class _IterateSums:
+    r"""The sums over the logged iterates ``k < K`` of :func:`g2_of_weights` and of
+    :math:`\frac1d \lVert W_k - W^* \rVert^2`, per member, added in the order of the iterates
+    (the bits of adding one iterate at a time).
+
+    The iterates are copied into a buffer of :data:`_BUFFERED` and evaluated a buffer at a time
+    (one call of the device's ``G`` on all of them instead of one per iterate: verify's runs log
+    every iterate); per iterate the row-wise ``G`` and means are those of one call on that
+    iterate alone, and ``cumsum`` over the buffer adds them in order to the running sums.
+    """
+
+    def __init__(self, config: SimConfig, device, w_star: np.ndarray):
+        self._config, self._device, self._w_star = config, device, w_star
+        self._total, self._distance2 = np.zeros(config.seeds), np.zeros(config.seeds)
+        self._buffer, self._filled, self._points = None, 0, 0
+
+    def observe(self, k: int, w: np.ndarray) -> None:
+        """The engine's ``observe`` hook: keep a copy of ``W_k`` for ``k < K``."""
+        if k >= self._config.steps:
+            return
+        if self._buffer is None:
+            self._buffer = np.empty((_BUFFERED, *w.shape))
+        self._buffer[self._filled] = w
+        self._filled += 1
+        if self._filled == _BUFFERED:
+            self._flush()
+
+    def sums(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """The two sums, shape (R,) each, and the number of iterates they hold."""
+        self._flush()
+        return self._total, self._distance2, self._points
+
+    def _flush(self) -> None:
+        n = self._filled
+        if n == 0:
+            return
+        held = self._buffer[:n]
+        rows = held.reshape(n * held.shape[1], held.shape[2])
+        g2 = g2_of_weights(self._config, rows, self._device).reshape(n, -1)
+        d2 = np.mean((rows - self._w_star) ** 2, axis=1).reshape(n, -1)
+        self._total = np.cumsum(np.concatenate([self._total[None], g2]), axis=0)[-1]
+        self._distance2 = np.cumsum(np.concatenate([self._distance2[None], d2]), axis=0)[-1]
+        self._points += n
+        self._filled = 0
+
+
+#: logged iterates evaluated together by :class:`_IterateSums`
+_BUFFERED = 256
