@@ -24,16 +24,16 @@ _EXPORTS = {
         "NetworkRun", "NetworkTraining", "io_passes", "run_network", "train_network",
     ),
     ".oracle": (
-        "LEAST_SQUARES_DIM", "ORACLE_PROBLEMS", "LeastSquares", "OracleProblem", "Quadratic",
-        "row_dot", "stage_blocks",
+        "LeastSquares", "OracleProblem", "Quadratic", "row_dot", "stage_blocks",
     ),
     ".oracle_run": (
         "W_STAR_SCALE", "OracleTraining", "Progress", "VersionHook", "WeightsHook", "gradient_bias",
         "make_problem", "run_oracle",
     ),
     ".sizes": (
-        "DIGITS_CLASSES", "DIGITS_FEATURES", "DIGITS_TRAIN", "DRAW_CHUNK", "NETWORK_LAYERS",
-        "NETWORK_PROBLEMS", "NETWORK_WIDTH", "network_bytes_per_member",
+        "DIGITS_CLASSES", "DIGITS_FEATURES", "DIGITS_TRAIN", "DRAW_CHUNK", "LEAST_SQUARES_DIM",
+        "NETWORK_LAYERS", "NETWORK_PROBLEMS", "NETWORK_WIDTH", "ORACLE_PROBLEMS",
+        "network_bytes_per_member",
     ),
 }
 

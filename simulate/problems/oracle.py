@@ -25,20 +25,17 @@ import numpy as np
 
 from theory.errors import ParameterError, check_range
 
+from .oracle_kernels import matvec
+from .sizes import LEAST_SQUARES_DIM
+
 __all__ = [
-    "LEAST_SQUARES_DIM",
     "LeastSquares",
-    "ORACLE_PROBLEMS",
     "OracleProblem",
     "Quadratic",
     "row_dot",
     "stage_blocks",
 ]
 
-#: problems with every constant of the theory known exactly
-ORACLE_PROBLEMS = ("quadratic", "least-squares")
-#: weights of the least-squares oracle problem (columns of its A)
-LEAST_SQUARES_DIM = 40
 
 #: einsum reduces a row longer than its buffer (8192 elements) in buffer-sized pieces whose grouping
 #: depends on the leading axes; such rows are reduced one at a time (see :func:`row_dot`)
@@ -50,9 +47,10 @@ def _matvec(x: np.ndarray, a: np.ndarray) -> np.ndarray:
 
     BLAS picks different kernels (and summation orders) for different numbers of rows, so an
     ensemble member would not reproduce the bits of the same run alone; ``einsum`` without
-    ``optimize`` sums each output element the same way whatever the leading shape.
+    ``optimize`` sums each output element the same way whatever the leading shape, and the
+    compiled :func:`simulate.problems.oracle_kernels.matvec` does it with einsum's bits, faster.
     """
-    return np.einsum("...i,ij->...j", x, a)
+    return matvec(x, a)
 
 
 def row_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -108,6 +106,11 @@ class OracleProblem:
     @property
     def dim(self) -> int:  # pragma: no cover - overridden
         raise NotImplementedError
+
+    def grad_and_loss(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`grad` and :meth:`loss` at ``w`` together, each with its own bits (a subclass
+        shares the product they both compute)."""
+        return self.grad(w), self.loss(w)
 
     @cached_property
     def blocks(self) -> tuple[slice, ...]:
@@ -258,6 +261,13 @@ class Quadratic(OracleProblem):
         r""":math:`A (W - W^*)`, over the last axis."""
         return _matvec(np.asarray(w, dtype=self.dtype) - self.w_star, self.A)
 
+    def grad_and_loss(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        r""":meth:`grad` and :meth:`loss` from one product :math:`g = A e`, :math:`e = W - W^*`:
+        the loss :math:`\tfrac12 g \cdot e` (the operations of :meth:`loss`, so its bits)."""
+        e = np.asarray(w, dtype=self.dtype) - self.w_star
+        g = _matvec(e, self.A)
+        return g, 0.5 * row_dot(g, e)
+
 
 @dataclass(frozen=True, eq=False)
 class LeastSquares(OracleProblem):
@@ -353,3 +363,9 @@ class LeastSquares(OracleProblem):
         r""":math:`A^\top (A x - y) / n_r`, over the last axis."""
         w = np.asarray(w, dtype=self.dtype)
         return _matvec(_matvec(w, self.A.T) - self.y, self.A) / self.rows
+
+    def grad_and_loss(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        r""":meth:`grad` and :meth:`loss` from one residual :math:`r = A x - y` (the operations
+        of each, so their bits)."""
+        r = _matvec(np.asarray(w, dtype=self.dtype), self.A.T) - self.y
+        return _matvec(r, self.A) / self.rows, 0.5 * row_dot(r, r) / self.rows

@@ -24,7 +24,8 @@ from ..pipeline import (
 )
 from ..rng import problem_generator
 from ..trace import RunConstants, Trace, log_steps
-from .oracle import ORACLE_PROBLEMS, LeastSquares, OracleProblem, Quadratic, row_dot
+from .oracle import LeastSquares, OracleProblem, Quadratic, row_dot
+from .sizes import ORACLE_PROBLEMS
 
 __all__ = [
     "OracleTraining",
@@ -204,6 +205,7 @@ class OracleTraining:
         self._chunk = max(1, _NOISE_CHUNK // n) if per_sample else _NOISE_CHUNK
         self._noise_shape = (n, problem.dim) if per_sample else (problem.dim,)
         self._xi = None
+        self._loss_here = None  # the loss at the current iterate when it is a logging point
         self._write_update = self._write_samples if per_sample else self._write_batch
         # the noise of one write (a sample's, or the batch's): problem.noise's scale, once
         self._noise_scale = problem.noise_scale(1 if per_sample else n)
@@ -226,7 +228,8 @@ class OracleTraining:
         """Record the loss and squared gradient norm of the replicas' mean at iterate ``k`` and
         report progress."""
         t = self._t
-        self._loss[:, t], self._grad_norm2[:, t] = self.problem.loss(self._w_bar), self._gn2
+        loss = self.problem.loss(self._w_bar) if self._loss_here is None else self._loss_here
+        self._loss[:, t], self._grad_norm2[:, t] = loss, self._gn2
         if self._monitor is not None:
             self._monitor.observe(k, self.w)
         self._t += 1
@@ -307,7 +310,12 @@ class OracleTraining:
         """The gradient at iterate ``k`` (each replica's, and at the replicas' mean), its
         squared norm, and the divergence checks of both (the gradient's limit set at ``k = 0``)."""
         problem, lr = self.problem, self.config.lr
-        self._g = problem.grad(self.w)
+        self._loss_here = None
+        if self.config.replicas == 1 and self._t < len(self.log_at) and k == self.log_at[self._t]:
+            # a logging point: the loss from the gradient's product (the bits of problem.loss)
+            self._g, self._loss_here = problem.grad_and_loss(self.w)
+        else:
+            self._g = problem.grad(self.w)
         self._w_bar = replica_mean(self.w, self.config.replicas)  # w itself at replicas = 1
         g_bar = self._g if self.config.replicas == 1 else problem.grad(self._w_bar)
         self._gn2 = gn2 = row_dot(g_bar, g_bar)

@@ -1,8 +1,9 @@
-"""The names and sizes of the digits networks, without their kernels: what a run record needs.
+"""The names and sizes of the problems, without their kernels: what a run record needs.
 
 :class:`simulate.SimConfig` checks a run's memory before anything is allocated and names the
-network problems; both come from here, so that reading a configuration (and ``aimc-pipeline
-simulate --help``) loads neither :mod:`simulate.problems.network` nor its compiled kernels.
+oracle and network problems; both come from here, so that reading a configuration (and
+``aimc-pipeline simulate --help``) loads neither :mod:`simulate.problems.network`,
+:mod:`simulate.problems.oracle` nor their compiled kernels.
 
 >>> network_bytes_per_member(1, 1000) == 8 * DIGITS_TRAIN * max(NETWORK_WIDTH, DIGITS_FEATURES)
 True
@@ -24,12 +25,18 @@ __all__ = [
     "DIGITS_FEATURES",
     "DIGITS_TRAIN",
     "DRAW_CHUNK",
+    "LEAST_SQUARES_DIM",
     "NETWORK_LAYERS",
     "NETWORK_PROBLEMS",
     "NETWORK_WIDTH",
+    "ORACLE_PROBLEMS",
     "network_bytes_per_member",
 ]
 
+#: problems with every constant of the theory known exactly
+ORACLE_PROBLEMS = ("quadratic", "least-squares")
+#: weights of the least-squares oracle problem (columns of its A)
+LEAST_SQUARES_DIM = 40
 #: updates whose gradient noise (oracle) or batches (networks) are drawn at once (the bits do not
 #: depend on it; see the runs)
 DRAW_CHUNK = 256
