@@ -1,13 +1,21 @@
 """The compiled product of the oracle problems has einsum's bits; the loss computed with the
-gradient has the bits of the loss computed alone."""
+gradient has the bits of the loss computed alone; the compiled loop of the quadratic runs has the
+bits, the hooks, the warnings and the errors of the step-by-step numpy loop."""
+
+import warnings
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simulate import SimConfig
+from simulate.config import device_from_config
+from simulate.device import Updater
+from simulate.problems import OracleTraining, make_problem
 from simulate.problems.oracle import LeastSquares, Quadratic
 from simulate.problems.oracle_kernels import matvec, matvec_numpy
+from theory.errors import DivergenceError
 
 
 @settings(max_examples=60, deadline=None)
@@ -59,3 +67,90 @@ def test_grad_and_loss_have_the_bits_of_each(kind, dtype):
     g, loss = problem.grad_and_loss(w)
     assert np.array_equal(g, problem.grad(w)) and np.array_equal(loss, problem.loss(w))
     assert g.dtype == problem.grad(w).dtype
+
+
+def _oracle(config: SimConfig) -> OracleTraining:
+    problem = make_problem(config)
+    updater = Updater.from_config(config, device_from_config(config))
+    return OracleTraining(config, config.seed, problem, updater, list(range(config.seeds)))
+
+
+def _by_steps(state: OracleTraining, observe):
+    """The numpy path: :meth:`OracleTraining.measure` and :meth:`step` one at a time."""
+    steps = state.config.steps
+    for k in range(steps + 1):
+        if k in state.log_at:
+            state.measure(k)
+            observe(k, state.w)
+        if k < steps:
+            state.step(k)
+    return state.finish()
+
+
+def _two_paths(config: SimConfig):
+    """The compiled run and the step-by-step run of ``config``: traces, observed iterates,
+    warnings."""
+    results = []
+    for drive in (lambda s, o: s.run(o), _by_steps):
+        state, seen = _oracle(config), []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            trace = drive(state, lambda k, w, seen=seen: seen.append((k, np.array(w, copy=True))))
+        results.append((trace, seen, [str(w.message) for w in caught], state))
+    assert results[0][3]._compiled_terms() is not None  # the first took the compiled loop
+    return results
+
+
+COMPILED = [
+    {},
+    {"mode": "async", "stages": 4, "lr": 0.05},
+    {"mode": "sync", "stages": 3, "micro_batches": 2, "dtype": "float32"},
+    {"write": "per-sample", "micro_batch_size": 3, "grad_bias": 0.2},
+    {"mode": "async", "stages": 3, "write": "per-sample", "micro_batch_size": 2,
+     "dtype": "float32", "tau": 0.5},
+    {"algorithm": "digital", "mode": "async", "stages": 2, "grad_bias": 0.1},
+    {"lr": 3.0, "tau": 0.3, "dim": 4, "stages": 2},  # pinned at the bounds: the warning
+]
+
+
+@pytest.mark.parametrize("options", COMPILED)
+def test_the_compiled_loop_has_the_bits_of_the_step_loop(options):
+    config = SimConfig(problem="quadratic", steps=300, seeds=3, log_every=7, **options)
+    (fast, fast_seen, fast_warned, _), (slow, slow_seen, slow_warned, _) = _two_paths(config)
+    for name in ("step", "cycles", "loss", "grad_norm2", "max_abs_w", "w_min_visited",
+                 "w_max_visited", "avg_grad_norm2"):
+        left, right = np.asarray(getattr(fast, name)), np.asarray(getattr(slow, name))
+        assert left.dtype == right.dtype and left.tobytes() == right.tobytes(), name
+    assert [k for k, _ in fast_seen] == [k for k, _ in slow_seen] == list(fast.step)
+    pairs = zip(fast_seen, slow_seen, strict=True)
+    assert all(a.tobytes() == b.tobytes() for (_, a), (_, b) in pairs)
+    assert fast_warned == slow_warned
+
+
+def test_the_pinned_case_warns():
+    config = SimConfig(problem="quadratic", steps=300, seeds=3, log_every=7, **COMPILED[-1])
+    assert any("pinned" in message for message in _two_paths(config)[0][2])
+
+
+@pytest.mark.parametrize("options", [{"algorithm": "digital", "lr": 50.0},
+                                     {"algorithm": "digital", "lr": 4.0, "mode": "async",
+                                      "stages": 4, "dtype": "float32"}])
+def test_the_compiled_loop_diverges_where_the_step_loop_does(options):
+    config = SimConfig(problem="quadratic", steps=400, seeds=2, log_every=1, **options)
+    errors, seen = [], []
+    for drive in (lambda s, o: s.run(o), _by_steps):
+        state, points = _oracle(config), []
+        with pytest.raises(DivergenceError) as caught:
+            drive(state, lambda k, w, points=points: points.append(k))
+        errors.append(caught.value)
+        seen.append(points)
+    assert str(errors[0]) == str(errors[1]) and errors[0].step == errors[1].step
+    assert seen[0] == seen[1] and len(seen[0]) == errors[0].step
+
+
+@pytest.mark.parametrize("options", [{"problem": "least-squares"}, {"replicas": 2},
+                                     {"algorithm": "tiki-taka"}, {"device": "ecram-linearstep"},
+                                     {"update": "pulsed"}, {"dim": 1, "stages": 1},
+                                     {"algorithm": "mixed", "stages": 2, "digital_stages": "1"}])
+def test_the_other_runs_take_the_step_loop(options):
+    assert _oracle(SimConfig(steps=10, seeds=2, **options))._compiled_terms() is None

@@ -57,6 +57,7 @@ _EXPORTS = {
     ),
     ".updates": (
         "UPDATE_KINDS", "Updater", "digital_blocks", "digital_update", "expected_update",
+        "ratio_tau",
     ),
 }
 

@@ -65,6 +65,21 @@ class PinnedMonitor:
         # (the mean of the booleans, without np.mean's overhead: the same integer over the size)
         self.pinned += bool(count / w.size > PINNED_FRACTION)
 
+    def observe_all(self, steps, ws: np.ndarray) -> None:
+        """:meth:`observe` of the logging points ``steps`` (in order) with their weights
+        ``ws[j]`` (shape ``(len(steps), R, d)``), the small ensembles in one pass: the same
+        counts (a run logged at every iterate, the compiled oracle loop)."""
+        steps, size = np.asarray(steps), ws[0].size
+        if size > WHOLE_ARRAY_ELEMENTS:
+            for step, w in zip(steps, ws, strict=True):
+                self.observe(int(step), w)
+            return
+        ws = ws[steps != 0]
+        counts = np.count_nonzero(np.minimum(ws - self.lo, self.hi - ws) <= self.dw_min,
+                                  axis=(1, 2))
+        self.points += len(ws)
+        self.pinned += int(np.count_nonzero(counts / size > PINNED_FRACTION))
+
     def _count_by_member(self, w: np.ndarray) -> int:
         """The pinned weights of a large ensemble, member by member: the whole array's
         temporaries would cost a page fault per page at every point (16 network members: 20x

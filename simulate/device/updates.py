@@ -55,6 +55,7 @@ __all__ = [
     "digital_blocks",
     "digital_update",
     "expected_update",
+    "ratio_tau",
 ]
 
 
@@ -96,6 +97,37 @@ def expected_update(w: np.ndarray, dw: np.ndarray, device) -> np.ndarray:
     np.subtract(drift, out, out=out)
     out += w
     return np.clip(out, device.w_min, device.w_max, out=out)
+
+
+def ratio_tau(device, dtype=np.float64) -> float | None:
+    """``tau`` when the device's compiled ``G`` is the ratio ``w / tau`` of the weight and one
+    parameter (soft bounds), else ``None``: the family's symbolic ``G = (q_- - q_+)/2`` must be
+    exactly ``w / tau`` (compiled to numpy as ``w/tau``), and the compiled ``G`` must give the
+    bits of ``x / tau`` on probe values in ``dtype`` (float64 or float32; ``tau`` rounded to it,
+    as numpy rounds a Python float that meets a float32 array). The compiled kernels
+    (:mod:`simulate.device.update_kernels`, :mod:`simulate.problems.oracle_kernels`) evaluate
+    ``G`` inside their pass where this holds."""
+    family = type(device.response)
+    q_plus, q_minus = family.symbolic()
+    g = (q_minus - q_plus) / 2
+    weight = g.free_symbols - set(family.symbols().values())
+    if len(weight) != 1:
+        return None
+    (weight,) = weight
+    dtype = np.dtype(dtype)
+    for symbol, value in zip(family.symbols().values(), device.response.params().values(),
+                             strict=True):
+        if g == weight / symbol:
+            tau = float(value)
+            probe = np.array([-0.0, 0.0, 1.0, -1.0, 0.1, -0.3, 1 / 3, 0.7, np.nan, 5e-324])
+            probe = np.concatenate([probe, probe * tau]).astype(dtype)
+            got = device.G(probe)
+            want = probe / dtype.type(tau)
+            if got.shape == probe.shape and got.dtype == dtype and np.array_equal(
+                    got.view(np.uint8), want.view(np.uint8)):
+                return tau
+            return None
+    return None
 
 
 @dataclass(frozen=True)

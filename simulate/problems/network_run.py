@@ -25,6 +25,7 @@ from ..device import (
     expected_step,
     expected_step_ratio,
     io_preset,
+    ratio_tau,
     stochastic_write,
     tiki_taka,
 )
@@ -515,7 +516,7 @@ class _FusedExpected(NamedTuple):
             return g if g.shape == x.shape else np.ascontiguousarray(np.broadcast_to(g, x.shape))
 
         return cls(response, (float(f), float(device.w_min), float(device.w_max)),
-                   _ratio_of(device))
+                   ratio_tau(device))
 
     def step(self, w: np.ndarray, gw: np.ndarray, scale: float, w_min: np.ndarray,
              w_max: np.ndarray) -> bool:
@@ -564,32 +565,6 @@ class _FusedStochastic(NamedTuple):
         np.minimum(w_min, w.min(axis=1), out=w_min)
         np.maximum(w_max, w.max(axis=1), out=w_max)
         return True
-
-
-def _ratio_of(device) -> float | None:
-    """``tau`` when the device's compiled ``G`` is the ratio ``w / tau`` of the weight and one
-    parameter (soft bounds), else ``None``: the family's symbolic ``G = (q_- - q_+)/2`` must be
-    exactly ``w / tau`` (compiled to numpy as ``w/tau``), and the compiled ``G`` must give the
-    bits of ``x / tau`` on probe values."""
-    family = type(device.response)
-    q_plus, q_minus = family.symbolic()
-    g = (q_minus - q_plus) / 2
-    weight = g.free_symbols - set(family.symbols().values())
-    if len(weight) != 1:
-        return None
-    (weight,) = weight
-    for symbol, value in zip(family.symbols().values(), device.response.params().values(),
-                             strict=True):
-        if g == weight / symbol:
-            tau = float(value)
-            probe = np.array([-0.0, 0.0, 1.0, -1.0, 0.1, -0.3, 1 / 3, 0.7, np.nan, 5e-324])
-            probe = np.concatenate([probe, probe * tau])
-            got = device.G(probe)
-            if got.shape == probe.shape and np.array_equal(got.view(np.int64),
-                                                           (probe / tau).view(np.int64)):
-                return tau
-            return None
-    return None
 
 
 def _write_sample(t: int, factors, grads: Sequence[StageView], gw: np.ndarray, lr: float) -> None:

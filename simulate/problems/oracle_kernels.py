@@ -11,7 +11,13 @@ That is the order of ``numpy.einsum("...i,ij->...j", x, a)`` (without ``optimize
 the tests hold the kernel to (the same bits in float64 and float32). The kernel is the one loop
 without einsum's dispatch and iterator set-up, which cost most of an oracle update at the
 ensemble sizes of verify (2.3x at ``48 x 64`` by ``64 x 64``, more for smaller ``d``).
-Compiled with ``numba.njit(cache=True)`` (no fastmath: no fused multiply-add, no reordering).
+
+:func:`quadratic_steps` is the update loop of the common oracle run on the quadratic (digital or
+expected soft-bounds writes, batch-mean or per-sample, read fresh or stale): the operations of
+:class:`simulate.problems.oracle_run.OracleTraining`'s numpy steps on each element, in their
+order, and the product as :func:`matvec`, so the same bits (tested against the numpy path,
+``tests/test_oracle_kernels.py``). Compiled with ``numba.njit(cache=True)`` (no fastmath: no
+fused multiply-add, no reordering).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["matvec", "matvec_numpy"]
+__all__ = ["matvec", "matvec_numpy", "quadratic_steps"]
 
 
 def matvec_numpy(x: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -60,3 +66,107 @@ def _matvec(x, a):  # pragma: no cover - compiled
             for j in range(m):
                 out[r, j] += xi * a[i, j]
     return out
+
+
+@numba.njit(cache=True)
+def quadratic_steps(w, g, w_star, a, xi, noise_scale, step, bias, expected, tau, lo, hi,
+                    delays, starts, ends, ring, k0, w_lo, w_hi, grads, iterates,
+                    max_abs):  # pragma: no cover - compiled
+    r"""Updates ``k0, ..., k0 + T - 1`` of a quadratic oracle run, in place.
+
+    Per member ``r`` and update ``k``: the signal read at the current or stale point (block
+    ``s`` from version ``max(0, k - delays[s])`` of ``ring``), each of the ``n`` writes
+    :math:`\Delta w = \text{step}\,(g + \text{scale}\,\xi_j + b)` (``expected``: the soft-bounds
+    update :math:`\mathrm{clip}(\Delta w - |\Delta w|\,(w/\tau) + w)`; else :math:`w + \Delta w`),
+    the visited extremes, then the gradient :math:`A (W - W^*)` at the new iterate.
+
+    Parameters
+    ----------
+    w, g : ndarray, shape (R, d)
+        The iterate and its gradient, updated in place.
+    w_star : ndarray, shape (d,)
+    a : ndarray, shape (d, d), C-contiguous
+    xi : ndarray, shape (R, T, n, d)
+        The standard normals of the writes.
+    noise_scale, step, tau, lo, hi : scalars of the arrays' dtype
+        ``step`` is the write's ``-lr`` (``-lr / n`` per sample).
+    bias : ndarray, shape (d,)
+        Added to the signal when its length is ``d`` (none when empty).
+    expected : bool
+    delays, starts, ends : ndarray of int64, shape (M,)
+        Per stage, its forward delay and block ``[start, end)``.
+    ring : ndarray, shape (D + 1, R, d)
+        Version ``j`` in slot ``j mod (D + 1)``, ``D`` the largest delay (unused when 0).
+    k0 : int
+    w_lo, w_hi : ndarray, shape (R,)
+        The visited extremes, updated in place.
+    grads, iterates : ndarray, shape (T, R, d)
+        Output: the gradient and the iterate after each update.
+    max_abs : ndarray, shape (T, R)
+        Output: :math:`\max_i |w_i|` after each update (``nan`` if a weight is ``nan``).
+    """
+    rows, d = w.shape
+    updates, n = xi.shape[1], xi.shape[2]
+    slots = ring.shape[0]
+    stale = slots > 1
+    read = np.empty(d, dtype=w.dtype)
+    e = np.empty(d, dtype=w.dtype)
+    gr = np.empty(d, dtype=w.dtype)
+    biased = bias.shape[0] == d
+    for t in range(updates):
+        k = k0 + t
+        for r in range(rows):
+            if stale:
+                here = k % slots
+                for i in range(d):
+                    ring[here, r, i] = w[r, i]
+                for s in range(delays.shape[0]):
+                    version = max(0, k - delays[s]) % slots
+                    for i in range(starts[s], ends[s]):
+                        read[i] = ring[version, r, i]
+                for i in range(d):
+                    e[i] = read[i] - w_star[i]
+                for j in range(d):
+                    gr[j] = 0.0
+                for i in range(d):
+                    ei = e[i]
+                    for j in range(d):
+                        gr[j] += ei * a[i, j]
+            else:
+                for i in range(d):
+                    gr[i] = g[r, i]
+            low, high = w_lo[r], w_hi[r]
+            for j in range(n):
+                for i in range(d):
+                    signal = gr[i] + noise_scale * xi[r, t, j, i]
+                    if biased:
+                        signal = signal + bias[i]
+                    dw = step * signal
+                    x = w[r, i]
+                    if expected:
+                        v = (dw - abs(dw) * (x / tau)) + x
+                        v = lo if v < lo else v
+                        v = hi if v > hi else v
+                    else:
+                        v = x + dw
+                    w[r, i] = v
+                    low = v if v < low else low
+                    high = v if v > high else high
+            w_lo[r], w_hi[r] = low, high
+            biggest = 0.0
+            for i in range(d):
+                e[i] = w[r, i] - w_star[i]
+                magnitude = abs(w[r, i])
+                if magnitude != magnitude or biggest != biggest:
+                    biggest = np.nan
+                elif magnitude > biggest:
+                    biggest = magnitude
+                g[r, i] = 0.0
+            for i in range(d):
+                ei = e[i]
+                for j in range(d):
+                    g[r, j] += ei * a[i, j]
+            for i in range(d):
+                grads[t, r, i] = g[r, i]
+                iterates[t, r, i] = w[r, i]
+            max_abs[t, r] = biggest

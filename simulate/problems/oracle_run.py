@@ -9,7 +9,7 @@ import numpy as np
 
 from theory.errors import ParameterError
 
-from ..device import DeviceSpread, digital_blocks, tiki_taka
+from ..device import DeviceSpread, Updater, digital_blocks, ratio_tau, tiki_taka
 from ..pipeline import (
     StaleVersions,
     averaging_cycles,
@@ -25,6 +25,7 @@ from ..pipeline import (
 from ..rng import problem_generator
 from ..trace import RunConstants, Trace, log_steps
 from .oracle import LeastSquares, OracleProblem, Quadratic, row_dot
+from .oracle_kernels import quadratic_steps
 from .sizes import ORACLE_PROBLEMS
 
 __all__ = [
@@ -43,6 +44,8 @@ W_STAR_SCALE = 0.3
 
 #: gradient-noise draws per member come in chunks of this many updates (bits do not depend on it)
 _NOISE_CHUNK = 256
+#: the compiled loop records at most this many elements of gradients (and of iterates) per piece
+_COMPILED_ELEMENTS = 1 << 20
 
 #: called with the number of updates done since its previous call (e.g. ``tqdm.update``)
 Progress = Callable[[int], None]
@@ -213,7 +216,15 @@ class OracleTraining:
 
     def run(self, observe: WeightsHook | None = None) -> Trace:
         """Every measurement and update in order, then :meth:`finish`; ``observe(k, w)`` after
-        each measurement (:data:`WeightsHook`)."""
+        each measurement (:data:`WeightsHook`).
+
+        The common run on the quadratic (:meth:`_compiled_terms`) takes the compiled loop
+        (:func:`simulate.problems.oracle_kernels.quadratic_steps`), with the bits of the
+        :meth:`step` by :meth:`step` loop it replaces."""
+        terms = self._compiled_terms()
+        if terms is not None:
+            self._run_compiled(terms, observe)
+            return self.finish()
         steps = self.config.steps
         for k in range(steps + 1):
             if k == self.log_at[self._t]:
@@ -270,6 +281,115 @@ class OracleTraining:
             self._w_lo = np.minimum(self._w_lo, w.min(axis=1))
             self._w_hi = np.maximum(self._w_hi, w.max(axis=1))
         self._gradient(k + 1)
+
+    def _compiled_terms(self) -> dict | None:
+        """The arguments of the compiled loop, or ``None`` where it does not apply: it takes
+        the quadratic (``d >= 2``) in float64 or float32, one replica, the ``analog`` or
+        ``digital`` algorithm with the digital or the expected update of a device whose ``G`` is
+        ``w / tau`` (soft bounds; :func:`simulate.device.updates.ratio_tau`), no spread, and no
+        version hook."""
+        config, problem, updater = self.config, self.problem, self._updater
+        dtype = self._dtype
+        if not (isinstance(problem, Quadratic) and problem.dim >= 2
+                and problem.A.flags.c_contiguous and problem.A.dtype == dtype
+                and dtype in (np.float64, np.float32) and config.replicas == 1
+                and config.algorithm in ("analog", "digital") and not self._digital
+                and self._spread is None and self._record_versions is None
+                and isinstance(updater, Updater)):
+            return None
+        expected = updater.kind == "expected"
+        tau = lo = hi = 1.0
+        if expected:
+            tau = ratio_tau(updater.device, dtype) if updater.device.F_constant == 1.0 else None
+            if tau is None:
+                return None
+            lo, hi = updater.device.w_min, updater.device.w_max
+        elif updater.kind != "digital":
+            return None
+        n = config.samples_per_update if config.write == "per-sample" else 1
+        blocks = self._blocks
+        delays = np.asarray(self._stale.delays, dtype=np.int64)
+        scalar = dtype.type
+        return {"expected": expected, "tau": scalar(tau), "lo": scalar(lo), "hi": scalar(hi),
+                "step": scalar(-(config.lr / n)) if n > 1 else scalar(-config.lr), "n": n,
+                "bias": (np.empty(0, dtype) if self._bias is None else self._bias),
+                "delays": delays,
+                "starts": np.array([b.start for b in blocks], dtype=np.int64),
+                "ends": np.array([b.stop for b in blocks], dtype=np.int64),
+                "ring": np.repeat(self.w[None], int(delays.max()) + 1 if self._stale.stale
+                                  else 1, axis=0)}
+
+    def _run_compiled(self, terms: dict, observe: WeightsHook | None) -> None:
+        """:meth:`run`'s loop through the compiled kernel: the updates in pieces (at most one
+        noise chunk, at most :data:`_COMPILED_ELEMENTS` elements of recorded iterates), then per
+        piece, in numpy, the squared gradient norms, the sum of them, the divergence checks and
+        the measurements at the logging points in it (the operations of :meth:`_gradient` and
+        :meth:`measure`, on the recorded iterates)."""
+        config, problem, steps, chunk = self.config, self.problem, self.config.steps, self._chunk
+        self.measure(0)
+        if observe is not None:
+            observe(0, self.w)
+        w, g = self.w.copy(), self._g.copy()
+        rows, d = w.shape
+        piece = max(1, min(chunk, _COMPILED_ELEMENTS // (rows * d)))
+        grads = np.empty((piece, rows, d), self._dtype)
+        iterates = np.empty_like(grads)
+        max_abs = np.empty((piece, rows), self._dtype)
+        k = 0
+        while k < steps:
+            if k % chunk == 0:
+                self._xi = np.stack([r.standard_normal((min(chunk, steps - k),
+                                                        *self._noise_shape), self._dtype)
+                                     for r in self._noise_rngs])
+            start = k % chunk
+            count = min(piece, steps - k, chunk - start)
+            xi = self._xi[:, start:start + count]
+            xi = xi.reshape(rows, count, terms["n"], d)
+            quadratic_steps(w, g, problem.w_star, problem.A, xi, self._noise_scale,
+                            terms["step"], terms["bias"], terms["expected"], terms["tau"],
+                            terms["lo"], terms["hi"], terms["delays"], terms["starts"],
+                            terms["ends"], terms["ring"], k, self._w_lo, self._w_hi,
+                            grads[:count], iterates[:count], max_abs[:count])
+            gn2 = row_dot(grads[:count], grads[:count])  # iterates k + 1 .. k + count
+            before = np.concatenate([self._gn2[None], gn2[:count - 1]])
+            self._sum_grad_norm2 = np.cumsum(np.concatenate([self._sum_grad_norm2[None],
+                                                             before]), axis=0)[-1]
+            ok = ((np.abs(gn2) <= self._g_limit).all(axis=1)
+                  & (max_abs <= self._w_limit)[:count].all(axis=1))  # False for nan
+            done = count if ok.all() else int(np.argmin(ok))  # the updates before a divergence
+            self._measure_compiled(k, done, gn2, grads, iterates, observe)
+            if done < count:  # the error the step loop raises at iterate k + done + 1
+                check_divergence(k + done + 1, "||grad f(W)||^2", gn2[done], self._g_limit,
+                                 config.lr)
+                check_divergence(k + done + 1, "max |w|", max_abs[done], self._w_limit, config.lr)
+            self._gn2 = gn2[count - 1]
+            k += count
+        self.w = self._w_bar = w
+        self._g = g
+
+    def _measure_compiled(self, k: int, count: int, gn2, grads, iterates,
+                          observe: WeightsHook | None) -> None:
+        """:meth:`measure` (and ``observe``) at the logging points among the iterates
+        ``k + 1 .. k + count`` recorded by the compiled loop (``gn2``, ``grads``, ``iterates``
+        indexed from iterate ``k + 1``), the loss as :meth:`OracleProblem.grad_and_loss`."""
+        first = int(np.searchsorted(self.log_at, k + 1, side="left"))
+        last = int(np.searchsorted(self.log_at, k + count, side="right"))
+        logged = self.log_at[first:last]
+        if count == 0 or not logged.size:
+            return
+        at = logged - (k + 1)
+        loss = 0.5 * row_dot(grads[at], iterates[at] - self.problem.w_star)
+        self._loss[:, first:last], self._grad_norm2[:, first:last] = loss.T, gn2[at].T
+        if self._monitor is not None:
+            self._monitor.observe_all(logged, iterates[at])
+        self._t = last
+        end = int(logged[-1])
+        if self._progress is not None and end > self._reported:
+            self._progress(end - self._reported)
+            self._reported = end
+        if observe is not None:
+            for step, t in zip(logged, at, strict=True):
+                observe(int(step), iterates[t])
 
     def finish(self) -> Trace:
         """The run's :class:`~simulate.trace.Trace`, after the last measurement (that of
