@@ -109,6 +109,9 @@ COMPILED = [
     {"mode": "async", "stages": 3, "write": "per-sample", "micro_batch_size": 2,
      "dtype": "float32", "tau": 0.5},
     {"algorithm": "digital", "mode": "async", "stages": 2, "grad_bias": 0.1},
+    {"algorithm": "mixed", "mode": "async", "stages": 3, "digital_stages": "2"},
+    {"algorithm": "mixed", "stages": 2, "digital_stages": "1,2", "write": "per-sample",
+     "micro_batch_size": 2},
     {"lr": 3.0, "tau": 0.3, "dim": 4, "stages": 2},  # pinned at the bounds: the warning
 ]
 
@@ -151,6 +154,7 @@ def test_the_compiled_loop_diverges_where_the_step_loop_does(options):
 @pytest.mark.parametrize("options", [{"problem": "least-squares"}, {"replicas": 2},
                                      {"algorithm": "tiki-taka"}, {"device": "ecram-linearstep"},
                                      {"update": "pulsed"}, {"dim": 1, "stages": 1},
-                                     {"algorithm": "mixed", "stages": 2, "digital_stages": "1"}])
+                                     {"algorithm": "mixed", "stages": 2, "digital_stages": "1",
+                                      "device": "ecram-linearstep"}])
 def test_the_other_runs_take_the_step_loop(options):
     assert _oracle(SimConfig(steps=10, seeds=2, **options))._compiled_terms() is None

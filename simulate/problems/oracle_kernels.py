@@ -13,9 +13,9 @@ without einsum's dispatch and iterator set-up, which cost most of an oracle upda
 ensemble sizes of verify (2.3x at ``48 x 64`` by ``64 x 64``, more for smaller ``d``).
 
 :func:`quadratic_steps` is the update loop of the common oracle run on the quadratic (digital or
-expected soft-bounds writes, batch-mean or per-sample, read fresh or stale): the operations of
-:class:`simulate.problems.oracle_run.OracleTraining`'s numpy steps on each element, in their
-order, and the product as :func:`matvec`, so the same bits (tested against the numpy path,
+expected soft-bounds writes or both, batch-mean or per-sample, read fresh or stale): the
+operations of :class:`simulate.problems.oracle_run.OracleTraining`'s numpy steps on each element,
+in their order, and the product as :func:`matvec`, so the same bits (tested against the numpy path,
 ``tests/test_oracle_kernels.py``). Compiled with ``numba.njit(cache=True)`` (no fastmath: no
 fused multiply-add, no reordering).
 """
@@ -69,16 +69,17 @@ def _matvec(x, a):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def quadratic_steps(w, g, w_star, a, xi, noise_scale, step, bias, expected, tau, lo, hi,
+def quadratic_steps(w, g, w_star, a, xi, noise_scale, step, bias, analog, tracked, tau, lo, hi,
                     delays, starts, ends, ring, k0, w_lo, w_hi, grads, iterates,
                     max_abs):  # pragma: no cover - compiled
     r"""Updates ``k0, ..., k0 + T - 1`` of a quadratic oracle run, in place.
 
     Per member ``r`` and update ``k``: the signal read at the current or stale point (block
     ``s`` from version ``max(0, k - delays[s])`` of ``ring``), each of the ``n`` writes
-    :math:`\Delta w = \text{step}\,(g + \text{scale}\,\xi_j + b)` (``expected``: the soft-bounds
-    update :math:`\mathrm{clip}(\Delta w - |\Delta w|\,(w/\tau) + w)`; else :math:`w + \Delta w`),
-    the visited extremes, then the gradient :math:`A (W - W^*)` at the new iterate.
+    :math:`\Delta w = \text{step}\,(g + \text{scale}\,\xi_j + b)` (on an ``analog`` weight the
+    expected soft-bounds update :math:`\mathrm{clip}(\Delta w - |\Delta w|\,(w/\tau) + w)`, on a
+    digital one :math:`w + \Delta w`), the visited extremes of the ``tracked`` weights, then the
+    gradient :math:`A (W - W^*)` at the new iterate.
 
     Parameters
     ----------
@@ -92,7 +93,9 @@ def quadratic_steps(w, g, w_star, a, xi, noise_scale, step, bias, expected, tau,
         ``step`` is the write's ``-lr`` (``-lr / n`` per sample).
     bias : ndarray, shape (d,)
         Added to the signal when its length is ``d`` (none when empty).
-    expected : bool
+    analog, tracked : ndarray of bool, shape (d,)
+        The weights written by the expected analog update (the others digitally), and those
+        whose visited extremes are kept.
     delays, starts, ends : ndarray of int64, shape (M,)
         Per stage, its forward delay and block ``[start, end)``.
     ring : ndarray, shape (D + 1, R, d)
@@ -143,15 +146,16 @@ def quadratic_steps(w, g, w_star, a, xi, noise_scale, step, bias, expected, tau,
                         signal = signal + bias[i]
                     dw = step * signal
                     x = w[r, i]
-                    if expected:
+                    if analog[i]:
                         v = (dw - abs(dw) * (x / tau)) + x
                         v = lo if v < lo else v
                         v = hi if v > hi else v
                     else:
                         v = x + dw
                     w[r, i] = v
-                    low = v if v < low else low
-                    high = v if v > high else high
+                    if tracked[i]:
+                        low = v if v < low else low
+                        high = v if v > high else high
             w_lo[r], w_hi[r] = low, high
             biggest = 0.0
             for i in range(d):

@@ -284,33 +284,37 @@ class OracleTraining:
 
     def _compiled_terms(self) -> dict | None:
         """The arguments of the compiled loop, or ``None`` where it does not apply: it takes
-        the quadratic (``d >= 2``) in float64 or float32, one replica, the ``analog`` or
-        ``digital`` algorithm with the digital or the expected update of a device whose ``G`` is
-        ``w / tau`` (soft bounds; :func:`simulate.device.updates.ratio_tau`), no spread, and no
-        version hook."""
+        the quadratic (``d >= 2``) in float64 or float32, one replica, the ``analog``,
+        ``digital`` or ``mixed`` algorithm with the digital or the expected update of a device
+        whose ``G`` is ``w / tau`` (soft bounds; :func:`simulate.device.updates.ratio_tau`), no
+        spread, and no version hook."""
         config, problem, updater = self.config, self.problem, self._updater
         dtype = self._dtype
         if not (isinstance(problem, Quadratic) and problem.dim >= 2
                 and problem.A.flags.c_contiguous and problem.A.dtype == dtype
                 and dtype in (np.float64, np.float32) and config.replicas == 1
-                and config.algorithm in ("analog", "digital") and not self._digital
+                and config.algorithm in ("analog", "digital", "mixed")
                 and self._spread is None and self._record_versions is None
-                and isinstance(updater, Updater)):
+                and isinstance(updater, Updater) and updater.kind in ("digital", "expected")):
             return None
-        expected = updater.kind == "expected"
+        d = problem.dim
+        analog = np.full(d, updater.kind == "expected")
+        for block in self._digital:  # mixed: the digital stages' weights
+            analog[block] = False
         tau = lo = hi = 1.0
-        if expected:
+        if analog.any():
             tau = ratio_tau(updater.device, dtype) if updater.device.F_constant == 1.0 else None
             if tau is None:
                 return None
             lo, hi = updater.device.w_min, updater.device.w_max
-        elif updater.kind != "digital":
-            return None
+        tracked = np.zeros(d, dtype=bool)
+        tracked[self._seen] = True
         n = config.samples_per_update if config.write == "per-sample" else 1
         blocks = self._blocks
         delays = np.asarray(self._stale.delays, dtype=np.int64)
         scalar = dtype.type
-        return {"expected": expected, "tau": scalar(tau), "lo": scalar(lo), "hi": scalar(hi),
+        return {"analog": analog, "tracked": tracked, "tau": scalar(tau), "lo": scalar(lo),
+                "hi": scalar(hi),
                 "step": scalar(-(config.lr / n)) if n > 1 else scalar(-config.lr), "n": n,
                 "bias": (np.empty(0, dtype) if self._bias is None else self._bias),
                 "delays": delays,
@@ -346,10 +350,10 @@ class OracleTraining:
             xi = self._xi[:, start:start + count]
             xi = xi.reshape(rows, count, terms["n"], d)
             quadratic_steps(w, g, problem.w_star, problem.A, xi, self._noise_scale,
-                            terms["step"], terms["bias"], terms["expected"], terms["tau"],
-                            terms["lo"], terms["hi"], terms["delays"], terms["starts"],
-                            terms["ends"], terms["ring"], k, self._w_lo, self._w_hi,
-                            grads[:count], iterates[:count], max_abs[:count])
+                            terms["step"], terms["bias"], terms["analog"], terms["tracked"],
+                            terms["tau"], terms["lo"], terms["hi"], terms["delays"],
+                            terms["starts"], terms["ends"], terms["ring"], k, self._w_lo,
+                            self._w_hi, grads[:count], iterates[:count], max_abs[:count])
             gn2 = row_dot(grads[:count], grads[:count])  # iterates k + 1 .. k + count
             before = np.concatenate([self._gn2[None], gn2[:count - 1]])
             self._sum_grad_norm2 = np.cumsum(np.concatenate([self._sum_grad_norm2[None],
