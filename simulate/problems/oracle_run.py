@@ -358,8 +358,9 @@ class OracleTraining:
             before = np.concatenate([self._gn2[None], gn2[:count - 1]])
             self._sum_grad_norm2 = np.cumsum(np.concatenate([self._sum_grad_norm2[None],
                                                              before]), axis=0)[-1]
+            # check_divergence's test (False for nan) on every iterate of the piece at once
             ok = ((np.abs(gn2) <= self._g_limit).all(axis=1)
-                  & (max_abs <= self._w_limit)[:count].all(axis=1))  # False for nan
+                  & (max_abs[:count] <= self._w_limit).all(axis=1))
             done = count if ok.all() else int(np.argmin(ok))  # the updates before a divergence
             self._measure_compiled(k, done, gn2, grads, iterates, observe)
             if done < count:  # the error the step loop raises at iterate k + done + 1
