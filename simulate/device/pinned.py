@@ -55,29 +55,23 @@ class PinnedMonitor:
     def observe(self, step: int, w: np.ndarray) -> None:
         """Record the weights ``w`` of logging point ``step`` (the start, ``step = 0``, is not
         counted)."""
-        if step == 0:
-            return
-        self.points += 1
-        if w.size <= WHOLE_ARRAY_ELEMENTS:  # small (an oracle ensemble): one pass, no loop
-            count = np.count_nonzero(np.minimum(w - self.lo, self.hi - w) <= self.dw_min)
-        else:
-            count = self._count_by_member(w)
-        # (the mean of the booleans, without np.mean's overhead: the same integer over the size)
-        self.pinned += bool(count / w.size > PINNED_FRACTION)
+        self.observe_all((step,), np.asarray(w)[None])
 
     def observe_all(self, steps, ws: np.ndarray) -> None:
         """:meth:`observe` of the logging points ``steps`` (in order) with their weights
-        ``ws[j]`` (shape ``(len(steps), R, d)``), the small ensembles in one pass: the same
-        counts (a run logged at every iterate, the compiled oracle loop)."""
-        steps, size = np.asarray(steps), ws[0].size
-        if size > WHOLE_ARRAY_ELEMENTS:
-            for step, w in zip(steps, ws, strict=True):
-                self.observe(int(step), w)
+        ``ws[j]``: a small ensemble's points (at most :data:`WHOLE_ARRAY_ELEMENTS` weights) in
+        one pass, a large one's point by point, member by member."""
+        ws = ws[np.asarray(steps) != 0]
+        if not len(ws):
             return
-        ws = ws[steps != 0]
-        counts = np.count_nonzero(np.minimum(ws - self.lo, self.hi - ws) <= self.dw_min,
-                                  axis=(1, 2))
+        size = ws[0].size
+        if size <= WHOLE_ARRAY_ELEMENTS:  # small (an oracle ensemble): one pass, no loop
+            counts = np.count_nonzero(np.minimum(ws - self.lo, self.hi - ws) <= self.dw_min,
+                                      axis=tuple(range(1, ws.ndim)))
+        else:
+            counts = np.array([self._count_by_member(w) for w in ws])
         self.points += len(ws)
+        # (the mean of the booleans, without np.mean's overhead: the same integer over the size)
         self.pinned += int(np.count_nonzero(counts / size > PINNED_FRACTION))
 
     def _count_by_member(self, w: np.ndarray) -> int:

@@ -24,7 +24,7 @@ _EXPORTS = {
         "NetworkRun", "NetworkTraining", "io_passes", "run_network", "train_network",
     ),
     ".oracle": (
-        "LeastSquares", "OracleProblem", "Quadratic", "row_dot", "stage_blocks",
+        "LeastSquares", "OracleProblem", "Quadratic", "row_dot", "stage_blocks", "sum_in_order",
     ),
     ".oracle_run": (
         "W_STAR_SCALE", "OracleTraining", "Progress", "VersionHook", "WeightsHook", "gradient_bias",

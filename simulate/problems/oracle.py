@@ -34,6 +34,7 @@ __all__ = [
     "Quadratic",
     "row_dot",
     "stage_blocks",
+    "sum_in_order",
 ]
 
 
@@ -51,6 +52,13 @@ def _matvec(x: np.ndarray, a: np.ndarray) -> np.ndarray:
     compiled :func:`simulate.problems.oracle_kernels.matvec` does it with einsum's bits, faster.
     """
     return matvec(x, a)
+
+
+def sum_in_order(total: np.ndarray, parts: np.ndarray) -> np.ndarray:
+    """``total + parts[0] + parts[1] + ...`` added one part at a time, in order (the bits of a
+    loop of ``total = total + part``), in one call: the last row of ``cumsum`` over ``total``
+    stacked on ``parts`` (``cumsum`` adds along an axis sequentially)."""
+    return np.cumsum(np.concatenate([np.asarray(total)[None], parts]), axis=0)[-1]
 
 
 def row_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -254,19 +262,22 @@ class Quadratic(OracleProblem):
 
     def loss(self, w: np.ndarray) -> np.ndarray:
         r""":math:`\tfrac12 (W - W^*)^\top A (W - W^*)`, over the last axis."""
-        e = np.asarray(w, dtype=self.dtype) - self.w_star
-        return 0.5 * row_dot(_matvec(e, self.A), e)
+        return self.loss_from_grad(w, self.grad(w))
 
     def grad(self, w: np.ndarray) -> np.ndarray:
         r""":math:`A (W - W^*)`, over the last axis."""
         return _matvec(np.asarray(w, dtype=self.dtype) - self.w_star, self.A)
 
     def grad_and_loss(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        r""":meth:`grad` and :meth:`loss` from one product :math:`g = A e`, :math:`e = W - W^*`:
-        the loss :math:`\tfrac12 g \cdot e` (the operations of :meth:`loss`, so its bits)."""
-        e = np.asarray(w, dtype=self.dtype) - self.w_star
-        g = _matvec(e, self.A)
-        return g, 0.5 * row_dot(g, e)
+        """:meth:`grad` and :meth:`loss` from one product (:meth:`loss_from_grad`)."""
+        g = self.grad(w)
+        return g, self.loss_from_grad(w, g)
+
+    def loss_from_grad(self, w: np.ndarray, g: np.ndarray) -> np.ndarray:
+        r""":meth:`loss` at ``w`` from its gradient ``g`` (:meth:`grad`'s :math:`A e`,
+        :math:`e = W - W^*`): :math:`\tfrac12\, g \cdot e`, the operations of :meth:`loss`, so
+        its bits."""
+        return 0.5 * row_dot(g, np.asarray(w, dtype=self.dtype) - self.w_star)
 
 
 @dataclass(frozen=True, eq=False)

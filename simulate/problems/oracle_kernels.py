@@ -55,16 +55,23 @@ def matvec(x: np.ndarray, a: np.ndarray) -> np.ndarray:
     return out.reshape(*x.shape[:-1], a.shape[1])
 
 
+@numba.njit(cache=True, inline="always")
+def _row_times(x, a, out):  # pragma: no cover - compiled
+    """``out = x @ a`` for one row ``x``: ``out[j]`` from 0, adding ``x[i] * a[i, j]`` for ``i``
+    in order (einsum's order; every product of this module)."""
+    for j in range(a.shape[1]):
+        out[j] = 0.0
+    for i in range(a.shape[0]):
+        xi = x[i]
+        for j in range(a.shape[1]):
+            out[j] += xi * a[i, j]
+
+
 @numba.njit(cache=True)
 def _matvec(x, a):  # pragma: no cover - compiled
-    rows, n = x.shape
-    m = a.shape[1]
-    out = np.zeros((rows, m), dtype=x.dtype)
-    for r in range(rows):
-        for i in range(n):
-            xi = x[r, i]
-            for j in range(m):
-                out[r, j] += xi * a[i, j]
+    out = np.empty((x.shape[0], a.shape[1]), dtype=x.dtype)
+    for r in range(x.shape[0]):
+        _row_times(x[r], a, out[r])
     return out
 
 
@@ -129,12 +136,7 @@ def quadratic_steps(w, g, w_star, a, xi, noise_scale, step, bias, analog, tracke
                         read[i] = ring[version, r, i]
                 for i in range(d):
                     e[i] = read[i] - w_star[i]
-                for j in range(d):
-                    gr[j] = 0.0
-                for i in range(d):
-                    ei = e[i]
-                    for j in range(d):
-                        gr[j] += ei * a[i, j]
+                _row_times(e, a, gr)
             else:
                 for i in range(d):
                     gr[i] = g[r, i]
@@ -165,11 +167,7 @@ def quadratic_steps(w, g, w_star, a, xi, noise_scale, step, bias, analog, tracke
                     biggest = np.nan
                 elif magnitude > biggest:
                     biggest = magnitude
-                g[r, i] = 0.0
-            for i in range(d):
-                ei = e[i]
-                for j in range(d):
-                    g[r, j] += ei * a[i, j]
+            _row_times(e, a, g[r])
             for i in range(d):
                 grads[t, r, i] = g[r, i]
                 iterates[t, r, i] = w[r, i]

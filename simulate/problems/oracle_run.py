@@ -24,7 +24,7 @@ from ..pipeline import (
 )
 from ..rng import problem_generator
 from ..trace import RunConstants, Trace, log_steps
-from .oracle import LeastSquares, OracleProblem, Quadratic, row_dot
+from .oracle import LeastSquares, OracleProblem, Quadratic, row_dot, sum_in_order
 from .oracle_kernels import quadratic_steps
 from .sizes import ORACLE_PROBLEMS
 
@@ -244,9 +244,20 @@ class OracleTraining:
         if self._monitor is not None:
             self._monitor.observe(k, self.w)
         self._t += 1
+        self._report(k)
+
+    def _report(self, k: int) -> None:
+        """Report the updates done up to iterate ``k`` to the progress callable."""
         if self._progress is not None and k > self._reported:
             self._progress(k - self._reported)
             self._reported = k
+
+    def _draw_noise(self, k: int) -> None:
+        """At the start of a noise chunk, its standard normals, member by member."""
+        if k % self._chunk == 0:
+            rows = min(self._chunk, self.config.steps - k)
+            self._xi = np.stack([r.standard_normal((rows, *self._noise_shape), self._dtype)
+                                 for r in self._noise_rngs])
 
     def step(self, k: int) -> None:
         """Update ``k``: the signal at the (stale) point read, its write(s), the replicas'
@@ -260,10 +271,7 @@ class OracleTraining:
         config, problem = self.config, self.problem
         self._sum_grad_norm2 += self._gn2
         chunk = self._chunk
-        if k % chunk == 0:
-            rows = min(chunk, config.steps - k)
-            self._xi = np.stack([r.standard_normal((rows, *self._noise_shape), self._dtype)
-                                 for r in self._noise_rngs])
+        self._draw_noise(k)
         g = self._g
         if not self._stale.stale:
             versions = (k,) * config.stages
@@ -341,10 +349,7 @@ class OracleTraining:
         max_abs = np.empty((piece, rows), self._dtype)
         k = 0
         while k < steps:
-            if k % chunk == 0:
-                self._xi = np.stack([r.standard_normal((min(chunk, steps - k),
-                                                        *self._noise_shape), self._dtype)
-                                     for r in self._noise_rngs])
+            self._draw_noise(k)
             start = k % chunk
             count = min(piece, steps - k, chunk - start)
             xi = self._xi[:, start:start + count]
@@ -355,9 +360,8 @@ class OracleTraining:
                             terms["starts"], terms["ends"], terms["ring"], k, self._w_lo,
                             self._w_hi, grads[:count], iterates[:count], max_abs[:count])
             gn2 = row_dot(grads[:count], grads[:count])  # iterates k + 1 .. k + count
-            before = np.concatenate([self._gn2[None], gn2[:count - 1]])
-            self._sum_grad_norm2 = np.cumsum(np.concatenate([self._sum_grad_norm2[None],
-                                                             before]), axis=0)[-1]
+            self._sum_grad_norm2 = sum_in_order(self._sum_grad_norm2,  # iterates k .. k+count-1
+                                                np.concatenate([self._gn2[None], gn2[:-1]]))
             # check_divergence's test (False for nan) on every iterate of the piece at once
             ok = ((np.abs(gn2) <= self._g_limit).all(axis=1)
                   & (max_abs[:count] <= self._w_limit).all(axis=1))
@@ -376,22 +380,19 @@ class OracleTraining:
                           observe: WeightsHook | None) -> None:
         """:meth:`measure` (and ``observe``) at the logging points among the iterates
         ``k + 1 .. k + count`` recorded by the compiled loop (``gn2``, ``grads``, ``iterates``
-        indexed from iterate ``k + 1``), the loss as :meth:`OracleProblem.grad_and_loss`."""
+        indexed from iterate ``k + 1``), the loss by :meth:`Quadratic.loss_from_grad`."""
         first = int(np.searchsorted(self.log_at, k + 1, side="left"))
         last = int(np.searchsorted(self.log_at, k + count, side="right"))
         logged = self.log_at[first:last]
         if count == 0 or not logged.size:
             return
         at = logged - (k + 1)
-        loss = 0.5 * row_dot(grads[at], iterates[at] - self.problem.w_star)
+        loss = self.problem.loss_from_grad(iterates[at], grads[at])
         self._loss[:, first:last], self._grad_norm2[:, first:last] = loss.T, gn2[at].T
         if self._monitor is not None:
             self._monitor.observe_all(logged, iterates[at])
         self._t = last
-        end = int(logged[-1])
-        if self._progress is not None and end > self._reported:
-            self._progress(end - self._reported)
-            self._reported = end
+        self._report(int(logged[-1]))
         if observe is not None:
             for step, t in zip(logged, at, strict=True):
                 observe(int(step), iterates[t])

@@ -23,7 +23,7 @@ from theory.errors import ParameterError
 
 from ..config import SimConfig, device_from_config
 from ..engine import run
-from ..problems import NETWORK_PROBLEMS, make_problem, stage_blocks
+from ..problems import NETWORK_PROBLEMS, make_problem, stage_blocks, sum_in_order
 from ..problems.oracle import Quadratic
 from ..trace import Trace
 
@@ -115,7 +115,7 @@ class _IterateSums:
     The iterates are copied into a buffer of :data:`_BUFFERED` and evaluated a buffer at a time
     (one call of the device's ``G`` on all of them instead of one per iterate: verify's runs log
     every iterate); per iterate the row-wise ``G`` and means are those of one call on that
-    iterate alone, and ``cumsum`` over the buffer adds them in order to the running sums.
+    iterate alone, and :func:`simulate.problems.oracle.sum_in_order` adds them in order.
     """
 
     def __init__(self, config: SimConfig, device, w_star: np.ndarray):
@@ -147,8 +147,8 @@ class _IterateSums:
         rows = held.reshape(n * held.shape[1], held.shape[2])
         g2 = g2_of_weights(self._config, rows, self._device).reshape(n, -1)
         d2 = np.mean((rows - self._w_star) ** 2, axis=1).reshape(n, -1)
-        self._total = np.cumsum(np.concatenate([self._total[None], g2]), axis=0)[-1]
-        self._distance2 = np.cumsum(np.concatenate([self._distance2[None], d2]), axis=0)[-1]
+        self._total = sum_in_order(self._total, g2)
+        self._distance2 = sum_in_order(self._distance2, d2)
         self._points += n
         self._filled = 0
 
