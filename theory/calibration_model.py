@@ -84,7 +84,7 @@ def _staleness_parts(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
     one, cross, two = sp.Integer(0), sp.Integer(0), sp.Integer(0)
     for term in sp.Add.make_args(part):
         exponent = term.as_powers_dict().get(D_sym, 0)
-        rest = sp.simplify(term / D_sym**exponent)
+        rest = sp.factor(term / D_sym**exponent)
         if exponent == 1:
             one += rest
         elif exponent == sp.Rational(3, 2):
@@ -93,7 +93,7 @@ def _staleness_parts(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
             two += rest
         else:
             raise ParameterError(f"staleness term {term} has D^{exponent}: not in the form")
-    return sp.simplify(one), sp.simplify(cross), sp.simplify(two)
+    return sp.factor(one), sp.factor(cross), sp.factor(two)
 
 
 def _young(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
@@ -125,18 +125,18 @@ def _proved_coefficients(mode: str, write: str = "batch-mean") -> tuple[sp.Expr,
     else:
         expr = sp.expand(bound.expr)
         batch_noise = batch_floor = b_sym
-    transient = sp.simplify(expr.coeff(K_sym, -1) * alpha)
+    transient = sp.factor(expr.coeff(K_sym, -1) * alpha)
     rest = sp.expand(expr - transient / (alpha * K_sym))
     noise = rest.coeff(alpha, 1) * batch_noise
     floor = rest.coeff(alpha, 0) * batch_floor
     out = [transient, noise, floor]
     if mode == "async":
-        out = [sp.simplify(x.subs({D_sym: 1, b_sym: 1} if write == "per-sample" else {D_sym: 1}))
+        out = [sp.factor(x.subs({D_sym: 1, b_sym: 1} if write == "per-sample" else {D_sym: 1}))
                for x in out]  # Min(1, D) = 1 of 4'B's floor for D >= 1
         s1, _ = _young(expr)
         _, s2 = _young(get_bound(BIAS_FORMS[mode, write]).expr)
         out += [s1 * b_sym, s2 * (b_sym if write == "batch-mean" else 1)]
-    return tuple(sp.simplify(x) for x in out)
+    return tuple(sp.factor(x) for x in out)
 
 
 def theory_coefficients(mode: str, values: Mapping[str, float],
