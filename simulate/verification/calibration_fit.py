@@ -83,8 +83,8 @@ def observations(points: Sequence[DesignPoint], means: Sequence[np.ndarray],
     """Per mode, the rows ``(M, B, b, lr, K, eps)`` of the reached targets of every point."""
     rows: dict[str, list] = {"sync": [], "async": []}
     for p, mean, eps in zip(points, means, targets, strict=True):
-        for e in eps:
-            k = int(first_hit(mean, e))
+        hits = first_hit(mean, np.asarray(eps, dtype=float)[:, None])  # one row per target
+        for e, k in zip(eps, hits.tolist(), strict=True):
             if k:
                 rows[p.mode].append((p.stages, p.micro_batches, p.micro_batch_size, p.lr, k, e))
     return {mode: np.asarray(r, dtype=float).reshape(-1, 6) for mode, r in rows.items()}

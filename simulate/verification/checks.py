@@ -75,7 +75,7 @@ from theory.admissible import compiled_bound, predicted_guarantee, step_cap, tig
 from theory.errors import ParameterError, check_range
 from theory.mixed import digital_block, mixed_constants, shares_from_sizes
 from theory.schedules import write_delay
-from theory.theorems import REGISTRY, bound_for, get_bound
+from theory.theorems import bound_for, get_bound, names, registry
 
 from ..config import SimConfig, device_from_config
 from ..engine import run
@@ -102,9 +102,7 @@ __all__ = [
 
 #: registry entries checkable on the oracle problems: the derived ones (their algorithm and
 #: pipeline mode are the entry's own ``Bound.algorithm`` and ``Bound.mode``)
-CHECKABLE: tuple[str, ...] = tuple(
-    name for name, bound in REGISTRY.items() if bound.provenance == "derived"
-)
+CHECKABLE: tuple[str, ...] = names("derived")
 
 #: the SimConfig settings of Corollary TT0's Tiki-Taka variant (the derived tiki-taka entries)
 TT0_SETTINGS: dict = {"tt_gamma": 0.0, "transfer_slice": "all", "fast_device": "digital",
@@ -159,7 +157,7 @@ def _validate(name: str, config: SimConfig) -> None:
             "or the entry of the config's write semantics, theory.theorems.bound_for)"
         )
     if config.grad_bias != 0 and bound.gradient == "unbiased":
-        biased = [x for x, bd in REGISTRY.items() if bd.gradient != "unbiased"]
+        biased = [x for x, bd in registry().items() if bd.gradient != "unbiased"]
         raise ParameterError(
             f"grad_bias={config.grad_bias:g}: {name} assumes an unbiased gradient (A2); valid: "
             f"grad_bias=0, or a biased-gradient entry ({', '.join(biased)})"

@@ -82,9 +82,10 @@ def running_average(grad_norm2: np.ndarray) -> np.ndarray:
     return np.cumsum(grad_norm2, axis=-1) / np.arange(1, grad_norm2.shape[-1] + 1)
 
 
-def first_hit(curve, eps: float) -> np.ndarray:
+def first_hit(curve, eps) -> np.ndarray:
     """The smallest ``K >= 1`` with ``curve[..., K - 1] <= eps`` along the last axis; 0 where the
-    curve never gets there (int64, the shape of ``curve`` without its last axis)."""
+    curve never gets there (int64, the shape of ``curve`` without its last axis). ``eps``
+    broadcasts against ``curve`` (``levels[:, None]``: one row per level of one curve)."""
     hit = np.asarray(curve, dtype=float) <= eps
     return np.where(hit.any(axis=-1), hit.argmax(axis=-1) + 1, 0).astype(np.int64)
 

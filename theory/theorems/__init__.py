@@ -36,7 +36,7 @@ dictionary), not at import. The package's rooms:
 - :mod:`theory.theorems.delayed`: the asynchronous pipeline's (Theorems 4', 4'B, 4'PS, 2M (c),
   Corollary TT0-AP) and their constants (:func:`ap_kappa`, :func:`ap_inv_step_cap`, ...);
 - :mod:`theory.theorems.entries`: the table of rows, :func:`registry`, :func:`get_bound`,
-  :func:`bounds_for`, :func:`bound_for`.
+  :func:`bounds_for`, :func:`bound_for`, :func:`names` (the rows' names, no entry built).
 """
 
 from __future__ import annotations
@@ -58,13 +58,13 @@ from .delayed import (
     ap_kappa_3,
     ap_root,
 )
-from .entries import bound_for, bounds_for, get_bound, registry
+from .entries import bound_for, bounds_for, get_bound, names, registry
 
 __all__ = [
     "ALGORITHMS", "Bound", "FLOOR_KINDS", "GRADIENT_SIGNALS", "LATEX_NAMES", "LHS_LATEX",
     "MIXED_ENTRIES", "PROVENANCES", "REGISTRY", "WRITE_SEMANTICS",
     "ap_b_floor_factor", "ap_general_parts", "ap_inv_step_cap", "ap_kappa", "ap_kappa_3", "ap_root",
-    "bound_for", "bounds_for", "get_bound", "registry",
+    "bound_for", "bounds_for", "get_bound", "names", "registry",
 ]
 
 

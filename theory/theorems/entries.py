@@ -4,7 +4,9 @@ Each row names its provenance, reference, proof, schedule, algorithm, write sema
 signal and conditions, and the formula of :mod:`theory.theorems.formulas` or
 :mod:`theory.theorems.delayed` that gives its expressions. :func:`registry` turns the rows into
 :class:`~theory.theorems.Bound` objects once (the symbolic work takes seconds, so it is not done
-at import); :func:`get_bound`, :func:`bounds_for` and :func:`bound_for` read it.
+at import); :func:`get_bound`, :func:`bounds_for` and :func:`bound_for` read it. Until something
+asks for the whole registry, they build only the entries they return (each once, the same object
+the registry holds later), and :func:`names` lists the rows without building any.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from .formulas import (
     tiki_taka_reset_parts,
 )
 
-__all__ = ["bound_for", "bounds_for", "get_bound", "registry"]
+__all__ = ["bound_for", "bounds_for", "get_bound", "names", "registry"]
 
 
 @dataclass(frozen=True)
@@ -453,6 +455,16 @@ _ROWS = (
 )
 
 
+#: every row by name
+_ROW_OF = {row.name: row for row in _ROWS}
+
+
+@cache
+def _entry(name: str) -> Bound:
+    """The entry of row ``name``, built once (the registry holds this same object)."""
+    return _ROW_OF[name].build()
+
+
 @cache
 def registry() -> dict[str, Bound]:
     """Every bound by name, in a fixed order (derived first, then the literature rows).
@@ -460,18 +472,29 @@ def registry() -> dict[str, Bound]:
     Built on the first call and cached: every later call returns the same dictionary, which is
     also :data:`theory.theorems.REGISTRY`.
     """
-    return {row.name: row.build() for row in _ROWS}
+    return {row.name: _entry(row.name) for row in _ROWS}
+
+
+def _known() -> dict[str, Bound] | dict[str, _Row]:
+    """Every entry by name: the registry once it is built (with anything added to it), else the
+    rows, none built (a row has its entry's provenance, mode, algorithm, write, gradient and
+    floor kind)."""
+    return registry() if registry.cache_info().currsize else _ROW_OF
+
+
+def names(provenance: str | None = None) -> tuple[str, ...]:
+    """The registry's names in its order (of one ``provenance`` if given), building no entry."""
+    return tuple(name for name, item in _known().items()
+                 if provenance is None or item.provenance == provenance)
 
 
 def get_bound(name: str) -> Bound:
     """Return the registry entry ``name``; :class:`ParameterError` lists the valid names."""
-    entries = registry()
-    try:
-        return entries[name]
-    except KeyError:
-        raise ParameterError(
-            f"bound={name!r} is unknown; valid: {', '.join(entries)}"
-        ) from None
+    known = _known()
+    if name not in known:
+        raise ParameterError(f"bound={name!r} is unknown; valid: {', '.join(known)}")
+    item = known[name]
+    return item if isinstance(item, Bound) else _entry(name)
 
 
 def _check_choice(name: str, value: str, valid: tuple[str, ...]) -> None:
@@ -479,17 +502,19 @@ def _check_choice(name: str, value: str, valid: tuple[str, ...]) -> None:
         raise ParameterError(f"{name}={value!r} is unknown; valid: {', '.join(valid)}")
 
 
-def _derived_by_kind() -> dict[tuple[str, str, str, str], tuple[Bound, ...]]:
-    """``(mode, algorithm, write, gradient)`` -> the ``derived`` entries of that kind with a
-    worst-case floor (the local-floor rows of Theorem LF need a measured ``G2_iter``), in order.
+def _derived_by_kind() -> dict[tuple[str, str, str, str], tuple[str, ...]]:
+    """``(mode, algorithm, write, gradient)`` -> the names of the ``derived`` entries of that
+    kind with a worst-case floor (the local-floor rows of Theorem LF need a measured
+    ``G2_iter``), in order.
 
-    Read from :func:`registry` on every call, so that an entry added to it is found.
+    Read on every call (from the rows, or from :func:`registry` once it is built, so that an
+    entry added to it is found); only the entries returned are built.
     """
-    table: dict[tuple[str, str, str, str], tuple[Bound, ...]] = {}
-    for bound in registry().values():
-        if bound.provenance == "derived" and bound.floor_kind == "worst-case":
-            kind = (bound.mode, bound.algorithm, bound.write, bound.gradient)
-            table[kind] = (*table.get(kind, ()), bound)
+    table: dict[tuple[str, str, str, str], tuple[str, ...]] = {}
+    for name, item in _known().items():
+        if item.provenance == "derived" and item.floor_kind == "worst-case":
+            kind = (item.mode, item.algorithm, item.write, item.gradient)
+            table[kind] = (*table.get(kind, ()), name)
     return table
 
 
@@ -540,7 +565,8 @@ def bounds_for(mode: str, algorithm: str = "analog",
                                ("gradient", gradient, GRADIENT_SIGNALS)):
         _check_choice(name, value, valid)
     wanted = "batch-mean" if algorithm == "digital" else write
-    found = _derived_by_kind().get((mode, algorithm, wanted, gradient), ())
+    found = tuple(get_bound(name) for name in
+                  _derived_by_kind().get((mode, algorithm, wanted, gradient), ()))
     if not found:
         raise ParameterError(_no_bound_message(mode, algorithm, write, gradient))
     return found
