@@ -39,7 +39,7 @@ import math
 
 import numpy as np
 from scipy.optimize import least_squares
-from scipy.stats import f as f_dist
+from scipy.special import fdtri  # the F quantile, scipy.stats.f.ppf's bits without its import
 
 from theory.calibration import (
     COEFFICIENTS,
@@ -169,7 +169,7 @@ def profile_bound(mode: str, obs: np.ndarray, start: float, write: str, best: np
     coefficients of the fit, ``rss`` its residual sum of squares."""
     n, p = obs.shape[0], len(COEFFICIENTS[mode])
     dof = max(n - p, 1)
-    limit = rss * (1.0 + float(f_dist.ppf(level, 1, dof)) / dof) + 1e-300
+    limit = rss * (1.0 + float(fdtri(1, dof, level)) / dof) + 1e-300
 
     def inside(t: float) -> bool:
         return fit_log(mode, obs, start, write, best, {index: t})[1] <= limit
