@@ -15,7 +15,11 @@ from simulate.device import Updater
 from simulate.problems import OracleTraining, make_problem
 from simulate.problems.oracle import LeastSquares, Quadratic
 from simulate.problems.oracle_kernels import matvec, matvec_numpy
+from simulate.verification.checks import TT0_SETTINGS
 from theory.errors import DivergenceError
+
+#: Corollary TT0's Tiki-Taka, the variant the compiled loop takes
+TT0 = {"algorithm": "tiki-taka", **TT0_SETTINGS}
 
 
 @settings(max_examples=60, deadline=None)
@@ -113,13 +117,21 @@ COMPILED = [
     {"algorithm": "mixed", "stages": 2, "digital_stages": "1,2", "write": "per-sample",
      "micro_batch_size": 2},
     {"lr": 3.0, "tau": 0.3, "dim": 4, "stages": 2},  # pinned at the bounds: the warning
+    # Corollary TT0's Tiki-Taka (TT0_SETTINGS): fresh, asynchronous, per-sample, no transfer
+    {**TT0, "transfer_every": 4, "transfer_lr": 0.7},
+    {**TT0, "mode": "async", "stages": 4, "transfer_every": 2, "grad_bias": 0.1},
+    {**TT0, "mode": "sync", "stages": 3, "micro_batches": 2, "write": "per-sample",
+     "micro_batch_size": 3, "transfer_every": 5},
+    {**TT0, "transfer_every": 3, "transfer_lr": 0.0},
+    {**TT0, "transfer_every": 1, "lr": 2.0, "tau": 0.3, "dim": 4},  # pinned: the warning
 ]
 
 
 @pytest.mark.parametrize("options", COMPILED)
 def test_the_compiled_loop_has_the_bits_of_the_step_loop(options):
     config = SimConfig(problem="quadratic", steps=300, seeds=3, log_every=7, **options)
-    (fast, fast_seen, fast_warned, _), (slow, slow_seen, slow_warned, _) = _two_paths(config)
+    (fast, fast_seen, fast_warned, fast_state), (slow, slow_seen, slow_warned, slow_state) = \
+        _two_paths(config)
     for name in ("step", "cycles", "loss", "grad_norm2", "max_abs_w", "w_min_visited",
                  "w_max_visited", "avg_grad_norm2"):
         left, right = np.asarray(getattr(fast, name)), np.asarray(getattr(slow, name))
@@ -128,10 +140,15 @@ def test_the_compiled_loop_has_the_bits_of_the_step_loop(options):
     pairs = zip(fast_seen, slow_seen, strict=True)
     assert all(a.tobytes() == b.tobytes() for (_, a), (_, b) in pairs)
     assert fast_warned == slow_warned
+    if options.get("algorithm") == "tiki-taka":  # the state left behind: A, C and the counts
+        left, right = fast_state._updater, slow_state._updater
+        assert left.a.tobytes() == right.a.tobytes() and left.c.tobytes() == right.c.tobytes()
+        assert (left.count, left.writes) == (right.count, right.writes)
 
 
-def test_the_pinned_case_warns():
-    config = SimConfig(problem="quadratic", steps=300, seeds=3, log_every=7, **COMPILED[-1])
+@pytest.mark.parametrize("options", [COMPILED[8], COMPILED[-1]])
+def test_the_pinned_cases_warn(options):
+    config = SimConfig(problem="quadratic", steps=300, seeds=3, log_every=7, **options)
     assert any("pinned" in message for message in _two_paths(config)[0][2])
 
 
@@ -152,7 +169,11 @@ def test_the_compiled_loop_diverges_where_the_step_loop_does(options):
 
 
 @pytest.mark.parametrize("options", [{"problem": "least-squares"}, {"replicas": 2},
-                                     {"algorithm": "tiki-taka"}, {"device": "ecram-linearstep"},
+                                     {"algorithm": "tiki-taka"}, {**TT0, "tt_gamma": 0.5},
+                                     {**TT0, "transfer_slice": "column"},
+                                     {**TT0, "transfer_reset": False}, {**TT0, "dtype": "float32"},
+                                     {**TT0, "fast_device": "softbounds"},
+                                     {"device": "ecram-linearstep"},
                                      {"update": "pulsed"}, {"dim": 1, "stages": 1},
                                      {"algorithm": "mixed", "stages": 2, "digital_stages": "1",
                                       "device": "ecram-linearstep"}])

@@ -13,7 +13,9 @@ without einsum's dispatch and iterator set-up, which cost most of an oracle upda
 ensemble sizes of verify (2.3x at ``48 x 64`` by ``64 x 64``, more for smaller ``d``).
 
 :func:`quadratic_steps` is the update loop of the common oracle run on the quadratic (digital or
-expected soft-bounds writes or both, batch-mean or per-sample, read fresh or stale): the
+expected soft-bounds writes or both, batch-mean or per-sample, read fresh or stale; and
+Corollary TT0's Tiki-Taka, whose writes go to a digital buffer moved onto the weights by the
+expected soft-bounds write every ``T`` updates): the
 operations of :class:`simulate.problems.oracle_run.OracleTraining`'s numpy steps on each element,
 in their order, and the product as :func:`matvec`, so the same bits (tested against the numpy path,
 ``tests/test_oracle_kernels.py``). Compiled with ``numba.njit(cache=True)`` (no fastmath: no
@@ -75,10 +77,19 @@ def _matvec(x, a):  # pragma: no cover - compiled
     return out
 
 
+@numba.njit(cache=True, inline="always")
+def _soft_bounds(x, dw, tau, lo, hi):  # pragma: no cover - compiled
+    """The expected soft-bounds write of ``dw`` on ``x``: ``clip((dw - |dw| (x / tau)) + x)``
+    (:func:`simulate.device.updates.expected_update`'s operations at ``G = w / tau``)."""
+    v = (dw - abs(dw) * (x / tau)) + x
+    v = lo if v < lo else v
+    return hi if v > hi else v
+
+
 @numba.njit(cache=True)
 def quadratic_steps(w, g, w_star, a, xi, noise_scale, step, bias, analog, tracked, tau, lo, hi,
-                    delays, starts, ends, ring, k0, w_lo, w_hi, grads, iterates,
-                    max_abs):  # pragma: no cover - compiled
+                    delays, starts, ends, ring, k0, w_lo, w_hi, grads, iterates, max_abs,
+                    fast, every, beta):  # pragma: no cover - compiled
     r"""Updates ``k0, ..., k0 + T - 1`` of a quadratic oracle run, in place.
 
     Per member ``r`` and update ``k``: the signal read at the current or stale point (block
@@ -87,6 +98,13 @@ def quadratic_steps(w, g, w_star, a, xi, noise_scale, step, bias, analog, tracke
     expected soft-bounds update :math:`\mathrm{clip}(\Delta w - |\Delta w|\,(w/\tau) + w)`, on a
     digital one :math:`w + \Delta w`), the visited extremes of the ``tracked`` weights, then the
     gradient :math:`A (W - W^*)` at the new iterate.
+
+    With ``every > 0``, Corollary TT0's Tiki-Taka (:mod:`simulate.device.tiki_taka` with
+    ``gamma = 0``, every column, the reset and a digital fast buffer): the writes go to the
+    buffer ``fast`` (:math:`A + \Delta w`), ``w`` is the slow array ``C`` (the weights read), and
+    after every ``every``-th update (:math:`(k + 1) \bmod T = 0`) every weight takes the expected
+    soft-bounds update of increment :math:`\beta A` (if :math:`\beta \ne 0`), then ``A = 0``;
+    the visited extremes are those of ``C`` after the event (``C`` does not move between events).
 
     Parameters
     ----------
@@ -114,6 +132,12 @@ def quadratic_steps(w, g, w_star, a, xi, noise_scale, step, bias, analog, tracke
         Output: the gradient and the iterate after each update.
     max_abs : ndarray, shape (T, R)
         Output: :math:`\max_i |w_i|` after each update (``nan`` if a weight is ``nan``).
+    fast : ndarray, shape (R, d)
+        Tiki-Taka's buffer ``A``, updated in place (unused when ``every == 0``).
+    every : int
+        Tiki-Taka's ``T`` (0: no Tiki-Taka).
+    beta : scalar
+        Tiki-Taka's transfer rate.
     """
     rows, d = w.shape
     updates, n = xi.shape[1], xi.shape[2]
@@ -147,15 +171,25 @@ def quadratic_steps(w, g, w_star, a, xi, noise_scale, step, bias, analog, tracke
                     if biased:
                         signal = signal + bias[i]
                     dw = step * signal
+                    if every:
+                        fast[r, i] = fast[r, i] + dw
+                        continue
                     x = w[r, i]
                     if analog[i]:
-                        v = (dw - abs(dw) * (x / tau)) + x
-                        v = lo if v < lo else v
-                        v = hi if v > hi else v
+                        v = _soft_bounds(x, dw, tau, lo, hi)
                     else:
                         v = x + dw
                     w[r, i] = v
                     if tracked[i]:
+                        low = v if v < low else low
+                        high = v if v > high else high
+            if every and (k + 1) % every == 0:  # Tiki-Taka's transfer event
+                for i in range(d):
+                    if beta != 0:
+                        w[r, i] = _soft_bounds(w[r, i], beta * fast[r, i], tau, lo, hi)
+                    fast[r, i] = 0.0
+                    if tracked[i]:
+                        v = w[r, i]
                         low = v if v < low else low
                         high = v if v > high else high
             w_lo[r], w_hi[r] = low, high

@@ -295,13 +295,17 @@ class OracleTraining:
         the quadratic (``d >= 2``) in float64 or float32, one replica, the ``analog``,
         ``digital`` or ``mixed`` algorithm with the digital or the expected update of a device
         whose ``G`` is ``w / tau`` (soft bounds; :func:`simulate.device.updates.ratio_tau`), no
-        spread, and no version hook."""
+        spread, and no version hook; and in float64 Corollary TT0's Tiki-Taka
+        (:meth:`_tiki_taka_terms`) on such a device."""
         config, problem, updater = self.config, self.problem, self._updater
         dtype = self._dtype
+        tt = self._tiki_taka_terms()
+        if tt is not None:
+            updater = updater.slow  # C's update; A's is the digital buffer
         if not (isinstance(problem, Quadratic) and problem.dim >= 2
                 and problem.A.flags.c_contiguous and problem.A.dtype == dtype
                 and dtype in (np.float64, np.float32) and config.replicas == 1
-                and config.algorithm in ("analog", "digital", "mixed")
+                and (config.algorithm in ("analog", "digital", "mixed") or tt is not None)
                 and self._spread is None and self._record_versions is None
                 and isinstance(updater, Updater) and updater.kind in ("digital", "expected")):
             return None
@@ -329,7 +333,23 @@ class OracleTraining:
                 "starts": np.array([b.start for b in blocks], dtype=np.int64),
                 "ends": np.array([b.stop for b in blocks], dtype=np.int64),
                 "ring": np.repeat(self.w[None], int(delays.max()) + 1 if self._stale.stale
-                                  else 1, axis=0)}
+                                  else 1, axis=0),
+                **(tt or {"fast": np.empty((0, 0), dtype), "every": 0, "beta": scalar(0.0)})}
+
+    def _tiki_taka_terms(self) -> dict | None:
+        """The Tiki-Taka arguments of the compiled loop, or ``None``: it takes Corollary TT0's
+        variant (``gamma = 0``, every column of every tile, the reset, a digital fast buffer;
+        :data:`simulate.verification.checks.TT0_SETTINGS`) in float64 (the state computes in
+        float64) whose event moves the weights in order."""
+        tt = self._updater
+        if not isinstance(tt, tiki_taka.TikiTaka):
+            return None
+        rule = tt.rule
+        if not (self._dtype == np.float64 and rule.gamma == 0 and rule.slice == "all"
+                and rule.reset and tt.fast.kind == "digital"
+                and np.array_equal(tt.due_columns(), np.arange(self.problem.dim))):
+            return None
+        return {"fast": tt.a.copy(), "every": rule.every, "beta": np.float64(rule.lr)}
 
     def _run_compiled(self, terms: dict, observe: WeightsHook | None) -> None:
         """:meth:`run`'s loop through the compiled kernel: the updates in pieces (at most one
@@ -358,7 +378,8 @@ class OracleTraining:
                             terms["step"], terms["bias"], terms["analog"], terms["tracked"],
                             terms["tau"], terms["lo"], terms["hi"], terms["delays"],
                             terms["starts"], terms["ends"], terms["ring"], k, self._w_lo,
-                            self._w_hi, grads[:count], iterates[:count], max_abs[:count])
+                            self._w_hi, grads[:count], iterates[:count], max_abs[:count],
+                            terms["fast"], terms["every"], terms["beta"])
             gn2 = row_dot(grads[:count], grads[:count])  # iterates k + 1 .. k + count
             self._sum_grad_norm2 = sum_in_order(self._sum_grad_norm2,  # iterates k .. k+count-1
                                                 np.concatenate([self._gn2[None], gn2[:-1]]))
@@ -375,6 +396,9 @@ class OracleTraining:
             k += count
         self.w = self._w_bar = w
         self._g = g
+        if terms["every"]:  # the Tiki-Taka state after the run, as the step loop leaves it
+            tt, writes = self._updater, terms["n"]
+            tt.a, tt.c, tt.count, tt.writes = terms["fast"], w.copy(), steps, steps * writes
 
     def _measure_compiled(self, k: int, count: int, gn2, grads, iterates,
                           observe: WeightsHook | None) -> None:
