@@ -30,3 +30,13 @@ def dask_scheduler():
         dashboard_address=None,
     ) as cluster:
         yield cluster.scheduler_address
+
+
+@pytest.fixture
+def step_loop(monkeypatch):
+    """The oracle runs take the numpy step loop, whose every write goes through the updater's
+    methods (a test that instruments them, e.g. ``TikiTaka.transfer``, needs it): the compiled
+    loop, with the same bits (``tests/test_oracle_kernels.py``), calls none of them."""
+    from simulate.problems import OracleTraining
+
+    monkeypatch.setattr(OracleTraining, "_compiled_terms", lambda self: None)

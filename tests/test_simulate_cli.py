@@ -148,7 +148,8 @@ def test_a_pinned_run_prints_one_warning_line_and_succeeds(capsys):
     assert capsys.readouterr().err == ""
 
 
-def test_tiki_taka_transfer_every_counts_updates_under_per_sample_writes(capsys, monkeypatch):
+def test_tiki_taka_transfer_every_counts_updates_under_per_sample_writes(capsys, monkeypatch,
+                                                                         step_loop):
     """``--transfer-every T`` is in updates (its help says so): a per-sample run of n = 4 samples
     per update transfers after every T-th update, not every T-th write."""
     import argparse

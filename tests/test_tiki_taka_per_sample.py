@@ -32,8 +32,9 @@ from theory import ParameterError
 
 
 @pytest.fixture
-def transfers(monkeypatch):
-    """The number of transfer events of the runs made while the fixture is active."""
+def transfers(monkeypatch, step_loop):
+    """The number of transfer events of the runs made while the fixture is active (the oracle
+    runs on the step loop, which calls ``TikiTaka.transfer``)."""
     events = []
     original = TikiTaka.transfer
 

@@ -62,7 +62,7 @@ def _tt0_config(mode: str, **settings) -> SimConfig:
     ("sync", dict(stages=3, micro_batches=2, micro_batch_size=2, transfer_every=3)),
     ("async", dict(stages=4, micro_batch_size=3, transfer_every=2)),
 ])
-def test_step1_the_weights_move_only_at_the_events(monkeypatch, mode, settings):
+def test_step1_the_weights_move_only_at_the_events(monkeypatch, step_loop, mode, settings):
     """Step 1: each per-sample write returns the effective weights; they change only at the
     write that ends a T-th update (n writes per update), in every mode."""
     seen = []
