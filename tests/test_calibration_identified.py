@@ -71,6 +71,20 @@ def test_model_at_the_proof_coefficients_is_theorem_4b_and_young_of_4prime():
     assert one["bias"] == pytest.approx(4 * mean["bias"]) and one["staleness"] == mean["staleness"]
 
 
+@pytest.mark.parametrize("mode, write", [("sync", "batch-mean"), ("async", "batch-mean"),
+                                         ("sync", "per-sample"), ("async", "per-sample")])
+def test_the_proved_coefficients_are_products_of_the_problem_constants(mode, write):
+    """Factored, each coefficient is free of the batch, the delay, the step and ``K`` (the
+    model's form carries them), and its value is the proof's at the problem's constants."""
+    from theory.calibration_model import _proved_coefficients
+    from theory.symbols import K as K_sym
+
+    for expr in _proved_coefficients(mode, write):
+        assert not expr.free_symbols & {b_sym, D_sym, alpha, K_sym}, expr
+    values = theory_coefficients(mode, VALUES, write)
+    assert all(math.isfinite(v) and v > 0 for v in values.values())
+
+
 def _curves(points, rng, scale=None, noise=0.02, coefficients=TRUE):
     """Per-seed running averages of the model; ``scale[i]`` multiplies point i's c_K (a model
     error of its pipeline)."""

@@ -580,3 +580,36 @@ def test_ap_eps1_coefficient_growth_in_delay():
     # the cap is the one stored for both entries
     for name in ASYNC_ANALOG:
         assert is_zero(REGISTRY[name].inv_step_cap - ap_inv_step_cap())
+
+
+def test_get_bound_builds_only_its_entry_until_the_registry_is_asked_for():
+    """In a fresh interpreter: ``names`` builds nothing, ``get_bound`` and ``bounds_for`` build the
+    entries they return, and the registry built afterwards holds those same objects."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    code = (
+        "import json\n"
+        "from theory.theorems import entries as e\n"
+        "derived = e.names('derived')\n"
+        "built_by_names = e._entry.cache_info().currsize\n"
+        "one = e.get_bound('analog_sgd_sp')\n"
+        "found = e.bounds_for('async')\n"
+        "built = e._entry.cache_info().currsize\n"
+        "full = e.registry()\n"
+        "print(json.dumps({'names': built_by_names, 'built': built, 'whole': len(full),\n"
+        "    'same': full['analog_sgd_sp'] is one and all(full[b.name] is b for b in found),\n"
+        "    'derived': list(derived) == [k for k, b in full.items()\n"
+        "                                 if b.provenance == 'derived'],\n"
+        "    'all': list(e.names()) == list(full), 'found': [b.name for b in found]}))\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=120, check=True)
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert out["names"] == 0 and out["built"] == 1 + len(out["found"]) < out["whole"]
+    assert out["same"] and out["derived"] and out["all"]
+    assert out["found"] == [b.name for b in bounds_for("async")]
