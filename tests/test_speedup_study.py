@@ -14,6 +14,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from paper_figures import speedup
 from simulate import NetworkSpec, SimConfig, train_network
@@ -351,3 +353,21 @@ def test_write_setting_reaches_every_run():
     plain = [speedup._config(TINY, a[4], a[0], a[1], 0.0125, a[2], a[3], a[5])
              for a in speedup._plan(TINY).values() if not a[3]]
     assert all(c.write == "batch-mean" for c in plain)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seeds=st.integers(1, 12), rows=st.integers(1, 6), kind=st.sampled_from(["real", "ties"]),
+       nan=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_weighted_medians_have_the_bits_of_numpys_median(seeds, rows, kind, nan, seed):
+    """All resamples at once give ``numpy.median`` of each resample's repeated values."""
+    from simulate.verification.tuning import _weighted_medians
+
+    rng = np.random.default_rng(seed)
+    values = (rng.standard_normal(seeds) * 1e3 if kind == "real"
+              else rng.integers(0, 3, seeds).astype(float) * 100.0)
+    if nan:
+        values[0] = np.nan
+    counts = rng.multinomial(seeds, np.full(seeds, 1 / seeds), size=rows)
+    want = np.array([np.median(np.repeat(values, row)) for row in counts])
+    got = _weighted_medians(values, counts)
+    assert got.tobytes() == want.tobytes()

@@ -257,8 +257,23 @@ class Speedup:
 
 
 def _weighted_medians(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Median of ``values`` repeated ``counts[j]`` times, for every row ``j`` of ``counts``."""
-    return np.array([np.median(np.repeat(values, row)) for row in counts])
+    """Median of ``values`` repeated ``counts[j]`` times, for every row ``j`` of ``counts``
+    (each row's total at least 1).
+
+    ``numpy.median`` of the repeated values, all rows at once: in sorted order, the value at
+    position ``(n - 1) // 2`` where the row's total ``n`` is odd, else the mean
+    ``(a + b) / 2`` of those at ``n / 2 - 1`` and ``n / 2`` (numpy's operations, so its bits);
+    ``nan`` values take numpy's median row by row.
+    """
+    values, counts = np.asarray(values, dtype=float), np.asarray(counts)
+    if np.isnan(values).any():
+        return np.array([np.median(np.repeat(values, row)) for row in counts])
+    order = np.argsort(values, kind="stable")
+    ranked, cum = values[order], np.cumsum(counts[:, order], axis=1)
+    total = cum[:, -1:]
+    low = np.sum(cum <= (total - 1) // 2, axis=1)  # the first value whose run covers the position
+    high = np.sum(cum <= total // 2, axis=1)
+    return np.where(low == high, ranked[low], (ranked[low] + ranked[high]) / 2.0)
 
 
 def speedup_interval(base: TimeToTarget, arm: TimeToTarget, seed: int = 0) -> Speedup:
