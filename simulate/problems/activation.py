@@ -24,8 +24,8 @@ relative) and :math:`2^k` written into the exponent bits (``k`` rounded by addin
 Only additions, multiplications, divisions, comparisons and bit operations, compiled without
 fastmath (no fused multiply-add, no reordering) and without a math library call, so the bits are
 those of :func:`tanh_numpy`, the same formula in numpy ufuncs, whatever the CPU (tested, with the
-accuracy: within 2 ulps of the C library's ``tanh``, odd, at most 1 in magnitude and
-non-decreasing on a dense grid; ``tests/test_activation.py``). float32 stays numpy's ``tanh``,
+accuracy: within 2 ulps of the true value (mpmath at 120 bits; 1 ulp on 3000 points measured),
+odd, at most 1 in magnitude and non-decreasing on a dense grid; ``tests/test_activation.py``). float32 stays numpy's ``tanh``,
 which is vectorised on AVX2 and AVX-512.
 """
 
