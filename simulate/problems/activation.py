@@ -25,8 +25,8 @@ Only additions, multiplications, divisions, comparisons and bit operations, comp
 fastmath (no fused multiply-add, no reordering) and without a math library call, so the bits are
 those of :func:`tanh_numpy`, the same formula in numpy ufuncs, whatever the CPU (tested, with the
 accuracy: within 2 ulps of the true value (mpmath at 120 bits; 1 ulp on 3000 points measured),
-odd, at most 1 in magnitude and non-decreasing on a dense grid; ``tests/test_activation.py``). float32 stays numpy's ``tanh``,
-which is vectorised on AVX2 and AVX-512.
+odd, at most 1 in magnitude and non-decreasing on a dense grid; ``tests/test_activation.py``).
+float32 stays numpy's ``tanh``, which is vectorised on AVX2 and AVX-512.
 """
 
 from __future__ import annotations
