@@ -52,8 +52,8 @@ _EXPORTS = {
     ),
     ".update_kernels": (
         "add_bias", "add_bias_numpy", "dense_backward", "dense_backward_numpy", "expected_step",
-        "expected_step_numpy", "expected_step_ratio", "expected_step_ratio_numpy", "softmax_delta",
-        "softmax_delta_numpy",
+        "expected_step_numpy", "expected_step_ratio", "expected_step_ratio_numpy",
+        "soft_bounds_write", "softmax_delta", "softmax_delta_numpy",
     ),
     ".updates": (
         "UPDATE_KINDS", "Updater", "digital_blocks", "digital_update", "expected_update",

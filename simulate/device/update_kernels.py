@@ -3,9 +3,11 @@ r"""Fused element-wise kernels of the network training step (numba), with the bi
 Each kernel does in one pass what the numpy code of :mod:`simulate.problems.network` and
 :func:`simulate.device.updates.expected_update` does in several ufunc calls, with the same IEEE
 operations in the same order, so the results are bit for bit those of numpy (tested against the
-numpy reference functions ``*_numpy`` below). Transcendental functions (``exp``, ``log``, ``tanh``)
-and the device's response ``G(w)`` stay in numpy: the kernels only add, multiply, divide, compare
-and clip. Compiled with ``numba.njit(cache=True)`` (no fastmath, no parallel); the numpy references
+numpy reference functions ``*_numpy`` below). Transcendental functions (``exp``, ``log``; the
+networks' float64 ``tanh`` is :mod:`simulate.problems.activation`'s) and the device's response
+``G(w)`` stay outside: the kernels only add, multiply, divide, compare and clip.
+:func:`soft_bounds_write` is the one soft-bounds write of a weight that the compiled loops
+inline. Compiled with ``numba.njit(cache=True)`` (no fastmath, no parallel); the numpy references
 are the specification the tests hold the kernels to.
 
 Every kernel is row-wise in the ensemble axis (axis 0) and element-wise within a row, except the
@@ -27,6 +29,7 @@ __all__ = [
     "expected_step_numpy",
     "expected_step_ratio",
     "expected_step_ratio_numpy",
+    "soft_bounds_write",
     "softmax_delta",
     "softmax_delta_numpy",
 ]
@@ -90,6 +93,17 @@ def _expected_step(w, gw, g, scale, f, lo, hi):  # pragma: no cover - compiled
                 v = lo if v < lo else v
                 w[r, i] = hi if v > hi else v
 
+@numba.njit(cache=True, inline="always")
+def soft_bounds_write(x, dw, tau, lo, hi):  # pragma: no cover - compiled
+    r"""The expected soft-bounds write of ``dw`` on one weight ``x``,
+    :math:`\mathrm{clip}((\Delta w - |\Delta w|\,(x/\tau)) + x, lo, hi)` (the operations of
+    :func:`simulate.device.updates.expected_update` at :math:`F = 1`, :math:`G = w/\tau`), for
+    the compiled loops (inlined)."""
+    v = (dw - abs(dw) * (x / tau)) + x
+    v = lo if v < lo else v
+    return hi if v > hi else v
+
+
 @numba.njit(cache=True)
 def _expected_step_ratio(w, gw, tau, scale, f, lo, hi, w_min, w_max,
                          changed):  # pragma: no cover - compiled
@@ -108,11 +122,7 @@ def _expected_step_ratio(w, gw, tau, scale, f, lo, hi, w_min, w_max,
                 inside += (v >= a) & (v <= b)
         elif f == 1.0:
             for i in range(cols):
-                dw = gw[r, i] * scale
-                x = w[r, i]
-                v = (dw - abs(dw) * (x / tau)) + x
-                v = lo if v < lo else v
-                v = hi if v > hi else v
+                v = soft_bounds_write(w[r, i], gw[r, i] * scale, tau, lo, hi)
                 w[r, i] = v
                 inside += (v >= a) & (v <= b)
         else:

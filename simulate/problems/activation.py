@@ -52,6 +52,8 @@ _SHIFTER = 6755399441055744.0
 _SHIFTER_BITS = int(np.array([_SHIFTER]).view(np.int64)[0])
 #: 1/j! for j = 2..13, the Taylor coefficients of e^r after 1 + r
 _C = tuple(1.0 / math.factorial(j) for j in range(2, 14))
+#: Horner's order of the coefficients after the last
+_HORNER = tuple(reversed(_C[:-1]))
 
 
 def tanh_numpy(x) -> np.ndarray:
@@ -68,7 +70,7 @@ def tanh_numpy(x) -> np.ndarray:
     k = t - _SHIFTER
     r = (y - k * _LN2_HI) - k * _LN2_LO
     p = np.full_like(r, _C[-1])
-    for c in reversed(_C[:-1]):
+    for c in _HORNER:
         p = c + r * p
     p = 1.0 + r * (1.0 + r * p)
     scale = ((t.view(np.int64) - _SHIFTER_BITS + 1023) << 52).view(np.float64)
@@ -112,7 +114,6 @@ def _float_of(typingctx, bits):  # pragma: no cover - compiled
 def _tanh(a):  # pragma: no cover - compiled
     p0, p1, p2 = _P
     q0, q1, q2 = _Q
-    c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13 = _C
     for i in range(a.size):
         x = a[i]
         z = abs(x)
@@ -122,17 +123,9 @@ def _tanh(a):  # pragma: no cover - compiled
         t = y * _INV_LN2 + _SHIFTER
         k = t - _SHIFTER
         r = (y - k * _LN2_HI) - k * _LN2_LO
-        p = c12 + r * c13
-        p = c11 + r * p
-        p = c10 + r * p
-        p = c9 + r * p
-        p = c8 + r * p
-        p = c7 + r * p
-        p = c6 + r * p
-        p = c5 + r * p
-        p = c4 + r * p
-        p = c3 + r * p
-        p = c2 + r * p
+        p = _C[-1]
+        for c in _HORNER:
+            p = c + r * p
         p = 1.0 + r * (1.0 + r * p)
         big = 1.0 - 2.0 / (p * _float_of((_bits_of(t) - _SHIFTER_BITS + 1023) << 52) + 1.0)
         a[i] = math.copysign(small if z <= _SMALL else big, x)

@@ -27,6 +27,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..device import soft_bounds_write
+
 __all__ = ["matvec", "matvec_numpy", "quadratic_steps"]
 
 
@@ -75,15 +77,6 @@ def _matvec(x, a):  # pragma: no cover - compiled
     for r in range(x.shape[0]):
         _row_times(x[r], a, out[r])
     return out
-
-
-@numba.njit(cache=True, inline="always")
-def _soft_bounds(x, dw, tau, lo, hi):  # pragma: no cover - compiled
-    """The expected soft-bounds write of ``dw`` on ``x``: ``clip((dw - |dw| (x / tau)) + x)``
-    (:func:`simulate.device.updates.expected_update`'s operations at ``G = w / tau``)."""
-    v = (dw - abs(dw) * (x / tau)) + x
-    v = lo if v < lo else v
-    return hi if v > hi else v
 
 
 @numba.njit(cache=True)
@@ -176,7 +169,7 @@ def quadratic_steps(w, g, w_star, a, xi, noise_scale, step, bias, analog, tracke
                         continue
                     x = w[r, i]
                     if analog[i]:
-                        v = _soft_bounds(x, dw, tau, lo, hi)
+                        v = soft_bounds_write(x, dw, tau, lo, hi)
                     else:
                         v = x + dw
                     w[r, i] = v
@@ -186,7 +179,7 @@ def quadratic_steps(w, g, w_star, a, xi, noise_scale, step, bias, analog, tracke
             if every and (k + 1) % every == 0:  # Tiki-Taka's transfer event
                 for i in range(d):
                     if beta != 0:
-                        w[r, i] = _soft_bounds(w[r, i], beta * fast[r, i], tau, lo, hi)
+                        w[r, i] = soft_bounds_write(w[r, i], beta * fast[r, i], tau, lo, hi)
                     fast[r, i] = 0.0
                     if tracked[i]:
                         v = w[r, i]
